@@ -138,7 +138,9 @@ class Corpus:
     def split(self, name: str) -> list[Patent]:
         """The patents of one split, in manifest order."""
         if name not in self.splits:
-            raise CorpusError(f"corpus {self.name or self.root} has no split {name!r}; it has {sorted(self.splits)}")
+            raise CorpusError(
+                f"corpus {self.name or self.root} has no split {name!r}; it has {sorted(self.splits)}"
+            )
         ids = set(self.splits[name])
         return [p for p in self.patents if p.id in ids]
 
@@ -158,7 +160,9 @@ class Corpus:
                 raise CorpusError(f"patent {p.id!r}: kind {p.kind!r} is not one of {KINDS}")
             for scheme, codes in p.codes.items():
                 if scheme not in SCHEMES:
-                    raise CorpusError(f"patent {p.id!r}: unknown classification scheme {scheme!r}; use one of {SCHEMES}")
+                    raise CorpusError(
+                        f"patent {p.id!r}: unknown classification scheme {scheme!r}; use one of {SCHEMES}"
+                    )
                 for code in codes:
                     try:
                         taxonomy.parse(scheme, code)
@@ -171,7 +175,9 @@ class Corpus:
         for split, ids in self.splits.items():
             missing = [i for i in ids if i not in seen]
             if missing:
-                raise CorpusError(f"split {split!r} names {len(missing)} unknown patent id(s), e.g. {missing[0]!r}")
+                raise CorpusError(
+                    f"split {split!r} names {len(missing)} unknown patent id(s), e.g. {missing[0]!r}"
+                )
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, root: str | os.PathLike | None = None) -> Path:
@@ -181,7 +187,9 @@ class Corpus:
         """
         root = Path(root) if root is not None else self.root
         root.mkdir(parents=True, exist_ok=True)
-        lines = "".join(json.dumps(p.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for p in self.patents)
+        lines = "".join(
+            json.dumps(p.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for p in self.patents
+        )
         _atomic_write(root / MANIFEST, lines)
         if self.splits:
             _atomic_write(root / SPLITS, json.dumps(self.splits, indent=1, sort_keys=True) + "\n")
@@ -222,7 +230,9 @@ def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
             if not parts:
                 continue
             if len(parts) != 4:
-                raise CorpusError(f"{path}:{lineno}: a qrels line has 4 fields (qid iter docid rel), got {len(parts)}")
+                raise CorpusError(
+                    f"{path}:{lineno}: a qrels line has 4 fields (qid iter docid rel), got {len(parts)}"
+                )
             qid, _, docid, rel = parts
             try:
                 qrels.setdefault(qid, {})[docid] = int(rel)
