@@ -29,6 +29,7 @@ __all__ = [
     "ImageTextLoss",
     "hierarchical_weights",
     "hmcl_loss",
+    "hmcl_loss_loop",
     "image_text_loss",
     "info_nce_loss",
     "multi_positive_cross_entropy",
@@ -227,6 +228,38 @@ def hmcl_loss(
     return _mean_over_anchors(per_anchor, has_positive)
 
 
+def hmcl_loss_loop(
+    z: Tensor,
+    h: Tensor,
+    tau: float = DEFAULT_TAU,
+    negative_mask: Tensor | None = None,
+    normalize: bool = True,
+) -> Tensor:
+    """Reference for ``hmcl_loss`` (Eq. 4): the same loss written as a loop over anchors.
+
+    One row of similarities per anchor, the anchor left out by indexing rather than masking. Slow;
+    kept for tests and ``bench/bench_hmcl_loss.py``. Arguments and result as ``hmcl_loss``.
+    """
+    if normalize:
+        z = F.normalize(z, dim=1)
+    n = z.shape[0]
+    losses = []
+    for i in range(n):
+        others = torch.cat([torch.arange(0, i), torch.arange(i + 1, n)]).to(z.device)
+        sims = z[others] @ z[i] / tau
+        w = h[i, others].to(z.dtype).clamp_min(0.0)
+        if negative_mask is not None:
+            w = w * (~negative_mask[i, others]).to(z.dtype)
+        total = w.sum()
+        if total <= 0:
+            continue
+        log_prob = sims - torch.logsumexp(sims, dim=0)
+        losses.append(-(w / total * log_prob).sum())
+    if not losses:
+        return z.sum() * 0.0
+    return torch.stack(losses).mean()
+
+
 def image_text_loss(
     image: Tensor,
     text: Tensor,
@@ -254,7 +287,9 @@ def image_text_loss(
     _check_embeddings(image, "image")
     _check_embeddings(text, "text")
     if image.shape != text.shape:
-        raise ValueError(f"image and text must have the same shape, got {tuple(image.shape)} and {tuple(text.shape)}")
+        raise ValueError(
+            f"image and text must have the same shape, got {tuple(image.shape)} and {tuple(text.shape)}"
+        )
     n = image.shape[0]
     if normalize:
         image, text = F.normalize(image, dim=1), F.normalize(text, dim=1)
@@ -368,10 +403,14 @@ class HMCLLoss(nn.Module):
         )
 
     def weights(
-        self, patent_ids: Tensor, subclass_ids: Tensor | None = None, main_ids: Tensor | None = None
+        self,
+        patent_ids: Tensor,
+        subclass_ids: Tensor | None = None,
+        main_ids: Tensor | None = None,
+        dtype: torch.dtype = torch.float32,
     ) -> Tensor:
         """``[N, N]`` relevance weights for these ids with this loss's ``s_p, s_s, s_m`` (Eq. 2)."""
-        return hierarchical_weights(patent_ids, subclass_ids, main_ids, self.s_p, self.s_s, self.s_m)
+        return hierarchical_weights(patent_ids, subclass_ids, main_ids, self.s_p, self.s_s, self.s_m, dtype)
 
     def forward(
         self,
