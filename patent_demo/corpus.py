@@ -78,11 +78,20 @@ class Patent:
 
     @classmethod
     def from_dict(cls, row: dict) -> Patent:
+        if not isinstance(row, dict):
+            raise CorpusError(f"a patent record is a JSON object, got {type(row).__name__}")
         row = dict(row)
         unknown = set(row) - {f for f in cls.__dataclass_fields__}
         if unknown:
             raise CorpusError(f"patent {row.get('id', '?')!r}: unknown field(s) {sorted(unknown)}")
-        figures = [Figure(**f) for f in row.pop("figures", [])]
+        figures = []
+        for f in row.pop("figures", []):
+            bad = set(f) - set(Figure.__dataclass_fields__) if isinstance(f, dict) else {"<not an object>"}
+            if bad:
+                raise CorpusError(
+                    f"patent {row.get('id', '?')!r}: figure with unknown field(s) {sorted(bad)}"
+                )
+            figures.append(Figure(**f))
         return cls(**row, figures=figures)
 
 
@@ -212,6 +221,8 @@ class Corpus:
                     patents.append(Patent.from_dict(json.loads(line)))
                 except (json.JSONDecodeError, TypeError) as err:
                     raise CorpusError(f"{manifest}:{lineno}: not a patent record ({err})") from None
+                except CorpusError as err:
+                    raise CorpusError(f"{manifest}:{lineno}: {err}") from None
         splits = json.loads((root / SPLITS).read_text()) if (root / SPLITS).is_file() else {}
         qrels = read_qrels(root / QRELS) if (root / QRELS).is_file() else {}
         corpus = cls(root=root, patents=patents, splits=splits, qrels=qrels, name=name or root.name)

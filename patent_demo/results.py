@@ -8,7 +8,7 @@ break ties by ascending corpus position, so a ranking is reproducible.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

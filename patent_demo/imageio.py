@@ -1,0 +1,268 @@
+"""Reading patent drawings: any common raster format in, a clean 8-bit grayscale page out.
+
+``load_drawing`` opens PNG, JPEG and TIFF (including the 1-bit CCITT G4 pages of USPTO grants), checks the
+pixel count in the header before any pixel is decoded (a guard against decompression bombs), converts to
+8-bit grayscale on a white background, crops to the ink with a margin, pads to a square and optionally
+resizes. Whatever goes wrong with the input, the only exception is ``DrawingError`` (a ``ValueError``)
+whose message names the file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from PIL import Image, ImageOps
+
+Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes] | Image.Image
+
+DEFAULT_MAX_PIXELS = 50_000_000
+INK_THRESHOLD = 200
+
+
+class DrawingError(ValueError):
+    """A drawing that cannot be read: missing, empty, not an image, truncated, or over the pixel budget."""
+
+
+def _describe(src: Any) -> str:
+    if isinstance(src, str | os.PathLike):
+        return str(src)
+    if isinstance(src, bytes | bytearray | memoryview):
+        return f"<{len(src)} bytes>"
+    if isinstance(src, Image.Image):
+        return f"<PIL image {src.mode} {src.size[0]}x{src.size[1]}>"
+    return str(getattr(src, "name", "<file object>"))
+
+
+def _read_source(src: Source, name: str) -> io.BytesIO | Path:
+    """A path (checked to exist and be non-empty) or an in-memory buffer of the source's bytes."""
+    if isinstance(src, str | os.PathLike):
+        path = Path(src)
+        if not path.is_file():
+            raise DrawingError(f"{name}: no such file")
+        if path.stat().st_size == 0:
+            raise DrawingError(f"{name}: empty file, not a drawing")
+        return path
+    if isinstance(src, bytes | bytearray | memoryview):
+        data = bytes(src)
+    elif hasattr(src, "read"):
+        try:
+            data = src.read()
+        except Exception as err:
+            raise DrawingError(f"{name}: cannot read ({err})") from err
+        if not isinstance(data, bytes | bytearray):
+            raise DrawingError(f"{name}: a drawing must be read from a binary file object")
+        data = bytes(data)
+    else:
+        raise DrawingError(
+            f"{name}: expected a path, bytes or a binary file object, got {type(src).__name__}"
+        )
+    if not data:
+        raise DrawingError(f"{name}: empty file, not a drawing")
+    return io.BytesIO(data)
+
+
+def _open(src: Source, name: str) -> Image.Image:
+    """Open the image lazily: only the header is parsed, no pixel data is decoded."""
+    if isinstance(src, Image.Image):
+        return src
+    source = _read_source(src, name)
+    try:
+        with warnings.catch_warnings():
+            # the pixel budget is checked by _check_budget; Pillow's own guard still raises beyond 2x its limit
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            return Image.open(source)
+    except Image.DecompressionBombError as err:
+        raise DrawingError(f"{name}: refused to open a possible decompression bomb ({err})") from err
+    except Exception as err:
+        raise DrawingError(f"{name}: not a readable image (expected PNG, JPEG or TIFF): {err}") from err
+
+
+def _check_budget(im: Image.Image, name: str, max_pixels: int, page: int = 0) -> None:
+    w, h = im.size
+    if w <= 0 or h <= 0:
+        raise DrawingError(f"{name}: image has no pixels ({w}x{h})")
+    if w * h > max_pixels:
+        where = f" (page {page + 1})" if page else ""
+        raise DrawingError(
+            f"{name}{where}: {w}x{h} = {w * h:,} pixels exceeds the budget of {max_pixels:,} "
+            f"(possible decompression bomb); pass a larger max_pixels to read it"
+        )
+
+
+def _to_gray(im: Image.Image) -> Image.Image:
+    """Any Pillow mode → ``"L"``: transparency is composited on white, 16-bit and float are rescaled."""
+    mode = im.mode
+    if mode == "L":
+        return im
+    if mode == "1":
+        return im.convert("L")
+    if mode in ("RGBA", "LA", "PA", "La", "RGBa") or (
+        mode in ("P", "L", "RGB") and "transparency" in im.info
+    ):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("L")
+    if mode.startswith("I") or mode == "F":
+        arr = np.asarray(im).astype(np.float64)
+        if mode.startswith("I;16") or (mode == "I" and arr.max(initial=0) > 255):
+            arr = arr / 257.0
+        elif mode == "F" and arr.max(initial=0) <= 1.0:
+            arr = arr * 255.0
+        return Image.fromarray(np.clip(np.rint(arr), 0, 255).astype(np.uint8), mode="L")
+    return im.convert("RGB").convert("L")
+
+
+def _as_gray_array(img: Image.Image | np.ndarray) -> np.ndarray:
+    if isinstance(img, Image.Image):
+        return np.asarray(_to_gray(img))
+    arr = np.asarray(img)
+    if arr.ndim == 3:
+        arr = arr.mean(axis=2)
+    return arr
+
+
+def ink_bbox(
+    img: Image.Image | np.ndarray, threshold: int = INK_THRESHOLD
+) -> tuple[int, int, int, int] | None:
+    """The bounding box ``(left, top, right, bottom)`` (right/bottom exclusive, as PIL's ``crop`` takes it)
+    of the ink, i.e. pixels darker than ``threshold`` in grayscale; ``None`` when there is no ink.
+    ``img`` is a PIL image of any mode or an array ``[H, W]`` / ``[H, W, C]``."""
+    ink = _as_gray_array(img) < threshold
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if rows.size == 0:
+        return None
+    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
+
+
+def ink_ratio(img: Image.Image | np.ndarray, threshold: int = INK_THRESHOLD) -> float:
+    """The fraction of pixels darker than ``threshold`` (0.0 for a blank page)."""
+    arr = _as_gray_array(img)
+    return float((arr < threshold).mean()) if arr.size else 0.0
+
+
+def _finish(
+    im: Image.Image, *, crop: bool, margin: float, square: bool, size: int | None, threshold: int
+) -> Image.Image:
+    """Crop to the ink plus a white margin of ``margin`` × the box's longer side, pad to a square, resize."""
+    if crop:
+        box = ink_bbox(im, threshold)
+        if box is not None:
+            im = im.crop(box)
+            pad = round(margin * max(im.size))
+            if pad > 0:
+                im = ImageOps.expand(im, border=pad, fill=255)
+    if square and im.size[0] != im.size[1]:
+        side = max(im.size)
+        canvas = Image.new("L", (side, side), 255)
+        canvas.paste(im, ((side - im.size[0]) // 2, (side - im.size[1]) // 2))
+        im = canvas
+    if size is not None:
+        if size <= 0:
+            raise ValueError(f"size must be positive, got {size}")
+        w, h = im.size
+        scale = size / max(w, h)
+        target = (size, size) if square else (max(1, round(w * scale)), max(1, round(h * scale)))
+        if target != im.size:
+            im = im.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
+    return im
+
+
+def _decode(im: Image.Image, name: str, page: int = 0) -> Image.Image:
+    """Decode the current frame and convert it to ``"L"``."""
+    try:
+        im.load()
+        im = ImageOps.exif_transpose(im) if im.format == "JPEG" else im
+        return _to_gray(im).copy()
+    except DrawingError:
+        raise
+    except Exception as err:
+        where = f" (page {page + 1})" if page else ""
+        raise DrawingError(
+            f"{name}{where}: truncated or corrupt image data ({type(err).__name__}: {err})"
+        ) from err
+
+
+def load_drawing(
+    src: Source,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    crop: bool = True,
+    margin: float = 0.04,
+    square: bool = True,
+    size: int | None = None,
+    threshold: int = INK_THRESHOLD,
+) -> Image.Image:
+    """Read a drawing (the first page of a multi-page file) as an 8-bit grayscale ``"L"`` image.
+
+    ``src`` is a path, bytes, a binary file object or a PIL image. The header's pixel count is checked
+    against ``max_pixels`` before decoding. With ``crop`` the result is cut to the ink (pixels darker than
+    ``threshold``) plus a white margin of ``margin`` × the ink box's longer side; a blank page is kept
+    whole. With ``square`` it is centred on a white square; ``size`` resizes to ``size`` × ``size``
+    (or the longer side to ``size`` when not square). Raises ``DrawingError`` naming the file on any
+    unreadable input.
+    """
+    name = _describe(src)
+    im = _open(src, name)
+    try:
+        _check_budget(im, name, max_pixels)
+        gray = _decode(im, name)
+    finally:
+        if im is not src:
+            im.close()
+    return _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold)
+
+
+def page_count(src: Source, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
+    """The number of pages (frames) in a drawing file, read from its headers."""
+    name = _describe(src)
+    im = _open(src, name)
+    try:
+        _check_budget(im, name, max_pixels)
+        return int(getattr(im, "n_frames", 1))
+    except DrawingError:
+        raise
+    except Exception as err:
+        raise DrawingError(f"{name}: cannot count pages ({type(err).__name__}: {err})") from err
+    finally:
+        if im is not src:
+            im.close()
+
+
+def iter_pages(
+    src: Source,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    crop: bool = True,
+    margin: float = 0.04,
+    square: bool = True,
+    size: int | None = None,
+    threshold: int = INK_THRESHOLD,
+) -> Iterator[Image.Image]:
+    """Every page of a (multi-page TIFF) drawing, each prepared as ``load_drawing`` prepares the first.
+    Each page's size is checked against ``max_pixels`` before it is decoded."""
+    name = _describe(src)
+    im = _open(src, name)
+    try:
+        try:
+            n = int(getattr(im, "n_frames", 1))
+        except Exception as err:
+            raise DrawingError(f"{name}: cannot count pages ({type(err).__name__}: {err})") from err
+        for page in range(n):
+            try:
+                im.seek(page)
+            except Exception as err:
+                raise DrawingError(
+                    f"{name} (page {page + 1}): cannot seek ({type(err).__name__}: {err})"
+                ) from err
+            _check_budget(im, name, max_pixels, page)
+            gray = _decode(im, name, page)
+            yield _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold)
+    finally:
+        if im is not src:
+            im.close()

@@ -1,0 +1,259 @@
+"""BM25 first stage over bm25s: build, search, save and load.
+
+Scoring: bm25s's ``"lucene"`` method by default (the BM25 of Lucene/Anserini, Kamphuis et al. 2020)::
+
+    score(q, d) = sum_{t in q} idf(t) * tf(t, d) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+    idf(t)      = log(1 + (N - df(t) + 0.5) / (df(t) + 0.5))          (never negative)
+
+summed over the query tokens with repetition, k1 = 1.2 and b = 0.75 as in the DSSDNet first stage.
+How the bm25s methods relate to rank_bm25 (checked in ``tests/test_lexical.py``):
+
+* ``"robertson"`` is rank_bm25's ``BM25Okapi(epsilon=0)`` divided by (k1 + 1): both use
+  idf = log((N - df + 0.5) / (df + 0.5)) and set negative values to 0. (BM25Okapi's default
+  epsilon = 0.25 instead floors them at 0.25 x the mean idf, which bm25s does not offer.)
+* ``"bm25+"`` equals rank_bm25's ``BM25Plus`` exactly (same ``delta``).
+* ``"lucene"`` has no rank_bm25 class; it is BM25Okapi's term-frequency part with the Lucene idf above.
+* rank_bm25's ``BM25L`` multiplies by the raw term frequency once more, so it matches no bm25s method.
+
+Tokenisation is bm25s's (lower case, ``\\b\\w\\w+\\b``, optional stopword list and PyStemmer stemmer),
+the same for documents and queries. A search returns only documents that share a term with the
+query (score above the score of an empty document); ties are broken by ascending corpus position.
+
+On disk an index is a directory: the bm25s files (``*.index.npy``, ``vocab.index.json``,
+``params.index.json``) plus ``lexical.json`` holding fields, k1, b, method, delta, stopwords,
+stemmer and the document ids in index order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+
+from patent_demo.results import Results
+
+PARAMS_FILE = "lexical.json"
+METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+FORMAT_VERSION = 1
+
+
+def _make_stemmer(name: str | None):
+    if name is None:
+        return None
+    try:
+        import Stemmer
+    except ImportError:  # pragma: no cover - PyStemmer is in requirements.txt
+        raise ImportError(f"stemmer={name!r} needs PyStemmer: pip install PyStemmer") from None
+    try:
+        return Stemmer.Stemmer(name)
+    except KeyError:
+        raise ValueError(f"unknown stemmer language {name!r}; see Stemmer.algorithms()") from None
+
+
+def _doc_id_and_text(doc: Any, fields: Sequence[str], position: int) -> tuple[str, str]:
+    """(id, text) of a dict ({"id": ..., field: ...}) or an object with ``.id`` and field attributes."""
+    if isinstance(doc, dict):
+        if not doc.get("id"):
+            raise ValueError(f"document {position} has no 'id' key (keys: {sorted(doc)})")
+        doc_id, get = doc["id"], doc.get
+    else:
+        doc_id = getattr(doc, "id", None)
+        if not doc_id:
+            raise ValueError(f"document {position} ({type(doc).__name__}) has no id")
+
+        def get(name, default=None):
+            return getattr(doc, name, default)
+
+    parts = []
+    for name in fields:
+        value = get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"document {doc_id!r}: field {name!r} is {type(value).__name__}, expected str")
+        parts.append(value)
+    return str(doc_id), "\n".join(parts)
+
+
+class BM25Index:
+    """A BM25 index over documents' text fields, searched with raw query text.
+
+    Build with ``BM25Index.build(docs)``; ``search`` returns a ``Results`` of document ids.
+    """
+
+    def __init__(
+        self,
+        retriever: bm25s.BM25,
+        doc_ids: list[str],
+        fields: Sequence[str],
+        stopwords: str | list[str] | None,
+        stemmer: str | None,
+    ) -> None:
+        self.retriever = retriever
+        self.doc_ids = list(doc_ids)
+        self.fields = tuple(fields)
+        self.stopwords = stopwords
+        self.stemmer = stemmer
+        self._stemmer = _make_stemmer(stemmer)
+
+    # -- parameters -------------------------------------------------------------------------
+    @property
+    def k1(self) -> float:
+        return float(self.retriever.k1)
+
+    @property
+    def b(self) -> float:
+        return float(self.retriever.b)
+
+    @property
+    def method(self) -> str:
+        return str(self.retriever.method)
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def params(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "fields": list(self.fields),
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "delta": float(self.retriever.delta),
+            "stopwords": self.stopwords,
+            "stemmer": self.stemmer,
+            "doc_ids": self.doc_ids,
+        }
+
+    # -- building ---------------------------------------------------------------------------
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """The token lists this index uses for ``texts`` (documents and queries alike)."""
+        return _tokenize(list(texts), self.stopwords, self._stemmer)
+
+    @classmethod
+    def build(
+        cls,
+        docs: Iterable[Any],
+        fields: Sequence[str] = ("title", "text"),
+        k1: float = 1.2,
+        b: float = 0.75,
+        method: str = "lucene",
+        delta: float = 0.5,
+        stopwords: str | list[str] | None = "en",
+        stemmer: str | None = None,
+    ) -> BM25Index:
+        """Index ``docs``: dicts with an ``"id"`` key, ``Patent`` objects, or a ``Corpus``.
+
+        The text of a document is its ``fields`` joined by newlines (missing fields are skipped).
+        ``stemmer`` is ``None`` or a PyStemmer language such as ``"english"``; ``delta`` only
+        matters for ``"bm25l"`` and ``"bm25+"``.
+        """
+        if method not in METHODS:
+            raise ValueError(f"unknown BM25 method {method!r}; choose one of {METHODS}")
+        if not fields:
+            raise ValueError("fields must name at least one text field")
+        pairs = [_doc_id_and_text(d, fields, i) for i, d in enumerate(docs)]
+        if not pairs:
+            raise ValueError("cannot build a BM25 index over no documents")
+        doc_ids = [p[0] for p in pairs]
+        dups = [d for d, n in Counter(doc_ids).items() if n > 1]
+        if dups:
+            raise ValueError(f"duplicate document id {dups[0]!r}")
+        retriever = bm25s.BM25(k1=k1, b=b, delta=delta, method=method)
+        index = cls(retriever, doc_ids, fields, stopwords, stemmer)
+        tokens = index.tokenize([p[1] for p in pairs])
+        if not any(tokens):
+            raise ValueError("no document has an indexable token (all empty or stopwords)")
+        retriever.index(tokens, create_empty_token=False, show_progress=False)
+        return index
+
+    # -- searching --------------------------------------------------------------------------
+    def _token_ids(self, tokens: list[str]) -> list[int]:
+        return self.retriever.get_tokens_ids(tokens)
+
+    def _search_ids(self, token_ids: list[int], k: int) -> Results:
+        if not token_ids:
+            return Results.empty()
+        ids = np.asarray(token_ids, dtype=np.int64)
+        scores = self.retriever.get_scores_from_ids(token_ids)
+        baseline = np.zeros(1, dtype=scores.dtype)[0]
+        if self.retriever.nonoccurrence_array is not None:
+            baseline = baseline + self.retriever.nonoccurrence_array[ids].sum()
+        cand = np.flatnonzero(scores > baseline)
+        if cand.size > k:
+            part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
+            kth = scores[part].min()
+            above = cand[scores[cand] > kth]
+            at = cand[scores[cand] == kth][: k - above.size]  # cand is ascending: lowest positions win
+            cand = np.concatenate([above, at])
+        order = np.lexsort((cand, -scores[cand]))
+        chosen = cand[order]
+        return Results(ids=[self.doc_ids[i] for i in chosen], scores=scores[chosen])
+
+    def search(self, query: str, k: int = 1000) -> Results:
+        """Top ``k`` documents for raw ``query`` text (fewer when fewer documents match; empty for an
+        empty, stopword-only or out-of-vocabulary query)."""
+        return self.search_many([query], k=k)[0]
+
+    def search_many(self, queries: Sequence[str], k: int = 1000) -> list[Results]:
+        """``search`` for each query; the queries are tokenised in one batch."""
+        if isinstance(queries, str):
+            raise TypeError("search_many takes a list of query strings; use search() for one")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        token_lists = self.tokenize(queries) if queries else []
+        return [self._search_ids(self._token_ids(t), k) for t in token_lists]
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write the bm25s files and ``lexical.json`` (written last, atomically) into ``directory``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.retriever.save(str(directory), show_progress=False)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{PARAMS_FILE}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.params(), fh, indent=1)
+            os.replace(tmp, directory / PARAMS_FILE)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, mmap: bool = False) -> BM25Index:
+        """Load an index written by ``save``; ``mmap`` memory-maps the score arrays."""
+        directory = Path(directory)
+        params_path = directory / PARAMS_FILE
+        if not params_path.is_file():
+            raise FileNotFoundError(f"{directory} is not a BM25 index: {PARAMS_FILE} not found")
+        params = json.loads(params_path.read_text(encoding="utf-8"))
+        if params.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{params_path}: unsupported format_version {params.get('format_version')!r}")
+        retriever = bm25s.BM25.load(str(directory), mmap=mmap, load_corpus=False)
+        n_docs = int(retriever.scores["num_docs"])
+        if n_docs != len(params["doc_ids"]):
+            raise ValueError(
+                f"{params_path}: {len(params['doc_ids'])} doc ids but the index holds {n_docs} documents"
+            )
+        for key in ("k1", "b", "method"):
+            if getattr(retriever, key) != params[key]:
+                raise ValueError(
+                    f"{params_path}: {key}={params[key]!r} but bm25s params say {getattr(retriever, key)!r}"
+                )
+        return cls(retriever, params["doc_ids"], params["fields"], params["stopwords"], params["stemmer"])
+
+
+def _tokenize(texts: list[str], stopwords: str | list[str] | None, stemmer) -> list[list[str]]:
+    if not texts:
+        return []
+    out = bm25s.tokenize(texts, stopwords=stopwords, stemmer=stemmer, return_ids=False, show_progress=False)
+    return [list(t) for t in out]
