@@ -60,7 +60,9 @@ VARIANT_TERMS: dict[str, tuple[str, ...]] = {
 def _safe_sqrt(x: Tensor) -> Tensor:
     """``sqrt(x)`` for ``x >= 0`` whose gradient at ``x == 0`` is 0 rather than inf/NaN."""
     positive = x > 0
-    return torch.where(positive, torch.sqrt(torch.where(positive, x, torch.ones_like(x))), torch.zeros_like(x))
+    return torch.where(
+        positive, torch.sqrt(torch.where(positive, x, torch.ones_like(x))), torch.zeros_like(x)
+    )
 
 
 def relevance_bce(logits: Tensor, y: Tensor) -> Tensor:
@@ -79,7 +81,9 @@ def orthogonality_loss(e_ds: Tensor, e_di: Tensor) -> Tensor:
     divides by ``d^2``; this follows the formula. A batch of one has zero cross-covariance (loss 0).
     """
     if e_ds.shape != e_di.shape or e_ds.dim() != 2:
-        raise ValueError(f"e_ds and e_di must both be [B, d]; got {tuple(e_ds.shape)} and {tuple(e_di.shape)}")
+        raise ValueError(
+            f"e_ds and e_di must both be [B, d]; got {tuple(e_ds.shape)} and {tuple(e_di.shape)}"
+        )
     b, d = e_ds.shape
     c_ds = e_ds - e_ds.mean(dim=0, keepdim=True)
     c_di = e_di - e_di.mean(dim=0, keepdim=True)
@@ -200,7 +204,7 @@ class DSSDNetLoss(torch.nn.Module):
 
     ``forward(outputs, y, t)`` takes the model's output dict (``Reranker.forward``) with keys
 
-    * ``logit`` [B]: the variant's ranking logit (used by ``ce`` and ``pr``; ``pr`` ranks ``sigmoid(logit)``),
+    * ``logit`` [B]: the plain cross-encoder's logit (``ce``); ``score`` [B]: the ranking probability (``pr``),
     * ``e_s``, ``e_ds``, ``e_di`` [B, d]; ``ds_logit``, ``di_logit``, ``t_logit`` [B] (``DS_SD`` and up),
     * ``mr_logit`` [B], the fusion regressor ``h_R`` (``DS_SD_MR`` and up),
 
@@ -242,6 +246,7 @@ class DSSDNetLoss(torch.nn.Module):
         if "mr" in self.terms:
             losses["mr_loss"] = cfg.mr_weight * relevance_bce(outputs["mr_logit"], y)
         if "pr" in self.terms:
-            scores = torch.sigmoid(outputs["logit"])
-            losses["pr_loss"] = cfg.pr_weight * hard_negative_ranking_loss(scores, y, cfg.top_k, cfg.margin)
+            losses["pr_loss"] = cfg.pr_weight * hard_negative_ranking_loss(
+                outputs["score"], y, cfg.top_k, cfg.margin
+            )
         return losses
