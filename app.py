@@ -1,0 +1,655 @@
+"""The examiner workbench: Gradio UI over ``patent_demo.pipeline.Workbench``.
+
+``python app.py`` (or ``make demo``) serves on port 7860. Configuration: CLI flags, each with an
+environment variable (``python app.py --help``). Nothing runs at import time: ``build_demo`` builds the
+UI from a workbench and a label store; ``main`` parses flags, warms the caches and launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from patent_demo.labels import (
+    GRADES,
+    LabelError,
+    LabelStore,
+    combined_query_id,
+    image_query_id,
+    text_query_id,
+)
+from patent_demo.pipeline import Workbench, WorkbenchConfig
+from patent_demo.sessions import add_list, label_from_session, new_session
+
+LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
+SHORTCUTS = {
+    "1": "lbl-rel",
+    "2": "lbl-part",
+    "3": "lbl-not",
+    "u": "lbl-undo",
+    "j": "lbl-next",
+    "k": "lbl-prev",
+}
+KEYS_JS = """
+<script>
+document.addEventListener('keydown', (e) => {
+  const t = e.target, tag = (t && t.tagName || '').toLowerCase();
+  if (tag === 'input' || tag === 'textarea' || tag === 'select' || (t && t.isContentEditable)) return;
+  if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
+  const id = %s[e.key];
+  if (!id) return;
+  const el = document.getElementById(id);
+  if (el) { e.preventDefault(); el.click(); }
+});
+</script>
+"""
+CSS = """
+#label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
+.kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
+@media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
+"""
+TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
+HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
+TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score"]
+
+
+class BadInput(Exception):
+    """Raised inside handlers for messages the user should see (the server carries on)."""
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    from patent_demo.corpus import CorpusError
+    from patent_demo.imageio import DrawingError
+
+    return (DrawingError, CorpusError, LabelError, ValueError, KeyError, FileNotFoundError, BadInput)
+
+
+def _warn(err: BaseException) -> str:
+    msg = str(err).strip("'\"") or type(err).__name__
+    gr.Warning(msg)
+    return f"⚠️ {msg}"
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    return "–" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def _movement(bm25_rank: int, rank: int) -> str:
+    d = bm25_rank - rank
+    return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
+
+
+def _progress_md(store: LabelStore, session: dict | None, annotator: str) -> str:
+    if not session or not session.get("lists"):
+        return "No query yet: run a search, then label its hits."
+    shown = {row["id"] for rows in session["lists"].values() for row in rows}
+    judged = store.judged(session["query_id"], (annotator or "").strip()) if annotator else {}
+    done = len(shown & set(judged))
+    return (
+        f"**{done} of {len(shown)}** candidates of this query labelled by {annotator or '(enter your name)'}"
+    )
+
+
+def _cursor_md(wb: Workbench, session: dict | None, list_name: str, rank: int) -> str:
+    if not session or not session.get("lists", {}).get(list_name):
+        return "Select a hit (click it) or choose a list and rank."
+    rows = session["lists"][list_name]
+    rank = max(1, min(int(rank or 1), len(rows)))
+    row = rows[rank - 1]
+    p = wb.corpus[row["id"]]
+    return f"**{list_name} #{rank}** · `{p.id}` · {p.title} · Locarno {p.locarno or '–'} · score {row['score']:.3f}"
+
+
+def default_labels_path() -> tuple[Path, str]:
+    """The label database path and a warning ("" when none): ``/data`` on a Space with persistent storage."""
+    env = os.environ.get("PATENT_DEMO_LABELS")
+    if env:
+        return Path(env), ""
+    if os.environ.get("SPACE_ID"):
+        if Path("/data").is_dir() and os.access("/data", os.W_OK):
+            return Path("/data/labels.sqlite"), ""
+        return Path("data/labels.sqlite"), (
+            "Labels are stored on this Space's ephemeral disk and are lost when it restarts: "
+            "enable persistent storage (mounted at /data) in the Space settings."
+        )
+    return Path("data/labels.sqlite"), ""
+
+
+def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "") -> gr.Blocks:
+    """The workbench UI. Every event has an ``api_name``; see the README for the API."""
+    wb = workbench
+    store = store or LabelStore(default_labels_path()[0])
+    errors = _errors()
+    drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
+    text_models = [(m.label, m.key) for m in wb.models("text")]
+    corpus = wb.corpus
+    n_figures = sum(len(p.figures) for p in corpus.patents)
+    examples = wb.examples(6)
+    keys_legend = " · ".join(
+        f"<span class='kbd'>{k}</span> {v}"
+        for k, v in (
+            ("1", "relevant"),
+            ("2", "partly"),
+            ("3", "not relevant"),
+            ("u", "undo"),
+            ("j", "next"),
+            ("k", "previous"),
+        )
+    )
+
+    # -- handlers ------------------------------------------------------------------------------------
+    def search_drawing(file, model, k, group, crop, locarno, annotator, progress=TRACK_TQDM):
+        """Search the corpus drawings with an uploaded drawing; returns gallery, spread line, hit table."""
+        try:
+            if not file:
+                raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
+            data = Path(file).read_bytes()
+            res = wb.search_drawing(file, model, int(k), bool(group), bool(crop), locarno or "")
+            sha, rel = store.save_query_image(data, Path(file).suffix.lower() or ".png")
+            spec = wb.model(model, "drawing")
+            session = new_session("image", image_query_id(sha), image_sha=sha, image_file=rel,
+                                  patent_id=res.query_patent_id)  # fmt: skip
+            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
+            session["embedding"] = res.query_embedding.tolist()
+            session["model"] = spec.key
+            gallery = [
+                (h.image_path, f"#{h.rank} {h.patent_id} · {h.view} · {h.locarno} · {h.score:.3f}")
+                for h in res.hits
+            ]
+            table = [
+                [h.rank, h.patent_id, h.view, h.locarno, h.locarno_title, h.title, round(h.score, 4)]
+                for h in res.hits
+            ]
+            status = f"{len(res.hits)} results with {spec.label} · {res.spread}"
+            return (gallery, status, table, session, "hmcl", 1,
+                    _cursor_md(wb, session, "hmcl", 1), _progress_md(store, session, annotator))  # fmt: skip
+        except errors as err:
+            return (gr.update(), _warn(err), gr.update(), gr.update(), gr.update(), gr.update(),
+                    gr.update(), gr.update())  # fmt: skip
+
+    def _text_tables(bm25, dss):
+        bm = [
+            [r, "", pid, wb.corpus[pid].locarno, wb.corpus[pid].title, round(float(s), 4)]
+            for r, (pid, s) in enumerate(bm25, 1)
+        ]
+        ds = [
+            [
+                r,
+                _movement(e["bm25_rank"], r),
+                pid,
+                wb.corpus[pid].locarno,
+                wb.corpus[pid].title,
+                round(float(s), 4),
+            ]
+            for r, ((pid, s), e) in enumerate(zip(dss, dss.extras or [], strict=True), 1)
+        ]
+        return bm, ds
+
+    def search_text(abstract, codes, model, k, annotator):
+        """BM25 and DSSDNet lists for a pasted abstract (optional classification codes)."""
+        try:
+            from patent_demo.pipeline import check_abstract, parse_query_codes
+
+            text = check_abstract(abstract)
+            qcodes = parse_query_codes(codes or "")
+            bm25, dss = wb.search_text(text, qcodes, int(k), model)
+            spec = wb.model(model, "text")
+            session = new_session("text", text_query_id(text), text=text, codes=qcodes)
+            add_list(session, "bm25", wb.text_hits(bm25), "bm25")
+            add_list(session, "dssdnet", wb.text_hits(dss), spec.checkpoint_id)
+            bm, ds = _text_tables(bm25, dss)
+            untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
+            status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {wb.config.bm25_candidates}{untrained}."
+            if not len(bm25):
+                status = "⚠️ no corpus text shares a word with this abstract"
+            return (bm, ds, status, session, "dssdnet", 1,
+                    _cursor_md(wb, session, "dssdnet", 1), _progress_md(store, session, annotator))  # fmt: skip
+        except errors as err:
+            return (gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
+                    gr.update(), gr.update())  # fmt: skip
+
+    def explain(session, rank):
+        """The DSSDNet explanation of hit ``rank`` of the current text query: gate plot and figures."""
+        from patent_demo.plots import gate_plot
+
+        rows = (session or {}).get("lists", {}).get("dssdnet")
+        if not rows:
+            return None, "Run a text search, then select a DSSDNet candidate."
+        rank = max(1, min(int(rank or 1), len(rows)))
+        row = rows[rank - 1]
+        e = row["extras"]
+        p = wb.corpus[row["id"]]
+        fig = gate_plot(e["gate"]) if e.get("gate") else None
+        md = (
+            f"### {p.id} · {p.title}\n"
+            f"DSSDNet rank {rank} (BM25 rank {e.get('bm25_rank')}, {_movement(e.get('bm25_rank', rank), rank)})  \n"
+            f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
+            f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
+            f"**t** = {_fmt(e.get('t'))} ({e.get('t_source') or '–'}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
+            f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
+            f"**Query**: {session.get('text', '')}\n\n**Candidate** ({p.locarno or 'no code'}): {wb.candidate_text(p)}"
+        )
+        return fig, md
+
+    def select_text(session, evt: gr.SelectData):
+        rank = int(evt.index[0]) + 1
+        fig, md = explain(session, rank)
+        return fig, md, "dssdnet", rank, _cursor_md(wb, session, "dssdnet", rank)
+
+    def select_bm25(session, evt: gr.SelectData):
+        rank = int(evt.index[0]) + 1
+        return "bm25", rank, _cursor_md(wb, session, "bm25", rank)
+
+    def select_gallery(session, evt: gr.SelectData):
+        rank = int(evt.index) + 1
+        return "hmcl", rank, _cursor_md(wb, session, "hmcl", rank)
+
+    def search_combined(file, abstract, codes, dmodel, tmodel, k, annotator, progress=TRACK_TQDM):
+        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion."""
+        from patent_demo.pipeline import check_abstract, parse_query_codes
+
+        try:
+            if not file:
+                raise BadInput("upload a drawing as well as the abstract")
+            data = Path(file).read_bytes()
+            text = check_abstract(abstract)
+            qcodes = parse_query_codes(codes or "")
+            k = int(k)
+            dres = wb.search_drawing(file, dmodel, k, True, True, "")
+            _, dss = wb.search_text(text, qcodes, k, tmodel)
+            hm = wb.index(dmodel).search_patents(dres.query_embedding, min(k, len(wb.corpus)))
+            fused = wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
+            sha, rel = store.save_query_image(data, Path(file).suffix.lower() or ".png")
+            session = new_session("combined", combined_query_id(sha, text), text=text, codes=qcodes,
+                                  image_sha=sha, image_file=rel, patent_id=dres.query_patent_id)  # fmt: skip
+            add_list(session, "hmcl", dres.hits, wb.model(dmodel, "drawing").checkpoint_id)
+            add_list(session, "dssdnet", wb.text_hits(dss), wb.model(tmodel, "text").checkpoint_id)
+            add_list(session, "fused", wb.text_hits(fused), "rrf60")
+            row = lambda r, pid, s: [r, pid, wb.corpus[pid].locarno, wb.corpus[pid].title, round(float(s), 4)]  # noqa: E731
+            tables = [[row(r, pid, s) for r, (pid, s) in enumerate(res, 1)] for res in (hm, dss, fused)]
+            return (*tables, "Fused with reciprocal rank fusion (k = 60).", session, "fused", 1,
+                    _cursor_md(wb, session, "fused", 1), _progress_md(store, session, annotator))  # fmt: skip
+        except errors as err:
+            return (gr.update(), gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
+                    gr.update(), gr.update())  # fmt: skip
+
+    def embedding_maps(model_a, model_b, dims, session, progress=TRACK_TQDM):
+        """PCA maps of two drawing models side by side (query and its top-k highlighted when present)."""
+        from patent_demo.plots import embedding_map
+
+        figs = []
+        try:
+            for model in (model_a, model_b):
+                q = None
+                hl = []
+                if session and session.get("model") == model and session.get("embedding"):
+                    import numpy as np
+
+                    q = np.asarray(session["embedding"], dtype="float32")
+                    hl = [r["id"] for r in session["lists"].get("hmcl", [])]
+                figs.append(
+                    embedding_map(
+                        wb.embedding_map(model, query=q, highlight=hl, dims=3 if dims == "3-D" else 2)
+                    )
+                )
+            return *figs, ""
+        except errors as err:
+            return gr.update(), gr.update(), _warn(err)
+
+    def evaluate(model, progress=TRACK_TQDM):
+        """Drawing metrics on the test split and the worst queries first."""
+        try:
+            summary, rows = wb.evaluate(model, k=10)
+            keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
+            md = " · ".join(f"**{k}** {summary[k]:.3f}" for k in keys if k in summary)
+            md += f" · {summary['num_queries']} queries"
+            table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
+                      r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
+            figures = [r.query_figure for r in rows]
+            return md, table, gr.update(choices=figures, value=figures[0] if figures else None)
+        except errors as err:
+            return _warn(err), gr.update(), gr.update()
+
+    def compare(figure, model_a, model_b):
+        """One test figure searched with two models."""
+        try:
+            if not figure:
+                raise BadInput("evaluate a model first, then pick a query figure")
+            a, b = wb.compare(figure, model_a, model_b, k=8)
+            gal_a, gal_b = (
+                [(h.image_path, f"#{h.rank} {h.patent_id} {h.locarno} {h.score:.3f}") for h in res.hits]
+                for res in (a, b)
+            )
+            return gal_a, gal_b, f"A: {a.spread}  \nB: {b.spread}"
+        except errors as err:
+            return gr.update(), gr.update(), _warn(err)
+
+    def do_label(label, list_name, rank, category, note, annotator, session):
+        """Store one judgement of hit ``rank`` of ``list_name`` for the current query; moves to the next hit."""
+        try:
+            lab = store.add(
+                label_from_session(session, list_name, int(rank), label, annotator, category, note)
+            )
+            n = len(session["lists"][list_name])
+            nxt = min(int(rank) + 1, n)
+            msg = f"✓ {lab.label} · {lab.candidate_id} ({list_name} #{lab.rank}) · label #{lab.id}"
+            return (
+                msg,
+                _progress_md(store, session, annotator),
+                nxt,
+                _cursor_md(wb, session, list_name, nxt),
+                "",
+            )
+        except errors as err:
+            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def undo(annotator, session):
+        """Undo the annotator's last label for the current query."""
+        try:
+            if not (annotator or "").strip():
+                raise BadInput("enter your name first: undo removes your own last label")
+            lab = store.undo_last(annotator.strip(), (session or {}).get("query_id"))
+            msg = (
+                "nothing to undo"
+                if lab is None
+                else f"↶ undid {lab.label} · {lab.candidate_id} ({lab.list_name} #{lab.rank})"
+            )
+            return msg, _progress_md(store, session, annotator)
+        except errors as err:
+            return _warn(err), gr.update()
+
+    def move(list_name, rank, step, session):
+        rows = (session or {}).get("lists", {}).get(list_name) or []
+        r = max(1, min(int(rank or 1) + step, max(1, len(rows))))
+        return r, _cursor_md(wb, session, list_name, r)
+
+    def export_labels():
+        """Write TREC qrels and the HMCL / DSSDNet training rows; returns the three files."""
+        out = store.path.parent / "exports"
+        n_q = store.export_qrels(out / "qrels.txt")
+        n_h = store.export_hmcl(out / "hmcl.jsonl")
+        n_d = store.export_dssdnet(out / "dssdnet.jsonl", corpus=wb.corpus)
+        md = f"{store.count()} labels → {n_q} qrels lines, {n_h} HMCL rows, {n_d} DSSDNet rows (in `{out}`)"
+        return [str(out / "qrels.txt"), str(out / "hmcl.jsonl"), str(out / "dssdnet.jsonl")], md
+
+    # -- layout --------------------------------------------------------------------------------------
+    with gr.Blocks(title="Patent prior-art workbench") as demo:
+        session = gr.State(None)
+        gr.Markdown(
+            f"## Prior-art workbench\nCorpus **{corpus.name}**: {len(corpus)} patents, {n_figures} drawings · "
+            f"labels in `{store.path}`"
+        )
+        if storage_warning:
+            gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
+        with gr.Row():
+            annotator = gr.Textbox(label="Annotator", placeholder="your name", scale=2, elem_id="annotator")
+            if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
+                gr.LoginButton(scale=1)
+        with gr.Tabs():
+            with gr.Tab("Drawing search", id="drawing"):
+                with gr.Row():
+                    with gr.Column(scale=1, min_width=260):
+                        d_file = gr.File(
+                            label="Query drawing (PNG, JPEG, TIFF)",
+                            type="filepath",
+                            elem_id="d-file",
+                            height=120,
+                        )
+                        gr.Examples(
+                            examples=[[p] for p in examples], inputs=[d_file], label="Examples (test split)"
+                        )
+                        d_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
+                        d_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        with gr.Row():
+                            d_group = gr.Checkbox(value=True, label="group by patent", min_width=120)
+                            d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
+                        d_loc = gr.Textbox(label="Query Locarno code (optional)", placeholder="e.g. 06-01")
+                        d_btn = gr.Button("Search drawings", variant="primary", elem_id="d-search")
+                    with gr.Column(scale=3):
+                        d_status = gr.Markdown(elem_id="d-status")
+                        d_gallery = gr.Gallery(
+                            label="Results", columns=5, height=420, elem_id="d-gallery", object_fit="contain"
+                        )
+                        d_table = gr.Dataframe(
+                            headers=HIT_HEADERS, label="Hits", interactive=False, max_height=260
+                        )
+            with gr.Tab("Text search", id="text"):
+                with gr.Row():
+                    t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
+                                        placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
+                    with gr.Column(scale=1, min_width=220):
+                        t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
+                        t_model = gr.Dropdown(text_models, value=text_models[0][1], label="Re-ranker")
+                        t_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
+                t_status = gr.Markdown(elem_id="t-status")
+                with gr.Row():
+                    t_bm25 = gr.Dataframe(
+                        headers=TEXT_HEADERS, label="BM25", interactive=False, elem_id="t-bm25"
+                    )
+                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)",
+                                         interactive=False, elem_id="t-dss")  # fmt: skip
+                with gr.Row():
+                    t_gate = gr.Plot(label="Gate activations")
+                    t_explain = gr.Markdown("Select a DSSDNet candidate to see why it moved.")
+            with gr.Tab("Combined", id="combined"):
+                with gr.Row():
+                    c_file = gr.File(label="Query drawing", type="filepath", height=120)
+                    c_text = gr.Textbox(label="Abstract", lines=4)
+                    with gr.Column(min_width=200):
+                        c_codes = gr.Textbox(label="Query codes (optional)")
+                        c_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        c_btn = gr.Button("Search both", variant="primary")
+                c_status = gr.Markdown()
+                heads = ["rank", "patent", "Locarno", "title", "score"]
+                with gr.Row():
+                    c_hm = gr.Dataframe(headers=heads, label="HMCL (drawing)", interactive=False)
+                    c_ds = gr.Dataframe(headers=heads, label="DSSDNet (text)", interactive=False)
+                    c_fu = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False)
+            with gr.Tab("Embedding map", id="map"):
+                with gr.Row():
+                    m_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Left model")
+                    m_b = gr.Dropdown(
+                        drawing_models,
+                        value=drawing_models[min(1, len(drawing_models) - 1)][1],
+                        label="Right model",
+                    )
+                    m_dims = gr.Radio(["2-D", "3-D"], value="2-D", label="PCA")
+                    m_btn = gr.Button("Draw maps", variant="primary")
+                m_status = gr.Markdown(
+                    "Colour: Locarno subclass · symbol: main class · ★ the last drawing query, outlined: its top-k."
+                )
+                with gr.Row():
+                    m_plot_a = gr.Plot(label="Left")
+                    m_plot_b = gr.Plot(label="Right")
+            with gr.Tab("Error analysis", id="errors"):
+                with gr.Row():
+                    e_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
+                    e_btn = gr.Button("Evaluate on the test split", variant="primary")
+                e_summary = gr.Markdown()
+                e_table = gr.Dataframe(headers=["query patent", "figure", "Locarno", "subclass AP", "patent AP",
+                                                "first same-subclass rank", "expected", "returned"],
+                                       label="Worst queries first", interactive=False, max_height=300)  # fmt: skip
+                with gr.Row():
+                    e_fig = gr.Dropdown([], label="Query figure")
+                    e_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model A")
+                    e_b = gr.Dropdown(drawing_models, value=drawing_models[-1][1], label="Model B")
+                    e_cmp = gr.Button("Compare")
+                e_cmp_md = gr.Markdown()
+                with gr.Row():
+                    e_gal_a = gr.Gallery(label="Model A", columns=4, height=260)
+                    e_gal_b = gr.Gallery(label="Model B", columns=4, height=260)
+            with gr.Tab("Export", id="export"):
+                gr.Markdown(
+                    "Labels → TREC qrels, HMCL rows (`train/hmcl.py`), DSSDNet rows (`train/dssdnet.py`)."
+                )
+                x_btn = gr.Button("Export labels", variant="primary", elem_id="x-btn")
+                x_md = gr.Markdown()
+                x_files = gr.File(label="Exports", file_count="multiple")
+        with gr.Group(elem_id="label-panel"):
+            gr.Markdown(f"**Label the current query** · keys (outside text fields): {keys_legend}")
+            with gr.Row():
+                l_list = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
+                l_rank = gr.Number(value=1, precision=0, minimum=1, label="Rank", scale=1, elem_id="l-rank")
+                l_cat = gr.Radio(
+                    [("none", ""), ("X", "X"), ("Y", "Y"), ("A", "A")],
+                    value="",
+                    label="Search-report category (text)",
+                    scale=2,
+                )
+            l_cursor = gr.Markdown("Run a search first.", elem_id="l-cursor")
+            with gr.Row():
+                b_prev = gr.Button("◀ prev (k)", elem_id="lbl-prev", size="sm")
+                b_rel = gr.Button("Relevant (1)", variant="primary", elem_id="lbl-rel", size="sm")
+                b_part = gr.Button("Partly (2)", elem_id="lbl-part", size="sm")
+                b_not = gr.Button("Not relevant (3)", variant="stop", elem_id="lbl-not", size="sm")
+                b_next = gr.Button("next ▶ (j)", elem_id="lbl-next", size="sm")
+                b_undo = gr.Button("Undo (u)", elem_id="lbl-undo", size="sm")
+            l_note = gr.Textbox(label="Note (optional)", lines=1)
+            with gr.Row():
+                l_status = gr.Markdown(elem_id="l-status")
+                l_progress = gr.Markdown(elem_id="l-progress")
+            l_value = gr.Radio(list(GRADES), value="relevant", visible=False)
+            l_api = gr.Button(visible=False)
+
+        # -- events --------------------------------------------------------------------------------------
+        label_panel = [session, l_list, l_rank, l_cursor, l_progress]
+        d_btn.click(search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
+                    [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
+        t_btn.click(search_text, [t_text, t_codes, t_model, t_k, annotator],
+                    [t_bm25, t_dss, t_status, *label_panel], api_name="search_text")  # fmt: skip
+        t_dss.select(
+            select_text, [session], [t_gate, t_explain, l_list, l_rank, l_cursor], api_name="select_dssdnet"
+        )
+        t_bm25.select(select_bm25, [session], [l_list, l_rank, l_cursor], api_name="select_bm25")
+        d_gallery.select(select_gallery, [session], [l_list, l_rank, l_cursor], api_name="select_hit")
+        gr.Button(visible=False).click(explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
+        c_btn.click(search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator],
+                    [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined")  # fmt: skip
+        m_btn.click(
+            embedding_maps,
+            [m_a, m_b, m_dims, session],
+            [m_plot_a, m_plot_b, m_status],
+            api_name="embedding_map",
+        )
+        e_btn.click(evaluate, [e_model], [e_summary, e_table, e_fig], api_name="evaluate")
+        e_cmp.click(compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
+        label_in = [l_list, l_rank, l_cat, l_note, annotator, session]
+        label_out = [l_status, l_progress, l_rank, l_cursor, l_note]
+        l_api.click(do_label, [l_value, *label_in], label_out, api_name="label")
+        for btn, value in ((b_rel, "relevant"), (b_part, "partly"), (b_not, "not")):
+            btn.click(lambda *a, v=value: do_label(v, *a), label_in, label_out, api_name=f"label_{value}")
+        b_undo.click(undo, [annotator, session], [l_status, l_progress], api_name="undo")
+        b_next.click(
+            lambda ln, r, s: move(ln, r, 1, s),
+            [l_list, l_rank, session],
+            [l_rank, l_cursor],
+            api_name="next_hit",
+        )
+        b_prev.click(
+            lambda ln, r, s: move(ln, r, -1, s),
+            [l_list, l_rank, session],
+            [l_rank, l_cursor],
+            api_name="prev_hit",
+        )
+        l_list.change(
+            lambda ln, s: move(ln, 1, 0, s), [l_list, session], [l_rank, l_cursor], api_name="choose_list"
+        )
+        x_btn.click(export_labels, None, [x_files, x_md], api_name="export_labels")
+    return demo
+
+
+def launch_kwargs(workbench: Workbench) -> dict:
+    """Theme, CSS, keyboard script and the paths the UI may serve (corpus drawings, cache)."""
+    import json
+
+    return {
+        "theme": gr.themes.Soft(),
+        "css": CSS,
+        "head": KEYS_JS % json.dumps(SHORTCUTS),
+        "allowed_paths": [
+            str(Path(workbench.corpus.root).resolve()),
+            str(workbench.config.cache_dir.resolve()),
+        ],
+        "max_file_size": "25mb",
+    }
+
+
+def _env(name: str, default: Any) -> Any:
+    return os.environ.get(name, default)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    on_space = bool(os.environ.get("SPACE_ID"))
+    p = argparse.ArgumentParser(
+        description="Patent prior-art workbench (Gradio). Every flag has an env variable."
+    )
+    p.add_argument("--host", default=_env("PATENT_DEMO_HOST", "0.0.0.0" if on_space else "127.0.0.1"),
+                   help="interface to listen on (PATENT_DEMO_HOST)")  # fmt: skip
+    p.add_argument("--port", type=int, default=int(_env("PATENT_DEMO_PORT", _env("GRADIO_SERVER_PORT", 7860))),
+                   help="port (PATENT_DEMO_PORT or GRADIO_SERVER_PORT; default 7860)")  # fmt: skip
+    p.add_argument("--corpus", default=_env("PATENT_DEMO_CORPUS", None),
+                   help="corpus directory with manifest.jsonl (PATENT_DEMO_CORPUS); default: the built-in demo corpus")  # fmt: skip
+    p.add_argument("--demo-patents", type=int, default=int(_env("PATENT_DEMO_PATENTS", 300)),
+                   help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)")  # fmt: skip
+    p.add_argument("--demo-size", type=int, default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
+                   help="drawing size in pixels of the built-in corpus (PATENT_DEMO_IMAGE_SIZE; default 160)")  # fmt: skip
+    p.add_argument("--cache-dir", default=_env("PATENT_DEMO_CACHE", "cache"),
+                   help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default ./cache)")  # fmt: skip
+    p.add_argument("--checkpoints", nargs="*", default=_env("PATENT_DEMO_CHECKPOINTS", "checkpoints").split(os.pathsep),
+                   help="folders scanned for checkpoints (PATENT_DEMO_CHECKPOINTS, os.pathsep-separated)")  # fmt: skip
+    p.add_argument("--labels", default=None,
+                   help="label database (PATENT_DEMO_LABELS; default ./data/labels.sqlite, /data on a Space)")  # fmt: skip
+    p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
+                   help="BM25 candidates the re-ranker scores (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
+    p.add_argument(
+        "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
+    )
+    p.add_argument("--export-labels", metavar="DIR", default=None,
+                   help="write qrels.txt, hmcl.jsonl, dssdnet.jsonl from the label database into DIR and exit")  # fmt: skip
+    return p.parse_args(argv)
+
+
+def make_workbench(args: argparse.Namespace) -> Workbench:
+    config = WorkbenchConfig(
+        cache_dir=Path(args.cache_dir),
+        corpus=Path(args.corpus) if args.corpus else None,
+        demo_patents=args.demo_patents,
+        demo_size=args.demo_size,
+        checkpoint_dirs=tuple(Path(c) for c in args.checkpoints if c),
+        bm25_candidates=args.bm25_candidates,
+    )
+    return Workbench(config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    labels_path, warning = (Path(args.labels), "") if args.labels else default_labels_path()
+    store = LabelStore(labels_path)
+    wb = make_workbench(args)
+    if args.export_labels:
+        out = Path(args.export_labels)
+        counts = (store.export_qrels(out / "qrels.txt"), store.export_hmcl(out / "hmcl.jsonl"),
+                  store.export_dssdnet(out / "dssdnet.jsonl", corpus=wb.corpus))  # fmt: skip
+        print(
+            f"{store.count()} labels -> {counts[0]} qrels lines, {counts[1]} HMCL rows, {counts[2]} DSSDNet rows in {out}"
+        )
+        return 0
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    if not args.no_warmup:
+        wb.warm_up()
+    demo = build_demo(wb, store, warning)
+    demo.queue(default_concurrency_limit=2).launch(
+        server_name=args.host, server_port=args.port, **launch_kwargs(wb)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Plotly figures for the workbench: the embedding map (PCA of corpus drawings) and the DSSDNet gate.
+
+Both take plain data (the dict of ``Workbench.embedding_map``, a list of gate values) and return a
+``plotly.graph_objects.Figure``; nothing here computes embeddings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon", "hexagon", "cross",
+              "x", "star-triangle-up", "hourglass", "bowtie")  # fmt: skip
+SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x", "circle-open", "square-open", "diamond-open")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+           "#756bb1", "#636363", "#9c9ede", "#cedb9c", "#e7cb94", "#e7969c", "#de9ed6", "#6baed6")  # fmt: skip
+
+
+def _title(data: Mapping) -> str:
+    sil = data.get("silhouette")
+    sil_txt = "n/a" if sil is None or (isinstance(sil, float) and math.isnan(sil)) else f"{sil:.3f}"
+    shown, total = data.get("sampled", (len(data["ids"]), len(data["ids"])))
+    sample = f" · {shown} of {total} drawings sampled" if shown < total else f" · {total} drawings"
+    return f"{data.get('model', '')} · silhouette by subclass {sil_txt}{sample}"
+
+
+def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
+    """Scatter of ``data["coords"]`` [N, 2|3]: colour = Locarno subclass, symbol = main class; the
+    highlighted figures (the query's top-k) drawn larger with a black outline, the query as a star.
+
+    The title carries the silhouette score and says when points were sampled.
+    """
+    coords = np.asarray(data["coords"], dtype=float)
+    dims = coords.shape[1]
+    if dims not in (2, 3):
+        raise ValueError(f"coords must be [N, 2] or [N, 3], got {coords.shape}")
+    subclasses = list(data["subclasses"])
+    mains = sorted(set(data["mains"]))
+    symbols = SYMBOLS_2D if dims == 2 else SYMBOLS_3D
+    symbol_of = {m: symbols[i % len(symbols)] for i, m in enumerate(mains)}
+    highlight = np.asarray(data.get("highlight") or [False] * len(subclasses), dtype=bool)
+    Scatter = go.Scatter if dims == 2 else go.Scatter3d
+    fig = go.Figure()
+    for ci, sub in enumerate(sorted(set(subclasses))):
+        idx = [i for i, s in enumerate(subclasses) if s == sub]
+        pts = coords[idx]
+        text = [
+            f"{data['patents'][i]} · {data['titles'][i]}<br>{data['ids'][i]}<br>Locarno {sub}" for i in idx
+        ]
+        marker = {
+            "color": PALETTE[ci % len(PALETTE)],
+            "symbol": [symbol_of[data["mains"][i]] for i in idx],
+            "size": [11 if highlight[i] else 6 for i in idx]
+            if dims == 2
+            else [6 if highlight[i] else 3 for i in idx],
+            "opacity": 0.85,
+            "line": {"width": [1.5 if highlight[i] else 0 for i in idx], "color": "black"}
+            if dims == 2
+            else None,
+        }
+        xyz = {"x": pts[:, 0], "y": pts[:, 1]} | ({"z": pts[:, 2]} if dims == 3 else {})
+        fig.add_trace(
+            Scatter(
+                mode="markers",
+                name=sub or "unclassified",
+                marker={k: v for k, v in marker.items() if v is not None},
+                hovertext=text,
+                hoverinfo="text",
+                **xyz,
+            )  # fmt: skip
+        )
+    query = data.get("query")
+    if query is not None:
+        q = np.asarray(query, dtype=float)
+        xyz = {"x": [q[0]], "y": [q[1]]} | ({"z": [q[2]]} if dims == 3 else {})
+        marker = {
+            "symbol": "star" if dims == 2 else "diamond",
+            "size": 18 if dims == 2 else 8,
+            "color": "black",
+        }
+        fig.add_trace(Scatter(mode="markers", name="query", marker=marker, hovertext=["query drawing"],
+                              hoverinfo="text", **xyz))  # fmt: skip
+    explained = data.get("explained") or []
+    axes = [f"PC{i + 1}" + (f" ({explained[i]:.0%})" if i < len(explained) else "") for i in range(dims)]
+    fig.update_layout(
+        title={"text": _title(data), "font": {"size": 13}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"title": {"text": "subclass"}, "font": {"size": 10}, "itemsizing": "constant"},
+        template="plotly_white",
+    )
+    if dims == 2:
+        fig.update_xaxes(title=axes[0])
+        fig.update_yaxes(title=axes[1])
+    else:
+        fig.update_layout(scene={"xaxis_title": axes[0], "yaxis_title": axes[1], "zaxis_title": axes[2]})
+    return fig
+
+
+def gate_plot(gate: Sequence[float], title: str = "", height: int = 260) -> go.Figure:
+    """Bar plot of the DSSDNet gate ``g`` [d] (Eq. 5): g_i near 1 routes dimension i to the
+    domain-sensitive part ``e_ds``, near 0 to the domain-invariant part ``e_di``; the dashed line is the
+    mean (the domain-sensitive share)."""
+    g = np.asarray(list(gate), dtype=float)
+    if g.ndim != 1 or g.size == 0:
+        raise ValueError(f"gate must be a non-empty vector [d], got shape {g.shape}")
+    mean = float(g.mean())
+    fig = go.Figure(
+        go.Bar(
+            x=np.arange(g.size),
+            y=g,
+            marker={"color": "#4a6fd1", "line": {"width": 0}},
+            hovertemplate="dim %{x}: g = %{y:.3f}<extra></extra>",
+            name="gate",
+        )
+    )
+    fig.add_hline(y=mean, line_dash="dash", line_color="black", annotation_text=f"mean {mean:.3f}")
+    fig.update_layout(
+        title={
+            "text": title or f"gate g over {g.size} dimensions (1 = domain-sensitive)",
+            "font": {"size": 13},
+        },
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        yaxis={"range": [0, 1], "title": "g"},
+        xaxis={"title": "dimension"},
+        bargap=0,
+        template="plotly_white",
+        showlegend=False,
+    )
+    return fig

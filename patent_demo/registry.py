@@ -1,0 +1,145 @@
+"""The model list the app offers: built-in defaults plus every checkpoint directory found on disk.
+
+A checkpoint directory (see ``patent_demo.checkpoint``) holds ``config.json`` with ``"kind"``
+``"hmcl"`` (drawing encoders; a plain contrastive run is labelled CL) or ``"dssdnet"`` (text
+re-rankers). Folders are rescanned on every call, so a checkpoint written while the app runs appears
+in its model list. The defaults, always present:
+
+* ``zero-shot``: the ``lite-clip`` drawing encoder with its pretrained (ImageNet) tower, no training;
+* ``dssdnet-untrained``: MiniLM-L6 with a DSSDNet head at its initialisation (an untrained head).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ZERO_SHOT = "zero-shot"
+UNTRAINED_TEXT = "dssdnet-untrained"
+DEFAULT_DRAWING_ENCODER = "lite-clip"
+DEFAULT_RERANKER = "minilm"
+LABEL_COUNT_KEYS = ("num_labels", "n_labels", "labels", "label_count")
+
+
+@dataclass
+class ModelSpec:
+    """One selectable model. ``task`` is "drawing" or "text"; ``kind`` "zero-shot", "cl", "hmcl" or
+    "dssdnet"; ``path`` the checkpoint directory (None for the built-in defaults)."""
+
+    key: str
+    label: str
+    task: str
+    kind: str
+    encoder: str
+    path: Path | None = None
+    version: str = ""
+    n_labels: int | None = None
+    trained: bool = True
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def checkpoint_id(self) -> str:
+        """What a label row records as the model that ranked the list."""
+        if self.path is None:
+            return self.key
+        return f"{self.key}@{self.version}" if self.version else self.key
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the weights do (size and mtime of the checkpoint files)."""
+        if self.path is None:
+            return f"{self.key}-{self.encoder}"
+        h = hashlib.sha256(str(self.path.resolve()).encode())
+        for name in ("config.json", "model.safetensors"):
+            p = self.path / name
+            if p.is_file():
+                st = p.stat()
+                h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        return f"{self.key}-{h.hexdigest()[:12]}"
+
+
+def builtin_models() -> list[ModelSpec]:
+    return [
+        ModelSpec(ZERO_SHOT, "zero-shot (lite-clip, ImageNet weights)", "drawing", "zero-shot",
+                  DEFAULT_DRAWING_ENCODER, trained=False),
+        ModelSpec(UNTRAINED_TEXT, "DSSDNet, MiniLM with untrained head", "text", "dssdnet",
+                  DEFAULT_RERANKER, trained=False),
+    ]  # fmt: skip
+
+
+def _n_labels(config: dict) -> int | None:
+    for section in (config, config.get("train") or {}):
+        for key in LABEL_COUNT_KEYS:
+            value = section.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _drawing_kind(config: dict) -> str:
+    """ "cl" for a plain contrastive run (no hierarchy weights), else "hmcl"."""
+    train = config.get("train") or {}
+    loss = str(train.get("loss", train.get("variant", ""))).lower()
+    if loss in ("cl", "contrastive", "plain"):
+        return "cl"
+    if float(train.get("s_s", 1.0) or 0.0) == 0.0 and float(train.get("s_m", 1.0) or 0.0) == 0.0:
+        return "cl"
+    return "hmcl"
+
+
+def read_checkpoint_spec(path: Path) -> ModelSpec | None:
+    """The spec of one checkpoint directory, or None when it holds no usable ``config.json``."""
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file() or not (path / "model.safetensors").is_file():
+        return None
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    kind = config.get("kind")
+    metrics = {}
+    if (path / "metrics.json").is_file():
+        try:
+            metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            metrics = {}
+    version = str(config.get("version") or (config.get("train") or {}).get("version") or "")
+    n_labels = _n_labels(config)
+    suffix = "".join(
+        [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else ""]
+    )
+    if kind == "hmcl":
+        dk = _drawing_kind(config)
+        encoder = str(
+            (config.get("model") or {}).get("name") or config.get("encoder") or DEFAULT_DRAWING_ENCODER
+        )
+        return ModelSpec(path.name, f"{dk.upper()}: {path.name}{suffix}", "drawing", dk, encoder, path,
+                         version, n_labels, True, metrics)  # fmt: skip
+    if kind == "dssdnet":
+        base = str(config.get("base") or DEFAULT_RERANKER)
+        return ModelSpec(path.name, f"DSSDNet: {path.name}{suffix}", "text", "dssdnet", base, path,
+                         version, n_labels, True, metrics)  # fmt: skip
+    return None
+
+
+def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
+    """Checkpoints found in ``dirs`` (each a checkpoint or a folder of them), trained drawing models
+    first (HMCL before CL, then by name), then the built-in defaults, then text models."""
+    found: dict[str, ModelSpec] = {}
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for cand in [d, *sorted(p for p in d.iterdir() if p.is_dir())]:
+            spec = read_checkpoint_spec(cand)
+            if spec is not None and spec.key not in found:
+                found[spec.key] = spec
+    order = {"hmcl": 0, "cl": 1, "zero-shot": 2}
+    specs = list(found.values()) + builtin_models()
+    drawing = sorted((s for s in specs if s.task == "drawing"), key=lambda s: (order.get(s.kind, 3), s.key))
+    text = sorted((s for s in specs if s.task == "text"), key=lambda s: (not s.trained, s.key))
+    return drawing + text

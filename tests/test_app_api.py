@@ -1,0 +1,160 @@
+"""The app's API driven through gradio_client against a server on a free port (tiny corpus and models)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+
+import pytest
+
+from patent_demo.labels import LabelStore
+from tests.test_pipeline import make_workbench
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """(url, workbench, label store): the app served in this process on a free port."""
+    import app
+
+    tmp = tmp_path_factory.mktemp("app")
+    wb, _ = make_workbench(tmp)
+    wb.warm_up()
+    store = LabelStore(tmp / "labels" / "labels.sqlite")
+    demo = app.build_demo(wb, store)
+    port = free_port()
+    kwargs = app.launch_kwargs(wb)
+    demo.queue().launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **kwargs
+    )
+    yield f"http://127.0.0.1:{port}/", wb, store
+    demo.close()
+    store.close()
+
+
+@pytest.fixture
+def client(server):
+    from gradio_client import Client
+
+    return Client(server[0], verbose=False)
+
+
+def test_api_lists_required_endpoints(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/search_drawing", "/search_text", "/label", "/undo", "/export_labels"} <= names
+
+
+def _search_drawing(client, wb, pid, fig=0, k=4, group=True, loc=""):
+    from gradio_client import handle_file
+
+    path = wb.corpus.image_path(wb.corpus[pid].figures[fig])
+    return client.predict(handle_file(str(path)), "zero-shot", k, group, True, loc, "ann",
+                          api_name="/search_drawing")  # fmt: skip
+
+
+def test_search_drawing_label_undo_export(client, server):
+    _, wb, store = server
+    gallery, status, table, list_name, rank, cursor, progress = _search_drawing(client, wb, "D0006")
+    expected = wb.search_drawing(wb.corpus.image_path(wb.corpus["D0006"].figures[0]), "zero-shot", k=4)
+    assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
+    assert table["data"][0][:4] == [1, "D0006", "front", "07-02"]
+    assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · front · 07-02")
+    assert status == f"4 results with zero-shot (lite-clip, ImageNet weights) · {expected.spread}"
+    assert (list_name, rank) == ("hmcl", 1)
+    assert progress == "**0 of 4** candidates of this query labelled by ann"
+
+    msg, progress, nxt, cursor, note = client.predict(
+        "relevant", "hmcl", 1, "", "same bowl", "ann", api_name="/label"
+    )
+    assert msg.startswith("✓ relevant · D0006 (hmcl #1)") and nxt == 2
+    assert progress == "**1 of 4** candidates of this query labelled by ann"
+    client.predict("not", "hmcl", 2, "", "", "ann", api_name="/label")
+    rows = (
+        sqlite3.connect(store.path)
+        .execute(
+            "SELECT candidate_id, list_name, rank, label, note, annotator, checkpoint_id, undone FROM labels ORDER BY id"
+        )
+        .fetchall()
+    )
+    assert rows[-2:] == [
+        ("D0006", "hmcl", 1, "relevant", "same bowl", "ann", "zero-shot", 0),
+        (expected.hits[1].patent_id, "hmcl", 2, "not", "", "ann", "zero-shot", 0),
+    ]
+    msg, progress = client.predict("ann", api_name="/undo")
+    assert msg == f"↶ undid not · {expected.hits[1].patent_id} (hmcl #2)"
+    assert progress == "**1 of 4** candidates of this query labelled by ann"
+
+    files, md = client.predict(api_name="/export_labels")
+    by_name = {f.rsplit("/", 1)[-1]: f for f in files}
+    assert sorted(by_name) == ["dssdnet.jsonl", "hmcl.jsonl", "qrels.txt"]
+    hmcl_rows = [json.loads(line) for line in open(by_name["hmcl.jsonl"], encoding="utf-8")]
+    mine = [r for r in hmcl_rows if r["anchor"]["patent_id"] == "D0006"]
+    assert [p["patent_id"] for p in mine[0]["positives"]] == ["D0006"] and mine[0]["hard_negatives"] == []
+
+
+def test_search_text_lists_and_movement(client, server):
+    _, wb, _ = server
+    bm, ds, status, list_name, rank, cursor, progress = client.predict(
+        "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
+    )
+    bm25, dss = wb.search_text("lamp with a shade and bulb", "26-05", k=5)
+    assert [r[2] for r in bm["data"]] == bm25.ids
+    assert [r[2] for r in ds["data"]] == dss.ids
+    moves = [r[1] for r in ds["data"]]
+    for r, (move, extra) in enumerate(zip(moves, dss.extras, strict=True), 1):
+        d = extra["bm25_rank"] - r
+        assert move == (f"↑ {d}" if d > 0 else f"↓ {-d}" if d < 0 else "=")
+    assert (list_name, rank) == ("dssdnet", 1)
+    assert "untrained head" in status
+    fig, md = client.predict(2, api_name="/explain")
+    assert md.startswith(f"### {dss.ids[1]} · ")
+    assert f"**t̂** = {dss.extras[1]['t_hat']:.3f}" in md
+
+
+@pytest.mark.parametrize(
+    ("abstract", "codes", "message"),
+    [
+        ("   ", "", "the abstract is empty"),
+        ("x" * 100_000, "", "has 100,000 characters"),
+        ("a lamp", "06-01; nonsense", "unknown classification code 'nonsense'"),
+    ],
+)
+def test_bad_text_input_is_reported(client, abstract, codes, message):
+    out = client.predict(abstract, codes, "dssdnet-untrained", 5, "ann", api_name="/search_text")
+    assert out[2].startswith("⚠️ ") and message in out[2]
+
+
+def test_bad_drawing_input_is_reported_and_server_carries_on(client, server, tmp_path):
+    from gradio_client import handle_file
+
+    _, wb, _ = server
+    bad = tmp_path / "notes.png"
+    bad.write_text("this is not an image")
+    out = client.predict(
+        handle_file(str(bad)), "zero-shot", 4, True, True, "", "ann", api_name="/search_drawing"
+    )
+    assert out[1].startswith("⚠️ ") and "notes.png" in out[1]
+    good = wb.corpus.image_path(wb.corpus["D0000"].figures[0])
+    truncated = tmp_path / "cut.png"
+    truncated.write_bytes(good.read_bytes()[:200])
+    out = client.predict(
+        handle_file(str(truncated)), "zero-shot", 4, True, True, "", "ann", api_name="/search_drawing"
+    )
+    assert out[1].startswith("⚠️ ") and "cut.png" in out[1]
+    out = _search_drawing(client, wb, "D0000", loc="99-99-99")
+    assert out[1].startswith("⚠️ ")
+    out = _search_drawing(client, wb, "D0000")
+    assert out[2]["data"][0][1] == "D0000"
+
+
+def test_label_without_a_query_or_name(client):
+    msg, *_ = client.predict("relevant", "hmcl", 1, "", "", "ann", api_name="/label")
+    assert msg == "⚠️ a label needs a query and a candidate: run a search first"

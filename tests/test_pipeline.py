@@ -1,0 +1,295 @@
+"""The workbench pipeline on a hand-built corpus with a pixel encoder and a tiny random BERT re-ranker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+from transformers import BertConfig, BertModel, BertTokenizer
+
+from patent_demo.corpus import Corpus, Figure, Patent
+from patent_demo.pipeline import (
+    Workbench,
+    WorkbenchConfig,
+    check_abstract,
+    parse_query_codes,
+    reciprocal_rank_fusion,
+)
+from patent_demo.registry import ZERO_SHOT, scan_models
+from patent_demo.reranker import Reranker, RerankerConfig
+from patent_demo.results import Results
+
+# subclass -> (shape drawn, words of its texts)
+SUBCLASSES = {
+    "06-01": ("ellipse", "chair seat leg backrest"),
+    "06-03": ("rectangle", "table top leg frame"),
+    "07-01": ("triangle", "cup handle rim saucer"),
+    "07-02": ("cross", "bowl rim foot glaze"),
+    "26-05": ("ring", "lamp shade bulb cord"),
+}
+VOCAB = sorted(
+    {w for _, words in SUBCLASSES.values() for w in words.split()} | {"with", "a", "and", "design"}
+)
+
+
+def draw_shape(shape: str, size: int, scale: float, width: int) -> Image.Image:
+    """A black-on-white line drawing of ``shape``; ``scale`` (0.5..0.9) sets the extent."""
+    im = Image.new("L", (size, size), 255)
+    d = ImageDraw.Draw(im)
+    m = size * (1 - scale) / 2
+    box = (m, m, size - m, size - m)
+    if shape == "ellipse":
+        d.ellipse(box, outline=0, width=width)
+    elif shape == "rectangle":
+        d.rectangle(box, outline=0, width=width)
+    elif shape == "triangle":
+        d.polygon([(size / 2, m), (size - m, size - m), (m, size - m)], outline=0, width=width)
+    elif shape == "cross":
+        d.line([(m, m), (size - m, size - m)], fill=0, width=width)
+        d.line([(m, size - m), (size - m, m)], fill=0, width=width)
+    else:
+        d.ellipse(box, outline=0, width=width)
+        c = size / 2
+        d.ellipse((c - size / 8, c - size / 8, c + size / 8, c + size / 8), outline=0, width=width)
+    return im
+
+
+def make_tiny_corpus(root: Path, per_subclass: int = 2, figures: int = 3, size: int = 64) -> Corpus:
+    """``per_subclass`` patents for each of 5 subclasses (3 main classes), ``figures`` drawings each.
+
+    Patent ids D0000.. in subclass order; texts repeat the subclass words, patent i adds its own word.
+    The test split holds every patent; train is empty.
+    """
+    patents = []
+    n = 0
+    for sub, (shape, words) in SUBCLASSES.items():
+        for j in range(per_subclass):
+            pid = f"D{n:04d}"
+            figs = []
+            for f in range(figures):
+                rel = f"img/{pid}_{f}.png"
+                (root / "img").mkdir(parents=True, exist_ok=True)
+                draw_shape(shape, size, 0.5 + 0.1 * f + 0.05 * j, 1 + j).save(root / rel)
+                figs.append(Figure(rel, view=("front", "top", "perspective")[f % 3], label=f"FIG. {f + 1}"))
+            w = words.split()
+            text = f"a {w[0]} with a {w[1]} and {w[2 + j % 2]} design"
+            patents.append(
+                Patent(
+                    pid,
+                    title=w[0].capitalize(),
+                    text=text,
+                    codes={"locarno": [sub]},
+                    figures=figs,
+                    date="2020-01-01",
+                )
+            )
+            n += 1
+    corpus = Corpus(root, patents, splits={"test": [p.id for p in patents]}, name="tiny")
+    corpus.save()
+    return Corpus.load(root)
+
+
+class PixelEncoder:
+    """A transparent drawing encoder: the inverted 12x12 thumbnail, flattened ``[B, 144]``."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, images):
+        self.calls += 1
+        out = []
+        for im in images:
+            small = np.asarray(im.convert("L").resize((12, 12), Image.Resampling.BILINEAR), dtype=np.float32)
+            out.append((255.0 - small).reshape(-1) / 255.0 + 1e-3)
+        return np.stack(out)
+
+
+def tiny_reranker(seed: int = 0) -> Reranker:
+    torch.manual_seed(seed)
+    bert = BertConfig(
+        hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, vocab_size=64
+    )
+    bert._attn_implementation = "eager"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *VOCAB]
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
+    cfg = RerankerConfig(base="tiny", max_length=32, t_dim=6, t_hidden=4, domain_scheme="locarno")
+    return Reranker(cfg, BertModel(bert, add_pooling_layer=False), tok).eval()
+
+
+def make_workbench(tmp: Path, checkpoint_dirs=(), **cfg) -> tuple[Workbench, PixelEncoder]:
+    corpus = make_tiny_corpus(tmp / "corpus")
+    enc = PixelEncoder()
+    rr = tiny_reranker()
+    config = WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=tuple(checkpoint_dirs), **cfg)
+    wb = Workbench(config, corpus=corpus, drawing_encoder_factory=lambda spec: enc,
+                   reranker_factory=lambda spec: rr, progress=False)  # fmt: skip
+    return wb, enc
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    return make_workbench(tmp_path_factory.mktemp("wb"))
+
+
+def test_drawing_search_finds_own_patent_first(bench):
+    wb, _ = bench
+    fig = wb.corpus["D0004"].figures[1]
+    res = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=4)
+    assert [h.patent_id for h in res.hits][:1] == ["D0004"]
+    assert res.hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert res.hits[0].figure == fig.path and res.hits[0].view == "top"
+    assert res.query_patent_id == "D0004" and res.query_locarno == "07-01"
+    assert len({h.patent_id for h in res.hits}) == 4  # grouped: one hit per patent
+    same = sum(h.locarno == "07-01" for h in res.hits)
+    main = sum(h.locarno[:2] == "07" for h in res.hits)
+    assert res.spread == (
+        f"of the top-4: {same} in the query's subclass 07-01, {main} in its main class 07, {4 - main} elsewhere"
+    )
+
+
+def test_drawing_search_by_figure_and_bad_image(bench):
+    wb, _ = bench
+    fig = wb.corpus["D0000"].figures[0]
+    res = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=3, group_by_patent=False)
+    assert res.hits[0].figure == fig.path
+    assert [h.rank for h in res.hits] == [1, 2, 3]
+    from patent_demo.imageio import DrawingError
+
+    with pytest.raises(DrawingError):
+        wb.search_drawing(b"this is not an image", ZERO_SHOT, k=3)
+
+
+def test_index_is_cached_on_disk(tmp_path):
+    wb, enc = make_workbench(tmp_path)
+    wb.index(ZERO_SHOT)
+    assert enc.calls == 1  # 30 figures in one batch of 32
+    again, enc2 = make_workbench(tmp_path)
+    index = again.index(ZERO_SHOT)
+    assert enc2.calls == 0 and index.count == 30
+    np.testing.assert_allclose(index.embeddings, wb.index(ZERO_SHOT).embeddings)
+
+
+def test_text_search_bm25_then_rerank(bench):
+    wb, _ = bench
+    bm25, dss = wb.search_text("lamp with a shade and bulb", codes="26-05", k=5)
+    assert bm25.ids[:2] == ["D0008", "D0009"]  # the two lamps share three query words
+    expected_pool = wb.bm25().search("lamp with a shade and bulb", k=100)
+    direct = tiny_reranker().rank(
+        "lamp with a shade and bulb",
+        [(p, wb.candidate_text(wb.corpus[p]), wb.corpus[p].codes) for p in expected_pool.ids],
+        query_codes={"locarno": ["26-05"]},
+    )
+    assert dss.ids == direct.ids[:5]
+    np.testing.assert_allclose(dss.scores, direct.scores[:5], rtol=1e-5)
+    ex = dss.extras[0]
+    assert ex["bm25_rank"] == expected_pool.ids.index(dss.ids[0]) + 1
+    assert len(ex["gate"]) == 16 and ex["t_source"] == "codes"
+    assert ex["t"] == int(wb.corpus[dss.ids[0]].locarno == "26-05")
+
+
+def test_bad_text_inputs():
+    with pytest.raises(ValueError, match="the abstract is empty"):
+        check_abstract("   ")
+    with pytest.raises(ValueError, match="has 100,000 characters; paste at most 20,000"):
+        check_abstract("x" * 100_000)
+    assert parse_query_codes("06-01; A47C 7/02, 0603") == {
+        "locarno": ["06-01", "06-03"],
+        "ipc": ["A47C 7/02"],
+    }
+    with pytest.raises(ValueError, match="unknown classification code 'ZZ-99'"):
+        parse_query_codes("06-01; ZZ-99")
+
+
+def test_reciprocal_rank_fusion_by_hand():
+    a = Results(["x", "y", "z"], [3.0, 2.0, 1.0])
+    b = Results(["z", "y"], [0.9, 0.8])
+    fused = reciprocal_rank_fusion({"hmcl": a, "dssdnet": b}, k=1)
+    assert fused.ids == ["z", "y", "x"]
+    np.testing.assert_allclose(fused.scores, [1 / 4 + 1 / 2, 1 / 3 + 1 / 3, 1 / 2], rtol=1e-6)
+    assert fused.extras[0]["ranks"] == {"hmcl": 3, "dssdnet": 1}
+    default = reciprocal_rank_fusion({"hmcl": a, "dssdnet": b})
+    np.testing.assert_allclose(default.scores[0], 1 / 63 + 1 / 61, rtol=1e-6)
+
+
+def test_embedding_map_samples_and_keeps_highlight(bench):
+    from sklearn.metrics import silhouette_score
+
+    wb, _ = bench
+    full = wb.embedding_map(ZERO_SHOT, dims=2)
+    assert full["coords"].shape == (30, 2) and full["sampled"] == (30, 30)
+    index = wb.index(ZERO_SHOT)
+    labels = [wb.corpus[p].locarno for p in index.patent_ids]
+    assert full["silhouette"] == pytest.approx(
+        silhouette_score(index.embeddings, labels, metric="cosine"), abs=1e-6
+    )
+    q = index.embeddings[0]
+    part = wb.embedding_map(ZERO_SHOT, query=q, highlight=["D0009"], dims=3, max_points=10)
+    assert part["coords"].shape == (10, 3) and part["sampled"] == (10, 30)
+    assert sum(part["highlight"]) == 3 and all(
+        p == "D0009" for p, h in zip(part["patents"], part["highlight"], strict=True) if h
+    )
+    assert part["query"].shape == (3,)
+
+
+def test_evaluate_worst_first(bench):
+    wb, _ = bench
+    summary, rows = wb.evaluate(ZERO_SHOT, k=5)
+    assert len(rows) == 10 and summary["num_queries"] == 10
+    assert [r.subclass_ap for r in rows] == sorted(r.subclass_ap for r in rows)
+    # naive subclass AP for the worst query: gallery = other test figures, ranked by cosine
+    index = wb.index(ZERO_SHOT)
+    q_rows, g_rows = wb.protocol()
+    worst = rows[0]
+    qi = [index.ids[i] for i in q_rows].index(worst.query_figure)
+    sims = index.embeddings[g_rows] @ index.embeddings[q_rows[qi]]
+    order = np.argsort(-sims, kind="stable")
+    rel = [wb.corpus[index.patent_ids[g_rows[j]]].locarno == worst.locarno for j in order]
+    hits, precisions = 0, []
+    for r, ok in enumerate(rel, 1):
+        if ok:
+            hits += 1
+            precisions.append(hits / r)
+    assert worst.subclass_ap == pytest.approx(np.mean(precisions), abs=1e-9)
+    assert worst.first_relevant_rank == rel.index(True) + 1
+
+
+def test_registry_scans_checkpoints(tmp_path):
+    def ckpt(name, config):
+        d = tmp_path / "ckpts" / name
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps(config))
+        (d / "model.safetensors").write_bytes(b"")
+        return d
+
+    ckpt("hmcl-demo", {"kind": "hmcl", "version": "3", "train": {"num_labels": 20}})
+    ckpt("cl-demo", {"kind": "hmcl", "train": {"s_s": 0.0, "s_m": 0.0}})
+    ckpt("dssdnet-demo", {"kind": "dssdnet", "base": "minilm-l6"})
+    (tmp_path / "ckpts" / "not-a-checkpoint").mkdir()
+    specs = scan_models([tmp_path / "ckpts", tmp_path / "missing"])
+    assert [(s.key, s.task, s.kind) for s in specs] == [
+        ("hmcl-demo", "drawing", "hmcl"),
+        ("cl-demo", "drawing", "cl"),
+        (ZERO_SHOT, "drawing", "zero-shot"),
+        ("dssdnet-demo", "text", "dssdnet"),
+        ("dssdnet-untrained", "text", "dssdnet"),
+    ]
+    assert specs[0].label == "HMCL: hmcl-demo v3, 20 labels" and specs[0].checkpoint_id == "hmcl-demo@3"
+    before = specs[0].fingerprint
+    (tmp_path / "ckpts" / "hmcl-demo" / "model.safetensors").write_bytes(b"changed")
+    assert scan_models([tmp_path / "ckpts"])[0].fingerprint != before
+
+
+def test_examples_one_per_subclass(bench):
+    wb, _ = bench
+    ex = wb.examples(n=10)
+    assert [Path(p).name for p in ex] == [
+        "D0000_0.png",
+        "D0002_0.png",
+        "D0004_0.png",
+        "D0006_0.png",
+        "D0008_0.png",
+    ]
