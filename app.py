@@ -561,7 +561,15 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             lambda ln, s: move(ln, 1, 0, s), [l_list, session], [l_rank, l_cursor], api_name="choose_list"
         )
         x_btn.click(export_labels, None, [x_files, x_md], api_name="export_labels")
+        if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
+            # On a Space with sign-in, the annotator is the Hugging Face profile of whoever is signed in.
+            demo.load(_annotator_from_profile, None, annotator, api_name=False)
     return demo
+
+
+def _annotator_from_profile(profile: gr.OAuthProfile | None):
+    """Fill the annotator box with the signed-in Hugging Face username (left as typed when signed out)."""
+    return profile.username if profile is not None else gr.update()
 
 
 def launch_kwargs(workbench: Workbench) -> dict:

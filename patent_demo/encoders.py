@@ -296,6 +296,7 @@ def create_encoder(
     image_size: int | None = None,
     precision: str = "fp32",
     augment: AugmentConfig | None = None,
+    init_seed: int = 0,
 ) -> tuple[torch.nn.Module, DrawingTrainTransform, DrawingEvalTransform]:
     """Build encoder ``name`` and its drawing transforms: ``(model, train_transform, eval_transform)``.
 
@@ -304,6 +305,11 @@ def create_encoder(
     input size (timm ViTs resample their position embeddings). ``device="meta"`` builds the
     architecture without allocating memory (random init only). The model is returned in eval mode,
     its transforms produce ``[3, S, S]`` tensors with the weights' mean/std.
+
+    Parameters that no pretrained source covers (the projections of ``lite-clip``) are initialised from
+    ``init_seed`` without touching the global RNG, so the same call builds the same model in every
+    process: an index cached by one start matches the queries of the next, and a checkpoint that stores
+    only the parameters training changed rebuilds the rest exactly.
     """
     import open_clip
 
@@ -324,7 +330,8 @@ def create_encoder(
             open_clip.get_pretrained_cfg(spec.config, _tag_for(spec, pretrained)).get("quick_gelu")
         )
     preprocess = default_preprocess(spec, _tag_for(spec, pretrained) if spec.source != "package" else None)
-    with _building(device):
+    with _building(device), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(init_seed)
         model = open_clip.create_model(
             spec.config,
             pretrained=None,

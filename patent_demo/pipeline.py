@@ -218,12 +218,9 @@ class OpenClipDrawingEncoder:
 def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
     """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
 
-    Parameters a checkpoint does not hold (the zero-shot model's projection) are drawn from a fixed seed,
-    so query embeddings match an index cached by an earlier process.
+    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
+    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
     """
-    import torch
-
-    torch.manual_seed(0)
     if spec.path is None:
         return OpenClipDrawingEncoder(spec.encoder)
     return OpenClipDrawingEncoder(spec.encoder, pretrained=spec.path / "model.safetensors")
@@ -235,10 +232,11 @@ def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranke
 
     from patent_demo.reranker import Reranker, create_reranker
 
-    torch.manual_seed(0)  # the untrained head is the same on every start
     if spec.path is not None:
         return Reranker.load(spec.path)
-    return create_reranker(spec.encoder, domain_scheme=domain_scheme)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # the untrained head is the same on every start
+        return create_reranker(spec.encoder, domain_scheme=domain_scheme)
 
 
 class Workbench:

@@ -207,3 +207,9 @@ def test_cli(tmp_path: Path, capsys):
     assert cli_main([str(tmp_path / "out"), "--patents", "5", "--size", "64", "--workers", "1"]) == 0
     assert "wrote 5 patents" in capsys.readouterr().out
     assert len(Corpus.load(tmp_path / "out")) == 5
+
+
+def test_every_demo_subclass_has_a_title():
+    from patent_demo.taxonomy import locarno_title
+
+    assert [t.locarno for t in TYPES.values() if not locarno_title(t.locarno)] == []

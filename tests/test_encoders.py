@@ -289,3 +289,14 @@ def test_bad_pretrained_values_have_clear_errors(tmp_path):
         E.create_encoder("resnet-18")
     with pytest.raises(ValueError, match="device='meta' builds an empty architecture"):
         E.create_encoder("lite-clip", device="meta")
+
+
+def test_random_parts_are_the_same_in_every_build():
+    torch.manual_seed(123)
+    a, _, _ = E.create_encoder("lite-clip", pretrained=None, image_size=64)
+    torch.manual_seed(456)
+    b, _, _ = E.create_encoder("lite-clip", pretrained=None, image_size=64)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    c, _, _ = E.create_encoder("lite-clip", pretrained=None, image_size=64, init_seed=1)
+    assert not torch.equal(sa["visual.head.proj.weight"], c.state_dict()["visual.head.proj.weight"])
