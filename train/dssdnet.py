@@ -1,0 +1,609 @@
+"""Train a DSSDNet re-ranker (or one of its ablation variants) and evaluate BM25 + re-ranking.
+
+Examples::
+
+    # the default checkpoint: MiniLM on the built-in corpus's text task
+    python -m train.dssdnet --demo-patents 400 --variant dssdnet --out checkpoints/dssdnet-minilm
+    # the real cs3245 corpus: citing patent (title + abstract) -> its in-corpus cited patents
+    python -m train.dssdnet --text-corpus ../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl \\
+        --pairs ../shared/data/cs3245_patsnap_corpus_qrels/in_corpus_citation_pairs.tsv --out runs/cs3245
+    # the public DSSDNet pair TSV, or labels exported by the app
+    python -m train.dssdnet --tsv train_t.tsv --out runs/tsv
+    python -m train.dssdnet --labels labels.jsonl --demo-patents 400 --out runs/labels
+    # several GPUs
+    torchrun --nproc_per_node 4 -m train.dssdnet --config bert-base --base-path DIR ...
+
+Training follows the article (AdamW, lr 2e-5, weight decay 5e-4, dropout 0.1, batch 64, early
+stopping on the validation loss). Only the heads and the top ``--train-layers`` encoder layers
+train; the checkpoint stores those parameters only (a delta on the base weights). Evaluation runs
+before and after training: BM25 top ``--k-first`` for the test queries, the first ``--k-rerank``
+re-ranked, Recall/MAP/PRES/nDCG at ``--ks`` (``patent_demo.metrics.evaluate_run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from patent_demo import checkpoint
+from patent_demo.losses.dssdnet import VARIANTS, DSSDNetLoss, domain_alpha
+from patent_demo.reranker import Reranker, create_reranker, load_config
+from train import dssdnet_data as data
+from train import dssdnet_eval
+
+VARIANT_FLAGS = {"bert_c": "BERT(C)", "ds_sd": "DS_SD", "ds_sd_mr": "DS_SD_MR", "dssdnet": "DSSDNet"}
+assert set(VARIANT_FLAGS.values()) == set(VARIANTS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m train.dssdnet", description=__doc__.split("\n\n")[0])
+    src = p.add_argument_group("data")
+    src.add_argument(
+        "--tsv", help="DSSDNet labelled-pair TSV (Quality, #1 ID, #2 ID, #1 String, #2 String, ipc_1..3)"
+    )
+    src.add_argument(
+        "--labels",
+        "--jsonl",
+        dest="labels",
+        help='label JSONL rows {"query", "query_codes", "pos", "neg"} (the app\'s export)',
+    )
+    src.add_argument(
+        "--corpus",
+        help="library corpus directory (Corpus.load); with qrels/citations it is also a data source",
+    )
+    src.add_argument(
+        "--demo-patents",
+        type=int,
+        default=0,
+        help="use the built-in corpus with this many patents as the library",
+    )
+    src.add_argument(
+        "--demo-size",
+        type=int,
+        default=160,
+        help="drawing size of the built-in corpus (part of its cache key)",
+    )
+    src.add_argument("--demo-seed", type=int, default=0, help="seed of the built-in corpus")
+    src.add_argument("--cache-dir", default="cache", help="where the built-in corpus is built and cached")
+    src.add_argument(
+        "--text-corpus", help="JSONL text corpus (loaders.textcorpus.load_text_corpus) as the library"
+    )
+    src.add_argument("--pairs", help="citing->cited id pair TSV giving the qrels of --text-corpus")
+    src.add_argument("--qrels", help="TREC qrels file overriding the library's qrels")
+    src.add_argument(
+        "--domain-scheme",
+        default="auto",
+        choices=["auto", "ipc", "cpc", "locarno"],
+        help="codes the domain label t comes from (auto: IPC, else CPC, else Locarno)",
+    )
+    src.add_argument(
+        "--domain-level", default="subclass", help="level at which code sets must overlap for t = 1"
+    )
+    src.add_argument(
+        "--negative-seed",
+        type=int,
+        default=None,
+        help="seed of the random negatives (default: --seed); fix it to share negatives across seeds",
+    )
+    src.add_argument(
+        "--fixed-negatives",
+        action="store_true",
+        help="draw the random negatives once and reuse them every epoch",
+    )
+    src.add_argument(
+        "--bm25-negatives",
+        type=int,
+        default=0,
+        help="also train on each query's N best-ranked non-relevant BM25 candidates",
+    )
+    src.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.15,
+        help="share of query ids held out for validation (hash split)",
+    )
+    src.add_argument(
+        "--test-fraction",
+        type=float,
+        default=None,
+        help="share of query ids held out for testing (hash split; default 0.3 for a corpus, 0.15 for pairs)",
+    )
+    src.add_argument(
+        "--max-queries", type=int, default=None, help="keep at most this many queries per split (quick runs)"
+    )
+    m = p.add_argument_group("model")
+    m.add_argument(
+        "--config",
+        default="minilm",
+        help="packaged reranker config (patent_demo/configs/reranker-<name>.json)",
+    )
+    m.add_argument(
+        "--base-path", default=None, help="local directory holding the base encoder (overrides the config)"
+    )
+    m.add_argument(
+        "--variant",
+        default="dssdnet",
+        choices=sorted(VARIANT_FLAGS),
+        help="ablation variant: bert_c, ds_sd, ds_sd_mr, dssdnet",
+    )
+    m.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="token limit of a query-candidate pair (config default 128)",
+    )
+    m.add_argument("--dropout", type=float, default=0.1, help="dropout of the heads")
+    m.add_argument(
+        "--train-layers",
+        type=int,
+        default=1,
+        help="top encoder layers trained (the rest frozen); -1 trains the whole encoder",
+    )
+    m.add_argument(
+        "--feature-cache",
+        default=None,
+        help="with --train-layers 0: keep the frozen encoder's H_CLS of every pair in this folder, shared by later runs",
+    )
+    m.add_argument(
+        "--gamma", type=float, default=None, help="focal factor of L_t (Eq. 10); config default 2.0"
+    )
+    m.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="balance factor of L_t (Eq. 10); default n(t=0)/n over the training pairs",
+    )
+    m.add_argument(
+        "--top-k", type=int, default=None, help="hard negatives per batch in L_PR (Eq. 13); config default 4"
+    )
+    m.add_argument("--margin", type=float, default=None, help="margin m of L_PR (Eq. 14); config default 0.3")
+    o = p.add_argument_group("optimisation")
+    o.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate of the encoder layers")
+    o.add_argument("--head-lr", type=float, default=None, help="learning rate of the heads (default: --lr)")
+    o.add_argument("--weight-decay", type=float, default=5e-4, help="AdamW weight decay")
+    o.add_argument("--batch-size", type=int, default=64, help="pairs per step (per process under DDP)")
+    o.add_argument("--epochs", type=int, default=10, help="maximum epochs")
+    o.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
+    o.add_argument(
+        "--time-budget-min",
+        type=float,
+        default=None,
+        help="stop training after the epoch that passes this many minutes",
+    )
+    o.add_argument(
+        "--patience", type=int, default=2, help="early stopping: epochs without a lower validation loss"
+    )
+    o.add_argument("--grad-clip", type=float, default=0.0, help="clip the gradient norm (0: off)")
+    o.add_argument("--seed", type=int, default=0, help="seed of initialisation, negatives and order")
+    o.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "fp32", "bf16"],
+        help="autocast dtype (auto: bf16 on CUDA, fp32 on CPU)",
+    )
+    o.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    o.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    e = p.add_argument_group("evaluation")
+    e.add_argument("--k-first", type=int, default=1000, help="BM25 candidates per test query")
+    e.add_argument(
+        "--k-rerank", type=int, default=None, help="re-rank only the first N BM25 candidates (default: all)"
+    )
+    e.add_argument("--ks", type=int, nargs="+", default=[100, 200, 400], help="metric cut-offs")
+    e.add_argument(
+        "--eval-split",
+        default="test",
+        choices=["val", "test"],
+        help="queries evaluated before/after training",
+    )
+    e.add_argument("--eval-batch-size", type=int, default=128, help="pairs per forward pass at evaluation")
+    e.add_argument("--no-eval-before", action="store_true", help="skip the evaluation of the untrained model")
+    e.add_argument(
+        "--write-run",
+        action="store_true",
+        help="write the re-ranked TREC run of the evaluation to OUT/run.<split>.txt",
+    )
+    w = p.add_argument_group("output")
+    w.add_argument(
+        "--out", required=True, help="checkpoint directory (best weights, config, metrics, command)"
+    )
+    w.add_argument("--resume", action="store_true", help="continue from OUT/state.pt")
+    w.add_argument(
+        "--keep-state",
+        action="store_true",
+        help="keep OUT/state.pt (optimiser state for --resume) after training",
+    )
+    w.add_argument(
+        "--tiny",
+        action="store_true",
+        help="test mode: a tiny random BERT on MiniLM's tokenizer, short sequences, small batches",
+    )
+    w.add_argument("--log-every", type=int, default=10, help="print the losses every N steps")
+    return p
+
+
+# -- setup -----------------------------------------------------------------------------------------
+def _ddp() -> tuple[int, int, int]:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not torch.distributed.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        torch.distributed.init_process_group(backend=backend, timeout=datetime.timedelta(hours=2))
+    rank = int(os.environ.get("RANK", "0")) if world > 1 else 0
+    return rank, world, int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def _tiny_base(out: Path) -> str:
+    """A tiny random BERT with MiniLM's tokenizer, saved as a Hugging Face directory under ``out``
+    (by rank 0 under DDP; ``config.json`` is written last, so its presence means complete)."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers.utils import logging as hf_logging
+
+    from patent_demo.reranker import RerankerConfig, resolve_base_path
+
+    path = out / "tiny-base"
+    distributed = torch.distributed.is_initialized()
+    if not (path / "config.json").is_file() and (not distributed or torch.distributed.get_rank() == 0):
+        tok = AutoTokenizer.from_pretrained(resolve_base_path(RerankerConfig()), local_files_only=True)
+        tok.save_pretrained(str(path))
+        torch.manual_seed(1234)
+        cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+        hf_logging.disable_progress_bar()
+        BertModel(cfg, add_pooling_layer=False).save_pretrained(str(path))
+        hf_logging.enable_progress_bar()
+    if distributed:
+        torch.distributed.barrier()
+    return str(path.resolve())
+
+
+def build_model(args, scheme: str, alpha: float | None) -> Reranker:
+    loss = {
+        k: v
+        for k, v in {"gamma": args.gamma, "top_k": args.top_k, "margin": args.margin, "alpha": alpha}.items()
+        if v is not None
+    }
+    overrides = {
+        "variant": VARIANT_FLAGS[args.variant],
+        "dropout": args.dropout,
+        "domain_scheme": scheme,
+        "domain_level": args.domain_level,
+        "loss": loss,
+    }
+    if args.max_length:
+        overrides["max_length"] = args.max_length
+    if args.tiny:
+        overrides.update(
+            base="tiny-random",
+            base_path=_tiny_base(Path(args.out)),
+            proj_dim=16,
+            t_hidden=4,
+            t_dim=8,
+            max_length=args.max_length or 48,
+        )
+    elif args.base_path:
+        overrides["base_path"] = args.base_path
+    return create_reranker(load_config(args.config, **overrides))
+
+
+def encoder_layers(model: Reranker) -> torch.nn.ModuleList:
+    for path in ("encoder.layer", "transformer.layer", "layers"):
+        obj = model.encoder
+        for name in path.split("."):
+            obj = getattr(obj, name, None)
+        if isinstance(obj, torch.nn.ModuleList):
+            return obj
+    raise ValueError(f"cannot find the transformer layers of {type(model.encoder).__name__}")
+
+
+def freeze(model: Reranker, train_layers: int) -> None:
+    """Train the heads and the top ``train_layers`` encoder layers (-1: the whole encoder)."""
+    if train_layers < 0:
+        return
+    model.encoder.requires_grad_(False)
+    layers = encoder_layers(model)
+    for layer in list(layers)[len(layers) - min(train_layers, len(layers)) :]:
+        layer.requires_grad_(True)
+
+
+# -- steps -----------------------------------------------------------------------------------------
+def _autocast(device: torch.device, precision: str):
+    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return torch.autocast(device.type, enabled=False)
+
+
+def batch_losses(
+    model,
+    loss_fn: DSSDNetLoss,
+    pairs: list[data.Pair],
+    device,
+    precision: str,
+    cache: dssdnet_eval.FeatureCache | None = None,
+) -> dict[str, torch.Tensor]:
+    """The weighted loss terms of one batch of pairs (queries, docs -> ``[B, L]`` tokens -> outputs;
+    with a feature cache, the cached ``e = H_CLS`` [B, H] -> the heads)."""
+    core = model.module if hasattr(model, "module") else model
+    y = torch.tensor([p.y for p in pairs], device=device)
+    t = torch.tensor([p.t for p in pairs], device=device)
+    with _autocast(device, precision):
+        if cache is not None:
+            out = core.heads(cache.get([(p.query, p.doc) for p in pairs]), t)
+        else:
+            out = model(**core.tokenize([p.query for p in pairs], [p.doc for p in pairs]), t=t)
+    out = {k: v.float() for k, v in out.items()}
+    return loss_fn(out, y, t)
+
+
+@torch.no_grad()
+def validation_loss(
+    model,
+    loss_fn,
+    pairs: list[data.Pair],
+    batch_size: int,
+    device,
+    precision: str,
+    cache: dssdnet_eval.FeatureCache | None = None,
+) -> float:
+    """Mean total loss over ``pairs`` (batches of ``batch_size``, weighted by batch length)."""
+    if not pairs:
+        return float("nan")
+    was = model.training
+    model.eval()
+    total = 0.0
+    for i in range(0, len(pairs), batch_size):
+        chunk = pairs[i : i + batch_size]
+        total += float(sum(batch_losses(model, loss_fn, chunk, device, precision, cache).values())) * len(
+            chunk
+        )
+    model.train(was)
+    return total / len(pairs)
+
+
+def _write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _save_state(out: Path, state: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".state.", suffix=".tmp")
+    os.close(fd)
+    torch.save(state, tmp)
+    os.replace(tmp, out / checkpoint.STATE)
+
+
+# -- main ------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    if args.tiny:
+        args.batch_size = min(args.batch_size, 8)
+        args.eval_batch_size = min(args.eval_batch_size, 32)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rank, world, local_rank = _ddp()
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda" and world > 1:
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = print if rank == 0 else (lambda *a, **k: None)
+
+    # data
+    td = data.training_data(args)
+    train_task, eval_task, scheme = td.train_task, td.eval_task, td.scheme
+    val_pairs, epoch_pairs = td.val_pairs, td.epoch_pairs
+    first_pairs = epoch_pairs(0)
+    if not first_pairs:
+        raise SystemExit("no training pairs: the train split holds no query with a relevant document")
+    variant = VARIANT_FLAGS[args.variant]
+    alpha = args.alpha
+    if alpha is None and variant != "BERT(C)":
+        alpha = domain_alpha([p.t for p in first_pairs])
+
+    # model
+    torch.manual_seed(args.seed)
+    model = build_model(args, scheme, alpha)
+    base_state = {k: v.detach().clone() for k, v in model.encoder.state_dict().items()}
+    freeze(model, args.train_layers)
+    model.to(device)
+    # heads only, one process: the encoder's outputs are fixed, so compute each pair's once
+    cache = (
+        dssdnet_eval.FeatureCache(model, args.feature_cache, args.eval_batch_size)
+        if args.train_layers == 0 and world == 1
+        else None
+    )
+    scorer = dssdnet_eval.CachedScorer(model, cache) if cache is not None else model
+    loss_fn = DSSDNetLoss(model.config.loss, variant)
+    heads = [p for n, p in model.named_parameters() if not n.startswith("encoder.") and p.requires_grad]
+    enc = [p for n, p in model.named_parameters() if n.startswith("encoder.") and p.requires_grad]
+    groups = [{"params": heads, "lr": args.head_lr or args.lr}] + (
+        [{"params": enc, "lr": args.lr}] if enc else []
+    )
+    optimizer = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
+    n_trainable = sum(p.numel() for p in heads + enc)
+    run_name = f"{args.variant}-{Path(model.config.base).name}-L{args.train_layers}-lr{args.lr:g}-b{args.batch_size}-s{args.seed}"
+    log(f"[{run_name}] {len(first_pairs)} train pairs/epoch, {len(val_pairs)} val pairs, scheme {scheme}, alpha {alpha}, "
+        f"{n_trainable:,} trainable parameters, device {device}, world {world}")  # fmt: skip
+
+    start_epoch, step, best_val, bad_epochs, history = 0, 0, math.inf, 0, []
+    metrics: dict = {}
+    state = checkpoint.load_train_state(out) if args.resume else None
+    if args.resume and state is None:
+        raise SystemExit(f"--resume: {out / checkpoint.STATE} not found")
+    if state is not None:
+        checkpoint.apply_weights(model, state["model"], partial=True)
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        start_epoch, step, best_val, bad_epochs = (
+            state["epoch"],
+            state["step"],
+            state["best_val"],
+            state["bad_epochs"],
+        )
+        history = list(checkpoint.load_metrics(out).get("history", []))
+        metrics = {k: v for k, v in checkpoint.load_metrics(out).items() if k in ("before", "bm25")}
+        log(f"resumed from epoch {start_epoch}, step {step}, best val loss {best_val:.4f}")
+    train_model = model
+    if world > 1:
+        train_model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None, find_unused_parameters=True
+        )
+
+    # evaluation before
+    if rank == 0 and eval_task is not None and state is None:
+        metrics["bm25"], _ = dssdnet_eval.evaluate(None, eval_task, args, args.eval_split)
+        if not args.no_eval_before:
+            metrics["before"], _ = dssdnet_eval.evaluate(scorer, eval_task, args, args.eval_split)
+        log("bm25  ", dssdnet_eval.fmt(metrics["bm25"]))
+        if "before" in metrics:
+            log("before", dssdnet_eval.fmt(metrics["before"]))
+
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
+    if state is not None and "best" in state:
+        best_weights = dict(state["best"])
+    stop_reason = "epochs"
+    epoch = start_epoch
+    train_started, train_cpu = time.perf_counter(), time.process_time()
+    for epoch in range(start_epoch, args.epochs):
+        pairs = epoch_pairs(epoch)
+        sampler = torch.utils.data.DistributedSampler(
+            range(len(pairs)), num_replicas=world, rank=rank, shuffle=True, seed=args.seed
+        )
+        sampler.set_epoch(epoch)
+        order = list(sampler)
+        train_model.train()
+        running: dict[str, float] = {}
+        for i in range(0, len(order), args.batch_size):
+            batch = [pairs[j] for j in order[i : i + args.batch_size]]
+            losses = batch_losses(train_model, loss_fn, batch, device, args.precision, cache)
+            total = sum(losses.values())
+            optimizer.zero_grad(set_to_none=True)
+            total.backward()
+            if args.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(heads + enc, args.grad_clip)
+            optimizer.step()
+            step += 1
+            for k, v in losses.items():
+                running[k] = running.get(k, 0.0) + float(v.detach())
+            if step % args.log_every == 0:
+                log(
+                    f"epoch {epoch} step {step} loss {float(total):.4f} "
+                    + " ".join(f"{k}={float(v):.4f}" for k, v in losses.items())
+                )
+            if args.max_steps is not None and step >= args.max_steps:
+                break
+        val = validation_loss(model, loss_fn, val_pairs, args.eval_batch_size, device, args.precision, cache)
+        if cache is not None and rank == 0:
+            cache.save()
+        n_batches = max(1, math.ceil(len(order) / args.batch_size))
+        history.append(
+            {
+                "epoch": epoch + 1,
+                "step": step,
+                "val_loss": round(val, 6),
+                **{k: round(v / n_batches, 6) for k, v in running.items()},
+            }
+        )
+        improved = not math.isnan(val) and val < best_val
+        if improved or math.isnan(val):
+            best_val = val if improved else best_val
+            bad_epochs = 0
+            best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
+        else:
+            bad_epochs += 1
+        log(
+            f"epoch {epoch + 1}: val loss {val:.4f} (best {best_val:.4f}, {bad_epochs} epoch(s) without improvement), {time.perf_counter() - started:.0f} s"
+        )
+        if rank == 0:
+            current = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in trainable}
+            _save_state(
+                out,
+                {
+                    "model": current,
+                    "best": {k: v.cpu() for k, v in best_weights.items()},
+                    "optimizer": optimizer.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "epoch": epoch + 1,
+                    "step": step,
+                    "best_val": best_val,
+                    "bad_epochs": bad_epochs,
+                },
+            )
+            checkpoint.write_json(out / checkpoint.METRICS, {**metrics, "history": history})
+        if bad_epochs >= args.patience:
+            stop_reason = "early stopping"
+            break
+        if args.max_steps is not None and step >= args.max_steps:
+            stop_reason = "max steps"
+            break
+        if (
+            args.time_budget_min is not None
+            and time.perf_counter() - train_started > 60 * args.time_budget_min
+        ):
+            stop_reason = "time budget"
+            break
+    train_seconds, train_cpu_seconds = time.perf_counter() - train_started, time.process_time() - train_cpu
+
+    # the best weights, evaluated and written
+    checkpoint.apply_weights(model, best_weights, partial=True)
+    model.eval()
+    if rank == 0:
+        if eval_task is not None:
+            metrics["after"], run = dssdnet_eval.evaluate(scorer, eval_task, args, args.eval_split)
+            log("after ", dssdnet_eval.fmt(metrics["after"]))
+            if cache is not None:
+                cache.save()
+            if args.write_run:
+                lines = [line for qid in sorted(run) for line in run[qid].to_trec(qid, run_name)]
+                _write_text(out / f"run.{args.eval_split}.txt", "\n".join(lines) + "\n")
+        metrics.update(
+            history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
+            train_seconds=round(train_seconds, 1), train_cpu_seconds=round(train_cpu_seconds, 1),
+            total_seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu_started, 1),
+            map_definitions=dssdnet_eval.MAP_DEFINITIONS, evaluation=dssdnet_eval.eval_description(args, eval_task),
+        )  # fmt: skip
+        train_info = {
+            "run_name": run_name, "args": vars(args), "variant": variant, "alpha": alpha, "domain_scheme": scheme,
+            "train_pairs_per_epoch": len(first_pairs), "val_pairs": len(val_pairs), "trainable_parameters": n_trainable,
+            "world_size": world, "device": str(device), "torch_threads": torch.get_num_threads(),
+        }  # fmt: skip
+        if train_task is not None and args.labels:
+            train_info["num_labels"] = sum(len(v) for v in train_task.pairs.values())
+        model.save(out, base_state=base_state, metrics=_round_nested(metrics), train=train_info)
+        _write_text(
+            out / checkpoint.COMMAND, shlex.join([sys.executable, "-m", "train.dssdnet", *argv]) + "\n"
+        )
+        if not args.keep_state and (out / checkpoint.STATE).exists():
+            (out / checkpoint.STATE).unlink()
+        log(
+            f"wrote {out} ({checkpoint.size_bytes(out) / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s; stopped by {stop_reason}"
+        )
+    if world > 1:
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+    return 0
+
+
+def _round_nested(obj):
+    if isinstance(obj, dict):
+        return {k: _round_nested(v) for k, v in obj.items()}
+    if isinstance(obj, float):
+        return round(obj, 6) if math.isfinite(obj) else None
+    return obj
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Evaluate a drawing encoder (a checkpoint directory or a zero-shot encoder) on a corpus split.
+
+    python -m train.evaluate --model checkpoints/hmcl-lite-clip --split test --out results.json
+    python -m train.evaluate --model lite-clip --image-size 128 --redbook ../shared/data/impact_design_patent_samples
+
+Reports mAP over all relevant gallery items and nDCG@k at patent, subclass and main-class level (plus
+the graded ``hier_ndcg@k``), a per-subclass breakdown and the silhouette of the embeddings by subclass,
+as JSON (see ``patent_demo.hmcl.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
+
+Protocols: ``queries`` (the demo corpus: one query figure per patent, the gallery every other figure of
+the split) and ``all`` (every figure a query against all other figures; the default for ``--redbook``,
+whose drawing pages carry no marked query view).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from patent_demo.corpus import Corpus
+from patent_demo.hmcl import PROTOCOLS, evaluate_drawings, load_encoder
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m train.evaluate", description=__doc__.split("\n\n")[0])
+    a = p.add_argument
+    a("--model", default="lite-clip", help="a checkpoint directory, or an encoder name for zero-shot weights")
+    a(
+        "--image-size",
+        type=int,
+        default=None,
+        help="input size of a zero-shot encoder (a checkpoint keeps its own)",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--corpus", default=None, help="corpus directory (manifest.jsonl + splits.json)")
+    src.add_argument(
+        "--redbook", default=None, help="folder of USPTO Red Book grants; every drawing page is a figure"
+    )
+    src.add_argument(
+        "--demo-patents",
+        type=int,
+        default=400,
+        help="patents of the generated demo corpus (the default source)",
+    )
+    a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
+    a("--demo-size", type=int, default=256, help="drawing size of the generated demo corpus")
+    a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
+    a("--split", default="test", help="split to evaluate; 'all' for every patent (the default for --redbook)")
+    a("--protocol", choices=PROTOCOLS, default=None, help="queries (demo default) or all (--redbook default)")
+    a("--k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
+    a("--batch-size", type=int, default=64, help="figures per embedding batch")
+    a("--device", default="cpu", help="cpu, cuda or cuda:N")
+    a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    a("--no-silhouette", action="store_true", help="skip the silhouette score")
+    a("--out", default=None, help="write the JSON result here (it is printed either way)")
+    return p
+
+
+def load_eval_corpus(args: argparse.Namespace) -> Corpus:
+    if args.corpus:
+        return Corpus.load(args.corpus, validate=False)
+    if args.redbook:
+        from patent_demo.loaders.uspto import load_redbook
+
+        return load_redbook(args.redbook)
+    from patent_demo.democorpus import ensure_demo_corpus
+
+    return ensure_demo_corpus(
+        args.cache_dir, patents=args.demo_patents, seed=args.demo_seed, size=args.demo_size
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    corpus = load_eval_corpus(args)
+    split = args.split
+    if args.redbook and split == "test" and "test" not in corpus.splits:
+        split = "all"
+    protocol = args.protocol or ("all" if args.redbook else "queries")
+    model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
+    result = evaluate_drawings(
+        model, eval_tf, corpus, None if split == "all" else split, ks=args.k, protocol=protocol,
+        batch_size=args.batch_size, silhouette=not args.no_silhouette,
+    )  # fmt: skip
+    result = {
+        "model": str(args.model),
+        "kind": config.get("kind"),
+        "encoder": (config.get("model") or {}).get("name"),
+        "image_size": eval_tf.size,
+        "corpus": corpus.name or str(corpus.root),
+        **result,
+        "split": split,
+    }
+    text = json.dumps(result, indent=1, sort_keys=True)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

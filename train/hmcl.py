@@ -1,0 +1,497 @@
+"""Fine-tune a drawing encoder with HMCL (Eqs. 2-5) or the plain contrastive loss (Eq. 1).
+
+One command, CPU or CUDA (bf16 autocast), single process or ``torchrun`` DDP::
+
+    python -m train.hmcl --config train/configs/hmcl-lite.json --out runs
+    torchrun --nproc_per_node 8 -m train.hmcl --config train/configs/hmcl-lite.json --encoder vit-base \\
+        --train-blocks 99 --image-size 224 --batch-patents 64 --workers 8 --out runs
+
+Settings come from the config file, then the command line (``--tiny`` sits between them). A batch holds
+``P`` patents (``--batch-patents``) drawn by ``HierarchicalBatchSampler`` (several patents of one subclass
+and of one main class) and ``2P`` embeddings: two augmented views of one figure (``--pairs views``) or
+two figures of the patent, each augmented once (``--pairs figures``). The last ``--train-blocks`` blocks
+of the vision tower and the projections train; everything else, BatchNorm statistics included, stays
+frozen, and the checkpoint stores only the parameters training changed. Evaluation (mAP and nDCG@k at
+patent, subclass and main-class level) runs before and after training on ``--eval-splits``.
+
+A run directory ``<out>/<run name>/`` holds ``model.safetensors``, ``config.json``, ``metrics.json``,
+``command.txt``, ``state.pt`` (optimiser, scheduler, step: ``--resume`` continues from it) and
+``train.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from patent_demo.checkpoint import (
+    apply_weights,
+    delta,
+    load_metrics,
+    load_train_state,
+    load_weights,
+    save_checkpoint,
+    write_json,
+)
+from patent_demo.hmcl import KIND, evaluate_drawings, set_trainable
+from patent_demo.sampler import HierarchicalBatchSampler
+from train.hmcl_data import (
+    StepBatches,
+    TrainFigures,
+    TrainModule,
+    collate,
+    load_corpus,
+    patent_text,
+    shuffle_labels,
+    text_tower_features,
+)
+
+log = logging.getLogger("train.hmcl")
+
+# Settings of --tiny: a few steps on a tiny generated corpus with small images (tests call this).
+TINY = {
+    "demo_patents": 24,
+    "demo_types": 4,
+    "demo_size": 96,
+    "image_size": 64,
+    "steps": 3,
+    "batch_patents": 4,
+    "train_blocks": 1,
+    "warmup_steps": 1,
+    "eval_splits": ["test"],
+    "eval_batch_size": 32,
+    "log_every": 1,
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# arguments
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m train.hmcl",
+        description="Fine-tune a drawing encoder with HMCL or plain contrastive learning.",
+    )
+    a = p.add_argument
+    a(
+        "--config",
+        default=None,
+        help="JSON file of settings (keys are the flags' names with '_'); flags override it",
+    )
+    a("--tiny", action="store_true", help="a tiny run for tests: tiny corpus, small images, few steps")
+    # model
+    a("--encoder", default="lite-clip", help="encoder name from patent_demo/configs/encoders.json")
+    a(
+        "--pretrained",
+        default="default",
+        help="base weights: 'default' (registry source), a file, or a hub tag",
+    )
+    a("--image-size", type=int, default=128, help="input size S of the vision tower (drawings become S x S)")
+    a("--train-blocks", type=int, default=3, help="train the last N vision blocks plus the projections")
+    # data
+    a(
+        "--corpus",
+        default=None,
+        help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus",
+    )
+    a("--demo-patents", type=int, default=400, help="patents of the generated demo corpus (without --corpus)")
+    a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
+    a("--demo-size", type=int, default=256, help="drawing size in pixels of the generated demo corpus")
+    a(
+        "--demo-types",
+        type=int,
+        default=None,
+        help="number of object types of the demo corpus (default: by size)",
+    )
+    a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
+    a("--train-split", default="train", help="split to train on")
+    a("--eval-splits", nargs="*", default=["val", "test"], help="splits evaluated before and after training")
+    a(
+        "--skip-eval-before",
+        action="store_true",
+        help="do not evaluate before training (e.g. when zero-shot is known)",
+    )
+    a("--eval-k", type=int, nargs="+", default=[10], help="nDCG cut-offs of the evaluation")
+    a("--eval-batch-size", type=int, default=64, help="figures per batch when embedding for evaluation")
+    a("--workers", type=int, default=0, help="DataLoader worker processes (0: load in the training process)")
+    # loss
+    a(
+        "--loss",
+        choices=("hmcl", "cl"),
+        default="hmcl",
+        help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)",
+    )
+    a("--pairs", choices=("views", "figures"), default="figures",
+      help="a positive pair: two augmented views of one figure, or two figures of one patent")  # fmt: skip
+    a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0 disables it")
+    a("--tau", type=float, default=0.1, help="temperature of the contrastive losses")
+    a("--weights", type=float, nargs=3, default=[1.0, 0.35, 0.2], metavar=("S_P", "S_S", "S_M"),
+      help="HMCL relevance of same patent, same subclass, same main class (Eq. 2)")  # fmt: skip
+    a("--shuffle-labels", action="store_true",
+      help="control: permute Locarno subclasses across training patents (class sizes kept); evaluate on true labels")  # fmt: skip
+    a("--subclass-fraction", type=float, default=0.5, help="share of a batch drawn from one subclass")
+    a("--main-fraction", type=float, default=0.25, help="further share of a batch drawn from that main class")
+    # optimisation
+    a("--seed", type=int, default=0, help="seed of sampling, augmentation and label shuffling")
+    a("--steps", type=int, default=300, help="optimiser steps (ignored when --epochs is given)")
+    a("--epochs", type=int, default=None, help="train for this many passes of the sampler instead of --steps")
+    a("--batch-patents", type=int, default=24, help="P patents per batch (2P embeddings), per process")
+    a("--lr", type=float, default=3e-4, help="peak learning rate of AdamW")
+    a("--weight-decay", type=float, default=0.05, help="AdamW weight decay (matrices and convolutions only)")
+    a("--warmup-steps", type=int, default=30, help="linear warm-up steps before the cosine decay")
+    a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
+    a("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this value (0: off)")
+    a("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    # output
+    a("--out", default="runs", help="parent directory of the run directory")
+    a("--name", default=None, help="run name (default: built from the key hyperparameters)")
+    a("--resume", action="store_true", help="continue the run in <out>/<name> from its state.pt")
+    a("--stop-after-steps", type=int, default=0,
+      help="end this invocation after N steps, saving checkpoint and state (for time-limited jobs; --resume continues)")  # fmt: skip
+    a(
+        "--save-every",
+        type=int,
+        default=0,
+        help="also write the checkpoint every N steps (0: only at the end)",
+    )
+    a("--log-every", type=int, default=10, help="log the loss every N steps")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Defaults < config file < ``--tiny`` < command line. Unknown config keys are errors."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    pre.add_argument("--tiny", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    dests = {a.dest for a in parser._actions}
+    if known.config:
+        config = json.loads(Path(known.config).read_text(encoding="utf-8"))
+        unknown = sorted(set(config) - dests - {"config", "tiny"})
+        if unknown:
+            parser.error(f"{known.config}: unknown setting(s) {unknown}")
+        parser.set_defaults(**config)
+    if known.tiny:
+        parser.set_defaults(**TINY)
+    args = parser.parse_args(argv)
+    if args.loss == "cl" and (args.weights[1] or args.weights[2]):
+        args.weights = [args.weights[0], 0.0, 0.0]
+    if args.batch_patents < 2:
+        parser.error("--batch-patents must be at least 2 (a contrastive batch needs negatives)")
+    if args.image_size < 32:
+        parser.error("--image-size must be at least 32")
+    return args
+
+
+def run_name(args: argparse.Namespace) -> str:
+    """A name built from the key hyperparameters, e.g. ``hmcl-lite-clip-figures-tw0.2-tau0.1-w1_0.35_0.2-b3-128px-300st-s0``."""
+    w = "_".join(f"{x:g}" for x in args.weights)
+    parts = [args.loss, args.encoder, args.pairs, f"tw{args.text_weight:g}", f"tau{args.tau:g}"]
+    if args.loss == "hmcl":
+        parts.append(f"w{w}")
+    parts += [f"b{args.train_blocks}", f"{args.image_size}px", f"{args.steps}st", f"s{args.seed}"]
+    if args.shuffle_labels:
+        parts.append("shuffled")
+    return "-".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# optimisation
+
+
+def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay from 1 to ``min_ratio`` at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def make_optimizer(module: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW; decay on matrices and convolution kernels only (not on biases, norms or the logit scale)."""
+    decay, no_decay = [], []
+    for _, p in module.named_parameters():
+        if p.requires_grad:
+            (decay if p.ndim >= 2 else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
+
+
+# ----------------------------------------------------------------------------------------------
+# the run
+
+
+def _setup_logging(run_dir: Path | None) -> list[logging.Handler]:
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    fmt = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stdout)]
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(run_dir / "train.log", encoding="utf-8"))
+    for h in handlers:
+        h.setFormatter(fmt)
+        log.addHandler(h)
+    return handlers
+
+
+def _device(spec: str, local_rank: int) -> torch.device:
+    if spec == "auto":
+        spec = "cuda" if torch.cuda.is_available() else "cpu"
+    if spec == "cuda":
+        spec = f"cuda:{local_rank}"
+    return torch.device(spec)
+
+
+def _evaluate(model, eval_tf, corpus, args) -> dict:
+    out = {}
+    for split in args.eval_splits:
+        if corpus.splits.get(split):
+            out[split] = evaluate_drawings(
+                model, eval_tf, corpus, split, ks=args.eval_k, batch_size=args.eval_batch_size
+            )
+    return out
+
+
+def _brief(metrics: dict) -> str:
+    keys = ("patent_map", "subclass_map", "main_map")
+    return "; ".join(
+        f"{split}: " + " ".join(f"{k}={(m['metrics'].get(k) or float('nan')):.4f}" for k in keys)
+        for split, m in metrics.items()
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = _device(args.device, local_rank)
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    name = args.name or run_name(args)
+    run_dir = Path(args.out) / name
+    handlers = _setup_logging(run_dir if rank == 0 else None)
+    if rank != 0:  # one process reports progress; the others only warnings
+        log.setLevel(logging.WARNING)
+    try:
+        return _train(args, argv, name, run_dir, device, rank, world)
+    finally:
+        for h in handlers:
+            log.removeHandler(h)
+            h.close()
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, world: int) -> int:
+    from patent_demo.encoders import create_encoder, get_tokenizer
+
+    t_start = time.time()
+    torch.manual_seed(args.seed)
+    log.info("run %s on %s (world size %d)", name, device, world)
+    corpus = load_corpus(args)
+    train_patents = [p for p in corpus.split(args.train_split) if p.figures]
+    log.info(
+        "corpus %s: %d patents, %d in split %r",
+        corpus.root,
+        len(corpus),
+        len(train_patents),
+        args.train_split,
+    )
+
+    model, train_tf, eval_tf = create_encoder(
+        args.encoder, pretrained=args.pretrained, image_size=args.image_size
+    )
+    model.to(device).eval()  # eval mode throughout: BatchNorm statistics and dropout stay as pretrained
+    trainable = set_trainable(model, args.train_blocks, text_projection=args.text_weight > 0)
+    base = {n: p.detach().clone() for n, p in model.named_parameters() if n in set(trainable)}
+    n_train = sum(base[n].numel() for n in trainable)
+    log.info("training %d parameter tensors (%d values) of %s", len(trainable), n_train, args.encoder)
+
+    state = None
+    if args.resume:
+        state = load_train_state(run_dir)
+        if state is None:
+            raise SystemExit(f"--resume: no state.pt in {run_dir}")
+        apply_weights(model, load_weights(run_dir), partial=True)
+        log.info("resuming %s at step %d", run_dir, state["step"])
+
+    # labels of the training patents (shuffled for the control run)
+    subclasses = [p.locarno for p in train_patents]
+    if args.shuffle_labels:
+        subclasses = shuffle_labels(subclasses, args.seed)
+    mains = [s[:2] for s in subclasses]
+    sub_vocab = {s: i for i, s in enumerate(sorted(set(subclasses) - {""}))}
+    main_vocab = {m: i for i, m in enumerate(sorted(set(mains) - {""}))}
+    sub_of = torch.tensor([sub_vocab.get(s, -1) for s in subclasses])
+    main_of = torch.tensor([main_vocab.get(m, -1) for m in mains])
+
+    figures, fig_patent, per_patent = [], [], []
+    for i, p in enumerate(train_patents):
+        per_patent.append(list(range(len(figures), len(figures) + len(p.figures))))
+        figures += p.figures
+        fig_patent += [i] * len(p.figures)
+    fig_patent_t = torch.tensor(fig_patent)
+    k = 2 if args.pairs == "figures" else 1
+    views = 1 if args.pairs == "figures" else 2
+    sampler = HierarchicalBatchSampler(
+        [p.id for p in train_patents], subclasses, mains, per_patent, args.batch_patents, k,
+        args.subclass_fraction, args.main_fraction, seed=args.seed, rank=rank, world_size=world,
+    )  # fmt: skip
+    total = args.epochs * len(sampler) if args.epochs else args.steps
+    start = int(state["step"]) if state else 0
+    dataset = TrainFigures(corpus, figures, train_tf, views, cache_side=max(args.image_size * 3 // 2, 64))
+    loader = DataLoader(
+        dataset, batch_sampler=StepBatches(sampler, total, start, args.seed, rank), collate_fn=collate,
+        num_workers=args.workers, pin_memory=device.type == "cuda", persistent_workers=False,
+    )  # fmt: skip
+
+    text_features, text_proj = None, None
+    if args.text_weight > 0:
+        tokenizer = get_tokenizer(args.encoder)
+        text_features, text_proj = text_tower_features(
+            model, tokenizer, [patent_text(p) for p in train_patents]
+        )
+        log.info("text features %s cached for %d patents", tuple(text_features.shape), len(train_patents))
+    module = TrainModule(model, args.loss, args.tau, args.weights, args.text_weight, text_proj).to(device)
+    wrapped: nn.Module = module
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        wrapped = DistributedDataParallel(
+            module, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    optimizer = make_optimizer(module, args.lr, args.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, total, args.warmup_steps, args.min_lr_ratio)
+    )
+    if state:
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        module.load_state_dict(state["loss_state"], strict=False)
+
+    metrics = load_metrics(run_dir) if args.resume else {}
+    if rank == 0 and "before" not in metrics and not args.skip_eval_before:
+        metrics["before"] = _evaluate(model, eval_tf, corpus, args)
+        log.info("before: %s", _brief(metrics["before"]))
+        write_json(run_dir / "metrics.json", metrics)
+
+    def save(step: int, final: bool) -> None:
+        if rank != 0:
+            return
+        current = {n: p.detach() for n, p in model.named_parameters() if n in base}
+        changed = delta(current, base)
+        config = {
+            "kind": KIND,
+            "model": {"name": args.encoder, "image_size": args.image_size},
+            "base": args.pretrained,
+            "delta": True,
+            "trained_parameters": trainable,
+            "run_name": name,
+            "train": {**vars(args), "s_p": args.weights[0], "s_s": args.weights[1], "s_m": args.weights[2],
+                      "world_size": world, "steps_total": total, "step": step},
+            "corpus": {"root": str(corpus.root), "name": corpus.name, "patents": len(corpus),
+                       "train_patents": len(train_patents), "train_figures": len(figures)},
+        }  # fmt: skip
+        train_state = {
+            "step": step,
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "loss_state": {k: v for k, v in module.state_dict().items() if not k.startswith("model.")},
+            "torch_rng": torch.get_rng_state(),
+        }
+        save_checkpoint(run_dir, changed, config, metrics, ["python", "-m", "train.hmcl", *argv], train_state)
+        if final:
+            log.info("saved %s (%d changed tensors)", run_dir, len(changed))
+
+    log.info(
+        "training steps %d..%d: %d patents x %d per batch, %d embeddings",
+        start,
+        total,
+        args.batch_patents,
+        2,
+        2 * args.batch_patents,
+    )
+    text_dev = text_features.to(device) if text_features is not None else None
+    step, t0, seen, last = start, time.time(), 0, {}
+    for images, fig_idx in loader:
+        b = images.shape[0]
+        pat = fig_patent_t[fig_idx]  # [B]
+        if views == 2:  # [P, 2, 3, S, S]: both views of figure i belong to patent i
+            images = images.transpose(0, 1).reshape(2 * b, *images.shape[2:])
+            pat = pat.repeat(2)
+        else:
+            images = images[:, 0]
+        images = images.to(device, non_blocking=True)
+        pat_d = pat.to(device)
+        tf = text_dev[pat_d] if text_dev is not None else None
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            losses = wrapped(images, pat_d, sub_of[pat].to(device), main_of[pat].to(device), tf)
+        loss = sum(losses.values())
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"loss is {loss.item()} at step {step}: { ({k: v.item() for k, v in losses.items()}) }"
+            )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if args.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(
+                [p for p in module.parameters() if p.requires_grad], args.grad_clip
+            )
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        seen += images.shape[0]
+        last = {k: float(v.detach()) for k, v in losses.items()} | {"loss": float(loss.detach())}
+        if step % args.log_every == 0 or step == total:
+            rate = seen / max(time.time() - t0, 1e-9)
+            terms = " ".join(f"{k}={v:.4f}" for k, v in last.items())
+            log.info("step %d/%d %s lr=%.2e %.1f img/s", step, total, terms, scheduler.get_last_lr()[0], rate)
+        if args.save_every and step % args.save_every == 0 and step < total:
+            save(step, final=False)
+        if args.stop_after_steps and step - start >= args.stop_after_steps and step < total:
+            break
+    train_seconds = time.time() - t0
+
+    if rank == 0:
+        if step >= total:
+            metrics["after"] = _evaluate(model, eval_tf, corpus, args)
+            log.info("after: %s", _brief(metrics["after"]))
+        else:
+            log.info("stopped at step %d of %d; continue with --resume", step, total)
+        runs = metrics.get("train", {}).get("segments", [])
+        runs.append({"from_step": start, "to_step": step, "seconds": round(train_seconds, 2), "images": seen,
+                     "final_losses": last, "device": str(device), "world_size": world})  # fmt: skip
+        metrics["train"] = {"steps": step, "segments": runs, "train_seconds": round(sum(r["seconds"] for r in runs), 2),
+                            "wall_seconds_last": round(time.time() - t_start, 2)}  # fmt: skip
+        save(step, final=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
