@@ -31,6 +31,8 @@ CONFIG = "config.json"
 METRICS = "metrics.json"
 COMMAND = "command.txt"
 STATE = "state.pt"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 class CheckpointError(ValueError):
@@ -43,6 +45,7 @@ def _atomic(path: Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

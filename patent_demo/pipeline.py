@@ -199,11 +199,20 @@ class OpenClipDrawingEncoder:
     """A drawing encoder from ``patent_demo.encoders.create_encoder``: PIL drawings -> ``[B, D]`` unit vectors."""
 
     def __init__(
-        self, name: str, pretrained: str | os.PathLike | None = "default", device: str = "cpu"
+        self,
+        name: str,
+        pretrained: str | os.PathLike | None = "default",
+        device: str = "cpu",
+        checkpoint: str | os.PathLike | None = None,
     ) -> None:
-        from patent_demo.encoders import create_encoder
+        if checkpoint is not None:
+            from patent_demo.hmcl import load_hmcl_checkpoint
 
-        self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
+            self.model, self.transform, _ = load_hmcl_checkpoint(checkpoint, device=device)
+        else:
+            from patent_demo.encoders import create_encoder
+
+            self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
 
     def encode(self, images: list[Any]) -> np.ndarray:
         import torch
@@ -223,7 +232,7 @@ def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
     """
     if spec.path is None:
         return OpenClipDrawingEncoder(spec.encoder)
-    return OpenClipDrawingEncoder(spec.encoder, pretrained=spec.path / "model.safetensors")
+    return OpenClipDrawingEncoder(spec.encoder, checkpoint=spec.path)
 
 
 def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranker:
