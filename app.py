@@ -17,6 +17,7 @@ import gradio as gr
 
 from patent_demo.labels import (
     GRADES,
+    Label,
     LabelError,
     LabelStore,
     combined_query_id,
@@ -56,6 +57,7 @@ CSS = """
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
 TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score"]
+QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 
 
 class BadInput(Exception):
@@ -82,6 +84,18 @@ def _fmt(x: Any, nd: int = 3) -> str:
 def _movement(bm25_rank: int, rank: int) -> str:
     d = bm25_rank - rank
     return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
+
+
+def _query_ref(lab: Label, width: int = 60) -> str:
+    """How a labelled query reads in the disagreement queue: its text (shortened), its drawing file, or both."""
+    text = " ".join(lab.query_text.split())
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    drawing = ""
+    if lab.query_image_file:
+        drawing = f"drawing {lab.query_image_file}" + (
+            f" ({lab.query_patent_id})" if lab.query_patent_id else ""
+        )
+    return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id
 
 
 def _progress_md(store: LabelStore, session: dict | None, annotator: str) -> str:
@@ -377,6 +391,97 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         md = f"{store.count()} labels → {n_q} qrels lines, {n_h} HMCL rows, {n_d} DSSDNet rows (in `{out}`)"
         return [str(out / "qrels.txt"), str(out / "hmcl.jsonl"), str(out / "dssdnet.jsonl")], md
 
+    def _queue() -> dict:
+        """The open disagreements as a table: query id, query, candidate, title, one column per annotator."""
+        first = {}
+        for lab in store.labels():
+            first.setdefault((lab.query_id, lab.candidate_id), lab)
+        open_pairs = store.disagreements()
+        names = sorted({a for _, by in open_pairs for a in by})
+        rows = [
+            [q, _query_ref(first[(q, c)]), c, corpus[c].title if c in corpus else "(not in this corpus)"]
+            + [by.get(a, "–") for a in names]
+            for (q, c), by in open_pairs
+        ]
+        return {"headers": QUEUE_HEADERS + names, "data": rows}
+
+    def agreement():
+        """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue."""
+        from patent_demo.agreement import agreement_markdown, agreement_report
+
+        return agreement_markdown(agreement_report(store)), _queue()
+
+    def select_disagreement(evt: gr.SelectData):
+        """Fill the adjudication form from a queue row: query id, candidate, and each annotator's label and note."""
+        row = evt.row_value or ["", "", ""]
+        query_id, cand = str(row[0]), str(row[2])
+        labs = [x for x in store.labels(query_id=query_id) if x.candidate_id == cand and not x.adjudicated]
+        if not labs:
+            return "", "", "Select a row of the queue."
+        latest = {x.annotator: x for x in labs}
+        who = "  \n".join(
+            f"**{a}**: {x.label}"
+            + (f" ({x.category})" if x.category else "")
+            + (f" — {x.note}" if x.note else "")
+            for a, x in sorted(latest.items())
+        )
+        title = corpus[cand].title if cand in corpus else "(not in this corpus)"
+        return (
+            query_id,
+            cand,
+            f"**Query**: {_query_ref(labs[-1], 300)}  \n**Candidate** `{cand}` · {title}  \n{who}",
+        )
+
+    def adjudicate(query_id, candidate_id, label, note, annotator):
+        """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports."""
+        try:
+            who = (annotator or "").strip()
+            query_id, candidate_id = (query_id or "").strip(), (candidate_id or "").strip()
+            if not who:
+                raise BadInput(
+                    "enter your name first: an adjudication is stored under the adjudicator's name"
+                )
+            if not query_id or not candidate_id:
+                raise BadInput(
+                    "select a disagreement in the queue first (or give a query id and a candidate)"
+                )
+            labs = [x for x in store.labels(query_id=query_id) if x.candidate_id == candidate_id]
+            judged = [x for x in labs if not x.adjudicated]
+            if not judged:
+                raise BadInput(
+                    f"nobody labelled candidate {candidate_id!r} for query {query_id!r}: nothing to adjudicate"
+                )
+            # Query, list, rank and figure come from the latest label that agrees with the verdict, else the latest.
+            src = max(judged, key=lambda x: (x.label == label, x.id))
+            lab = store.add(
+                Label(
+                    annotator=who,
+                    query_id=query_id,
+                    query_kind=src.query_kind,
+                    candidate_id=candidate_id,
+                    list_name=src.list_name,
+                    rank=src.rank,
+                    score=src.score,
+                    label=label,
+                    query_text=src.query_text,
+                    query_codes=src.query_codes,
+                    query_image_sha=src.query_image_sha,
+                    query_image_file=src.query_image_file,
+                    query_patent_id=src.query_patent_id,
+                    candidate_figure=src.candidate_figure,
+                    checkpoint_id=src.checkpoint_id,
+                    category=src.category if src.label == label else "",
+                    note=(note or "").strip(),
+                    adjudicated=True,
+                )
+            )
+            votes = ", ".join(f"{a}: {v}" for a, v in sorted({x.annotator: x.label for x in judged}.items()))
+            again = " (replaces the earlier adjudication)" if len(labs) > len(judged) else ""
+            msg = f"✓ adjudicated {candidate_id} for {query_id} as **{lab.label}**{again} · was {votes} · label #{lab.id}"
+            return (msg, *agreement(), "", "", "", "Select a row of the queue.")
+        except errors as err:
+            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
         session = gr.State(None)
@@ -491,6 +596,27 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 x_btn = gr.Button("Export labels", variant="primary", elem_id="x-btn")
                 x_md = gr.Markdown()
                 x_files = gr.File(label="Exports", file_count="multiple")
+            with gr.Tab("Agreement", id="agreement") as g_tab:
+                with gr.Row():
+                    gr.Markdown(
+                        "Where two or more annotators judged the same (query, candidate): Cohen's kappa per pair, "
+                        "Krippendorff's alpha overall, and the open disagreements. An adjudicated label wins in the exports."
+                    )
+                    g_refresh = gr.Button(
+                        "Refresh", variant="primary", elem_id="g-refresh", scale=0, min_width=120
+                    )
+                g_report = gr.Markdown(elem_id="g-report")
+                g_queue = gr.Dataframe(headers=QUEUE_HEADERS, label="Disagreement queue (select a row to adjudicate it)",
+                                       interactive=False, max_height=300, wrap=True, elem_id="g-queue")  # fmt: skip
+                g_pair = gr.Markdown("Select a row of the queue.", elem_id="g-pair")
+                with gr.Row():
+                    g_qid = gr.Textbox(label="Query id", interactive=False, elem_id="g-qid", scale=1)
+                    g_cid = gr.Textbox(label="Candidate", interactive=False, elem_id="g-cid", scale=1)
+                    g_label = gr.Radio([("relevant", "relevant"), ("partly", "partly"), ("not relevant", "not")],
+                                       value="relevant", label="Adjudicated label", elem_id="g-label", scale=2)  # fmt: skip
+                    g_note = gr.Textbox(label="Note (optional)", elem_id="g-note", scale=2)
+                g_btn = gr.Button("Adjudicate", variant="primary", elem_id="g-adjudicate")
+                g_status = gr.Markdown(elem_id="g-status")
         with gr.Group(elem_id="label-panel"):
             gr.Markdown(f"**Label the current query** · keys (outside text fields): {keys_legend}")
             with gr.Row():
@@ -561,6 +687,11 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             lambda ln, s: move(ln, 1, 0, s), [l_list, session], [l_rank, l_cursor], api_name="choose_list"
         )
         x_btn.click(export_labels, None, [x_files, x_md], api_name="export_labels")
+        g_refresh.click(agreement, None, [g_report, g_queue], api_name="agreement")
+        g_tab.select(agreement, None, [g_report, g_queue], api_visibility="private")
+        g_queue.select(select_disagreement, None, [g_qid, g_cid, g_pair], api_name="select_disagreement")
+        g_btn.click(adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
+                    [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
         if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
             # On a Space with sign-in, the annotator is the Hugging Face profile of whoever is signed in.
             demo.load(_annotator_from_profile, None, annotator, api_name=False)
