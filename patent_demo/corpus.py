@@ -153,6 +153,33 @@ class Corpus:
         ids = set(self.splits[name])
         return [p for p in self.patents if p.id in ids]
 
+    def ensure_splits(
+        self, fractions: tuple[float, float, float] = (0.7, 0.15, 0.15), seed: int = 0
+    ) -> Corpus:
+        """Give a corpus without ``splits`` a deterministic train/val/test split by patent (in place).
+
+        Patents are ordered by a hash of (seed, id), so the split does not depend on manifest order and
+        adding patents later moves none of the existing ones between splits. Returns ``self``.
+        """
+        if self.splits:
+            return self
+        if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-9:
+            raise CorpusError(
+                f"split fractions must be three non-negative numbers summing to 1, got {fractions}"
+            )
+        import hashlib
+
+        ranked = sorted(self.patents, key=lambda p: hashlib.sha1(f"{seed}:{p.id}".encode()).hexdigest())
+        n = len(ranked)
+        n_train, n_val = round(fractions[0] * n), round(fractions[1] * n)
+        cut = {
+            "train": ranked[:n_train],
+            "val": ranked[n_train : n_train + n_val],
+            "test": ranked[n_train + n_val :],
+        }
+        self.splits = {name: sorted(p.id for p in group) for name, group in cut.items()}
+        return self
+
     # -- validation ---------------------------------------------------------------------------
     def validate(self, check_images: bool = True) -> None:
         """Raise ``CorpusError`` on a duplicate id, an unknown kind, a malformed code or a missing image."""

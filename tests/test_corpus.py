@@ -148,3 +148,19 @@ def test_images_are_read_lazily(tmp_path):
     assert image.mode == "L" and image.size == (6, 4)
     with pytest.raises(ValueError):
         back.open_image(back.patents[0].figures[0])
+
+
+def test_ensure_splits_is_deterministic_and_stable(tmp_path):
+    from patent_demo.corpus import Corpus, CorpusError, Patent
+
+    ids = [f"P{i:03d}" for i in range(40)]
+    corpus = Corpus(root=tmp_path, patents=[Patent(id=i) for i in ids]).ensure_splits()
+    assert {k: len(v) for k, v in corpus.splits.items()} == {"train": 28, "val": 6, "test": 6}
+    assert sorted(sum(corpus.splits.values(), [])) == ids
+    again = Corpus(root=tmp_path, patents=[Patent(id=i) for i in reversed(ids)]).ensure_splits()
+    assert again.splits == corpus.splits
+    kept = {"train": ["P000"]}
+    assert Corpus(root=tmp_path, patents=[Patent(id="P000")], splits=kept).ensure_splits().splits == kept
+    with pytest.raises(CorpusError) as err:
+        Corpus(root=tmp_path, patents=[]).ensure_splits(fractions=(0.5, 0.5, 0.5))
+    assert str(err.value) == "split fractions must be three non-negative numbers summing to 1, got (0.5, 0.5, 0.5)"

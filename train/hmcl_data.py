@@ -27,7 +27,7 @@ from patent_demo.sampler import HierarchicalBatchSampler
 def load_corpus(args: argparse.Namespace) -> Corpus:
     """``--corpus`` when given, else the generated demo corpus (built once under ``--cache-dir``)."""
     if args.corpus:
-        return Corpus.load(args.corpus, validate=False)
+        return Corpus.load(args.corpus, validate=False).ensure_splits(seed=args.seed)
     from patent_demo.democorpus import build_corpus, ensure_demo_corpus
 
     if args.demo_types is None:
@@ -164,13 +164,22 @@ class TrainModule(nn.Module):
         self.text = ImageTextLoss(weight=text_weight) if text_weight > 0 else None
 
     def forward(self, images: torch.Tensor, patent_ids: torch.Tensor, subclass_ids: torch.Tensor,
-                main_ids: torch.Tensor, text_features: torch.Tensor | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
-        z = self.model.encode_image(images).float()  # [2P, D]
-        if self.loss == "cl":
+                main_ids: torch.Tensor, text_features: torch.Tensor | None = None, h: torch.Tensor | None = None,
+                negative_mask: torch.Tensor | None = None,
+                text_mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+        """``images [B, 3, S, S]``, ids ``[B]``; an explicit ``h [B, B]`` (Eq. 2 weights with label overrides)
+        and ``negative_mask [B, B]`` replace the ids' weights; ``text_mask [B]`` selects the items that
+        have a text for the image-text term (Eq. 5)."""
+        z = self.model.encode_image(images).float()  # [B, D]
+        if h is not None:
+            out = self.hmcl(z, h=h, negative_mask=negative_mask)
+        elif self.loss == "cl":
             out = self.cl(z, patent_ids)
         else:
             out = self.hmcl(z, patent_ids, subclass_ids, main_ids)
         if self.text is not None and text_features is not None:
-            t = self.text_proj(text_features).float()  # [2P, D]
+            t = self.text_proj(text_features).float()  # [B, D]
+            if text_mask is not None:
+                z, t, patent_ids = z[text_mask], t[text_mask], patent_ids[text_mask]
             out.update(self.text(z, t, patent_ids))
         return out
