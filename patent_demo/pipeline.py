@@ -501,7 +501,9 @@ class Workbench:
 
     # -- text search -------------------------------------------------------------------------------------
     def candidate_text(self, patent: Patent) -> str:
-        return f"{patent.title}. {patent.text}".strip(". ")
+        from patent_demo.textsearch import candidate_text
+
+        return candidate_text(patent)
 
     def search_text(
         self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""

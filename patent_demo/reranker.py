@@ -389,14 +389,14 @@ class Reranker(nn.Module):
                 for start in range(0, len(ids), batch_size):
                     stop = start + batch_size
                     batch = self.tokenize([query_text] * len(texts[start:stop]), texts[start:stop])
-                    out = self._score_batch(self.encode(**batch), known_t[start:stop])
+                    out = self.score_cls(self.encode(**batch), known_t[start:stop])
                     scores += out.pop("score")
                     extras += [dict(zip(out, vals, strict=True)) for vals in zip(*out.values(), strict=True)]
         finally:
             self.train(was_training)
         return Results.from_unsorted(ids, scores, extras)
 
-    def _score_batch(self, e: Tensor, known_t: Sequence[int | None]) -> dict[str, list]:
+    def score_cls(self, e: Tensor, known_t: Sequence[int | None]) -> dict[str, list]:
         """Scores and per-item extras (lists over the batch) for CLS vectors ``e`` [B, H]."""
         n = e.shape[0]
         none = [None] * n

@@ -49,7 +49,7 @@ class TextQuery:
 
 def candidate_text(patent: Patent) -> str:
     """The text a patent is encoded with: ``"<title>. <text>"`` with outer dots and spaces stripped
-    (either part may be empty); the same string as the app's ``Workbench.candidate_text``."""
+    (either part may be empty). The app and the training scripts both use it."""
     return f"{patent.title}. {patent.text}".strip(". ")
 
 

@@ -92,7 +92,7 @@ class CachedScorer:
         self.model.eval()
         e = self.cache.get([(query_text, c[1]) for c in candidates])
         known_t = self.model.domain_labels(query_codes, [c[2] if len(c) > 2 else None for c in candidates])
-        out = self.model._score_batch(e, known_t)
+        out = self.model.score_cls(e, known_t)
         self.model.train(was)
         return Results.from_unsorted([str(c[0]) for c in candidates], out["score"])
 
