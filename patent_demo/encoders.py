@@ -330,7 +330,7 @@ def create_encoder(
             open_clip.get_pretrained_cfg(spec.config, _tag_for(spec, pretrained)).get("quick_gelu")
         )
     preprocess = default_preprocess(spec, _tag_for(spec, pretrained) if spec.source != "package" else None)
-    with _building(device), torch.random.fork_rng(devices=[]):
+    with _building(device), torch.random.fork_rng(devices=[]), W.quiet_transformers():
         torch.manual_seed(init_seed)
         model = open_clip.create_model(
             spec.config,

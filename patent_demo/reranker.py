@@ -184,19 +184,13 @@ def _without_pooler(factory: Any, *args: Any, **kwargs: Any) -> Any:
     pooler weights would sit untrained in every checkpoint. Transformers' report of the checkpoint's
     now unused pooler weights and its progress bar are silenced; :func:`load_base` checks the
     loading info itself."""
-    from transformers.utils import logging as hf_logging
+    from patent_demo.weights import quiet_transformers
 
-    level, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        return factory(*args, add_pooling_layer=False, **kwargs)
-    except TypeError:
-        return factory(*args, **kwargs)
-    finally:
-        hf_logging.set_verbosity(level)
-        if bar:
-            hf_logging.enable_progress_bar()
+    with quiet_transformers():
+        try:
+            return factory(*args, add_pooling_layer=False, **kwargs)
+        except TypeError:
+            return factory(*args, **kwargs)
 
 
 def arithmetic_dims(d_in: int, d_out: int, n_layers: int) -> list[int]:

@@ -22,6 +22,7 @@ import os
 import socket
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -267,3 +268,20 @@ def load_full(model: torch.nn.Module, path: str | os.PathLike) -> None:
     from open_clip.factory import load_checkpoint
 
     load_checkpoint(model, str(path), strict=True, weights_only=True)
+
+
+@contextmanager
+def quiet_transformers():
+    """Silence transformers' load report and progress bar while a packaged model loads (callers check
+    the loading info themselves); the previous verbosity is restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    level, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bar:
+            hf_logging.enable_progress_bar()
