@@ -217,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.add_argument("--resume", action="store_true", help="continue from OUT/state.pt")
     w.add_argument(
+        "--init-from",
+        default=None,
+        help="fine-tune this DSSDNet checkpoint (its architecture, variant and weights); the new one gets version + 1",
+    )
+    w.add_argument(
         "--keep-state",
         action="store_true",
         help="keep OUT/state.pt (optimiser state for --resume) after training",
@@ -381,6 +386,16 @@ def _save_state(out: Path, state: dict) -> None:
     os.replace(tmp, out / checkpoint.STATE)
 
 
+def _init_from(directory: str) -> tuple[Reranker, dict | None, str]:
+    """A saved re-ranker to fine-tune: (model, the base encoder's weights for the delta or None for a
+    full checkpoint, its variant)."""
+    from patent_demo.reranker import load_base
+
+    model = Reranker.load(directory)
+    base = load_base(model.config)[0].state_dict() if checkpoint.load_config(directory).get("delta") else None
+    return model, base, model.config.variant
+
+
 # -- main ------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -409,13 +424,16 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("no training pairs: the train split holds no query with a relevant document")
     variant = VARIANT_FLAGS[args.variant]
     alpha = args.alpha
-    if alpha is None and variant != "BERT(C)":
+    if alpha is None and variant != "BERT(C)" and not args.init_from:  # a fine-tune keeps its parent's
         alpha = domain_alpha([p.t for p in first_pairs])
 
     # model
     torch.manual_seed(args.seed)
-    model = build_model(args, scheme, alpha)
-    base_state = {k: v.detach().clone() for k, v in model.encoder.state_dict().items()}
+    if args.init_from:
+        model, base_state, variant = _init_from(args.init_from)
+    else:
+        model = build_model(args, scheme, alpha)
+        base_state = {k: v.detach().clone() for k, v in model.encoder.state_dict().items()}
     freeze(model, args.train_layers)
     model.to(device)
     # heads only, one process: the encoder's outputs are fixed, so compute each pair's once
@@ -582,6 +600,9 @@ def main(argv: list[str] | None = None) -> int:
         }  # fmt: skip
         if train_task is not None and args.labels:
             train_info["num_labels"] = sum(len(v) for v in train_task.pairs.values())
+        if args.init_from:
+            parent_version = checkpoint.load_config(args.init_from).get("train", {}).get("version") or 1
+            train_info.update(parent=str(args.init_from), version=int(parent_version) + 1)
         model.save(out, base_state=base_state, metrics=_round_nested(metrics), train=train_info)
         _write_text(
             out / checkpoint.COMMAND, shlex.join([sys.executable, "-m", "train.dssdnet", *argv]) + "\n"

@@ -45,6 +45,7 @@ from patent_demo.checkpoint import (
     write_json,
 )
 from patent_demo.hmcl import KIND, evaluate_drawings, set_trainable
+from patent_demo.losses.hmcl import hierarchical_weights
 from patent_demo.sampler import HierarchicalBatchSampler
 from train.hmcl_data import (
     StepBatches,
@@ -56,6 +57,7 @@ from train.hmcl_data import (
     shuffle_labels,
     text_tower_features,
 )
+from train.labels_data import LabelBatches, label_training, lineage
 
 log = logging.getLogger("train.hmcl")
 
@@ -100,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--image-size", type=int, default=128, help="input size S of the vision tower (drawings become S x S)")
     a("--train-blocks", type=int, default=3, help="train the last N vision blocks plus the projections")
+    a("--init-from", default=None,
+      help="fine-tune from this HMCL checkpoint (its encoder, base weights and image size); the new one gets version + 1")  # fmt: skip
     # data
     a(
         "--corpus",
@@ -142,6 +146,27 @@ def build_parser() -> argparse.ArgumentParser:
     a("--shuffle-labels", action="store_true",
       help="control: permute Locarno subclasses across training patents (class sizes kept); evaluate on true labels")  # fmt: skip
     a("--subclass-fraction", type=float, default=0.5, help="share of a batch drawn from one subclass")
+    # examiner labels
+    a(
+        "--labels",
+        default=None,
+        help="label JSONL exported by the app (hmcl.jsonl): extra positives and hard negatives",
+    )
+    a("--labels-root", default=None,
+      help="folder the rows' anchor image_file paths are relative to (the label database's folder; default: the file's)")  # fmt: skip
+    a("--label-weights", type=float, nargs=2, default=None, metavar=("S_REL", "S_PARTLY"),
+      help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)")  # fmt: skip
+    a("--label-groups", type=int, default=4, help="labelled queries added to every batch")
+    a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
+    a(
+        "--label-negatives",
+        type=int,
+        default=2,
+        help="judged-not-relevant figures per labelled query in a batch",
+    )
+    a("--allow-test-labels", action="store_true",
+      help="also train on labels of test-split queries and candidates (held out by default)")  # fmt: skip
+    a("--test-split", default="test", help="split whose queries and patents labels must not come from")
     a("--main-fraction", type=float, default=0.25, help="further share of a batch drawn from that main class")
     # optimisation
     a("--seed", type=int, default=0, help="seed of sampling, augmentation and label shuffling")
@@ -189,6 +214,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if known.tiny:
         parser.set_defaults(**TINY)
     args = parser.parse_args(argv)
+    if args.init_from:
+        from patent_demo.checkpoint import load_config
+
+        parent = load_config(args.init_from)
+        if parent.get("kind") != KIND:
+            parser.error(f"--init-from {args.init_from}: a {parent.get('kind')!r} checkpoint, not {KIND!r}")
+        args.encoder = parent["model"]["name"]
+        args.image_size = int(parent["model"].get("image_size") or args.image_size)
+        args.pretrained = parent.get("base", args.pretrained)
     if args.loss == "cl" and (args.weights[1] or args.weights[2]):
         args.weights = [args.weights[0], 0.0, 0.0]
     if args.batch_patents < 2:
@@ -329,7 +363,12 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
     )
     model.to(device).eval()  # eval mode throughout: BatchNorm statistics and dropout stay as pretrained
     trainable = set_trainable(model, args.train_blocks, text_projection=args.text_weight > 0)
-    base = {n: p.detach().clone() for n, p in model.named_parameters() if n in set(trainable)}
+    parent = load_weights(args.init_from) if args.init_from else {}
+    # the delta is taken against the base weights, so it also holds what the parent had changed
+    base = {n: p.detach().clone() for n, p in model.named_parameters() if n in set(trainable) | set(parent)}
+    if parent:
+        apply_weights(model, parent, partial=True)
+        log.info("fine-tuning from %s (%d tensors)", args.init_from, len(parent))
     n_train = sum(base[n].numel() for n in trainable)
     log.info("training %d parameter tensors (%d values) of %s", len(trainable), n_train, args.encoder)
 
@@ -356,6 +395,23 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
         per_patent.append(list(range(len(figures), len(figures) + len(p.figures))))
         figures += p.figures
         fig_patent += [i] * len(p.figures)
+    labels, label_stats = None, None
+    if args.labels:
+        labels, label_stats = label_training(args, corpus, train_patents, figures, fig_patent)
+        log.info(
+            "labels %s: %d queries, %d judged pairs used; held out %d test-split queries (%d pairs) and %d "
+            "test-split candidates", args.labels, label_stats["groups"], label_stats["pairs_trained"],
+            label_stats["queries_held_out"], label_stats["pairs_held_out"], label_stats["candidates_held_out"],
+        )  # fmt: skip
+        if not labels.groups:
+            log.warning("no label row is left to train on")
+        extra_sub, extra_main = [], []
+        for p in labels.patents[len(train_patents) :]:  # classes of the patents the labels bring in
+            sub = p.locarno if p is not None else ""
+            extra_sub.append(sub_vocab.setdefault(sub, len(sub_vocab)) if sub else -1)
+            extra_main.append(main_vocab.setdefault(sub[:2], len(main_vocab)) if sub else -1)
+        sub_of = torch.cat([sub_of, torch.tensor(extra_sub, dtype=torch.int64)])
+        main_of = torch.cat([main_of, torch.tensor(extra_main, dtype=torch.int64)])
     fig_patent_t = torch.tensor(fig_patent)
     k = 2 if args.pairs == "figures" else 1
     views = 1 if args.pairs == "figures" else 2
@@ -366,18 +422,24 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
     total = args.epochs * len(sampler) if args.epochs else args.steps
     start = int(state["step"]) if state else 0
     dataset = TrainFigures(corpus, figures, train_tf, views, cache_side=max(args.image_size * 3 // 2, 64))
+    batches = StepBatches(sampler, total, start, args.seed, rank)
+    if labels is not None:
+        batches = LabelBatches(batches, labels.groups, args.label_groups, args.label_positives,
+                               args.label_negatives, args.seed, rank)  # fmt: skip
     loader = DataLoader(
-        dataset, batch_sampler=StepBatches(sampler, total, start, args.seed, rank), collate_fn=collate,
+        dataset, batch_sampler=batches, collate_fn=collate,
         num_workers=args.workers, pin_memory=device.type == "cuda", persistent_workers=False,
     )  # fmt: skip
 
-    text_features, text_proj = None, None
+    text_features, text_proj, has_text = None, None, None
     if args.text_weight > 0:
         tokenizer = get_tokenizer(args.encoder)
+        known = labels.patents if labels is not None else train_patents
         text_features, text_proj = text_tower_features(
-            model, tokenizer, [patent_text(p) for p in train_patents]
+            model, tokenizer, [patent_text(p) if p is not None else "" for p in known]
         )
-        log.info("text features %s cached for %d patents", tuple(text_features.shape), len(train_patents))
+        has_text = torch.tensor([p is not None for p in known])
+        log.info("text features %s cached for %d patents", tuple(text_features.shape), len(known))
     module = TrainModule(model, args.loss, args.tau, args.weights, args.text_weight, text_proj).to(device)
     wrapped: nn.Module = module
     if world > 1:
@@ -407,6 +469,7 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
         current = {n: p.detach() for n, p in model.named_parameters() if n in base}
         changed = delta(current, base)
         config = {
+            **lineage(args.init_from, label_stats),
             "kind": KIND,
             "model": {"name": args.encoder, "image_size": args.image_size},
             "base": args.pretrained,
@@ -430,12 +493,13 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
             log.info("saved %s (%d changed tensors)", run_dir, len(changed))
 
     log.info(
-        "training steps %d..%d: %d patents x %d per batch, %d embeddings",
+        "training steps %d..%d: %d patents x %d per batch, %d embeddings%s",
         start,
         total,
         args.batch_patents,
         2,
         2 * args.batch_patents,
+        f" + {min(args.label_groups, len(labels.groups))} labelled queries" if labels is not None else "",
     )
     text_dev = text_features.to(device) if text_features is not None else None
     step, t0, seen, last = start, time.time(), 0, {}
@@ -450,8 +514,16 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
         images = images.to(device, non_blocking=True)
         pat_d = pat.to(device)
         tf = text_dev[pat_d] if text_dev is not None else None
+        extra = {}
+        if labels is not None:  # Eq. 2 weights with the examiners' judgements applied
+            s_p, s_s, s_m = args.weights
+            h = hierarchical_weights(pat, sub_of[pat], main_of[pat], s_p, s_s, s_m)
+            h, mask = labels.apply(h, pat)
+            extra = {"h": h.to(device), "negative_mask": mask.to(device)}
+            if has_text is not None:
+                extra["text_mask"] = has_text[pat].to(device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            losses = wrapped(images, pat_d, sub_of[pat].to(device), main_of[pat].to(device), tf)
+            losses = wrapped(images, pat_d, sub_of[pat].to(device), main_of[pat].to(device), tf, **extra)
         loss = sum(losses.values())
         if not torch.isfinite(loss):
             raise FloatingPointError(
