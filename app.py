@@ -692,6 +692,14 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         g_queue.select(select_disagreement, None, [g_qid, g_cid, g_pair], api_name="select_disagreement")
         g_btn.click(adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
+        def refresh_models():
+            """Rescan the checkpoint folders on every page load, so a model retrained while the app runs
+            appears in the lists after a reload."""
+            drawing = gr.update(choices=[(m.label, m.key) for m in wb.models("drawing")])
+            text = gr.update(choices=[(m.label, m.key) for m in wb.models("text")])
+            return drawing, text, drawing, drawing, drawing, drawing, drawing
+
+        demo.load(refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
         if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
             # On a Space with sign-in, the annotator is the Hugging Face profile of whoever is signed in.
             demo.load(_annotator_from_profile, None, annotator, api_name=False)
