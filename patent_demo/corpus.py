@@ -258,6 +258,23 @@ class Corpus:
         return corpus
 
 
+# -- JSON lines ---------------------------------------------------------------------------------
+def iter_jsonl(path: str | os.PathLike, what: str = "row") -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for each non-empty line of a JSONL file; a line that is not a JSON
+    object raises ``CorpusError`` naming ``file:line`` (``what`` names the expected record)."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise CorpusError(f"{path}:{lineno}: not JSON ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise CorpusError(f"{path}:{lineno}: a {what} is a JSON object, got {type(row).__name__}")
+            yield lineno, row
+
+
 # -- TREC qrels ---------------------------------------------------------------------------------
 def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """Read TREC qrels (``qid iter docid rel``; tabs or spaces) into {qid: {docid: rel}}."""

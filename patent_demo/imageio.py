@@ -9,6 +9,7 @@ whose message names the file.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import warnings
@@ -266,3 +267,13 @@ def iter_pages(
     finally:
         if im is not src:
             im.close()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks: how an uploaded drawing is matched to the
+    corpus figure it came from (the app) and to test-split figures (the leak guard)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

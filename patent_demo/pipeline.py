@@ -31,6 +31,7 @@ import numpy as np
 
 from patent_demo.corpus import Corpus, Figure, Patent
 from patent_demo.dense import DenseIndex, embed_figures
+from patent_demo.imageio import file_sha256
 from patent_demo.lexical import BM25Index
 from patent_demo.registry import ModelSpec, scan_models
 from patent_demo.results import Results
@@ -176,14 +177,6 @@ def check_abstract(text: str) -> str:
             f"(the abstract or the first claims, not the whole document)"
         )
     return text
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def corpus_fingerprint(corpus: Corpus) -> str:
@@ -389,9 +382,7 @@ class Workbench:
                     self._figure_sha = json.loads(path.read_text())
                 else:
                     corpus = self.corpus
-                    self._figure_sha = {
-                        _sha256_file(corpus.image_path(f)): f.path for _, f in self._figures()
-                    }
+                    self._figure_sha = {file_sha256(corpus.image_path(f)): f.path for _, f in self._figures()}
                     path.parent.mkdir(parents=True, exist_ok=True)
                     tmp = path.with_suffix(".tmp")
                     tmp.write_text(json.dumps(self._figure_sha))

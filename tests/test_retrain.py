@@ -256,7 +256,7 @@ def test_read_rows_reports_the_bad_line(tmp_path):
 
     path = tmp_path / "x.jsonl"
     path.write_text(json.dumps({"query_id": "a"}) + "\n\n[1]\n")
-    with pytest.raises(CorpusError, match=r"x.jsonl:3: expected a JSON object"):
+    with pytest.raises(CorpusError, match=r"x.jsonl:3: a label row is a JSON object, got list"):
         read_rows(path)
     path.write_text("{nope\n")
     with pytest.raises(CorpusError, match=r"x.jsonl:1: not JSON"):

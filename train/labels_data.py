@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -27,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from patent_demo.corpus import Corpus, CorpusError, Figure, Patent
+from patent_demo.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
+from patent_demo.imageio import file_sha256
 
 GRADE_RELEVANT, GRADE_PARTLY = 2, 1
 MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test patent's text is a leak
@@ -35,27 +35,7 @@ MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test 
 
 def read_rows(path: str | os.PathLike) -> list[dict]:
     """The JSON objects of a JSONL export, one per non-empty line; a bad line raises ``CorpusError``."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CorpusError(f"{path}:{lineno}: not JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise CorpusError(f"{path}:{lineno}: expected a JSON object")
-            rows.append(row)
-    return rows
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return [row for _, row in iter_jsonl(path, "label row")]
 
 
 def _norm(text: str) -> str:
@@ -86,7 +66,7 @@ class TestSplit:
         self.split = split
         self.patents = set(corpus.splits.get(split, []))
         members = [corpus[p] for p in sorted(self.patents) if p in corpus]
-        self.figure_hashes = {_sha256(corpus.image_path(f)) for p in members for f in p.figures}
+        self.figure_hashes = {file_sha256(corpus.image_path(f)) for p in members for f in p.figures}
         self.texts = [_norm(f"{p.title}. {p.text}") for p in members] + [_norm(p.text) for p in members]
 
     def image_query(self, patent_id: str, sha256: str) -> bool:

@@ -16,13 +16,12 @@ Example (CSV)::
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from pathlib import Path
 
 from patent_demo import taxonomy
-from patent_demo.corpus import Corpus, CorpusError, Figure, Patent
+from patent_demo.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
 from patent_demo.loaders import LoadReport
 
 REQUIRED = ("patent_id", "image", "locarno", "title", "view", "text")
@@ -38,21 +37,7 @@ def _split_codes(value) -> list[str]:
 def _rows(path: Path) -> list[tuple[int, dict]]:
     """``(line number, row)`` pairs; a CSV header is line 1, so the first row is line 2."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        rows = []
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise CorpusError(f"{path}:{lineno}: not JSON ({err.msg})") from None
-                if not isinstance(row, dict):
-                    raise CorpusError(
-                        f"{path}:{lineno}: a manifest row is a JSON object, got {type(row).__name__}"
-                    )
-                rows.append((lineno, row))
-        return rows
+        return list(iter_jsonl(path, "manifest row"))
     with open(path, encoding="utf-8-sig", newline="") as fh:
         dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
         reader = csv.DictReader(fh, dialect=dialect)
