@@ -27,6 +27,7 @@ stemmer and the document ids in index order.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from collections import Counter
@@ -38,6 +39,9 @@ import bm25s
 import numpy as np
 
 from patent_demo.results import Results
+
+# bm25s sets its own logger to DEBUG; once any handler exists its progress notes would reach the console.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 PARAMS_FILE = "lexical.json"
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
