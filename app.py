@@ -435,49 +435,13 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     def adjudicate(query_id, candidate_id, label, note, annotator):
         """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports."""
         try:
-            who = (annotator or "").strip()
-            query_id, candidate_id = (query_id or "").strip(), (candidate_id or "").strip()
-            if not who:
-                raise BadInput(
-                    "enter your name first: an adjudication is stored under the adjudicator's name"
-                )
-            if not query_id or not candidate_id:
-                raise BadInput(
-                    "select a disagreement in the queue first (or give a query id and a candidate)"
-                )
-            labs = [x for x in store.labels(query_id=query_id) if x.candidate_id == candidate_id]
-            judged = [x for x in labs if not x.adjudicated]
-            if not judged:
-                raise BadInput(
-                    f"nobody labelled candidate {candidate_id!r} for query {query_id!r}: nothing to adjudicate"
-                )
-            # Query, list, rank and figure come from the latest label that agrees with the verdict, else the latest.
-            src = max(judged, key=lambda x: (x.label == label, x.id))
-            lab = store.add(
-                Label(
-                    annotator=who,
-                    query_id=query_id,
-                    query_kind=src.query_kind,
-                    candidate_id=candidate_id,
-                    list_name=src.list_name,
-                    rank=src.rank,
-                    score=src.score,
-                    label=label,
-                    query_text=src.query_text,
-                    query_codes=src.query_codes,
-                    query_image_sha=src.query_image_sha,
-                    query_image_file=src.query_image_file,
-                    query_patent_id=src.query_patent_id,
-                    candidate_figure=src.candidate_figure,
-                    checkpoint_id=src.checkpoint_id,
-                    category=src.category if src.label == label else "",
-                    note=(note or "").strip(),
-                    adjudicated=True,
-                )
-            )
-            votes = ", ".join(f"{a}: {v}" for a, v in sorted({x.annotator: x.label for x in judged}.items()))
-            again = " (replaces the earlier adjudication)" if len(labs) > len(judged) else ""
-            msg = f"✓ adjudicated {candidate_id} for {query_id} as **{lab.label}**{again} · was {votes} · label #{lab.id}"
+            previous = [x for x in store.labels(query_id=(query_id or "").strip())
+                        if x.candidate_id == (candidate_id or "").strip()]  # fmt: skip
+            lab = store.adjudicate(query_id or "", candidate_id or "", label, annotator or "", note or "")
+            by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
+            votes = ", ".join(f"{a}: {v}" for a, v in sorted(by_annotator.items()))
+            again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
+            msg = f"✓ adjudicated {lab.candidate_id} for {lab.query_id} as **{lab.label}**{again} · was {votes} · label #{lab.id}"
             return (msg, *agreement(), "", "", "", "Select a row of the queue.")
         except errors as err:
             return _warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()

@@ -179,6 +179,50 @@ class LabelStore:
         out.undone = True
         return out
 
+    def adjudicate(
+        self, query_id: str, candidate_id: str, label: str, annotator: str, note: str = ""
+    ) -> Label:
+        """Store an adjudicated label for one (query, candidate) that annotators judged; it wins in every export.
+
+        The query fields, list, rank, score, figure and checkpoint are copied from the latest annotator label
+        that agrees with the verdict, else from the latest one (the category only from an agreeing label).
+        """
+        who, query_id, candidate_id = annotator.strip(), query_id.strip(), candidate_id.strip()
+        if not who:
+            raise LabelError("enter your name first: an adjudication is stored under the adjudicator's name")
+        if not query_id or not candidate_id:
+            raise LabelError("select a disagreement in the queue first (or give a query id and a candidate)")
+        judged = [
+            x for x in self.labels(query_id=query_id) if x.candidate_id == candidate_id and not x.adjudicated
+        ]
+        if not judged:
+            raise LabelError(
+                f"nobody labelled candidate {candidate_id!r} for query {query_id!r}: nothing to adjudicate"
+            )
+        src = max(judged, key=lambda x: (x.label == label, x.id))
+        return self.add(
+            Label(
+                annotator=who,
+                query_id=query_id,
+                query_kind=src.query_kind,
+                candidate_id=candidate_id,
+                list_name=src.list_name,
+                rank=src.rank,
+                score=src.score,
+                label=label,
+                query_text=src.query_text,
+                query_codes=src.query_codes,
+                query_image_sha=src.query_image_sha,
+                query_image_file=src.query_image_file,
+                query_patent_id=src.query_patent_id,
+                candidate_figure=src.candidate_figure,
+                checkpoint_id=src.checkpoint_id,
+                category=src.category if src.label == label else "",
+                note=note.strip(),
+                adjudicated=True,
+            )
+        )
+
     # -- reads ----------------------------------------------------------------------------------------
     def labels(self, include_undone: bool = False, query_id: str | None = None) -> list[Label]:
         sql = "SELECT * FROM labels WHERE 1=1"

@@ -162,3 +162,19 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path), name]) for name in ("x", "y", "z")]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
     assert LabelStore(path).count() == 150
+
+
+def test_adjudicate_copies_the_query_from_an_agreeing_label(tmp_path):
+    store = LabelStore(tmp_path / "l.sqlite")
+    store.add(_lab(annotator="a", label="relevant", rank=4, category="X", query_codes={"ipc": ["A47C"]}))
+    store.add(_lab(annotator="b", label="not", rank=4))
+    lab = store.adjudicate(text_query_id("a folding chair"), "P1", "relevant", "lead", note=" same seat ")
+    assert (lab.annotator, lab.label, lab.adjudicated, lab.category, lab.note, lab.query_codes) == (
+        "lead", "relevant", True, "X", "same seat", {"ipc": ["A47C"]},
+    )  # fmt: skip
+    assert store.resolved()[(text_query_id("a folding chair"), "P1")].label == "relevant"
+    with pytest.raises(LabelError) as err:
+        store.adjudicate("txt-none", "P1", "not", "lead")
+    assert str(err.value) == "nobody labelled candidate 'P1' for query 'txt-none': nothing to adjudicate"
+    with pytest.raises(LabelError, match="enter your name first"):
+        store.adjudicate(text_query_id("a folding chair"), "P1", "not", " ")
