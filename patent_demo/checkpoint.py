@@ -62,6 +62,16 @@ def write_json(path: str | os.PathLike, obj) -> None:
     _atomic(Path(path), _w)
 
 
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` atomically (a temporary file moved into place)."""
+    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def save_train_state(directory: str | os.PathLike, state: dict) -> None:
+    """Write the resume state (optimiser, scheduler, step, RNG) atomically as ``state.pt``."""
+    _atomic(Path(directory) / STATE, lambda tmp: torch.save(state, tmp))
+
+
 def read_json(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.is_file():
@@ -103,9 +113,9 @@ def save_checkpoint(
     if metrics is not None:
         write_json(directory / METRICS, metrics)
     argv = command if command is not None else sys.argv
-    _atomic(directory / COMMAND, lambda tmp: Path(tmp).write_text(shlex.join(argv) + "\n", encoding="utf-8"))
+    write_text(directory / COMMAND, shlex.join(argv) + "\n")
     if train_state is not None:
-        _atomic(directory / STATE, lambda tmp: torch.save(train_state, tmp))
+        save_train_state(directory, train_state)
     return directory
 
 

@@ -28,7 +28,6 @@ import math
 import os
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -372,20 +371,6 @@ def validation_loss(
     return total / len(pairs)
 
 
-def _write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
-def _save_state(out: Path, state: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=".state.", suffix=".tmp")
-    os.close(fd)
-    torch.save(state, tmp)
-    os.replace(tmp, out / checkpoint.STATE)
-
-
 def _init_from(directory: str) -> tuple[Reranker, dict | None, str]:
     """A saved re-ranker to fine-tune: (model, the base encoder's weights for the delta or None for a
     full checkpoint, its variant)."""
@@ -547,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if rank == 0:
             current = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in trainable}
-            _save_state(
+            checkpoint.save_train_state(
                 out,
                 {
                     "model": current,
@@ -586,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
                 cache.save()
             if args.write_run:
                 lines = [line for qid in sorted(run) for line in run[qid].to_trec(qid, run_name)]
-                _write_text(out / f"run.{args.eval_split}.txt", "\n".join(lines) + "\n")
+                checkpoint.write_text(out / f"run.{args.eval_split}.txt", "\n".join(lines) + "\n")
         metrics.update(
             history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
             train_seconds=round(train_seconds, 1), train_cpu_seconds=round(train_cpu_seconds, 1),
@@ -604,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
             parent_version = checkpoint.load_config(args.init_from).get("train", {}).get("version") or 1
             train_info.update(parent=str(args.init_from), version=int(parent_version) + 1)
         model.save(out, base_state=base_state, metrics=_round_nested(metrics), train=train_info)
-        _write_text(
+        checkpoint.write_text(
             out / checkpoint.COMMAND, shlex.join([sys.executable, "-m", "train.dssdnet", *argv]) + "\n"
         )
         if not args.keep_state and (out / checkpoint.STATE).exists():
