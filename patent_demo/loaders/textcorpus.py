@@ -19,13 +19,12 @@ share an IPC subclass). A variant writes each side as ``#1 title`` + ``#1 abstra
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patent_demo.corpus import Corpus, CorpusError, Patent, read_qrels
+from patent_demo.corpus import Corpus, CorpusError, Patent, iter_jsonl, read_qrels
 from patent_demo.loaders import LoadReport, codes_dict, log
 
 _ID = ("id", "doc_id", "patent_id")
@@ -79,32 +78,25 @@ def load_text_corpus(
     path = Path(path)
     report = report if report is not None else LoadReport()
     patents: dict[str, Patent] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CorpusError(f"{path}:{lineno}: not JSON ({err.msg})") from None
-            pid = str(_first(row, _ID) or "").strip()
-            if not pid:
-                report.skip("no id")
-                continue
-            if pid in patents:
-                report.skip("duplicate")
-                continue
-            used = {*_ID, *_TEXT, *_IPC, *_DATE, *_CITES, "title", "cpc", "kind"}
-            patents[pid] = Patent(
-                id=pid,
-                kind=str(row.get("kind") or "utility"),
-                title=str(row.get("title") or "").strip(),
-                text=str(_first(row, _TEXT) or "").strip(),
-                codes=codes_dict(report, ipc=_as_list(_first(row, _IPC)), cpc=_as_list(row.get("cpc"))),
-                date=str(_first(row, _DATE) or ""),
-                citations=_as_list(_first(row, _CITES)),
-                extra={k: v for k, v in row.items() if k not in used and v not in (None, "", [])},
-            )
+    used = {*_ID, *_TEXT, *_IPC, *_DATE, *_CITES, "title", "cpc", "kind"}
+    for _, row in iter_jsonl(path, "corpus record"):
+        pid = str(_first(row, _ID) or "").strip()
+        if not pid:
+            report.skip("no id")
+            continue
+        if pid in patents:
+            report.skip("duplicate")
+            continue
+        patents[pid] = Patent(
+            id=pid,
+            kind=str(row.get("kind") or "utility"),
+            title=str(row.get("title") or "").strip(),
+            text=str(_first(row, _TEXT) or "").strip(),
+            codes=codes_dict(report, ipc=_as_list(_first(row, _IPC)), cpc=_as_list(row.get("cpc"))),
+            date=str(_first(row, _DATE) or ""),
+            citations=_as_list(_first(row, _CITES)),
+            extra={k: v for k, v in row.items() if k not in used and v not in (None, "", [])},
+        )
     if isinstance(qrels, (str, os.PathLike)):
         qrels = read_qrels(qrels)
     qrels = qrels or {}
