@@ -656,6 +656,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         g_queue.select(select_disagreement, None, [g_qid, g_cid, g_pair], api_name="select_disagreement")
         g_btn.click(adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
+
         def refresh_models():
             """Rescan the checkpoint folders on every page load, so a model retrained while the app runs
             appears in the lists after a reload."""

@@ -163,4 +163,7 @@ def test_ensure_splits_is_deterministic_and_stable(tmp_path):
     assert Corpus(root=tmp_path, patents=[Patent(id="P000")], splits=kept).ensure_splits().splits == kept
     with pytest.raises(CorpusError) as err:
         Corpus(root=tmp_path, patents=[]).ensure_splits(fractions=(0.5, 0.5, 0.5))
-    assert str(err.value) == "split fractions must be three non-negative numbers summing to 1, got (0.5, 0.5, 0.5)"
+    assert (
+        str(err.value)
+        == "split fractions must be three non-negative numbers summing to 1, got (0.5, 0.5, 0.5)"
+    )
