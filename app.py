@@ -1,4 +1,4 @@
-"""The examiner workbench: Gradio UI over ``patent_demo.pipeline.Workbench``.
+"""The examiner workbench: Gradio UI over ``patent_demo.workbench.Workbench``.
 
 ``python app.py`` (or ``make demo``) serves on port 7860. Configuration: CLI flags, each with an
 environment variable (``python app.py --help``). Nothing runs at import time: ``build_demo`` builds the
@@ -15,7 +15,8 @@ from typing import Any
 
 import gradio as gr
 
-from patent_demo.labels import (
+from patent_demo.labels.sessions import add_list, label_from_session, new_session
+from patent_demo.labels.store import (
     GRADES,
     Label,
     LabelError,
@@ -24,8 +25,7 @@ from patent_demo.labels import (
     image_query_id,
     text_query_id,
 )
-from patent_demo.pipeline import Workbench, WorkbenchConfig
-from patent_demo.sessions import add_list, label_from_session, new_session
+from patent_demo.workbench import Workbench, WorkbenchConfig
 
 LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
 SHORTCUTS = {
@@ -65,8 +65,8 @@ class BadInput(Exception):
 
 
 def _errors() -> tuple[type[BaseException], ...]:
-    from patent_demo.corpus import CorpusError
-    from patent_demo.imageio import DrawingError
+    from patent_demo.data.corpus import CorpusError
+    from patent_demo.drawing.imageio import DrawingError
 
     return (DrawingError, CorpusError, LabelError, ValueError, KeyError, FileNotFoundError, BadInput)
 
@@ -207,7 +207,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     def search_text(abstract, codes, model, k, annotator):
         """BM25 and DSSDNet lists for a pasted abstract (optional classification codes)."""
         try:
-            from patent_demo.pipeline import check_abstract, parse_query_codes
+            from patent_demo.workbench import check_abstract, parse_query_codes
 
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes or "")
@@ -265,7 +265,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
     def search_combined(file, abstract, codes, dmodel, tmodel, k, annotator, progress=TRACK_TQDM):
         """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion."""
-        from patent_demo.pipeline import check_abstract, parse_query_codes
+        from patent_demo.workbench import check_abstract, parse_query_codes
 
         try:
             if not file:
@@ -407,7 +407,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
     def agreement():
         """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue."""
-        from patent_demo.agreement import agreement_markdown, agreement_report
+        from patent_demo.labels.agreement import agreement_markdown, agreement_report
 
         return agreement_markdown(agreement_report(store)), _queue()
 

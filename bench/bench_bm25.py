@@ -1,4 +1,4 @@
-"""BM25 speed: bm25s (``patent_demo.lexical.BM25Index``) against rank_bm25 on generated abstracts.
+"""BM25 speed: bm25s (``patent_demo.text.bm25.BM25Index``) against rank_bm25 on generated abstracts.
 
 Documents are bags of words drawn from the vocabulary of the CS3245 PatSnap corpus with a Zipf law
 (p(rank r) proportional to 1 / r^s), about 120 tokens each; queries are drawn the same way, like the
@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from patent_demo.lexical import BM25Index  # noqa: E402
+from patent_demo.text.bm25 import BM25Index  # noqa: E402
 
 DEFAULT_VOCAB = ROOT.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels" / "patsnap_docs.jsonl"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from patent_demo.democorpus.build import build_corpus  # noqa: E402
+from patent_demo.data.democorpus.build import build_corpus  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

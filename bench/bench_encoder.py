@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patent_demo import dense  # noqa: E402
-from patent_demo.encoders import encode_images  # noqa: E402
-from patent_demo.hmcl import load_encoder  # noqa: E402
-from patent_demo.imageio import load_drawing  # noqa: E402
+from patent_demo.drawing import index as dense  # noqa: E402
+from patent_demo.drawing.encoders import encode_images  # noqa: E402
+from patent_demo.drawing.finetune import load_encoder  # noqa: E402
+from patent_demo.drawing.imageio import load_drawing  # noqa: E402
 
 TARGET_RATE = 25.0
 TARGET_P50_MS = 150.0
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     dense.set_num_threads(1)
-    from patent_demo.democorpus import ensure_demo_corpus
+    from patent_demo.data.democorpus import ensure_demo_corpus
 
     corpus = ensure_demo_corpus(args.cache_dir, patents=args.demo_patents)
     paths = [corpus.image_path(f) for _, f in corpus.figures()]

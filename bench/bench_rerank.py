@@ -27,10 +27,10 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from patent_demo.loaders.textcorpus import load_text_corpus, qrels_from_pairs, read_pairs  # noqa: E402
+from patent_demo.data.loaders.textcorpus import load_text_corpus, qrels_from_pairs, read_pairs  # noqa: E402
 from patent_demo.metrics import evaluate_run  # noqa: E402
-from patent_demo.reranker import Reranker, create_reranker, resolve_base_path  # noqa: E402
-from patent_demo.textsearch import candidate_text, rerank_run  # noqa: E402
+from patent_demo.text.reranker import Reranker, create_reranker, resolve_base_path  # noqa: E402
+from patent_demo.text.search import candidate_text, rerank_run  # noqa: E402
 from train import dssdnet_data  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels"

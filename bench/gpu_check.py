@@ -67,7 +67,7 @@ def _timed_steps(step, n_steps: int, warmup: int, device: torch.device) -> list[
 
 def hmcl_steps(corpus, device: torch.device, args) -> dict:
     """HMCL + text term: P patents x 2 figures per step, full fine-tuning of lite-clip."""
-    from patent_demo.encoders import create_encoder, encode_images, get_tokenizer
+    from patent_demo.drawing.encoders import create_encoder, encode_images, get_tokenizer
     from patent_demo.losses import HMCLLoss
 
     model, train_tf, _ = create_encoder("lite-clip", image_size=args.image_size)
@@ -116,7 +116,7 @@ def hmcl_steps(corpus, device: torch.device, args) -> dict:
 def dssdnet_steps(corpus, device: torch.device, args) -> dict:
     """DSSDNet (all losses) on query/candidate pairs of the built-in corpus, full fine-tuning of MiniLM."""
     from patent_demo.losses import DSSDNetLoss
-    from patent_demo.reranker import create_reranker
+    from patent_demo.text.reranker import create_reranker
 
     model = create_reranker("minilm", domain_scheme="locarno").to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=5e-4)
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))  # fmt: skip
-    from patent_demo.democorpus import ensure_demo_corpus
+    from patent_demo.data.democorpus import ensure_demo_corpus
 
     cache = Path(args.cache_dir)
     corpus = ensure_demo_corpus(cache, patents=args.patents, seed=0, size=128)

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from patent_demo.labels import Label, LabelStore, image_query_id  # noqa: E402
-from patent_demo.pipeline import Workbench, WorkbenchConfig  # noqa: E402
+from patent_demo.labels.store import Label, LabelStore, image_query_id  # noqa: E402
+from patent_demo.workbench import Workbench, WorkbenchConfig  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from patent_demo.agreement import (
+from patent_demo.labels.agreement import (
     AgreementUndefined,
     agreement_markdown,
     agreement_report,
@@ -16,7 +16,7 @@ from patent_demo.agreement import (
     krippendorff_alpha,
     main,
 )
-from patent_demo.labels import Label, LabelStore, text_query_id
+from patent_demo.labels.store import Label, LabelStore, text_query_id
 
 NAN = np.nan
 
@@ -283,7 +283,7 @@ def test_markdown(tmp_path):
 def test_cli_prints_json(store, tmp_path, capsys):
     path = str(store.path)
     out = subprocess.run(
-        [sys.executable, "-m", "patent_demo.agreement", path], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "patent_demo.labels.agreement", path], capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) == json.loads(json.dumps(agreement_report(store)))
     assert main([path, "--markdown"]) == 0

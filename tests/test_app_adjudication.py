@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from patent_demo.labels import Label, LabelStore, image_query_id, text_query_id
+from patent_demo.labels.store import Label, LabelStore, image_query_id, text_query_id
 from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow

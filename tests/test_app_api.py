@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from patent_demo.labels import LabelStore
+from patent_demo.labels.store import LabelStore
 from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ import json
 import pytest
 from PIL import Image
 
-from patent_demo.corpus import Corpus, CorpusError, Figure, Patent, format_qrels, read_qrels
+from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, format_qrels, read_qrels
 
 
 def _corpus(root):
@@ -143,7 +143,7 @@ def test_images_are_read_lazily(tmp_path):
     (tmp_path / "img" / "a1.png").write_bytes(b"not an image")  # loading never opens images
     back = Corpus.load(tmp_path)
     assert back.image_path(back.patents[0].figures[0]) == tmp_path / "img" / "a1.png"
-    pytest.importorskip("patent_demo.imageio")
+    pytest.importorskip("patent_demo.drawing.imageio")
     image = back.open_image(back.patents[1].figures[0], crop=False, square=False)
     assert image.mode == "L" and image.size == (6, 4)
     with pytest.raises(ValueError):
@@ -151,7 +151,7 @@ def test_images_are_read_lazily(tmp_path):
 
 
 def test_ensure_splits_is_deterministic_and_stable(tmp_path):
-    from patent_demo.corpus import Corpus, CorpusError, Patent
+    from patent_demo.data.corpus import Corpus, CorpusError, Patent
 
     ids = [f"P{i:03d}" for i in range(40)]
     corpus = Corpus(root=tmp_path, patents=[Patent(id=i) for i in ids]).ensure_splits()

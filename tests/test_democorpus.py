@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from patent_demo import taxonomy
-from patent_demo.corpus import Corpus
-from patent_demo.democorpus import (
+from patent_demo.data.corpus import Corpus
+from patent_demo.data.democorpus import (
     TYPES,
     VIEWS,
     Style,
@@ -25,10 +25,10 @@ from patent_demo.democorpus import (
     render_view,
     retrieval_protocol,
 )
-from patent_demo.democorpus import build as build_mod
-from patent_demo.democorpus.__main__ import main as cli_main
-from patent_demo.democorpus.geometry import box, cylinder, revolve
-from patent_demo.imageio import ink_bbox, ink_ratio
+from patent_demo.data.democorpus import build as build_mod
+from patent_demo.data.democorpus.__main__ import main as cli_main
+from patent_demo.data.democorpus.geometry import box, cylinder, revolve
+from patent_demo.drawing.imageio import ink_bbox, ink_ratio
 from tests.conftest import require_shared
 
 N, SIZE = 40, 96

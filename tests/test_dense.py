@@ -1,4 +1,4 @@
-"""Tests for patent_demo.dense: exact search against numpy, ANN recall against exact, per-patent
+"""Tests for patent_demo.drawing.index: exact search against numpy, ANN recall against exact, per-patent
 aggregation by hand, save→load round trip, batched embedding, and exact error messages."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from patent_demo import dense
-from patent_demo.dense import DenseIndex, aggregate_by_patent, embed_figures, recall_against_exact
+from patent_demo.drawing import index as dense
+from patent_demo.drawing.embed import embed_figures
+from patent_demo.drawing.index import DenseIndex, aggregate_by_patent, recall_against_exact
 from patent_demo.results import Results
 
 

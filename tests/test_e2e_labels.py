@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from patent_demo.labels import LabelStore
+from patent_demo.labels.store import LabelStore
 from tests.test_app_api import free_port
 
 pytestmark = pytest.mark.slow
@@ -29,8 +29,8 @@ def world(tmp_path_factory):
     """(tmp, corpus, checkpoint folder): the tiny corpus and a parent checkpoint trained for 2 steps."""
     import torch
 
-    from patent_demo.corpus import Corpus
-    from patent_demo.democorpus import build_corpus
+    from patent_demo.data.corpus import Corpus
+    from patent_demo.data.democorpus import build_corpus
     from train import dssdnet, hmcl
 
     torch.set_num_threads(1)
@@ -53,7 +53,7 @@ def labelled(world):
     from gradio_client import Client, handle_file
 
     import app
-    from patent_demo.pipeline import Workbench, WorkbenchConfig
+    from patent_demo.workbench import Workbench, WorkbenchConfig
 
     tmp, corpus, ck = world
     wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=(ck,), bm25_candidates=24),

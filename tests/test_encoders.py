@@ -8,8 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from patent_demo import encoders as E
 from patent_demo import weights as W
+from patent_demo.drawing import encoders as E
 
 PAPER_AND_DEFAULT = [
     "lite-clip",

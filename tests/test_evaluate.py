@@ -13,9 +13,9 @@ import pytest
 import torch
 from PIL import Image
 
-from patent_demo.corpus import Corpus, Figure, Patent
-from patent_demo.hmcl import drawing_protocol, evaluate_drawings
-from patent_demo.transforms import DrawingEvalTransform
+from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.drawing.evaluate import drawing_protocol, evaluate_drawings
+from patent_demo.drawing.transforms import DrawingEvalTransform
 
 # figure -> (gray level, angle in degrees); queries a, c, e, g (the first figure of each patent)
 FIGS = {"a": (10, 0), "b": (20, 10), "c": (30, 22), "d": (40, 50), "e": (50, 45), "f": (60, 60),

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from patent_demo.imageio import DrawingError, ink_bbox, ink_ratio, iter_pages, load_drawing, page_count
+from patent_demo.drawing.imageio import (
+    DrawingError,
+    ink_bbox,
+    ink_ratio,
+    iter_pages,
+    load_drawing,
+    page_count,
+)
 from tests.conftest import require_shared
 
 BUDGET = "(possible decompression bomb); pass a larger max_pixels to read it"

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from patent_demo.corpus import Corpus, Patent, read_qrels
-from patent_demo.labels import Label, LabelError, LabelStore, image_query_id, text_query_id
+from patent_demo.data.corpus import Corpus, Patent, read_qrels
+from patent_demo.labels.store import Label, LabelError, LabelStore, image_query_id, text_query_id
 
 
 def _lab(**kw):
@@ -153,7 +153,7 @@ def test_exports(tmp_path):
 def test_concurrent_writers_lose_nothing(tmp_path):
     path = tmp_path / "l.sqlite"
     code = (
-        "import sys; from patent_demo.labels import Label, LabelStore\n"
+        "import sys; from patent_demo.labels.store import Label, LabelStore\n"
         "s = LabelStore(sys.argv[1])\n"
         "for i in range(50):\n"
         "    s.add(Label(annotator=sys.argv[2], query_id='q', query_kind='text', candidate_id=f'P{i}',"

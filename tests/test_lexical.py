@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from patent_demo.corpus import Corpus, Patent
-from patent_demo.lexical import PARAMS_FILE, BM25Index
+from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.results import Results
+from patent_demo.text.bm25 import PARAMS_FILE, BM25Index
 
 PATSNAP = Path(__file__).resolve().parents[2] / "shared" / "data" / "cs3245_patsnap_corpus_qrels"
 

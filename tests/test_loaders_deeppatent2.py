@@ -4,8 +4,8 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from patent_demo.loaders import LoadReport
-from patent_demo.loaders.deeppatent2 import (
+from patent_demo.data.loaders import LoadReport
+from patent_demo.data.loaders.deeppatent2 import (
     DeepPatent2Name,
     load_deeppatent2,
     load_deeppatent2_names,

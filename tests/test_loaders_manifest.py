@@ -3,8 +3,8 @@ import json
 import pytest
 from PIL import Image
 
-from patent_demo.corpus import CorpusError
-from patent_demo.loaders.manifest import load_manifest
+from patent_demo.data.corpus import CorpusError
+from patent_demo.data.loaders.manifest import load_manifest
 
 
 def _png(path):

@@ -3,9 +3,9 @@ from collections import Counter
 
 import pytest
 
-from patent_demo.corpus import Corpus, CorpusError
-from patent_demo.loaders import LoadReport
-from patent_demo.loaders.textcorpus import (
+from patent_demo.data.corpus import Corpus, CorpusError
+from patent_demo.data.loaders import LoadReport
+from patent_demo.data.loaders.textcorpus import (
     LabelledPair,
     load_labelled_pairs,
     load_text_corpus,

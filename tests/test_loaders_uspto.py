@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
-from patent_demo.corpus import Corpus
-from patent_demo.loaders import LoadReport
-from patent_demo.loaders.uspto import (
+from patent_demo.data.corpus import Corpus
+from patent_demo.data.loaders import LoadReport
+from patent_demo.data.loaders.uspto import (
     figure_descriptions,
     iter_grant_documents,
     load_grant_xml,

@@ -11,17 +11,17 @@ import torch
 from PIL import Image, ImageDraw
 from transformers import BertConfig, BertModel, BertTokenizer
 
-from patent_demo.corpus import Corpus, Figure, Patent
-from patent_demo.pipeline import (
+from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.registry import ZERO_SHOT, scan_models
+from patent_demo.results import Results
+from patent_demo.text.reranker import Reranker, RerankerConfig
+from patent_demo.workbench import (
     Workbench,
     WorkbenchConfig,
     check_abstract,
     parse_query_codes,
     reciprocal_rank_fusion,
 )
-from patent_demo.registry import ZERO_SHOT, scan_models
-from patent_demo.reranker import Reranker, RerankerConfig
-from patent_demo.results import Results
 
 # subclass -> (shape drawn, words of its texts)
 SUBCLASSES = {
@@ -157,7 +157,7 @@ def test_drawing_search_by_figure_and_bad_image(bench):
     res = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=3, group_by_patent=False)
     assert res.hits[0].figure == fig.path
     assert [h.rank for h in res.hits] == [1, 2, 3]
-    from patent_demo.imageio import DrawingError
+    from patent_demo.drawing.imageio import DrawingError
 
     with pytest.raises(DrawingError):
         wb.search_drawing(b"this is not an image", ZERO_SHOT, k=3)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from patent_demo.report import metric_rows, summarise, to_figure, to_markdown, write_report
+from patent_demo.labels.report import metric_rows, summarise, to_figure, to_markdown, write_report
 
 QUERIES = [
     {"query_id": "img-aaaa", "kind": "drawing", "anchor_patent": "D1", "held_out": False, "items": [

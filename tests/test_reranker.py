@@ -7,7 +7,8 @@ from safetensors.torch import load_file
 from transformers import BertConfig, BertModel, BertTokenizer
 
 from patent_demo.losses.dssdnet import DSSDNetLoss, DSSDNetLossConfig
-from patent_demo.reranker import (
+from patent_demo.results import Results
+from patent_demo.text.reranker import (
     BaseModelNotFound,
     Reranker,
     RerankerConfig,
@@ -18,7 +19,6 @@ from patent_demo.reranker import (
     resolve_base_path,
     state_dict_delta,
 )
-from patent_demo.results import Results
 
 WORDS = (
     "a an the of with and for to on in is chair seat leg back arm rest lamp shade bulb light table top "

@@ -151,7 +151,7 @@ def test_label_training_groups_and_overrides(corpus, tmp_path):
 
 
 def test_label_training_reports_a_missing_query_drawing(corpus, tmp_path):
-    from patent_demo.corpus import CorpusError
+    from patent_demo.data.corpus import CorpusError
 
     with pytest.raises(
         CorpusError, match=r"query drawing .*gone.png of label row 'q' not found: pass --labels-root"
@@ -195,7 +195,7 @@ def test_label_batches_cycle_through_every_group_and_resume():
 @pytest.fixture(scope="module")
 def lineage(tmp_path_factory):
     """A tiny parent (last block trained) and a child fine-tuned from it on labels (projections only)."""
-    from patent_demo.democorpus import build_corpus
+    from patent_demo.data.democorpus import build_corpus
     from train import hmcl
 
     root = tmp_path_factory.mktemp("lineage")
@@ -223,7 +223,7 @@ def lineage(tmp_path_factory):
 
 def test_child_checkpoint_keeps_the_parents_changes_and_records_its_lineage(lineage):
     from patent_demo.checkpoint import load_config, load_weights
-    from patent_demo.hmcl import load_hmcl_checkpoint
+    from patent_demo.drawing.finetune import load_hmcl_checkpoint
 
     parent, child = load_weights(lineage / "ck" / "parent"), load_weights(lineage / "ck" / "child")
     only_parent = sorted(set(parent) - {"visual.head.proj.weight", "text.proj.weight"})
@@ -252,7 +252,7 @@ def test_child_checkpoint_keeps_the_parents_changes_and_records_its_lineage(line
 
 
 def test_read_rows_reports_the_bad_line(tmp_path):
-    from patent_demo.corpus import CorpusError
+    from patent_demo.data.corpus import CorpusError
 
     path = tmp_path / "x.jsonl"
     path.write_text(json.dumps({"query_id": "a"}) + "\n\n[1]\n")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from patent_demo.sampler import HierarchicalBatchSampler
+from patent_demo.drawing.sampler import HierarchicalBatchSampler
 
 
 def _corpus(mains: int = 6, subs_per_main: int = 4, patents_per_sub: int = 5):

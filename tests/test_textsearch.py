@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from patent_demo.corpus import Patent
-from patent_demo.lexical import BM25Index
+from patent_demo.data.corpus import Patent
 from patent_demo.results import Results
-from patent_demo.textsearch import (
+from patent_demo.text.bm25 import BM25Index
+from patent_demo.text.search import (
     TextQuery,
     candidate_text,
     first_stage,

@@ -8,10 +8,10 @@ import torch
 from safetensors.torch import load_file
 
 from patent_demo import checkpoint
-from patent_demo.corpus import Corpus, Patent
+from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.metrics import evaluate_run, read_run
-from patent_demo.reranker import Reranker
-from patent_demo.textsearch import rerank_run
+from patent_demo.text.reranker import Reranker
+from patent_demo.text.search import rerank_run
 from train import dssdnet, dssdnet_data
 
 TOPICS = [

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from patent_demo.checkpoint import load_config, load_metrics, load_train_state, load_weights
-from patent_demo.hmcl import load_hmcl_checkpoint, set_trainable, vision_blocks
+from patent_demo.drawing.finetune import load_hmcl_checkpoint, set_trainable, vision_blocks
 from train import evaluate as evaluate_script
 from train import hmcl, hmcl_data
 
@@ -125,7 +125,7 @@ def test_loaded_model_blocks_and_text_features(runs):
     assert set(names) == set(blocks[-1]) | set(blocks[-2]) | {"visual.head.proj.weight"}
     assert sum(p.requires_grad for p in model.parameters()) == len(names)
     # cached text-tower features + the trainable projection equal encode_text before normalisation
-    from patent_demo.encoders import get_tokenizer
+    from patent_demo.drawing.encoders import get_tokenizer
 
     tok = get_tokenizer("lite-clip")
     texts = ["Chair. A chair with four legs", "Lamp"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from patent_demo.transforms import (
+from patent_demo.drawing.transforms import (
     AugmentConfig,
     AugmentParams,
     DrawingEvalTransform,
@@ -195,8 +195,8 @@ def test_augment_config_rejects_bad_values(kwargs, message):
 
 
 def test_load_tensor_reads_a_drawing_file(tmp_path):
-    pytest.importorskip("patent_demo.imageio")
-    from patent_demo.transforms import load_tensor
+    pytest.importorskip("patent_demo.drawing.imageio")
+    from patent_demo.drawing.transforms import load_tensor
 
     path = tmp_path / "fig.png"
     _drawing().save(path)

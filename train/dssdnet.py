@@ -35,7 +35,7 @@ import torch
 
 from patent_demo import checkpoint
 from patent_demo.losses.dssdnet import VARIANTS, DSSDNetLoss, domain_alpha
-from patent_demo.reranker import Reranker, create_reranker, load_config
+from patent_demo.text.reranker import Reranker, create_reranker, load_config
 from train import dssdnet_data as data
 from train import dssdnet_eval
 
@@ -250,7 +250,7 @@ def _tiny_base(out: Path) -> str:
     from transformers import AutoTokenizer, BertConfig, BertModel
     from transformers.utils import logging as hf_logging
 
-    from patent_demo.reranker import RerankerConfig, resolve_base_path
+    from patent_demo.text.reranker import RerankerConfig, resolve_base_path
 
     path = out / "tiny-base"
     distributed = torch.distributed.is_initialized()
@@ -374,7 +374,7 @@ def validation_loss(
 def _init_from(directory: str) -> tuple[Reranker, dict | None, str]:
     """A saved re-ranker to fine-tune: (model, the base encoder's weights for the delta or None for a
     full checkpoint, its variant)."""
-    from patent_demo.reranker import load_base
+    from patent_demo.text.reranker import load_base
 
     model = Reranker.load(directory)
     base = load_base(model.config)[0].state_dict() if checkpoint.load_config(directory).get("delta") else None

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.corpus import Corpus, CorpusError
-from patent_demo.lexical import BM25Index
+from patent_demo.data.corpus import Corpus, CorpusError
 from patent_demo.taxonomy import domain_label
-from patent_demo.textsearch import TextQuery, candidate_text, first_stage, patent_query
+from patent_demo.text.bm25 import BM25Index
+from patent_demo.text.search import TextQuery, candidate_text, first_stage, patent_query
 
 SPLITS = ("train", "val", "test")
 VAL_PAIR_SEED = 20240601  # fixed: validation negatives are the same for every training seed
@@ -207,7 +207,7 @@ def _split_pairs(pairs: Sequence[Pair], val_fraction: float, test_fraction: floa
 
 def tsv_task(path: str | os.PathLike, val_fraction: float = 0.15, test_fraction: float = 0.15) -> PairTask:
     """Pairs of a DSSDNet labelled-pair TSV, split by the query id (``#1 ID``)."""
-    from patent_demo.loaders.textcorpus import load_labelled_pairs
+    from patent_demo.data.loaders.textcorpus import load_labelled_pairs
 
     rows = load_labelled_pairs(path)
     pairs = [Pair(r.id_a, r.text_a, r.text_b, float(r.label), float(r.t), r.id_b) for r in rows]
@@ -281,7 +281,7 @@ def _item(item: Mapping, library: Corpus | None, where: str) -> tuple[str, dict,
 def load_library(args) -> tuple[Corpus | None, dict[str, dict[str, int]] | None]:
     """The library corpus named by the command line (``--corpus``, ``--demo-patents``, ``--text-corpus``)
     and explicit qrels (``--pairs`` citation pairs or ``--qrels``), if any."""
-    from patent_demo.loaders.textcorpus import load_text_corpus, qrels_from_pairs, read_pairs
+    from patent_demo.data.loaders.textcorpus import load_text_corpus, qrels_from_pairs, read_pairs
 
     qrels = None
     if args.text_corpus:
@@ -292,7 +292,7 @@ def load_library(args) -> tuple[Corpus | None, dict[str, dict[str, int]] | None]
     elif args.corpus:
         library = Corpus.load(args.corpus, validate=False)
     elif args.demo_patents:
-        from patent_demo.democorpus import ensure_demo_corpus
+        from patent_demo.data.democorpus import ensure_demo_corpus
 
         library = ensure_demo_corpus(
             Path(args.cache_dir) / "democorpus",
@@ -303,7 +303,7 @@ def load_library(args) -> tuple[Corpus | None, dict[str, dict[str, int]] | None]
     else:
         return None, None
     if args.qrels:
-        from patent_demo.corpus import read_qrels
+        from patent_demo.data.corpus import read_qrels
 
         qrels = read_qrels(args.qrels)
     return library, qrels

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from patent_demo.metrics import evaluate_run
-from patent_demo.reranker import Reranker
 from patent_demo.results import Results
-from patent_demo.textsearch import rerank_run
+from patent_demo.text.reranker import Reranker
+from patent_demo.text.search import rerank_run
 from train import dssdnet_data as data
 
 MAP_DEFINITIONS = {

@@ -5,7 +5,7 @@
 
 Reports mAP over all relevant gallery items and nDCG@k at patent, subclass and main-class level (plus
 the graded ``hier_ndcg@k``), a per-subclass breakdown and the silhouette of the embeddings by subclass,
-as JSON (see ``patent_demo.hmcl.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
+as JSON (see ``patent_demo.drawing.evaluate.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
 
 Protocols: ``queries`` (the demo corpus: one query figure per patent, the gallery every other figure of
 the split) and ``all`` (every figure a query against all other figures; the default for ``--redbook``,
@@ -20,8 +20,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from patent_demo.corpus import Corpus
-from patent_demo.hmcl import PROTOCOLS, evaluate_drawings, load_encoder
+from patent_demo.data.corpus import Corpus
+from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings
+from patent_demo.drawing.finetune import load_encoder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,10 +64,10 @@ def load_eval_corpus(args: argparse.Namespace) -> Corpus:
     if args.corpus:
         return Corpus.load(args.corpus, validate=False)
     if args.redbook:
-        from patent_demo.loaders.uspto import load_redbook
+        from patent_demo.data.loaders.uspto import load_redbook
 
         return load_redbook(args.redbook)
-    from patent_demo.democorpus import ensure_demo_corpus
+    from patent_demo.data.democorpus import ensure_demo_corpus
 
     return ensure_demo_corpus(
         args.cache_dir, patents=args.demo_patents, seed=args.demo_seed, size=args.demo_size

@@ -44,9 +44,10 @@ from patent_demo.checkpoint import (
     save_checkpoint,
     write_json,
 )
-from patent_demo.hmcl import KIND, evaluate_drawings, set_trainable
+from patent_demo.drawing.evaluate import evaluate_drawings
+from patent_demo.drawing.finetune import KIND, set_trainable
+from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.losses.hmcl import hierarchical_weights
-from patent_demo.sampler import HierarchicalBatchSampler
 from train.hmcl_data import (
     StepBatches,
     TrainFigures,
@@ -343,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, world: int) -> int:
-    from patent_demo.encoders import create_encoder, get_tokenizer
+    from patent_demo.drawing.encoders import create_encoder, get_tokenizer
 
     t_start = time.time()
     torch.manual_seed(args.seed)

@@ -19,16 +19,16 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from patent_demo.corpus import Corpus, Figure, Patent
+from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.losses import ContrastiveLoss, HMCLLoss, ImageTextLoss
-from patent_demo.sampler import HierarchicalBatchSampler
 
 
 def load_corpus(args: argparse.Namespace) -> Corpus:
     """``--corpus`` when given, else the generated demo corpus (built once under ``--cache-dir``)."""
     if args.corpus:
         return Corpus.load(args.corpus, validate=False).ensure_splits(seed=args.seed)
-    from patent_demo.democorpus import build_corpus, ensure_demo_corpus
+    from patent_demo.data.democorpus import build_corpus, ensure_demo_corpus
 
     if args.demo_types is None:
         return ensure_demo_corpus(

@@ -75,7 +75,8 @@ def _row(result: dict) -> dict[str, float | None]:
 
 def zero_shot(config_argv: list[str], split: str) -> dict:
     """Evaluate the config's encoder with its pretrained weights at the config's image size."""
-    from patent_demo.hmcl import evaluate_drawings, load_encoder
+    from patent_demo.drawing.evaluate import evaluate_drawings
+    from patent_demo.drawing.finetune import load_encoder
     from train import hmcl
 
     args = hmcl.parse_args(config_argv)
@@ -108,8 +109,9 @@ def redbook_eval(run_dir: Path, model_ref: str, image_size: int, folder: str, ks
     cache = run_dir / "redbook.json"
     if cache.is_file():
         return json.loads(cache.read_text())
-    from patent_demo.hmcl import evaluate_drawings, load_encoder
-    from patent_demo.loaders.uspto import load_redbook
+    from patent_demo.data.loaders.uspto import load_redbook
+    from patent_demo.drawing.evaluate import evaluate_drawings
+    from patent_demo.drawing.finetune import load_encoder
 
     corpus = load_redbook(folder)
     model, eval_tf, _ = load_encoder(model_ref, image_size=image_size)

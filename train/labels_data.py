@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from patent_demo.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
-from patent_demo.imageio import file_sha256
+from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
+from patent_demo.drawing.imageio import file_sha256
 
 GRADE_RELEVANT, GRADE_PARTLY = 2, 1
 MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test patent's text is a leak

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patent_demo.checkpoint import STATE, load_config, load_metrics
-from patent_demo.corpus import Corpus
-from patent_demo.report import metric_rows, summarise, to_markdown, write_report
+from patent_demo.data.corpus import Corpus
+from patent_demo.labels.report import metric_rows, summarise, to_markdown, write_report
 from train.labels_data import guard_dssdnet_rows, guard_hmcl_rows, read_rows, write_rows
 
 # settings of the parent's training run that a fine-tune keeps unless given here
@@ -110,7 +110,7 @@ def load_app_corpus(args: argparse.Namespace) -> Corpus:
     """The corpus the app serves with the same flags."""
     if args.corpus:
         return Corpus.load(args.corpus, validate=False).ensure_splits(seed=args.seed)  # as train.hmcl
-    from patent_demo.democorpus import ensure_demo_corpus
+    from patent_demo.data.democorpus import ensure_demo_corpus
 
     return ensure_demo_corpus(Path(args.cache_dir) / "democorpus", patents=args.demo_patents,
                               seed=args.demo_seed, size=args.demo_size)  # fmt: skip
@@ -231,8 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
-    from patent_demo.labels import LabelStore
-    from patent_demo.pipeline import Workbench, WorkbenchConfig
+    from patent_demo.labels.store import LabelStore
+    from patent_demo.workbench import Workbench, WorkbenchConfig
     from train import hmcl
 
     if args.threads:

@@ -1,8 +1,51 @@
-"""Training losses: modules that take tensors and return a dict of scalar ``*_loss`` tensors."""
+"""Training losses: modules that take tensors and return a dict of scalar ``*_loss`` tensors.
 
-from .dssdnet import *  # noqa: F403
-from .dssdnet import __all__ as _dssdnet_all
-from .hmcl import *  # noqa: F403
-from .hmcl import __all__ as _hmcl_all
+* ``patent_demo.losses.hmcl``: plain InfoNCE (Eq. 1), HMCL (Eqs. 2-4) and the image-text term (Eq. 5);
+* ``patent_demo.losses.dssdnet``: the DSSDNet terms (Eqs. 7-15) and their per-variant sum.
+"""
 
-__all__ = list(_hmcl_all) + list(_dssdnet_all)
+from patent_demo.losses.dssdnet import (
+    VARIANT_TERMS,
+    VARIANTS,
+    DSSDNetLoss,
+    DSSDNetLossConfig,
+    domain_alpha,
+    domain_focal_loss,
+    hard_negative_ranking_loss,
+    orthogonality_loss,
+    reconstruction_loss,
+    relevance_bce,
+)
+from patent_demo.losses.hmcl import (
+    ContrastiveLoss,
+    HMCLLoss,
+    ImageTextLoss,
+    hierarchical_weights,
+    hmcl_loss,
+    hmcl_loss_loop,
+    image_text_loss,
+    info_nce_loss,
+    multi_positive_cross_entropy,
+)
+
+__all__ = [
+    "ContrastiveLoss",
+    "HMCLLoss",
+    "ImageTextLoss",
+    "hierarchical_weights",
+    "hmcl_loss",
+    "hmcl_loss_loop",
+    "image_text_loss",
+    "info_nce_loss",
+    "multi_positive_cross_entropy",
+    "VARIANTS",
+    "VARIANT_TERMS",
+    "DSSDNetLossConfig",
+    "DSSDNetLoss",
+    "relevance_bce",
+    "orthogonality_loss",
+    "reconstruction_loss",
+    "domain_focal_loss",
+    "hard_negative_ranking_loss",
+    "domain_alpha",
+]

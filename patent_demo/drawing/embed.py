@@ -1,0 +1,134 @@
+"""Batched embedding of drawings: any encode function over a stream of images, with a progress bar, and
+the corpus figures through a fine-tuned (or zero-shot) open_clip encoder."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from patent_demo.data.corpus import Corpus, Figure, Patent
+
+
+class _Counter:
+    """Progress printed to stderr when tqdm is not installed."""
+
+    def __init__(self, total: int | None, desc: str) -> None:
+        self.total, self.desc, self.n = total, desc, 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+        of = f"/{self.total}" if self.total is not None else ""
+        print(f"{self.desc}: {self.n}{of}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int | None, desc: str) -> Any:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _Counter(total, desc)
+    return tqdm(total=total, desc=desc, unit="fig")
+
+
+def _to_numpy(out: Any) -> np.ndarray:
+    if hasattr(out, "detach"):  # a torch tensor; torch itself is not imported here
+        out = out.detach().float().cpu().numpy()
+    return np.asarray(out, dtype=np.float32)
+
+
+def embed_figures(
+    encode_fn: Callable[[list[Any]], Any],
+    images: Iterable[Any],
+    batch_size: int = 32,
+    progress: bool = True,
+    total: int | None = None,
+    desc: str = "embedding figures",
+) -> np.ndarray:
+    """Encode ``images`` in batches of ``batch_size`` and stack the results: ``[N, D]`` float32.
+
+    ``encode_fn`` maps a list of B inputs (PIL images, tensors, whatever the encoder takes) to
+    ``[B, D]`` (numpy array or torch tensor). ``images`` may be any iterable, a generator included;
+    ``total`` (or ``len(images)`` when it has one) sizes the progress bar, drawn with tqdm when
+    installed and otherwise printed as a counter to stderr.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if total is None and hasattr(images, "__len__"):
+        total = len(images)  # type: ignore[arg-type]
+    bar = _progress_bar(total, desc) if progress else None
+    chunks: list[np.ndarray] = []
+    dim: int | None = None
+
+    def flush(batch: list[Any]) -> None:
+        nonlocal dim
+        out = _to_numpy(encode_fn(batch))
+        if out.ndim != 2 or out.shape[0] != len(batch):
+            raise ValueError(
+                f"encode_fn must return [B, D] for a batch of B={len(batch)} inputs, got shape {out.shape}"
+            )
+        if dim is not None and out.shape[1] != dim:
+            raise ValueError(f"encode_fn returned dimension {out.shape[1]} after returning {dim}")
+        dim = out.shape[1]
+        chunks.append(out)
+        if bar is not None:
+            bar.update(len(batch))
+
+    batch: list[Any] = []
+    try:
+        for item in images:
+            batch.append(item)
+            if len(batch) == batch_size:
+                flush(batch)
+                batch = []
+        if batch:
+            flush(batch)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not chunks:
+        raise ValueError("embed_figures got no images to embed")
+    return np.concatenate(chunks, axis=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# validation helpers
+
+
+
+
+def embed_corpus_figures(
+    model: torch.nn.Module,
+    transform: Any,
+    corpus: Corpus,
+    figures: Sequence[Figure | tuple[Patent, Figure]],
+    batch_size: int = 64,
+    progress: bool = False,
+) -> np.ndarray:
+    """Embeddings ``[N, D]`` (float32, L2-normalised) of ``figures`` of ``corpus``, in order.
+
+    Each figure is read with ``corpus.open_image`` (``load_drawing``: cropped to ink, padded square),
+    transformed with ``transform`` (``[3, S, S]``) and encoded in batches without gradients; on CUDA
+    under bf16 autocast.
+    """
+    from patent_demo.drawing.encoders import encode_images
+
+    figs = [f[1] if isinstance(f, tuple) else f for f in figures]
+    device = next(model.parameters()).device
+
+    def encode(images: list) -> torch.Tensor:
+        x = torch.stack([transform(im) for im in images])
+        with (
+            torch.no_grad(),
+            torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"),
+        ):
+            z = encode_images(model, x)
+        return torch.nn.functional.normalize(z.float(), dim=1)
+
+    images = (corpus.open_image(f) for f in figs)
+    return embed_figures(encode, images, batch_size=batch_size, progress=progress, total=len(figs))

@@ -1,0 +1,138 @@
+"""The one drawing-evaluation protocol: which figures are queries and which the gallery, and the metrics of
+a model on it. The app's Error-analysis tab, ``train.evaluate``, the training scripts and the retraining
+report all call :func:`evaluate_drawings` / :func:`score_embeddings`.
+
+Protocols (``evaluate_drawings(protocol=...)``):
+
+``queries``  the demo corpus protocol (``patent_demo.data.democorpus.retrieval_protocol``): one query figure
+             per patent of the split, the gallery is every other figure of the split.
+``all``      every figure of the split is a query against all other figures of the split (the query
+             itself is skipped); used for real drawing pages, where no query view is marked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.drawing.embed import embed_corpus_figures
+
+PROTOCOLS = ("queries", "all")
+DEFAULT_KS = (10,)
+
+
+
+
+def drawing_protocol(
+    corpus: Corpus, split: str | None = "test", protocol: str = "queries"
+) -> tuple[list[tuple[Patent, Figure]], list[tuple[Patent, Figure]], np.ndarray]:
+    """``(queries, gallery, self_index)`` of a split (``None``: every patent of the corpus).
+
+    ``queries`` (the demo protocol): one query figure per patent (``extra["query_figure"]``, else its
+    first), the gallery every other figure; ``self_index`` is all -1. ``all``: every figure is a query
+    and the gallery is the same list; ``self_index[q] = q`` so a query never retrieves itself.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    patents = corpus.patents if split is None else corpus.split(split)
+    if protocol == "all":
+        items = [(p, f) for p in patents for f in p.figures]
+        return items, items, np.arange(len(items), dtype=np.int64)
+    queries, gallery = [], []
+    for p in patents:
+        q = int(p.extra.get("query_figure", 0))
+        for i, f in enumerate(p.figures):
+            (queries if i == q else gallery).append((p, f))
+    return queries, gallery, np.full(len(queries), -1, dtype=np.int64)
+
+
+def _labels(items: Sequence[tuple[Patent, Figure]]):
+    from patent_demo.metrics import ItemLabels
+
+    return ItemLabels(
+        [p.id for p, _ in items], [p.locarno for p, _ in items], [p.locarno_main for p, _ in items]
+    )
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if isinstance(x, float | int) and math.isfinite(x) else None
+
+
+def score_embeddings(
+    queries: Sequence[tuple[Patent, Figure]],
+    gallery: Sequence[tuple[Patent, Figure]],
+    query_emb: np.ndarray,
+    gallery_emb: np.ndarray,
+    self_index: np.ndarray,
+    ks: Sequence[int] = DEFAULT_KS,
+    silhouette: bool = True,
+) -> dict:
+    """Metrics of given embeddings (``[Q, D]``, ``[G, D]``, L2-normalised; cosine scores).
+
+    Returns ``{"metrics": {patent_map, patent_ndcg@k, subclass_*, main_*, hier_ndcg@k, num_queries},
+    "per_class": {subclass: {...}}, "silhouette": float | None, "silhouette_per_class": {...},
+    "num_gallery": G}``. The silhouette is over the distinct figures of queries and gallery, grouped by
+    Locarno subclass (``None`` when fewer than two subclasses are present).
+    """
+    from patent_demo.metrics import drawing_metrics, silhouette_by_subclass
+
+    scores = query_emb.astype(np.float64) @ gallery_emb.astype(np.float64).T
+    ev = drawing_metrics(_labels(queries), _labels(gallery), scores=scores, self_index=self_index, ks=ks)
+    out: dict[str, Any] = {
+        "metrics": {k: (_finite(v) if k != "num_queries" else v) for k, v in ev.summary().items()},
+        "per_class": {
+            c: {k: (_finite(v) if k != "num_queries" else v) for k, v in row.items()}
+            for c, row in ev.by_class([p.locarno for p, _ in queries]).items()
+        },
+        "num_gallery": len(gallery),
+        "silhouette": None,
+        "silhouette_per_class": {},
+    }
+    if silhouette:
+        same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
+        emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
+        labels = [p.locarno for p, _ in (gallery if same else [*queries, *gallery])]
+        try:
+            mean, per_class = silhouette_by_subclass(emb, labels)
+            out["silhouette"], out["silhouette_per_class"] = mean, per_class
+        except ValueError:
+            pass
+    return out
+
+
+def evaluate_drawings(
+    model: torch.nn.Module,
+    transform: Any,
+    corpus: Corpus,
+    split: str | None = "test",
+    ks: Sequence[int] = DEFAULT_KS,
+    protocol: str = "queries",
+    batch_size: int = 64,
+    silhouette: bool = True,
+    progress: bool = False,
+) -> dict:
+    """Drawing retrieval of one split at patent, subclass and main-class level.
+
+    Embeds the figures of the split once (:func:`embed_corpus_figures`), ranks the gallery for each query
+    by cosine similarity and scores it with ``patent_demo.metrics.drawing_metrics`` (mAP over all
+    relevant gallery items, nDCG@k per level, graded ``hier_ndcg@k``); see :func:`score_embeddings` for
+    the keys. ``split`` and ``protocol`` are also recorded in the result.
+    """
+    queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
+    if not queries or not gallery:
+        raise ValueError(
+            f"split {split!r} of {corpus.name or corpus.root} has no queries or no gallery figures"
+        )
+    if protocol == "all":
+        emb = embed_corpus_figures(model, transform, corpus, gallery, batch_size, progress)
+        q_emb, g_emb = emb, emb
+    else:
+        emb = embed_corpus_figures(model, transform, corpus, [*queries, *gallery], batch_size, progress)
+        q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
+    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette)
+    return {"split": split, "protocol": protocol, "ks": list(ks), **out}

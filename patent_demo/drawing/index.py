@@ -1,0 +1,589 @@
+"""Dense figure index over FAISS: build, search, per-patent aggregation, save/load.
+
+Scores are inner products ``s(q, x) = <q, x>``. With ``normalize=True`` (the default) both the figure
+embeddings and the queries are L2-normalised first, so scores are cosine similarities, the ``sim``
+of the HMCL paper (Eq. 4) that the encoder is trained with.
+
+Index kinds (``DenseIndex.build(..., kind=...)``):
+
+``flat``    exact search (``IndexFlatIP``); the reference every other kind is measured against.
+``ivf``     inverted file over a k-means coarse quantiser (``IndexIVFFlat``): ``nlist``, ``nprobe``.
+``ivfpq``   IVF with product-quantised residuals (``IndexIVFPQ``): ``nlist``, ``nprobe``, ``m``
+            sub-quantisers, ``nbits`` per code; ``refine`` > 0 re-scores ``refine * k`` candidates
+            exactly (``IndexRefineFlat``).
+``hnsw``    graph search (``IndexHNSWFlat``): ``M``, ``efConstruction``, ``efSearch``.
+
+On disk an index is a directory of named files::
+
+    root/
+      index.faiss       the FAISS index (``faiss.write_index``)
+      ids.json          {"ids": [figure ids], "patent_ids": [patent id of each figure]}
+      embeddings.npy    [N, D] the embeddings the index was built from (float32 or float16)
+      params.json       kind, params, dim, count, metric, normalize, model, checkpoint, versions
+
+Every file is written to a temporary name and moved into place; ``params.json`` is written last.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from patent_demo.results import Results
+
+INDEX_FILE = "index.faiss"
+IDS_FILE = "ids.json"
+EMBEDDINGS_FILE = "embeddings.npy"
+PARAMS_FILE = "params.json"
+FORMAT_VERSION = 1
+KINDS = ("flat", "ivf", "ivfpq", "hnsw")
+
+# Parameters each kind accepts; ``None`` means "chosen from N and D at build time".
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "flat": {},
+    "ivf": {"nlist": None, "nprobe": None, "seed": 1234},
+    "ivfpq": {"nlist": None, "nprobe": None, "m": None, "nbits": None, "refine": 0, "seed": 1234},
+    "hnsw": {"M": 32, "efConstruction": 80, "efSearch": 64},
+}
+# Parameters that only change search, so ``set_search_params`` may change them on a built index.
+_SEARCH_PARAMS: dict[str, tuple[str, ...]] = {
+    "flat": (),
+    "ivf": ("nprobe",),
+    "ivfpq": ("nprobe", "refine"),
+    "hnsw": ("efSearch",),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# threads
+
+
+def default_num_threads() -> int:
+    """The thread count ``set_num_threads()`` uses: ``$OMP_NUM_THREADS`` when set, else the CPU count."""
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1
+
+
+def set_num_threads(n: int | None = None) -> int:
+    """Set the OpenMP threads FAISS uses for build and search; returns the count now in effect.
+
+    ``None`` picks ``default_num_threads()``. For one query at a time (the app) 1 thread is often
+    fastest; batched search and IVF training gain from more.
+    """
+    if n is None:
+        n = default_num_threads()
+    if n < 1:
+        raise ValueError(f"thread count must be at least 1, got {n}")
+    faiss.omp_set_num_threads(int(n))
+    return get_num_threads()
+
+
+def get_num_threads() -> int:
+    """The OpenMP thread count FAISS currently uses."""
+    return int(faiss.omp_get_max_threads())
+
+
+def _l2_normalize(x: np.ndarray, what: str) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    zero = np.flatnonzero(norms[:, 0] == 0)
+    if zero.size:
+        raise ValueError(f"{what} row {int(zero[0])} has zero norm and cannot be L2-normalised")
+    return (x / norms).astype(np.float32)
+
+
+def _as_matrix(x: Any, what: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float32)
+    if arr.ndim != 2:
+        raise ValueError(f"{what} must be a 2-D array [N, D], got shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{what} have dimension 0")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{what} contain NaN or infinite values")
+    return np.ascontiguousarray(arr)
+
+
+def _check_k(k: int, count: int) -> None:
+    if count == 0:
+        raise ValueError("the index is empty: build it from at least one embedding")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if k > count:
+        raise ValueError(f"k={k} exceeds the {count} figures in the index; ask for at most {count}")
+
+
+def _default_pq_m(dim: int) -> int:
+    """Sub-quantisers so that each covers 8 dimensions (4, 2 or 1 when 8 does not divide D)."""
+    for sub in (8, 4, 2, 1):
+        if dim % sub == 0:
+            return dim // sub
+    return 1  # unreachable: 1 divides every D
+
+
+def _resolve_params(kind: str, params: dict[str, Any], n: int, dim: int) -> dict[str, Any]:
+    """Fill defaults chosen from N and D, and reject unknown or invalid values with a clear message."""
+    if kind not in _DEFAULTS:
+        raise ValueError(f"unknown index kind {kind!r}; choose one of {list(KINDS)}")
+    allowed = _DEFAULTS[kind]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) for kind {kind!r}: {unknown}; allowed: {sorted(allowed)}")
+    p = {**allowed, **{key: value for key, value in params.items() if value is not None}}
+    if kind in ("ivf", "ivfpq"):
+        if p["nlist"] is None:  # ~sqrt(N) lists, with at least 39 training points per list
+            p["nlist"] = max(1, min(int(round(math.sqrt(n))), n // 39))
+        if not 1 <= p["nlist"] <= n:
+            raise ValueError(f"nlist={p['nlist']} must be between 1 and the number of embeddings ({n})")
+        if p["nprobe"] is None:
+            p["nprobe"] = min(p["nlist"], max(1, p["nlist"] // 8))
+        if not 1 <= p["nprobe"] <= p["nlist"]:
+            raise ValueError(f"nprobe={p['nprobe']} must be between 1 and nlist={p['nlist']}")
+    if kind == "ivfpq":
+        if p["m"] is None:
+            p["m"] = _default_pq_m(dim)
+        if p["m"] < 1 or dim % p["m"] != 0:
+            raise ValueError(f"m={p['m']} sub-quantisers must divide the dimension {dim}")
+        if p["nbits"] is None:
+            p["nbits"] = max(1, min(8, int(math.log2(n))))
+        if not 1 <= p["nbits"] <= 16:
+            raise ValueError(f"nbits={p['nbits']} must be between 1 and 16")
+        if 2 ** p["nbits"] > n:
+            raise ValueError(
+                f"nbits={p['nbits']} needs at least {2 ** p['nbits']} training embeddings, got {n}; "
+                f"use nbits <= {int(math.log2(n))}"
+            )
+        if p["refine"] < 0:
+            raise ValueError(f"refine={p['refine']} must be 0 (off) or a positive re-scoring factor")
+    if kind == "hnsw":
+        for key in ("M", "efConstruction", "efSearch"):
+            if p[key] < 1:
+                raise ValueError(f"{key}={p[key]} must be at least 1")
+    return p
+
+
+def _make_faiss_index(kind: str, p: dict[str, Any], dim: int) -> faiss.Index:
+    ip = faiss.METRIC_INNER_PRODUCT
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim)
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, int(p["M"]), ip)
+        index.hnsw.efConstruction = int(p["efConstruction"])
+        return index
+    quantizer = faiss.IndexFlatIP(dim)
+    if kind == "ivf":
+        index = faiss.IndexIVFFlat(quantizer, dim, int(p["nlist"]), ip)
+    else:
+        index = faiss.IndexIVFPQ(quantizer, dim, int(p["nlist"]), int(p["m"]), int(p["nbits"]), ip)
+        index.pq.cp.seed = int(p["seed"])
+        index.pq.cp.min_points_per_centroid = 1  # small corpora are expected; no warning spam
+    index.cp.seed = int(p["seed"])
+    index.cp.min_points_per_centroid = 1
+    # the faiss Python wrappers keep ``quantizer`` (and below ``index``) alive with their owner
+    if kind == "ivfpq" and p["refine"] > 0:
+        return faiss.IndexRefineFlat(index)
+    return index
+
+
+def _apply_search_params(index: faiss.Index, kind: str, p: dict[str, Any]) -> None:
+    if kind in ("ivf", "ivfpq"):
+        faiss.extract_index_ivf(index).nprobe = int(p["nprobe"])
+    if kind == "ivfpq" and p.get("refine", 0) > 0:
+        faiss.downcast_index(index).k_factor = float(p["refine"])
+    if kind == "hnsw":
+        faiss.downcast_index(index).hnsw.efSearch = int(p["efSearch"])
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+
+    _atomic_write(path, write)
+
+
+# ----------------------------------------------------------------------------------------------
+# per-patent aggregation
+
+
+def aggregate_by_patent(
+    figure_ids: Sequence[str],
+    scores: Sequence[float] | np.ndarray,
+    patent_ids: Sequence[str],
+    k: int | None = None,
+) -> Results:
+    """Patent ranking from figure hits: a patent scores the max over its hit figures.
+
+    ``score(p) = max_{f in hits, patent(f) = p} s(q, f)``. Returns ``Results`` of patent ids (best
+    first, at most ``k``) whose extras hold ``figure_id`` (the patent's best figure) and
+    ``figure_hits`` (how many of its figures were among the hits). Equal scores keep the order in
+    which the patents first appear among the hits.
+    """
+    if not len(figure_ids) == len(scores) == len(patent_ids):
+        raise ValueError(
+            f"figure_ids, scores and patent_ids differ in length: "
+            f"{len(figure_ids)}, {len(scores)}, {len(patent_ids)}"
+        )
+    best: dict[str, tuple[float, str]] = {}
+    hits: dict[str, int] = {}
+    for fid, score, pid in zip(figure_ids, scores, patent_ids, strict=True):
+        s = float(score)
+        hits[pid] = hits.get(pid, 0) + 1
+        if pid not in best or s > best[pid][0]:
+            best[pid] = (s, fid)
+    order = list(best)
+    ranked = Results.from_unsorted(
+        order,
+        [best[pid][0] for pid in order],
+        [{"figure_id": best[pid][1], "figure_hits": hits[pid]} for pid in order],
+    )
+    return ranked if k is None else ranked.top(k)
+
+
+# ----------------------------------------------------------------------------------------------
+# the index
+
+
+class DenseIndex:
+    """A FAISS index over figure embeddings, with figure ids, patent ids and the embeddings kept.
+
+    Build with ``DenseIndex.build``; load with ``DenseIndex.load``. ``embeddings`` holds the
+    (normalised) ``[N, D]`` float32 vectors the index was built from, for plots such as PCA maps.
+    """
+
+    def __init__(
+        self,
+        index: faiss.Index,
+        ids: list[str],
+        patent_ids: list[str],
+        embeddings: np.ndarray,
+        kind: str,
+        params: dict[str, Any],
+        normalize: bool = True,
+        model: str = "",
+        checkpoint: str = "",
+        build_seconds: float | None = None,
+    ) -> None:
+        self.index = index
+        self.ids = ids
+        self.patent_ids = patent_ids
+        self.embeddings = embeddings
+        self.kind = kind
+        self.params = params
+        self.normalize = normalize
+        self.model = model
+        self.checkpoint = checkpoint
+        self.build_seconds = build_seconds
+        self._row = {fid: i for i, fid in enumerate(ids)}
+
+    # -- construction ----------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        embeddings: np.ndarray,
+        ids: Sequence[str],
+        patent_ids: Sequence[str],
+        kind: str = "flat",
+        *,
+        normalize: bool = True,
+        model: str = "",
+        checkpoint: str = "",
+        **params: Any,
+    ) -> DenseIndex:
+        """Build an index over ``embeddings`` ``[N, D]``, row i being figure ``ids[i]`` of patent
+        ``patent_ids[i]``.
+
+        ``kind`` is one of ``flat`` (exact, default), ``ivf``, ``ivfpq``, ``hnsw``; ``params`` are that
+        kind's options (see the module docstring; unknown ones are errors, omitted ones are chosen
+        from N and D). ``normalize`` L2-normalises embeddings and queries so scores are cosines.
+        ``model`` and ``checkpoint`` name the encoder that produced the embeddings; they are saved
+        in ``params.json`` so that queries can be encoded the same way.
+        """
+        x = _as_matrix(embeddings, "embeddings")
+        n, dim = x.shape
+        if n == 0:
+            raise ValueError("cannot build an index from 0 embeddings")
+        ids, patent_ids = [str(i) for i in ids], [str(p) for p in patent_ids]
+        if len(ids) != n or len(patent_ids) != n:
+            raise ValueError(f"got {n} embeddings but {len(ids)} figure ids and {len(patent_ids)} patent ids")
+        if len(set(ids)) != n:
+            seen: set[str] = set()
+            dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+            raise ValueError(f"figure ids must be unique; {dup!r} appears more than once")
+        if normalize:
+            x = _l2_normalize(x, "embeddings")
+        p = _resolve_params(kind, dict(params), n, dim)
+        start = time.perf_counter()
+        index = _make_faiss_index(kind, p, dim)
+        if not index.is_trained:
+            index.train(x)
+        index.add(x)
+        _apply_search_params(index, kind, p)
+        seconds = time.perf_counter() - start
+        return cls(index, ids, patent_ids, x, kind, p, normalize, model, checkpoint, seconds)
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def dim(self) -> int:
+        return int(self.index.d)
+
+    @property
+    def count(self) -> int:
+        return int(self.index.ntotal)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def metric(self) -> str:
+        return "cosine" if self.normalize else "inner_product"
+
+    def __repr__(self) -> str:
+        return (
+            f"DenseIndex(kind={self.kind!r}, count={self.count}, dim={self.dim}, "
+            f"metric={self.metric!r}, params={self.params}, model={self.model!r})"
+        )
+
+    def set_search_params(self, **params: Any) -> None:
+        """Change search-time options on the built index: ``nprobe`` (ivf, ivfpq), ``refine``
+        (ivfpq built with refine > 0), ``efSearch`` (hnsw)."""
+        allowed = _SEARCH_PARAMS[self.kind]
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise ValueError(
+                f"cannot change {unknown} on a built {self.kind!r} index; search-time options: {list(allowed)}"
+            )
+        if "refine" in params and (self.params["refine"] == 0) != (params["refine"] == 0):
+            raise ValueError("refine can only be switched on or off by rebuilding the index")
+        updated = {**self.params, **params}
+        _resolve_params(self.kind, updated, self.count, self.dim)  # validates the new values
+        _apply_search_params(self.index, self.kind, updated)
+        self.params = updated
+
+    def embedding(self, figure_id: str) -> np.ndarray:
+        """The stored ``[D]`` embedding of one figure."""
+        if figure_id not in self._row:
+            raise KeyError(f"figure {figure_id!r} is not in the index")
+        return self.embeddings[self._row[figure_id]]
+
+    # -- search ----------------------------------------------------------------------------------
+
+    def _queries(self, queries: Any) -> np.ndarray:
+        q = np.asarray(queries, dtype=np.float32)
+        if q.ndim == 1:
+            q = q[None, :]
+        if q.ndim != 2:
+            raise ValueError(f"queries must be [D] or [Q, D], got shape {q.shape}")
+        if q.shape[1] != self.dim:
+            raise ValueError(f"query dimension {q.shape[1]} does not match the index dimension {self.dim}")
+        if not np.isfinite(q).all():
+            raise ValueError("queries contain NaN or infinite values")
+        q = np.ascontiguousarray(q)
+        return _l2_normalize(q, "query") if self.normalize else q
+
+    def search_raw(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS search: ``queries`` ``[Q, D]`` (or ``[D]``) → scores ``[Q, k]`` and row numbers
+        ``[Q, k]``. Approximate kinds may find fewer than k figures: missing rows are ``-1``."""
+        _check_k(k, self.count)
+        q = self._queries(queries)
+        scores, rows = self.index.search(q, k)
+        return scores, rows
+
+    def _figure_results(self, scores: np.ndarray, rows: np.ndarray) -> Results:
+        keep = rows >= 0
+        rows, scores = rows[keep], scores[keep].astype(np.float32)
+        order = np.lexsort((rows, -scores))  # score descending, ties by corpus position
+        rows, scores = rows[order], scores[order]
+        return Results(
+            ids=[self.ids[r] for r in rows],
+            scores=scores,
+            extras=[{"patent_id": self.patent_ids[r]} for r in rows],
+        )
+
+    def search(self, query: Any, k: int = 50) -> Results:
+        """Top-k figures for one query ``[D]``: ``Results`` of figure ids, scores ``s(q, x)`` sorted
+        descending (ties by corpus position), each extra ``{"patent_id": ...}``."""
+        q = np.asarray(query)
+        if q.ndim != 1:
+            raise ValueError(f"search takes one query [D], got shape {q.shape}; use search_batch for [Q, D]")
+        return self.search_batch(q[None, :], k)[0]
+
+    def search_batch(self, queries: Any, k: int = 50) -> list[Results]:
+        """Top-k figures for each of ``queries`` ``[Q, D]``: one ``Results`` per query."""
+        scores, rows = self.search_raw(queries, k)
+        return [self._figure_results(s, r) for s, r in zip(scores, rows, strict=True)]
+
+    def search_patents(self, query: Any, k: int = 50, fetch: int | None = None) -> Results:
+        """Top-k patents for one query ``[D]``, each scored by its best figure (``aggregate_by_patent``).
+
+        Figures are fetched ``fetch`` at a time (default ``4 * k``), growing fourfold until k
+        distinct patents are found or every figure was asked for.
+        """
+        q = np.asarray(query)
+        if q.ndim != 1:
+            raise ValueError(
+                f"search_patents takes one query [D], got shape {q.shape}; use search_patents_batch"
+            )
+        return self.search_patents_batch(q[None, :], k, fetch)[0]
+
+    def search_patents_batch(self, queries: Any, k: int = 50, fetch: int | None = None) -> list[Results]:
+        """``search_patents`` for each of ``queries`` ``[Q, D]``."""
+        n_patents = len(set(self.patent_ids))
+        if self.count and k > n_patents:
+            raise ValueError(
+                f"k={k} exceeds the {n_patents} patents in the index; ask for at most {n_patents}"
+            )
+        _check_k(k, self.count)  # the index is not empty and k >= 1
+        q = self._queries(queries)
+        todo = list(range(q.shape[0]))
+        out: list[Results | None] = [None] * q.shape[0]
+        n_fig = min(self.count, fetch if fetch is not None else 4 * k)
+        if n_fig < 1:
+            raise ValueError(f"fetch must be at least 1, got {fetch}")
+        while todo:
+            scores, rows = self.index.search(q[todo], n_fig)
+            still = []
+            for qi, s, r in zip(todo, scores, rows, strict=True):
+                hits = self._figure_results(s, r)
+                pids = [extra["patent_id"] for extra in hits.extras or []]
+                agg = aggregate_by_patent(hits.ids, hits.scores, pids, k)
+                out[qi] = agg
+                if len(agg.ids) < k and n_fig < self.count:
+                    still.append(qi)
+            todo = still
+            n_fig = min(self.count, n_fig * 4)
+        return out  # type: ignore[return-value]
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str], embeddings_dtype: str = "float32") -> Path:
+        """Write the index directory (see the module docstring); ``embeddings_dtype`` ``"float16"``
+        halves ``embeddings.npy``. Returns the directory."""
+        if embeddings_dtype not in ("float32", "float16"):
+            raise ValueError(f"embeddings_dtype must be 'float32' or 'float16', got {embeddings_dtype!r}")
+        root = Path(path)
+        root.mkdir(parents=True, exist_ok=True)
+        _atomic_write(root / INDEX_FILE, lambda tmp: faiss.write_index(self.index, tmp))
+        _write_json(root / IDS_FILE, {"ids": self.ids, "patent_ids": self.patent_ids})
+        emb = self.embeddings.astype(embeddings_dtype)
+
+        def write_npy(tmp: str) -> None:
+            with open(tmp, "wb") as f:
+                np.save(f, emb)
+
+        _atomic_write(root / EMBEDDINGS_FILE, write_npy)
+        _write_json(root / PARAMS_FILE, self.describe() | {"embeddings_dtype": embeddings_dtype})
+        return root
+
+    def describe(self) -> dict[str, Any]:
+        """What ``params.json`` holds (less the file dtype): kind, params, dim, count, metric, model."""
+        return {
+            "format_version": FORMAT_VERSION,
+            "kind": self.kind,
+            "params": self.params,
+            "dim": self.dim,
+            "count": self.count,
+            "metric": self.metric,
+            "normalize": self.normalize,
+            "model": self.model,
+            "checkpoint": self.checkpoint,
+            "faiss_version": faiss.__version__,
+        }
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> DenseIndex:
+        """Read an index directory written by ``save``; inconsistent files are ``ValueError``s."""
+        root = Path(path)
+        missing = [
+            name
+            for name in (INDEX_FILE, IDS_FILE, EMBEDDINGS_FILE, PARAMS_FILE)
+            if not (root / name).is_file()
+        ]
+        if missing:
+            raise FileNotFoundError(f"{root} is not a dense index directory: missing {', '.join(missing)}")
+        meta = json.loads((root / PARAMS_FILE).read_text(encoding="utf-8"))
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ValueError(
+                f"{root / PARAMS_FILE}: format_version {meta.get('format_version')!r} is not {FORMAT_VERSION}"
+            )
+        kind = meta["kind"]
+        if kind not in KINDS:
+            raise ValueError(f"{root / PARAMS_FILE}: unknown index kind {kind!r}")
+        names = json.loads((root / IDS_FILE).read_text(encoding="utf-8"))
+        ids, patent_ids = list(names["ids"]), list(names["patent_ids"])
+        index = faiss.read_index(str(root / INDEX_FILE))
+        embeddings = np.load(root / EMBEDDINGS_FILE, allow_pickle=False).astype(np.float32)
+        counts = {
+            "params.json count": meta["count"],
+            f"{INDEX_FILE} vectors": int(index.ntotal),
+            "figure ids": len(ids),
+            "patent ids": len(patent_ids),
+            f"{EMBEDDINGS_FILE} rows": embeddings.shape[0],
+        }
+        if len(set(counts.values())) != 1:
+            raise ValueError(f"{root}: the files disagree on the number of figures: {counts}")
+        dims = {
+            "params.json dim": meta["dim"],
+            INDEX_FILE: int(index.d),
+            EMBEDDINGS_FILE: embeddings.shape[1],
+        }
+        if len(set(dims.values())) != 1:
+            raise ValueError(f"{root}: the files disagree on the dimension: {dims}")
+        params = dict(meta["params"])
+        _apply_search_params(index, kind, params)
+        return cls(
+            index,
+            ids,
+            patent_ids,
+            embeddings,
+            kind,
+            params,
+            normalize=bool(meta["normalize"]),
+            model=str(meta.get("model", "")),
+            checkpoint=str(meta.get("checkpoint", "")),
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# recall of an approximate index
+
+
+def recall_against_exact(index: DenseIndex, exact: DenseIndex, queries: Any, k: int) -> float:
+    """Mean over queries of ``|A_k(q) ∩ E_k(q)| / k``: the share of the exact top-k figures that
+    the approximate ``index`` returns in its own top-k. ``queries`` ``[Q, D]``; both indexes must
+    hold the same figures in the same order (build them from the same embeddings)."""
+    if index.ids != exact.ids:
+        raise ValueError("recall_against_exact needs two indexes over the same figures in the same order")
+    _, approx_rows = index.search_raw(queries, k)
+    _, exact_rows = exact.search_raw(queries, k)
+    if approx_rows.shape[0] == 0:
+        raise ValueError("recall_against_exact needs at least one query")
+    found = [
+        len(set(a[a >= 0].tolist()) & set(e[e >= 0].tolist())) / k
+        for a, e in zip(approx_rows, exact_rows, strict=True)
+    ]
+    return float(np.mean(found))

@@ -1,0 +1,5 @@
+import sys
+
+from patent_demo.metrics.cli import main
+
+sys.exit(main())

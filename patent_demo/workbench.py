@@ -1,0 +1,678 @@
+"""The one place that composes the parts: corpus + drawing encoder + dense index, BM25 + re-ranker.
+
+``Workbench`` is what the app's handlers call. It loads models lazily, builds indexes once and caches
+them on disk under ``cache_dir`` (a progress bar while embedding), and returns plain dataclasses.
+
+Cache layout (every entry keyed by a fingerprint of what it was built from)::
+
+    cache_dir/
+      democorpus/...                      the generated built-in corpus (when no corpus is given)
+      index/<corpus fp>/<model fp>/       DenseIndex directories (see ``patent_demo.drawing.index``)
+      bm25/<corpus fp>/                   BM25Index directory (see ``patent_demo.text.bm25``)
+      figure_sha/<corpus fp>.json         sha256 of each figure file (recognises corpus drawings)
+
+Models come from :mod:`patent_demo.registry`: a "zero-shot" drawing encoder and an untrained DSSDNet
+head are always there; every checkpoint directory found under the scanned folders is added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.drawing.embed import embed_figures
+from patent_demo.drawing.imageio import file_sha256
+from patent_demo.drawing.index import DenseIndex
+from patent_demo.registry import ModelSpec, scan_models
+from patent_demo.results import Results
+from patent_demo.text.bm25 import BM25Index
+
+MAX_ABSTRACT_CHARS = 20_000
+RRF_K = 60
+
+
+class DrawingEncoder(Protocol):
+    """Anything that maps B drawings (PIL images, mode "L") to embeddings ``[B, D]``."""
+
+    def encode(self, images: list[Any]) -> np.ndarray: ...
+
+
+class TextReranker(Protocol):
+    """``rank(query, [(id, text, codes)], query_codes) -> Results`` (see ``patent_demo.text.reranker``)."""
+
+    def rank(
+        self, query_text: str, candidates: Sequence[tuple[str, str, Any]], query_codes: Any = None
+    ) -> Results: ...
+
+
+@dataclass
+class WorkbenchConfig:
+    """Where data comes from and how big the built-in corpus is (see ``app.py`` for flags/env vars)."""
+
+    cache_dir: Path = Path("cache")
+    corpus: Path | None = None  # a corpus directory (manifest.jsonl); None: the built-in demo corpus
+    demo_patents: int = 300
+    demo_size: int = 160
+    seed: int = 0
+    checkpoint_dirs: tuple[Path, ...] = (Path("checkpoints"),)
+    bm25_candidates: int = 100
+    batch_size: int = 32
+    map_points: int = 1500
+
+    def __post_init__(self) -> None:
+        self.cache_dir = Path(self.cache_dir)
+        self.corpus = Path(self.corpus) if self.corpus else None
+        self.checkpoint_dirs = tuple(Path(d) for d in self.checkpoint_dirs)
+
+
+# -- result records --------------------------------------------------------------------------------
+@dataclass
+class Hit:
+    """One row of a result list as the UI shows it."""
+
+    rank: int
+    patent_id: str
+    score: float
+    title: str = ""
+    locarno: str = ""
+    locarno_title: str = ""
+    figure: str = ""  # figure path relative to the corpus root ("" for text hits)
+    view: str = ""
+    image_path: str = ""  # absolute path of the figure image
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class DrawingSearch:
+    """A drawing query's results: ``hits`` (top-k), the spread over the query's classes, and the query."""
+
+    hits: list[Hit]
+    spread: str
+    query_embedding: np.ndarray
+    image_sha: str
+    query_patent_id: str
+    query_locarno: str
+    model: str
+    checkpoint_id: str
+
+
+@dataclass
+class ErrorRow:
+    """One test query of an evaluation: its metrics, what was expected, what came back."""
+
+    query_patent: str
+    query_figure: str
+    locarno: str
+    patent_ap: float
+    subclass_ap: float
+    first_relevant_rank: int  # rank of the first same-subclass figure (1 = top)
+    expected: list[str]
+    returned: list[str]
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+def reciprocal_rank_fusion(lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
+    """Reciprocal rank fusion (Cormack et al. 2009): ``score(d) = sum_l 1 / (k + rank_l(d))``, ranks from 1.
+
+    Each extra holds ``ranks`` {list name: rank in that list}. Ties keep first-seen order over the
+    lists in the order given.
+    """
+    if k < 0:
+        raise ValueError(f"RRF k must be >= 0, got {k}")
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, res in lists.items():
+        for r, doc in enumerate(res.ids, 1):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + r)
+            ranks.setdefault(doc, {})[name] = r
+    ids = list(scores)
+    fused = Results.from_unsorted(ids, [scores[d] for d in ids], [{"ranks": ranks[d]} for d in ids])
+    return fused if top is None else fused.top(top)
+
+
+def parse_query_codes(text: str) -> dict[str, list[str]]:
+    """Codes typed by the examiner ("06-01; A47C 7/02") -> {"locarno": [...], "ipc": [...]}.
+
+    A code is tried as Locarno first, then as IPC; one that is neither raises ``ValueError`` naming it.
+    """
+    from patent_demo import taxonomy
+
+    out: dict[str, list[str]] = {}
+    for raw in [c.strip() for c in text.replace("\n", ";").replace(",", ";").split(";")]:
+        if not raw:
+            continue
+        for scheme in ("locarno", "ipc"):
+            try:
+                code = taxonomy.normalize(scheme, raw)
+            except ValueError:
+                continue
+            if code not in out.get(scheme, []):
+                out.setdefault(scheme, []).append(code)
+            break
+        else:
+            raise ValueError(
+                f"unknown classification code {raw!r}: give a Locarno code such as 06-01 or an IPC/CPC "
+                f"symbol such as A47C 7/02, separated by ';'"
+            )
+    return out
+
+
+def check_abstract(text: str) -> str:
+    """The stripped abstract, or ``ValueError`` when it is empty or longer than ``MAX_ABSTRACT_CHARS``."""
+    text = (text or "").strip()
+    if not text:
+        raise ValueError("the abstract is empty: paste the text of the application to search with")
+    if len(text) > MAX_ABSTRACT_CHARS:
+        raise ValueError(
+            f"the abstract has {len(text):,} characters; paste at most {MAX_ABSTRACT_CHARS:,} "
+            f"(the abstract or the first claims, not the whole document)"
+        )
+    return text
+
+
+def corpus_fingerprint(corpus: Corpus) -> str:
+    """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
+    h = hashlib.sha256()
+    for p in corpus.patents:
+        h.update(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False).encode())
+    h.update(str(Path(corpus.root).resolve()).encode())
+    return h.hexdigest()[:12]
+
+
+class OpenClipDrawingEncoder:
+    """A drawing encoder from ``patent_demo.drawing.encoders.create_encoder``: PIL drawings -> ``[B, D]`` unit vectors."""
+
+    def __init__(
+        self,
+        name: str,
+        pretrained: str | os.PathLike | None = "default",
+        device: str = "cpu",
+        checkpoint: str | os.PathLike | None = None,
+    ) -> None:
+        if checkpoint is not None:
+            from patent_demo.drawing.finetune import load_hmcl_checkpoint
+
+            self.model, self.transform, _ = load_hmcl_checkpoint(checkpoint, device=device)
+        else:
+            from patent_demo.drawing.encoders import create_encoder
+
+            self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
+
+    def encode(self, images: list[Any]) -> np.ndarray:
+        import torch
+
+        from patent_demo.drawing.encoders import encode_images
+
+        batch = torch.stack([self.transform(im) for im in images])
+        with torch.inference_mode():
+            return encode_images(self.model, batch).float().cpu().numpy()
+
+
+def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
+    """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
+
+    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
+    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
+    """
+    if spec.path is None:
+        return OpenClipDrawingEncoder(spec.encoder)
+    return OpenClipDrawingEncoder(spec.encoder, checkpoint=spec.path)
+
+
+def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranker:
+    """The re-ranker of a text model spec: a saved DSSDNet checkpoint, or MiniLM with an untrained head."""
+    import torch
+
+    from patent_demo.text.reranker import Reranker, create_reranker
+
+    if spec.path is not None:
+        return Reranker.load(spec.path)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # the untrained head is the same on every start
+        return create_reranker(spec.encoder, domain_scheme=domain_scheme)
+
+
+class Workbench:
+    """Search, explain, evaluate and label over one corpus. Thread-safe for the app's concurrent handlers.
+
+    ``drawing_encoder_factory(spec) -> DrawingEncoder`` and ``reranker_factory(spec) -> TextReranker``
+    default to the real models; tests pass tiny ones. ``corpus`` overrides ``config.corpus``.
+    """
+
+    def __init__(
+        self,
+        config: WorkbenchConfig | None = None,
+        corpus: Corpus | None = None,
+        drawing_encoder_factory: Callable[[ModelSpec], DrawingEncoder] | None = None,
+        reranker_factory: Callable[[ModelSpec], TextReranker] | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.config = config or WorkbenchConfig()
+        self._corpus = corpus
+        self._drawing_factory = drawing_encoder_factory or default_drawing_encoder
+        self._reranker_factory = reranker_factory
+        self.progress = progress
+        self._lock = threading.RLock()
+        self._encoders: dict[str, DrawingEncoder] = {}
+        self._rerankers: dict[str, TextReranker] = {}
+        self._indexes: dict[str, DenseIndex] = {}
+        self._bm25: BM25Index | None = None
+        self._figure_sha: dict[str, str] | None = None
+
+    # -- corpus and models ---------------------------------------------------------------------------
+    @property
+    def corpus(self) -> Corpus:
+        with self._lock:
+            if self._corpus is None:
+                if self.config.corpus is not None:
+                    self._corpus = Corpus.load(self.config.corpus)
+                else:
+                    from patent_demo.data.democorpus import ensure_demo_corpus
+
+                    self._corpus = ensure_demo_corpus(
+                        self.config.cache_dir / "democorpus",
+                        patents=self.config.demo_patents,
+                        seed=self.config.seed,
+                        size=self.config.demo_size,
+                    )
+            return self._corpus
+
+    @property
+    def fingerprint(self) -> str:
+        if not hasattr(self, "_fp"):
+            self._fp = corpus_fingerprint(self.corpus)
+        return self._fp
+
+    def models(self, task: str | None = None) -> list[ModelSpec]:
+        """Available models (``task`` "drawing" or "text"), rescanned on each call so new checkpoints appear."""
+        return [m for m in scan_models(self.config.checkpoint_dirs) if task is None or m.task == task]
+
+    def model(self, key: str, task: str) -> ModelSpec:
+        for m in self.models(task):
+            if m.key == key or m.label == key:
+                return m
+        names = [m.key for m in self.models(task)]
+        raise ValueError(f"unknown {task} model {key!r}; available: {names}")
+
+    def text_domain_scheme(self) -> str:
+        """IPC when most corpus patents carry IPC codes, else Locarno (design corpora such as the built-in one)."""
+        with_ipc = sum(1 for p in self.corpus.patents if p.codes.get("ipc"))
+        return "ipc" if with_ipc * 2 >= max(1, len(self.corpus.patents)) else "locarno"
+
+    def encoder(self, spec: ModelSpec) -> DrawingEncoder:
+        with self._lock:
+            if spec.key not in self._encoders:
+                self._encoders[spec.key] = self._drawing_factory(spec)
+            return self._encoders[spec.key]
+
+    def reranker(self, spec: ModelSpec) -> TextReranker:
+        with self._lock:
+            if spec.key not in self._rerankers:
+                if self._reranker_factory is not None:
+                    self._rerankers[spec.key] = self._reranker_factory(spec)
+                else:
+                    self._rerankers[spec.key] = default_reranker(spec, self.text_domain_scheme())
+            return self._rerankers[spec.key]
+
+    # -- indexes -----------------------------------------------------------------------------------------
+    def _figures(self) -> list[tuple[Patent, Figure]]:
+        return self.corpus.figures()
+
+    def index(self, model: str | ModelSpec) -> DenseIndex:
+        """The dense index of the corpus figures under ``model``: loaded from the cache or built (progress bar)."""
+        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
+        with self._lock:
+            if spec.key in self._indexes:
+                return self._indexes[spec.key]
+            root = self.config.cache_dir / "index" / self.fingerprint / spec.fingerprint
+            if (root / "params.json").is_file():
+                index = DenseIndex.load(root)
+            else:
+                enc = self.encoder(spec)
+                figures = self._figures()
+                if not figures:
+                    raise ValueError("the corpus has no figures to index")
+                corpus = self.corpus
+                images = (corpus.open_image(f) for _, f in figures)
+                emb = embed_figures(
+                    enc.encode,
+                    images,
+                    batch_size=self.config.batch_size,
+                    progress=self.progress,
+                    total=len(figures),
+                    desc=f"embedding {len(figures)} drawings with {spec.label}",
+                )
+                index = DenseIndex.build(
+                    emb,
+                    [f.path for _, f in figures],
+                    [p.id for p, _ in figures],
+                    model=spec.encoder,
+                    checkpoint=spec.checkpoint_id,
+                )
+                index.save(root)
+            self._indexes[spec.key] = index
+            return index
+
+    def bm25(self) -> BM25Index:
+        with self._lock:
+            if self._bm25 is None:
+                root = self.config.cache_dir / "bm25" / self.fingerprint
+                if (root / "lexical.json").is_file():
+                    self._bm25 = BM25Index.load(root)
+                else:
+                    self._bm25 = BM25Index.build(self.corpus.patents)
+                    self._bm25.save(root)
+            return self._bm25
+
+    def figure_sha(self) -> dict[str, str]:
+        """{sha256 of the figure file: figure path}, cached on disk: recognises a corpus drawing as a query."""
+        with self._lock:
+            if self._figure_sha is None:
+                path = self.config.cache_dir / "figure_sha" / f"{self.fingerprint}.json"
+                if path.is_file():
+                    self._figure_sha = json.loads(path.read_text())
+                else:
+                    corpus = self.corpus
+                    self._figure_sha = {file_sha256(corpus.image_path(f)): f.path for _, f in self._figures()}
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = path.with_suffix(".tmp")
+                    tmp.write_text(json.dumps(self._figure_sha))
+                    os.replace(tmp, path)
+            return self._figure_sha
+
+    def warm_up(self, drawing_model: str | None = None, text: bool = True) -> None:
+        """Build (or load) the corpus, the default dense index, BM25 and the figure hashes now."""
+        drawing = self.models("drawing")
+        if drawing:
+            self.index(drawing_model or drawing[0].key)
+        if text:
+            self.bm25()
+        self.figure_sha()
+
+    # -- lookups ----------------------------------------------------------------------------------------
+    def patent_of_figure(self, figure_path: str) -> tuple[Patent, Figure]:
+        if not hasattr(self, "_fig_by_path"):
+            self._fig_by_path = {f.path: (p, f) for p, f in self._figures()}
+        return self._fig_by_path[figure_path]
+
+    def _hit(
+        self, rank: int, patent_id: str, score: float, figure: str = "", extras: dict | None = None
+    ) -> Hit:
+        from patent_demo.taxonomy import locarno_title
+
+        p = self.corpus[patent_id]
+        view, image = "", ""
+        if figure:
+            _, fig = self.patent_of_figure(figure)
+            view, image = fig.view, str(self.corpus.image_path(fig))
+        try:
+            loc_title = locarno_title(p.locarno) if p.locarno else ""
+        except (KeyError, ValueError):
+            loc_title = ""
+        return Hit(
+            rank, p.id, float(score), p.title, p.locarno, loc_title, figure, view, image, dict(extras or {})
+        )
+
+    # -- drawing search --------------------------------------------------------------------------------
+    def embed_query(self, image: bytes | str | os.PathLike, model: str, crop: bool = True) -> np.ndarray:
+        """The ``[D]`` embedding of one query drawing (raises ``DrawingError`` for a bad image)."""
+        from patent_demo.drawing.imageio import load_drawing
+
+        img = load_drawing(image, crop=crop)
+        return np.asarray(self.encoder(self.model(model, "drawing")).encode([img]), dtype=np.float32)[0]
+
+    def search_drawing(
+        self,
+        image: bytes | str | os.PathLike,
+        model: str,
+        k: int = 10,
+        group_by_patent: bool = True,
+        crop: bool = True,
+        query_locarno: str = "",
+    ) -> DrawingSearch:
+        """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
+        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes)."""
+        from patent_demo import taxonomy
+
+        data = image if isinstance(image, bytes) else Path(image).read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        spec = self.model(model, "drawing")
+        index = self.index(spec)
+        n_patents = len(set(index.patent_ids))
+        k = max(1, min(int(k), n_patents if group_by_patent else index.count))
+        q = self.embed_query(image, spec.key, crop=crop)
+        own_patent = ""
+        if sha in self.figure_sha():
+            own_patent = self.patent_of_figure(self.figure_sha()[sha])[0].id
+        loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
+        if not loc and own_patent:
+            loc = self.corpus[own_patent].locarno
+        if group_by_patent:
+            res = index.search_patents(q, k)
+            hits = [
+                self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
+                for r, (pid, s) in enumerate(res, 1)
+            ]
+        else:
+            res = index.search(q, k)
+            hits = [
+                self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
+                for r, (fid, s) in enumerate(res, 1)
+            ]
+        return DrawingSearch(
+            hits, self.spread(hits, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
+        )
+
+    def spread(self, hits: Sequence[Hit], locarno: str) -> str:
+        """A line on how the top-k spread over the query's subclass and main class."""
+        if not hits:
+            return "no results"
+        n = len(hits)
+        if not locarno:
+            top, count = Counter(h.locarno for h in hits).most_common(1)[0]
+            return (
+                f"query class unknown (give its Locarno code to compare); the top-{n} is led by "
+                f"{top or 'unclassified'} ({count} of {n})"
+            )
+        same_sub = sum(1 for h in hits if h.locarno == locarno)
+        same_main = sum(1 for h in hits if h.locarno[:2] == locarno[:2])
+        return (
+            f"of the top-{n}: {same_sub} in the query's subclass {locarno}, "
+            f"{same_main} in its main class {locarno[:2]}, {n - same_main} elsewhere"
+        )
+
+    # -- text search -------------------------------------------------------------------------------------
+    def candidate_text(self, patent: Patent) -> str:
+        from patent_demo.text.search import candidate_text
+
+        return candidate_text(patent)
+
+    def search_text(
+        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+    ) -> tuple[Results, Results]:
+        """BM25 top ``bm25_candidates`` re-ranked by DSSDNet: (BM25 top-k, DSSDNet top-k).
+
+        DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
+        (see ``Reranker.rank``), plus ``bm25_rank``.
+        """
+        text = check_abstract(abstract)
+        query_codes = (
+            parse_query_codes(codes) if isinstance(codes, str) else {s: list(c) for s, c in codes.items()}
+        )
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        first = self.bm25().search(text, k=max(k, self.config.bm25_candidates))
+        if not len(first):
+            return first, first
+        spec = self.model(model, "text") if model else self.models("text")[0]
+        cands = [(pid, self.candidate_text(self.corpus[pid]), self.corpus[pid].codes) for pid in first.ids]
+        reranked = self.reranker(spec).rank(text, cands, query_codes=query_codes)
+        bm25_rank = {pid: r for r, pid in enumerate(first.ids, 1)}
+        extras = [
+            {**(e or {}), "bm25_rank": bm25_rank[pid]}
+            for pid, e in zip(reranked.ids, reranked.extras or [{}] * len(reranked), strict=True)
+        ]
+        reranked = Results(reranked.ids, reranked.scores, extras)
+        return first.top(k), reranked.top(k)
+
+    def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
+        """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""
+        return reciprocal_rank_fusion(lists, k=k, top=top)
+
+    def text_hits(self, res: Results) -> list[Hit]:
+        return [
+            self._hit(r, pid, s, extras=(res.extras or [{}] * len(res))[r - 1])
+            for r, (pid, s) in enumerate(res, 1)
+        ]
+
+    # -- embedding map ---------------------------------------------------------------------------------
+    def embedding_map(
+        self,
+        model: str,
+        query: np.ndarray | None = None,
+        highlight: Sequence[str] = (),
+        dims: int = 2,
+        max_points: int | None = None,
+    ) -> dict:
+        """PCA of the corpus figure embeddings ``[N, D] -> [N, dims]`` with the query projected alike.
+
+        Returns {"coords" [N, dims], "ids", "patents", "titles", "subclasses", "mains", "query" [dims] or
+        None, "highlight" [bool N] (figures of the ``highlight`` patents), "silhouette" (cosine, by
+        subclass, on the full-dimensional embeddings of the points shown), "sampled" (points shown,
+        total), "explained" (variance ratio per component), "model"}.
+        """
+        from sklearn.decomposition import PCA
+
+        from patent_demo.metrics import silhouette_by_subclass
+
+        if dims not in (2, 3):
+            raise ValueError(f"dims must be 2 or 3, got {dims}")
+        spec = self.model(model, "drawing")
+        index = self.index(spec)
+        n = index.count
+        limit = max_points or self.config.map_points
+        keep = np.arange(n)
+        hl = set(highlight)
+        if n > limit:  # sample, always keeping the highlighted patents' figures
+            rng = np.random.default_rng(self.config.seed)
+            forced = np.array([i for i, p in enumerate(index.patent_ids) if p in hl], dtype=np.int64)
+            rest = np.setdiff1d(np.arange(n), forced)
+            pick = rng.choice(rest, size=max(0, limit - forced.size), replace=False)
+            keep = np.sort(np.concatenate([forced, pick]))
+        x = index.embeddings[keep]
+        pca = PCA(n_components=dims, random_state=self.config.seed).fit(x)
+        ids = [index.ids[i] for i in keep]
+        patents = [index.patent_ids[i] for i in keep]
+        subclasses = [self.corpus[p].locarno for p in patents]
+        try:
+            sil, _ = silhouette_by_subclass(x, subclasses)
+        except ValueError:
+            sil = float("nan")
+        qc = None
+        if query is not None:
+            qv = np.asarray(query, dtype=np.float32).reshape(1, -1)
+            qv = qv / max(float(np.linalg.norm(qv)), 1e-12) if index.normalize else qv
+            qc = pca.transform(qv)[0]
+        return {
+            "coords": pca.transform(x),
+            "ids": ids,
+            "patents": patents,
+            "titles": [self.corpus[p].title for p in patents],
+            "subclasses": subclasses,
+            "mains": [s[:2] for s in subclasses],
+            "query": qc,
+            "highlight": [p in hl for p in patents],
+            "silhouette": sil,
+            "sampled": (len(keep), n),
+            "explained": pca.explained_variance_ratio_.tolist(),
+            "model": spec.label,
+        }
+
+    # -- error analysis --------------------------------------------------------------------------------
+    def protocol(self) -> tuple[list[int], list[int]]:
+        """Query/gallery rows of the index for the test split: each test patent's ``extra["query_figure"]``
+        (its first figure when absent) is a query, every other test figure the gallery (all patents
+        when the corpus has no test split)."""
+        test = set(self.corpus.splits.get("test", [])) or {p.id for p in self.corpus.patents}
+        queries, gallery, position = [], [], {}
+        for i, (p, _) in enumerate(self._figures()):
+            if p.id not in test:
+                continue
+            j = position[p.id] = position.get(p.id, -1) + 1
+            (queries if j == int(p.extra.get("query_figure", 0)) else gallery).append(i)
+        return queries, gallery
+
+    def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float], list[ErrorRow]]:
+        """Drawing metrics of ``model`` on the test protocol and one row per query, worst first
+        (lowest subclass AP, then patent AP)."""
+        from patent_demo.metrics import ItemLabels, drawing_metrics
+
+        index = self.index(model)
+        q_rows, g_rows = self.protocol()
+        if not q_rows or not g_rows:
+            raise ValueError("the test split needs patents with at least two figures to evaluate")
+        figs = self._figures()
+        label = lambda rows: ItemLabels([figs[i][0].id for i in rows], [figs[i][0].locarno for i in rows])  # noqa: E731
+        qx, gx = index.embeddings[q_rows], index.embeddings[g_rows]
+        scores = qx @ gx.T
+        ev = drawing_metrics(label(q_rows), label(g_rows), scores=scores, ks=(k,))
+        order = np.argsort(-scores, axis=1, kind="stable")
+        rows = []
+        for qi, row in enumerate(q_rows):
+            p, f = figs[row]
+            ranked = [figs[g_rows[j]][0] for j in order[qi]]
+            same = [r for r, g in enumerate(ranked, 1) if g.locarno == p.locarno]
+            expected = sorted({g.id for g in ranked if g.id == p.id or g.locarno == p.locarno})
+            returned = list(dict.fromkeys(g.id for g in ranked))[:k]
+            rows.append(
+                ErrorRow(
+                    p.id,
+                    f.path,
+                    p.locarno,
+                    float(ev.per_query["patent_map"][qi]),
+                    float(ev.per_query["subclass_map"][qi]),
+                    same[0] if same else 0,
+                    expected[:k],
+                    returned,
+                )
+            )
+
+        def key(r: ErrorRow) -> tuple:
+            return np.nan_to_num(r.subclass_ap, nan=2.0), np.nan_to_num(r.patent_ap, nan=2.0), r.query_patent
+
+        return ev.summary(), sorted(rows, key=key)
+
+    def compare(
+        self, figure: str, model_a: str, model_b: str, k: int = 10
+    ) -> tuple[DrawingSearch, DrawingSearch]:
+        """The same corpus figure searched with two models (group by patent)."""
+        patent, fig = self.patent_of_figure(figure)
+        path = self.corpus.image_path(fig)
+        return (
+            self.search_drawing(path, model_a, k=k, query_locarno=patent.locarno),
+            self.search_drawing(path, model_b, k=k, query_locarno=patent.locarno),
+        )
+
+    def examples(self, n: int = 6) -> list[str]:
+        """Paths of up to ``n`` query figures from the test split, one per Locarno subclass where possible."""
+        q_rows, _ = self.protocol()
+        figs = self._figures()
+        out, seen = [], set()
+        for row in q_rows:
+            p, f = figs[row]
+            if p.locarno not in seen:
+                seen.add(p.locarno)
+                out.append(str(self.corpus.image_path(f)))
+            if len(out) >= n:
+                break
+        return out
