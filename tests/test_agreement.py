@@ -283,7 +283,10 @@ def test_markdown(tmp_path):
 def test_cli_prints_json(store, tmp_path, capsys):
     path = str(store.path)
     out = subprocess.run(
-        [sys.executable, "-m", "patent_demo.labels.agreement", path], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "patent_demo.labels.agreement", path],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert json.loads(out.stdout) == json.loads(json.dumps(agreement_report(store)))
     assert main([path, "--markdown"]) == 0

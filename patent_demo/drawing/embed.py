@@ -100,8 +100,6 @@ def embed_figures(
 # validation helpers
 
 
-
-
 def embed_corpus_figures(
     model: torch.nn.Module,
     transform: Any,

@@ -26,8 +26,6 @@ PROTOCOLS = ("queries", "all")
 DEFAULT_KS = (10,)
 
 
-
-
 def drawing_protocol(
     corpus: Corpus, split: str | None = "test", protocol: str = "queries"
 ) -> tuple[list[tuple[Patent, Figure]], list[tuple[Patent, Figure]], np.ndarray]:

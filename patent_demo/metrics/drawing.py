@@ -222,5 +222,3 @@ def silhouette_by_subclass(
     values = silhouette_samples(x, y, metric="cosine")
     per_class = {c: float(values[y == c].mean()) for c in sorted(set(y.tolist()))}
     return float(values.mean()), per_class
-
-
