@@ -264,7 +264,7 @@ def test_constant_domain_flag_trains_with_a_message_and_default_alpha(tmp_path, 
     assert checkpoint.load_config(out)["train"]["alpha"] == 0.5
 
 
-def test_config_file_sets_hyperparameter_defaults_and_model_names_the_architecture(tmp_path, tsv_path):
+def test_config_file_sets_hyperparameter_defaults_and_model_names_the_architecture(tmp_path, capsys):
     from train.dssdnet_args import parse_args
 
     cfg = tmp_path / "hp.json"
@@ -280,6 +280,7 @@ def test_config_file_sets_hyperparameter_defaults_and_model_names_the_architectu
         bad.write_text(content, encoding="utf-8")
         with pytest.raises(SystemExit):
             parse_args(["--config", str(bad), "--out", "o"])
+        assert message in capsys.readouterr().err
 
 
 def test_validation_pairs_are_shuffled_so_batches_mix_labels(corpus_dir):
