@@ -376,6 +376,14 @@ class Workbench:
 
         return candidate_text(patent)
 
+    def default_text_model(self) -> ModelSpec:
+        """The text model used when none is named: a trained checkpoint whose domain scheme matches the
+        corpus's (``patent_demo.text.select``), else the first text model."""
+        from patent_demo.text.select import text_model_for_scheme
+
+        specs = self.models("text")
+        return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
+
     def search_text(
         self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
     ) -> tuple[Results, Results]:
@@ -384,6 +392,17 @@ class Workbench:
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
         (see ``Reranker.rank``), plus ``bm25_rank``.
         """
+        lists = self.search_text_lists(abstract, codes, k, model)
+        return lists["bm25"], lists["dssdnet"]
+
+    def search_text_lists(
+        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+    ) -> dict[str, Results]:
+        """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
+        ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
+        with the BM25 weight the checkpoint was tuned with on its validation queries)."""
+        from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
+
         text = check_abstract(abstract)
         query_codes = (
             parse_query_codes(codes) if isinstance(codes, str) else {s: list(c) for s, c in codes.items()}
@@ -392,8 +411,8 @@ class Workbench:
             raise ValueError(f"k must be at least 1, got {k}")
         first = self.bm25().search(text, k=max(k, self.config.bm25_candidates))
         if not len(first):
-            return first, first
-        spec = self.model(model, "text") if model else self.models("text")[0]
+            return {"bm25": first, "dssdnet": first, "fused": first}
+        spec = self.model(model, "text") if model else self.default_text_model()
         cands = [(pid, self.candidate_text(self.corpus[pid]), self.corpus[pid].codes) for pid in first.ids]
         reranked = self.reranker(spec).rank(text, cands, query_codes=query_codes)
         bm25_rank = {pid: r for r, pid in enumerate(first.ids, 1)}
@@ -402,7 +421,8 @@ class Workbench:
             for pid, e in zip(reranked.ids, reranked.extras or [{}] * len(reranked), strict=True)
         ]
         reranked = Results(reranked.ids, reranked.scores, extras)
-        return first.top(k), reranked.top(k)
+        fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))
+        return {"bm25": first.top(k), "dssdnet": reranked.top(k), "fused": fused.top(k)}
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
         """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""
