@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo import checkpoint
-from patent_demo.metrics import per_query_metrics, read_run
+from patent_demo.metrics import per_query_metrics
 from patent_demo.results import Results
 from patent_demo.text.fusion import FUSION_METRICS, fuse_run, tune_fusion_weight
 from train import dssdnet_data
@@ -50,20 +50,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def ranked(scores: dict[str, float]) -> Results:
-    """A TREC run's {doc: score} as a list, by score and then doc id descending (trec_eval's order)."""
-    ids = sorted(scores, key=lambda d: (-scores[d], tuple(-ord(c) for c in d)))
-    return Results(ids, [scores[d] for d in ids])
+def read_ranked(path: Path) -> dict[str, Results]:
+    """A TREC run file as lists in its rank column's order (so ties keep the order they were ranked in;
+    ``metrics.read_run`` re-sorts by score as trec_eval does, which reorders tied duplicates)."""
+    rows: dict[str, list[tuple[int, str, float]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 6:
+            rows.setdefault(parts[0], []).append((int(parts[3]), parts[2], float(parts[4])))
+    return {q: Results([d for _, d, _ in sorted(r)], [s for _, _, s in sorted(r)]) for q, r in rows.items()}
 
 
 def split_lists(run_dir: Path, split: str, k_rerank: int) -> tuple[dict, dict]:
     """(BM25 run, re-ranker scores of each query's BM25 top ``k_rerank``) of one split of one run."""
-    bm25 = {q: ranked(s) for q, s in read_run(run_dir / f"bm25.{split}.txt").items()}
-    rerun = read_run(run_dir / f"run.{split}.txt")
+    bm25 = read_ranked(run_dir / f"bm25.{split}.txt")
+    rerun = read_ranked(run_dir / f"run.{split}.txt")
     head = {}
     for q, first in bm25.items():
         ids = first.ids[:k_rerank]
-        head[q] = Results.from_unsorted(ids, [rerun[q][d] for d in ids])
+        score = dict(zip(rerun[q].ids, rerun[q].scores.tolist(), strict=True))
+        head[q] = Results(
+            [d for d in rerun[q].ids if d in set(ids)], [score[d] for d in rerun[q].ids if d in set(ids)]
+        )
     return bm25, head
 
 
