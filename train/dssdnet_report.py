@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
     p.add_argument("--json", default=None, help="write the figures here")
     p.add_argument("--md", default=None, help="write the markdown table here")
+    p.add_argument(
+        "--ship",
+        default=None,
+        help="copy the run with the best validation objective (DSSDNet's, never the test's) to this checkpoint "
+        "directory, with its tuned fusion weight in metrics.json and the scheme in config.json",
+    )
     p.add_argument("data", nargs=argparse.REMAINDER, help="after --: the training runs' data options")
     return p
 
@@ -173,7 +179,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.md:
         checkpoint.write_text(args.md, text)
     log.info("\n%s", text)
+    if args.ship:
+        ship(result, Path(args.ship), command)
     return 0
+
+
+def ship(result: dict, out: Path, command: str) -> Path:
+    """Copy the best run by validation nDCG@10 of DSSDNet (ties: the first) to ``out``: weights, tokenizer,
+    config (plus ``"scheme"``), metrics (plus ``"fusion"``: the weight tuned on that run's validation
+    queries) and its command."""
+    import shutil
+
+    def val_score(entry: dict) -> float:
+        m = checkpoint.load_metrics(entry["run"]).get("splits", {}).get("val", {}).get("after", {})
+        return float(m.get("ndcg@10", float("-inf")))
+
+    best = max(result["per_seed"], key=val_score)
+    src = Path(best["run"])
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in ("model.safetensors", "command.txt"):
+        shutil.copy2(src / name, out / name)
+    shutil.copytree(src / "tokenizer", out / "tokenizer")
+    config = checkpoint.load_config(src)
+    config["scheme"] = config["model"]["domain_scheme"]
+    checkpoint.write_json(out / checkpoint.CONFIG, config)
+    metrics = checkpoint.load_metrics(src)
+    metrics["fusion"] = {"weight": best["weight"], "tuned_on": "val", "objective": list(FUSION_METRICS),
+                         "test": best["test"], "report": command, "selected_from": [s["run"] for s in result["per_seed"]],
+                         "selected_by": "validation nDCG@10 of the re-ranked list"}  # fmt: skip
+    checkpoint.write_json(out / checkpoint.METRICS, metrics)
+    log.info("shipped %s as %s (BM25 weight %.2f)", src, out, best["weight"])
+    return out
 
 
 if __name__ == "__main__":
