@@ -9,7 +9,7 @@ to a JSON file and a markdown file (tables per metric group; text after the line
 Example::
 
     python -m train.dssdnet_runner --datasets demo cs3245 --seeds 0 1 2 --out runs/ablation \\
-        --json docs/results_dssdnet.json --md docs/results_dssdnet.md -- --epochs 3 --k-rerank 100
+        --json docs/results_dssdnet_ablation.json --md docs/results_dssdnet_ablation.md -- --epochs 3 --k-rerank 100
 
 The standard deviation is the sample one (n - 1) over seeds.
 """
