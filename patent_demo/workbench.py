@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,26 +32,18 @@ from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
-from patent_demo.registry import ModelSpec, scan_models
+from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.registry import (
+    DrawingEncoder,
+    ModelSpec,
+    default_drawing_encoder,
+    default_reranker,
+    scan_models,
+)
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
-
-MAX_ABSTRACT_CHARS = 20_000
-RRF_K = 60
-
-
-class DrawingEncoder(Protocol):
-    """Anything that maps B drawings (PIL images, mode "L") to embeddings ``[B, D]``."""
-
-    def encode(self, images: list[Any]) -> np.ndarray: ...
-
-
-class TextReranker(Protocol):
-    """``rank(query, [(id, text, codes)], query_codes) -> Results`` (see ``patent_demo.text.reranker``)."""
-
-    def rank(
-        self, query_text: str, candidates: Sequence[tuple[str, str, Any]], query_codes: Any = None
-    ) -> Results: ...
+from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
+from patent_demo.text.search import TextReranker
 
 
 @dataclass
@@ -121,65 +112,6 @@ class ErrorRow:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def reciprocal_rank_fusion(lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
-    """Reciprocal rank fusion (Cormack et al. 2009): ``score(d) = sum_l 1 / (k + rank_l(d))``, ranks from 1.
-
-    Each extra holds ``ranks`` {list name: rank in that list}. Ties keep first-seen order over the
-    lists in the order given.
-    """
-    if k < 0:
-        raise ValueError(f"RRF k must be >= 0, got {k}")
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for name, res in lists.items():
-        for r, doc in enumerate(res.ids, 1):
-            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + r)
-            ranks.setdefault(doc, {})[name] = r
-    ids = list(scores)
-    fused = Results.from_unsorted(ids, [scores[d] for d in ids], [{"ranks": ranks[d]} for d in ids])
-    return fused if top is None else fused.top(top)
-
-
-def parse_query_codes(text: str) -> dict[str, list[str]]:
-    """Codes typed by the examiner ("06-01; A47C 7/02") -> {"locarno": [...], "ipc": [...]}.
-
-    A code is tried as Locarno first, then as IPC; one that is neither raises ``ValueError`` naming it.
-    """
-    from patent_demo import taxonomy
-
-    out: dict[str, list[str]] = {}
-    for raw in [c.strip() for c in text.replace("\n", ";").replace(",", ";").split(";")]:
-        if not raw:
-            continue
-        for scheme in ("locarno", "ipc"):
-            try:
-                code = taxonomy.normalize(scheme, raw)
-            except ValueError:
-                continue
-            if code not in out.get(scheme, []):
-                out.setdefault(scheme, []).append(code)
-            break
-        else:
-            raise ValueError(
-                f"unknown classification code {raw!r}: give a Locarno code such as 06-01 or an IPC/CPC "
-                f"symbol such as A47C 7/02, separated by ';'"
-            )
-    return out
-
-
-def check_abstract(text: str) -> str:
-    """The stripped abstract, or ``ValueError`` when it is empty or longer than ``MAX_ABSTRACT_CHARS``."""
-    text = (text or "").strip()
-    if not text:
-        raise ValueError("the abstract is empty: paste the text of the application to search with")
-    if len(text) > MAX_ABSTRACT_CHARS:
-        raise ValueError(
-            f"the abstract has {len(text):,} characters; paste at most {MAX_ABSTRACT_CHARS:,} "
-            f"(the abstract or the first claims, not the whole document)"
-        )
-    return text
-
-
 def corpus_fingerprint(corpus: Corpus) -> str:
     """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
     h = hashlib.sha256()
@@ -187,59 +119,6 @@ def corpus_fingerprint(corpus: Corpus) -> str:
         h.update(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False).encode())
     h.update(str(Path(corpus.root).resolve()).encode())
     return h.hexdigest()[:12]
-
-
-class OpenClipDrawingEncoder:
-    """A drawing encoder from ``patent_demo.drawing.encoders.create_encoder``: PIL drawings -> ``[B, D]`` unit vectors."""
-
-    def __init__(
-        self,
-        name: str,
-        pretrained: str | os.PathLike | None = "default",
-        device: str = "cpu",
-        checkpoint: str | os.PathLike | None = None,
-    ) -> None:
-        if checkpoint is not None:
-            from patent_demo.drawing.finetune import load_hmcl_checkpoint
-
-            self.model, self.transform, _ = load_hmcl_checkpoint(checkpoint, device=device)
-        else:
-            from patent_demo.drawing.encoders import create_encoder
-
-            self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
-
-    def encode(self, images: list[Any]) -> np.ndarray:
-        import torch
-
-        from patent_demo.drawing.encoders import encode_images
-
-        batch = torch.stack([self.transform(im) for im in images])
-        with torch.inference_mode():
-            return encode_images(self.model, batch).float().cpu().numpy()
-
-
-def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
-    """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
-
-    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
-    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
-    """
-    if spec.path is None:
-        return OpenClipDrawingEncoder(spec.encoder)
-    return OpenClipDrawingEncoder(spec.encoder, checkpoint=spec.path)
-
-
-def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranker:
-    """The re-ranker of a text model spec: a saved DSSDNet checkpoint, or MiniLM with an untrained head."""
-    import torch
-
-    from patent_demo.text.reranker import Reranker, create_reranker
-
-    if spec.path is not None:
-        return Reranker.load(spec.path)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)  # the untrained head is the same on every start
-        return create_reranker(spec.encoder, domain_scheme=domain_scheme)
 
 
 class Workbench:

@@ -12,16 +12,12 @@ from PIL import Image, ImageDraw
 from transformers import BertConfig, BertModel, BertTokenizer
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import ZERO_SHOT, scan_models
 from patent_demo.results import Results
+from patent_demo.text.fusion import reciprocal_rank_fusion
 from patent_demo.text.reranker import Reranker, RerankerConfig
-from patent_demo.workbench import (
-    Workbench,
-    WorkbenchConfig,
-    check_abstract,
-    parse_query_codes,
-    reciprocal_rank_fusion,
-)
+from patent_demo.workbench import Workbench, WorkbenchConfig
 
 # subclass -> (shape drawn, words of its texts)
 SUBCLASSES = {
