@@ -15,6 +15,7 @@ from typing import Any
 
 import gradio as gr
 
+import app_examiner
 from app_handlers import QUEUE_HEADERS, Handlers, annotator_from_profile
 from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
@@ -47,7 +48,8 @@ CSS = """
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
 """
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
-TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score"]
+TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)"]
+TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html"]
 
 
 def default_labels_path() -> tuple[Path, str]:
@@ -70,6 +72,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     wb = workbench
     store = store or LabelStore(default_labels_path()[0])
     h = Handlers(wb, store)
+    ex = app_examiner.ExaminerHandlers(wb, store)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
     text_models = [(m.label, m.key) for m in wb.models("text")]
     corpus = wb.corpus
@@ -90,6 +93,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
         session = gr.State(None)
+        crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
             f"## Prior-art workbench\nCorpus **{corpus.name}**: {len(corpus)} patents, {n_figures} drawings · "
             f"labels in `{store.path}`"
@@ -100,6 +104,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             annotator = gr.Textbox(label="Annotator", placeholder="your name", scale=2, elem_id="annotator")
             if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
                 gr.LoginButton(scale=1)
+        filters = app_examiner.build_filters().components()
         with gr.Tabs():
             with gr.Tab("Drawing search", id="drawing"):
                 with gr.Row():
@@ -120,6 +125,12 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
                         d_loc = gr.Textbox(label="Query Locarno code (optional)", placeholder="e.g. 06-01")
                         d_btn = gr.Button("Search drawings", variant="primary", elem_id="d-search")
+                        d_sheet_btn = gr.Button(
+                            "Split a sheet into figures and search each", elem_id="d-sheet"
+                        )
+                        d_editor = gr.ImageEditor(label="Crop the query (optional; crop tool, then search)",
+                                                  type="pil", sources=(), transforms=("crop",), layers=False,
+                                                  brush=False, eraser=False, elem_id="d-editor", height=260)  # fmt: skip
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
                         d_gallery = gr.Gallery(
@@ -128,6 +139,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         d_table = gr.Dataframe(
                             headers=HIT_HEADERS, label="Hits", interactive=False, max_height=260
                         )
+                        d_sheet_img = gr.Image(label="Figures found on the sheet", type="pil", interactive=False,
+                                               visible=True, height=300, elem_id="d-sheet-img")  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
                     t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
@@ -139,10 +152,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
                 with gr.Row():
-                    t_bm25 = gr.Dataframe(
-                        headers=TEXT_HEADERS, label="BM25", interactive=False, elem_id="t-bm25"
-                    )
-                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)",
+                    t_bm25 = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, label="BM25",
+                                          interactive=False, elem_id="t-bm25", wrap=True)  # fmt: skip
+                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, wrap=True,
+                                         label="DSSDNet (select a row to explain it)",
                                          interactive=False, elem_id="t-dss")  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
@@ -161,6 +174,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     c_hm = gr.Dataframe(headers=heads, label="HMCL (drawing)", interactive=False)
                     c_ds = gr.Dataframe(headers=heads, label="DSSDNet (text)", interactive=False)
                     c_fu = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False)
+            ext = app_examiner.build_tabs()
             with gr.Tab("Embedding map", id="map"):
                 with gr.Row():
                     m_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Left model")
@@ -250,10 +264,23 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
         # -- events --------------------------------------------------------------------------------------
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
-        d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
+        d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, crop_state, *filters],
                     [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
-        t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator],
+        t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, *filters],
                     [t_bm25, t_dss, t_status, *label_panel], api_name="search_text")  # fmt: skip
+        d_file.change(lambda f: (f, None), d_file, [d_editor, crop_state], api_name=False)
+        d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
+        d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator],
+                          [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet")  # fmt: skip
+        doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
+        d_gallery.select(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
+                         [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
+        for table, fn, name in ((t_dss, ex.open_dssdnet_hit, "dssdnet"), (t_bm25, ex.open_bm25_hit, "bm25")):
+            table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
+        ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
+        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include], [ext.r_files, ext.r_md, ext.r_frame],
+                        api_name="search_report")  # fmt: skip
         t_dss.select(
             h.select_text, [session], [t_gate, t_explain, l_list, l_rank, l_cursor], api_name="select_dssdnet"
         )

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
+from patent_demo import examiner
 from patent_demo.data.corpus import Corpus, CorpusError
 from patent_demo.drawing.imageio import DrawingError
 from patent_demo.labels.sessions import add_list, label_from_session, new_session
@@ -72,6 +73,13 @@ def _query_ref(lab: Label, width: int = 60) -> str:
     return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id
 
 
+def _with_notes(status: str, notes: list[str]) -> str:
+    """The status line with the search's notes: a ⚠️ warning (no good match) first, others after."""
+    warn = [n for n in notes if n.startswith("⚠️")]
+    rest = [n for n in notes if not n.startswith("⚠️")]
+    return " · ".join([*warn, status, *rest])
+
+
 def _progress_md(store: LabelStore, session: dict | None, annotator: str) -> str:
     if not session or not session.get("lists"):
         return "No query yet: run a search, then label its hits."
@@ -100,14 +108,19 @@ class Handlers:
         self.wb = workbench
         self.store = store
 
-    def search_drawing(self, file, model, k, group, crop, locarno, annotator, progress=TRACK_TQDM):
-        """Search the corpus drawings with an uploaded drawing; returns gallery, spread line, hit table."""
+    def search_drawing(self, file, model, k, group, crop, locarno, annotator, crop_image=None, *filters,
+                       progress=TRACK_TQDM):  # fmt: skip
+        """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it in
+        ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
+        from app_examiner import cropped_query, parse_filter
+
         try:
-            if not file:
-                raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
-            data = Path(file).read_bytes()
-            res = self.wb.search_drawing(file, model, int(k), bool(group), bool(crop), locarno or "")
-            sha, rel = self.store.save_query_image(data, Path(file).suffix.lower() or ".png")
+            data, cropped = cropped_query(file, crop_image)
+            f, own = parse_filter(*filters) if filters else (None, False)
+            own_patent = examiner.corpus_patent_of(self.wb, Path(file).read_bytes()) if cropped else ""
+            res, notes = examiner.drawing_search(self.wb, data if cropped else file, model, int(k), bool(group), bool(crop),
+                                                 locarno or "", f, own, own_patent)  # fmt: skip
+            sha, rel = self.store.save_query_image(data, Path(file).suffix.lower() if not cropped else ".png")
             spec = self.wb.model(model, "drawing")
             session = new_session("image", image_query_id(sha), image_sha=sha, image_file=rel,
                                   patent_id=res.query_patent_id)  # fmt: skip
@@ -122,37 +135,49 @@ class Handlers:
                 [h.rank, h.patent_id, h.view, h.locarno, h.locarno_title, h.title, round(h.score, 4)]
                 for h in res.hits
             ]
-            status = f"{len(res.hits)} results with {spec.label} · {res.spread}"
+            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", notes)
             return (gallery, status, table, session, "hmcl", 1,
                     _cursor_md(self.wb, session, "hmcl", 1), _progress_md(self.store, session, annotator))  # fmt: skip
         except ERRORS as err:
             return (gr.update(), _warn(err), gr.update(), gr.update(), gr.update(), gr.update(),
                     gr.update(), gr.update())  # fmt: skip
 
-    def _text_tables(self, bm25, dss):
-        corpus = self.wb.corpus
-        bm = [[r, "", *_row(corpus, pid, s)] for r, (pid, s) in enumerate(bm25, 1)]
+    def _text_tables(self, bm25, dss, text: str = ""):
+        """The two result tables; the last column is a snippet with the BM25-matched words marked."""
+        from patent_demo.text.highlight import snippet_html
+
+        corpus, index = self.wb.corpus, self.wb.bm25()
+
+        def snip(pid: str) -> str:
+            return snippet_html(index, corpus[pid].text, text, width=140)
+
+        bm = [[r, "", *_row(corpus, pid, s), snip(pid)] for r, (pid, s) in enumerate(bm25, 1)]
         ds = [
-            [r, _movement(e["bm25_rank"], r), *_row(corpus, pid, s)]
+            [r, _movement(e["bm25_rank"], r), *_row(corpus, pid, s), snip(pid)]
             for r, ((pid, s), e) in enumerate(zip(dss, dss.extras or [], strict=True), 1)
         ]
         return bm, ds
 
-    def search_text(self, abstract, codes, model, k, annotator):
-        """BM25 and DSSDNet lists for a pasted abstract (optional classification codes)."""
+    def search_text(self, abstract, codes, model, k, annotator, *filters):
+        """BM25 and DSSDNet lists for a pasted abstract (optional classification codes), restricted
+        by the filter panel."""
+        from app_examiner import parse_filter
+
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes or "")
-            bm25, dss = self.wb.search_text(text, qcodes, int(k), model)
+            f, own = parse_filter(*filters) if filters else (None, False)
+            bm25, dss, notes = examiner.text_search(self.wb, text, qcodes, int(k), model, f, own)
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), text=text, codes=qcodes)
             add_list(session, "bm25", self.wb.text_hits(bm25), "bm25")
             add_list(session, "dssdnet", self.wb.text_hits(dss), spec.checkpoint_id)
-            bm, ds = self._text_tables(bm25, dss)
+            bm, ds = self._text_tables(bm25, dss, text)
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
+            status = _with_notes(status, notes)
             if not len(bm25):
-                status = "⚠️ no corpus text shares a word with this abstract"
+                status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)
             return (bm, ds, status, session, "dssdnet", 1,
                     _cursor_md(self.wb, session, "dssdnet", 1), _progress_md(self.store, session, annotator))  # fmt: skip
         except ERRORS as err:

@@ -22,7 +22,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -318,9 +318,11 @@ class Workbench:
         group_by_patent: bool = True,
         crop: bool = True,
         query_locarno: str = "",
+        allowed: Collection[str] | None = None,
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes)."""
+        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes).
+        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
         from patent_demo import taxonomy
 
         data = image if isinstance(image, bytes) else Path(image).read_bytes()
@@ -337,13 +339,13 @@ class Workbench:
         if not loc and own_patent:
             loc = self.corpus[own_patent].locarno
         if group_by_patent:
-            res = index.search_patents(q, k)
+            res = index.search_patents(q, k, allowed=allowed)
             hits = [
                 self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
                 for r, (pid, s) in enumerate(res, 1)
             ]
         else:
-            res = index.search(q, k)
+            res = index.search(q, k, allowed=allowed)
             hits = [
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
@@ -377,9 +379,15 @@ class Workbench:
         return candidate_text(patent)
 
     def search_text(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> tuple[Results, Results]:
-        """BM25 top ``bm25_candidates`` re-ranked by DSSDNet: (BM25 top-k, DSSDNet top-k).
+        """BM25 top ``bm25_candidates`` re-ranked by DSSDNet: (BM25 top-k, DSSDNet top-k). ``allowed``
+        (patent ids, see ``patent_demo.filters``) restricts BM25 to those documents.
 
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
         (see ``Reranker.rank``), plus ``bm25_rank``.
@@ -390,7 +398,7 @@ class Workbench:
         )
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        first = self.bm25().search(text, k=max(k, self.config.bm25_candidates))
+        first = self.bm25().search(text, k=max(k, self.config.bm25_candidates), allowed=allowed)
         if not len(first):
             return first, first
         spec = self.model(model, "text") if model else self.models("text")[0]
