@@ -29,8 +29,6 @@ from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.workbench import Workbench
 
-SHEET_HEADERS = ["rank", "patent", "matched by", "view", "Locarno", "title", "score"]
-
 
 @dataclass
 class FilterInputs:
@@ -85,6 +83,27 @@ def parse_filter(before, own, classification, country, kind, date_from, date_to)
         date_to=date_to or "",
     )
     return f, bool(own)
+
+
+BROWSER_FORMATS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def display_path(wb: Workbench, path: str) -> str:
+    """A file the browser can show for a drawing: the file itself, or for TIFF (USPTO Red Book pages)
+    a PNG copy made once under ``cache_dir/display/``."""
+    import hashlib
+
+    if Path(path).suffix.lower() in BROWSER_FORMATS:
+        return path
+    out = Path(wb.config.cache_dir) / "display" / (hashlib.sha1(str(path).encode()).hexdigest()[:16] + ".png")
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        img = load_drawing(path, crop=False, square=False)
+        img.thumbnail((1600, 1600))
+        tmp = out.with_suffix(".tmp.png")
+        img.save(tmp)
+        tmp.replace(out)
+    return str(out)
 
 
 def _data_uri(path: str, size: int = 160) -> str:
@@ -149,10 +168,10 @@ class ExaminerHandlers:
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
             session["query_bytes_sha"] = sha
-            gallery = [(h.image_path, f"#{h.rank} {h.patent_id} · matched by {h.extras['query_figure']} · "
-                                      f"{h.score:.3f}") for h in res.hits]  # fmt: skip
-            table = [[h.rank, h.patent_id, h.extras["query_figure"], h.view, h.locarno, h.title, round(h.score, 4)]
-                     for h in res.hits]  # fmt: skip
+            gallery = [(display_path(self.wb, h.image_path), f"#{h.rank} {h.patent_id} · matched by "
+                        f"{h.extras['query_figure']} · {h.score:.3f}") for h in res.hits]  # fmt: skip
+            table = [[h.rank, h.patent_id, " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x),
+                      h.locarno, h.locarno_title, h.title, round(h.score, 4)] for h in res.hits]  # fmt: skip
             page = load_drawing(data, crop=False, square=False)
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
             return (gallery, res.status, table, overlay, session, "hmcl", 1,
@@ -170,9 +189,8 @@ class ExaminerHandlers:
                 raise BadInput("type a patent id or select a hit first")
             view = document_view(self.wb.corpus, pid)
             page = document_html(view, query_text, self.wb.bm25() if query_text else None)
-            gallery = [
-                (f.path, " · ".join(x for x in (f.label, f.view) if x) or view.id) for f in view.figures
-            ]
+            gallery = [(display_path(self.wb, f.path), " · ".join(x for x in (f.label, f.view) if x) or view.id)
+                       for f in view.figures]  # fmt: skip
             return page, gallery, pid
         except ERRORS as err:
             return _warn(err), gr.update(), gr.update()

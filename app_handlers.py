@@ -112,7 +112,7 @@ class Handlers:
                        progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it in
         ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
-        from app_examiner import cropped_query, parse_filter
+        from app_examiner import cropped_query, display_path, parse_filter
 
         try:
             data, cropped = cropped_query(file, crop_image)
@@ -128,7 +128,10 @@ class Handlers:
             session["embedding"] = res.query_embedding.tolist()
             session["model"] = spec.key
             gallery = [
-                (h.image_path, f"#{h.rank} {h.patent_id} · {h.view} · {h.locarno} · {h.score:.3f}")
+                (
+                    display_path(self.wb, h.image_path),
+                    f"#{h.rank} {h.patent_id} · {h.view} · {h.locarno} · {h.score:.3f}",
+                )
                 for h in res.hits
             ]
             table = [

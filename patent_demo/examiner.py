@@ -106,9 +106,12 @@ def drawing_search(
     if own_date:
         f = _with_own_date(f, wb, query_patent or corpus_patent_of(wb, data), notes)
     allowed = f.allowed_ids(wb.corpus)
-    notes += _filter_note(f, allowed, len(wb.corpus))
-    if allowed is not None and not allowed:
-        raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
+    if allowed is not None:
+        drawn = set(wb.index(model).patent_ids)
+        allowed &= drawn
+        notes.append(f"{f.describe()}: {len(allowed)} of {len(drawn)} patents with drawings searched")
+        if not allowed:
+            raise ValueError(f"no patent with drawings passes the filter ({f.describe()}); widen it")
     res = wb.search_drawing(image, model, k, group_by_patent, crop, query_locarno, allowed=allowed)
     th = no_match_threshold(wb, "drawing", model)
     if th is not None and res.hits:
