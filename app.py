@@ -50,6 +50,7 @@ CSS = """
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
 TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)"]
 TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html"]
+TEXT_WIDTHS = ["7%", "7%", "14%", "9%", "22%", "9%", "32%"]
 
 
 def default_labels_path() -> tuple[Path, str]:
@@ -152,9 +153,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
                 with gr.Row():
-                    t_bm25 = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, label="BM25",
+                    t_bm25 = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, label="BM25", column_widths=TEXT_WIDTHS,
                                           interactive=False, elem_id="t-bm25", wrap=True)  # fmt: skip
-                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, wrap=True,
+                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, wrap=True, column_widths=TEXT_WIDTHS,
                                          label="DSSDNet (select a row to explain it)",
                                          interactive=False, elem_id="t-dss")  # fmt: skip
                 with gr.Row():

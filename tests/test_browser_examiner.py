@@ -167,10 +167,10 @@ def test_text_filter_snippets_compare_and_report(browser, real):  # noqa: F811
     )
     for pid in bm25.ids:
         assert wb.corpus[pid].date < "2010-01-01"
-    page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).first.wait_for(timeout=10_000)
+    page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).last.wait_for(timeout=10_000)
     page.screenshot(path=str(ARTIFACTS / "examiner-text.png"), full_page=True)
 
-    page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).first.click()
+    page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).last.click()
     page.locator("#t-status").click()
     page.keyboard.press("1")  # label it relevant
     page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=10_000)
