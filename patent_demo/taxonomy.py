@@ -48,6 +48,25 @@ USPC_FORMS = "'D6/369', 'D 6/369', '297/217.1', '68/181 R', 'D 6369' (XML fixed 
 
 _DATA = Path(__file__).resolve().parent / "data"
 
+MAX_CODE_CHARS = 100  # longer than any printed form ("Int. Cl. 7: A47C 7/02 (2006.01)" has 31)
+
+
+def _capped(code: str, what: str, forms: str) -> str:
+    """``code`` when it is at most ``MAX_CODE_CHARS`` long, else ``ValueError``: checked before any regex
+    or cache sees the string, so no input length can make parsing slow or fill the parse caches."""
+    if len(code) > MAX_CODE_CHARS:
+        head = " ".join(code[:24].split())
+        raise ValueError(
+            f"not {what}: {head!r}… has {len(code):,} characters, a code at most {MAX_CODE_CHARS}; "
+            f"accepted forms: {forms}"
+        )
+    return code
+
+
+def _collapse(code: str) -> str:
+    """Any run of whitespace (NBSP and other Unicode spaces included) as one space, stripped: linear."""
+    return " ".join(code.split())
+
 
 # ----------------------------------------------------------------------------------------------
 # Locarno
@@ -81,6 +100,25 @@ class Locarno:
         raise ValueError(f"unknown Locarno level {level!r}; expected 'subclass', 'main' or 'class'")
 
 
+# The highest subclass number of each Locarno main class (edition 9 numbering; 99 "miscellaneous" exists
+# in classes 01-30, classes 31 and 32 have the single subclass 00). Numbers left vacant by later
+# editions (01-05, 03-02, 15-08, 19-05) are accepted: older grants print them.
+_LOCARNO_LAST_SUBCLASS = {
+    1: 6, 2: 7, 3: 4, 4: 4, 5: 6, 6: 13, 7: 8, 8: 10, 9: 9, 10: 7, 11: 5, 12: 16, 13: 3, 14: 4, 15: 9, 16: 6,
+    17: 5, 18: 4, 19: 8, 20: 3, 21: 4, 22: 6, 23: 5, 24: 4, 25: 4, 26: 6, 27: 6, 28: 4, 29: 2, 30: 9, 31: 0, 32: 0,
+}  # fmt: skip
+
+
+def locarno_subclass_exists(main: int, sub: int) -> bool:
+    """Whether ``main-sub`` is a subclass of the Locarno table (``_LOCARNO_LAST_SUBCLASS``)."""
+    last = _LOCARNO_LAST_SUBCLASS.get(main)
+    if last is None:
+        return False
+    if last == 0:
+        return sub == 0
+    return 1 <= sub <= last or sub == 99
+
+
 _LOC_PREFIX = re.compile(r"(?:LOC\s*(?:\(\s*(\d{1,2})\s*\))?\s*)?(?:CL\s*\.?\s*)?(.*)", re.S)
 _LOC_FOUR = re.compile(r"(\d\d)(\d\d)")
 _LOC_SPLIT = re.compile(r"(\d{1,2})(?:(?:\s*[-./]\s*|\s+)(\d{1,2}))?")
@@ -92,7 +130,7 @@ def _locarno_error(code: object, reason: str = "") -> ValueError:
 
 @lru_cache(maxsize=65536)
 def _parse_locarno_str(code: str, edition: int | None) -> Locarno:
-    m = _LOC_PREFIX.fullmatch(code.strip().upper())
+    m = _LOC_PREFIX.fullmatch(_collapse(code).upper())
     printed_edition, rest = m.group(1), m.group(2).strip()
     found = _LOC_FOUR.fullmatch(rest) or _LOC_SPLIT.fullmatch(rest)
     if not rest or not found:
@@ -101,6 +139,8 @@ def _parse_locarno_str(code: str, edition: int | None) -> Locarno:
     if not 1 <= int(main_no) <= 32:
         raise _locarno_error(code, f" (main class {int(main_no):02d} is outside 01-32)")
     main = f"{int(main_no):02d}"
+    if sub_no is not None and not locarno_subclass_exists(int(main_no), int(sub_no)):
+        raise _locarno_error(code, f" (class {main} has no subclass {int(sub_no):02d})")
     subclass = f"{main}-{int(sub_no):02d}" if sub_no is not None else ""
     if printed_edition is not None:
         edition = int(printed_edition)
@@ -116,7 +156,7 @@ def parse_locarno(code: Any, edition: int | None = None) -> Locarno:
         return locarno_from_xml(code)
     if not isinstance(code, str):
         raise _locarno_error(code)
-    return _parse_locarno_str(code, edition)
+    return _parse_locarno_str(_capped(code, "a Locarno code", LOCARNO_FORMS), edition)
 
 
 def _xml_fields(element_or_dict: Any, container: str, names: Sequence[str]) -> dict[str, str]:
@@ -207,9 +247,9 @@ def _ipc_build(code: object, scheme: str, sec: str, cls: str, sub: str, main: st
 def _parse_ipc_str(code: str, scheme: str) -> IPC:
     raw = code.replace("\u00a0", " ").strip().upper()
     text = _IPC_VERSION.sub("", _IPC_LABEL.sub("", raw)).strip()
-    m = _IPC_FIXED14.fullmatch(text) or _IPC_FIXED7.fullmatch(text)
+    m = _IPC_FIXED14.fullmatch(text) or _IPC_FIXED7.fullmatch(text)  # fixed width: its spaces count
     if m is None:
-        m = _IPC_PRINTED.fullmatch(text)
+        m = _IPC_PRINTED.fullmatch(_collapse(text))
         if m is None:
             raise _ipc_error(code, scheme)
     sec, cls, sub, main, subgroup = (g or "" for g in m.groups())
@@ -225,7 +265,9 @@ def parse_ipc(code: Any, scheme: str = "ipc") -> IPC:
         return ipc_from_xml(code, scheme)
     if not isinstance(code, str):
         raise _ipc_error(code, scheme)
-    return _parse_ipc_str(code, scheme)
+    return _parse_ipc_str(
+        _capped(code, "a CPC code" if scheme == "cpc" else "an IPC code", IPC_FORMS), scheme
+    )
 
 
 def ipc_from_xml(element_or_dict: Any, scheme: str = "ipc") -> IPC:
@@ -296,7 +338,7 @@ def _parse_uspc_str(code: str) -> USPC:
     text = upper.strip()
     if "-" in text:
         raise _uspc_error(code, " (a range of subclasses names several codes)")
-    m = _USPC_PRINTED.fullmatch(text)
+    m = _USPC_PRINTED.fullmatch(_collapse(text))
     if m is not None:
         cls, art, art_no, e_code, number, decimals, suffix = m.groups()
         sub = f"{art}.{int(art_no)}" if art else e_code or f"{int(number)}{decimals or ''}{suffix}"
@@ -330,7 +372,7 @@ def parse_uspc(code: Any) -> USPC:
         return code
     if not isinstance(code, str):
         raise _uspc_error(code)
-    return _parse_uspc_str(code)
+    return _parse_uspc_str(_capped(code, "a USPC code", USPC_FORMS))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -55,6 +55,8 @@ def test_locarno_edition_is_not_identity():
 
 def test_locarno_round_trip():
     for main, sub in itertools.product(range(1, 33), (0, 1, 10, 99)):
+        if not tx.locarno_subclass_exists(main, sub):
+            continue
         code = Locarno(f"{main:02d}", f"{main:02d}-{sub:02d}")
         for text in (str(code), str(code).replace("-", ""), f"{main}.{sub}", f"LOC (14) Cl. {code}"):
             assert tx.parse_locarno(text) == code

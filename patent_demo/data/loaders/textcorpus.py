@@ -5,7 +5,8 @@ JSONL corpus, one patent per line (aliases in brackets)::
 
     {"id": "US4382867", "title": "...", "abstract": "...", "ipc": ["C02F3/20"], "cpc": [...]}
     id [doc_id, patent_id]; abstract [text]; ipc [all_ipc, ipc_primary]; date [publication_date];
-    citations [cites]
+    filing_date [application_date]; priority_date; kind_code (default: the letters the id ends with,
+    "EP0049154B2" → "B2"); country (default: the id's two leading letters); claims; citations [cites]
 
 DSSDNet pair TSV (tab-separated, header line, no quoting)::
 
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patent_demo.data.corpus import Corpus, CorpusError, Patent, iter_jsonl, read_qrels
+from patent_demo.data.corpus import Corpus, CorpusError, Patent, iter_jsonl, kind_code_of, read_qrels
 from patent_demo.data.loaders import LoadReport, codes_dict, log
 
 _ID = ("id", "doc_id", "patent_id")
@@ -32,6 +33,7 @@ _TEXT = ("abstract", "text")
 _IPC = ("ipc", "all_ipc", "ipc_primary")
 _DATE = ("date", "publication_date")
 _CITES = ("citations", "cites")
+_FILED = ("filing_date", "application_date")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def load_text_corpus(
     path = Path(path)
     report = report if report is not None else LoadReport()
     patents: dict[str, Patent] = {}
-    used = {*_ID, *_TEXT, *_IPC, *_DATE, *_CITES, "title", "cpc", "kind"}
+    used = {*_ID, *_TEXT, *_IPC, *_DATE, *_CITES, *_FILED, "title", "cpc", "kind"}
+    used |= {"priority_date", "country", "kind_code", "claims"}
     for _, row in iter_jsonl(path, "corpus record"):
         pid = str(_first(row, _ID) or "").strip()
         if not pid:
@@ -96,6 +99,11 @@ def load_text_corpus(
             date=str(_first(row, _DATE) or ""),
             citations=_as_list(_first(row, _CITES)),
             extra={k: v for k, v in row.items() if k not in used and v not in (None, "", [])},
+            filing_date=str(_first(row, _FILED) or ""),
+            priority_date=str(row.get("priority_date") or ""),
+            country=str(row.get("country") or ""),
+            kind_code=str(row.get("kind_code") or kind_code_of(pid)),
+            claims=str(row.get("claims") or ""),
         )
     if isinstance(qrels, (str, os.PathLike)):
         qrels = read_qrels(qrels)
