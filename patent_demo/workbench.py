@@ -306,7 +306,7 @@ class Workbench:
     def _hit(
         self, rank: int, patent_id: str, score: float, figure: str = "", extras: dict | None = None
     ) -> Hit:
-        from patent_demo.taxonomy import locarno_title
+        from patent_demo.titles import locarno_title
 
         p = self.corpus[patent_id]
         view, image = "", ""
