@@ -69,13 +69,16 @@ def score_embeddings(
     self_index: np.ndarray,
     ks: Sequence[int] = DEFAULT_KS,
     silhouette: bool = True,
+    per_query: bool = False,
 ) -> dict:
     """Metrics of given embeddings (``[Q, D]``, ``[G, D]``, L2-normalised; cosine scores).
 
     Returns ``{"metrics": {patent_map, patent_ndcg@k, subclass_*, main_*, hier_ndcg@k, num_queries},
     "per_class": {subclass: {...}}, "silhouette": float | None, "silhouette_per_class": {...},
     "num_gallery": G}``. The silhouette is over the distinct figures of queries and gallery, grouped by
-    Locarno subclass (``None`` when fewer than two subclasses are present).
+    Locarno subclass (``None`` when fewer than two subclasses are present). With ``per_query``, also
+    ``"per_query": {metric: [Q] values, None where undefined}``, ``"query_patents": [Q]`` and
+    ``"macro": {metric: mean over patents of each patent's query mean}`` (each patent counts once).
     """
     from patent_demo.metrics import drawing_metrics, silhouette_by_subclass
 
@@ -91,6 +94,13 @@ def score_embeddings(
         "silhouette": None,
         "silhouette_per_class": {},
     }
+    if per_query:
+        from patent_demo.metrics import macro_means
+
+        patents = [p.id for p, _ in queries]
+        out["per_query"] = {k: [_finite(float(x)) for x in v] for k, v in ev.per_query.items()}
+        out["query_patents"] = patents
+        out["macro"] = {k: _finite(v) for k, v in macro_means(ev.per_query, patents).items()}
     if silhouette:
         same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
         emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
