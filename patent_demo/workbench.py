@@ -112,6 +112,11 @@ class ErrorRow:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
+def _nan(x: float | None) -> float:
+    """A per-query metric as a float (``None``, undefined, becomes NaN)."""
+    return float("nan") if x is None else float(x)
+
+
 def corpus_fingerprint(corpus: Corpus) -> str:
     """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
     h = hashlib.sha256()
@@ -536,8 +541,8 @@ class Workbench:
                     p.id,
                     f.path,
                     p.locarno,
-                    float(ev["per_query"]["patent_map"][qi]),
-                    float(ev["per_query"]["subclass_map"][qi]),
+                    _nan(ev["per_query"]["patent_map"][qi]),
+                    _nan(ev["per_query"]["subclass_map"][qi]),
                     same[0] if same else 0,
                     expected[:k],
                     returned,

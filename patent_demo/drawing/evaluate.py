@@ -92,8 +92,9 @@ def score_embeddings(
     Returns ``{"metrics": {patent_map, patent_ndcg@k, subclass_*, main_*, hier_ndcg@k, num_queries},
     "per_class": {subclass: {...}}, "silhouette": float | None, "silhouette_per_class": {...},
     "num_gallery": G}``. The silhouette is over the distinct figures of queries and gallery, grouped by
-    Locarno subclass (``None`` when fewer than two subclasses are present). ``per_query`` adds
-    ``"per_query": {metric: [Q] array}`` (NaN where undefined).
+    Locarno subclass (``None`` when fewer than two subclasses are present). With ``per_query``, also
+    ``"per_query": {metric: [Q] values, None where undefined}``, ``"query_patents": [Q]`` and
+    ``"macro": {metric: mean over patents of each patent's query mean}`` (each patent counts once).
     """
     from patent_demo.metrics import drawing_metrics, silhouette_by_subclass
 
@@ -110,7 +111,12 @@ def score_embeddings(
         "silhouette_per_class": {},
     }
     if per_query:
-        out["per_query"] = ev.per_query
+        from patent_demo.metrics import macro_means
+
+        patents = [p.id for p, _ in queries]
+        out["per_query"] = {k: [_finite(float(x)) for x in v] for k, v in ev.per_query.items()}
+        out["query_patents"] = patents
+        out["macro"] = {k: _finite(v) for k, v in macro_means(ev.per_query, patents).items()}
     if silhouette:
         same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
         emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
