@@ -278,7 +278,7 @@ class Handlers:
         try:
             summary, rows = self.wb.evaluate(model, k=10)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
-            md = " · ".join(f"**{k}** {summary[k]:.3f}" for k in keys if k in summary)
+            md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
             md += f" · {summary['num_queries']} queries"
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
