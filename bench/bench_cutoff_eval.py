@@ -32,7 +32,10 @@ def main() -> int:
         1
         for q, rel in qrels.items()
         for d in rel
-        if not (corpus[d].date and corpus[d].date < (corpus[q].priority_date or corpus[q].filing_date or corpus[q].date))
+        if not (
+            corpus[d].date
+            and corpus[d].date < (corpus[q].priority_date or corpus[q].filing_date or corpus[q].date)
+        )
     )
     print(f"{len(queries)} queries, {sum(len(r) for r in qrels.values())} citation pairs, "
           f"{later} of them cite a document published on or after the citing patent's own date")  # fmt: skip
