@@ -56,7 +56,8 @@ def run(config: str, out: Path, param: str, value: float, point: dict, seed: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="train/configs/hmcl-real.json")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -64,8 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--doc", default="docs/results_hmcl_sensitivity")
     args = p.parse_args(argv)
     rows = []
+    results_of = {}
+    for param, value, point in [*points()[1:], points()[0]]:  # the centre last: the runner may be training it
+        results_of[(param, value)] = [
+            run(args.config, Path(args.out), param, value, point, s) for s in args.seeds
+        ]
     for param, value, point in points():
-        results = [run(args.config, Path(args.out), param, value, point, s) for s in args.seeds]
+        results = results_of[(param, value)]
         row = {"param": param, "value": point[param] if param != "centre" else None, "point": point}
         for col in COLUMNS:
             row[col] = mean_std([r["metrics"][col] for r in results])

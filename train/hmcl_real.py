@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 import time
 from collections import Counter
@@ -35,19 +34,20 @@ import numpy as np
 import torch
 
 from patent_demo.checkpoint import delta, save_checkpoint, write_json
-from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings
+from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, validation_summary
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig
 from patent_demo.taxonomy import HMCLWeights
 from train.hmcl import lr_factor, make_optimizer
-from train.hmcl_data import TrainModule, text_tower_features
+from train.hmcl_data import TrainModule
 from train.hmcl_real_data import (
     SplitTower,
     deeppatent2_items,
     eval_cache,
     generated_items,
     shuffle_hierarchy,
+    text_cache,
     uspc_items,
     validation_items,
     view_cache,
@@ -56,6 +56,7 @@ from train.hmcl_real_data import (
 log = logging.getLogger("train.hmcl_real")
 DATA = "../shared/data"
 SOURCES = ("uspc", "deeppatent2", "generated")
+REDBOOK_NAME = "impact_design_patent_samples (Red Book pages, every page against all others)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -272,9 +273,8 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
     )  # fmt: skip
     text_feats, text_proj = None, None
     if args.text_weight > 0:
-        text_feats, text_proj = text_tower_features(
-            model, get_tokenizer(args.model), [it.text for it in first]
-        )
+        texts = [it.text for it in first]
+        text_feats, text_proj = text_cache(model, get_tokenizer(args.model), texts, cache_dir, tag)
     has_text = torch.tensor([bool(it.text) for it in first])
     module = TrainModule(tower, args.loss, args.tau, args.weights, args.text_weight, text_proj)
     optimizer = make_optimizer(module, args.lr, args.weight_decay)
@@ -339,28 +339,13 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
             "train_figures": len(items),
             "validation": metrics["validation"],
         },  # fmt: skip
-        "real_validation": _summary(metrics["real_validation"]),
+        "real_validation": validation_summary(metrics["real_validation"], REDBOOK_NAME, args.image_size),
     }
     save_checkpoint(
         run_dir, delta(current, base), config, metrics, ["python", "-m", "train.hmcl_real", *argv]
     )
     log.info("saved %s", run_dir)
     return 0
-
-
-def _summary(result: dict) -> dict:
-    """The figures a model list shows: micro means over pages and macro means over patents."""
-    keep = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
-    return {
-        "corpus": "impact_design_patent_samples (Red Book, every page against all others)",
-        "metrics": {k: result["metrics"].get(k) for k in keep},
-        "macro": {k: result["macro"].get(k) for k in keep},
-        "num_queries": result["metrics"].get("num_queries"),
-    }
-
-
-def _finite(x) -> bool:
-    return x is not None and math.isfinite(x)
 
 
 if __name__ == "__main__":

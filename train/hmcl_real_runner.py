@@ -155,7 +155,8 @@ def format_table(summary: dict, reference: str, caption: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
     extra = [a for a in args.extra if a != "--"]
     base = ["--config", args.config, *extra]
