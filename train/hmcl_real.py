@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
     a("--grad-clip", type=float, default=1.0, help="gradient-norm clip (0: off)")
     a("--eval-before", action="store_true", help="also evaluate the pretrained encoder (zero_shot)")
+    a("--eval-sizes", type=int, nargs="*", default=[160, 224],
+      help="also validate at these input sizes (the tower is convolutional: weights trained at one size apply at any)")  # fmt: skip
     a("--eval-k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--threads", type=int, default=1, help="torch CPU threads")
     a("--out", default="runs/real", help="parent of the run directory")
@@ -173,6 +175,46 @@ def validate(tower: SplitTower, feats: torch.Tensor, corpus, ks: Sequence[int]) 
     queries, gallery, self_index = drawing_protocol(corpus, None, "all")
     emb = embed_cached(tower, feats)
     return score_embeddings(queries, gallery, emb, emb, self_index, ks, silhouette=False, per_query=True)
+
+
+def validate_sizes(tower, eval_tf, corpus, items, args, cache_dir, tag) -> dict:
+    """``{size: result}`` (as :func:`validate`) of the current weights on the validation pages at each of ``--eval-sizes``."""
+    from patent_demo.drawing.transforms import DrawingEvalTransform
+
+    out = {}
+    for size in args.eval_sizes:
+        tf = DrawingEvalTransform(size, eval_tf.mean, eval_tf.std)
+        out[str(size)] = validate(tower, eval_cache(tower, items, tf, cache_dir, tag), corpus, args.eval_k)
+        log.info("  at %d px: %s", size, brief(out[str(size)]))
+    return out
+
+
+def summaries_at(results_at: dict) -> dict:
+    return {size: validation_summary(r, REDBOOK_NAME, int(size)) for size, r in results_at.items()}
+
+
+def revalidate(run_dir: Path, sizes: Sequence[int], argv: Sequence[str] = ()) -> dict:
+    """Add ``real_validation_at`` (``--eval-sizes``) to a finished run's ``metrics.json`` and
+    ``config.json`` (for runs made before the option existed); returns it."""
+    from patent_demo.checkpoint import apply_weights, load_config, load_weights
+    from patent_demo.drawing.encoders import create_encoder
+
+    config = load_config(run_dir)
+    args = parse_args([*argv, "--eval-sizes", *map(str, sizes)])
+    for key in ("train_blocks", "model", "redbook", "cache_dir", "eval_k"):
+        setattr(args, key, config["train"][key])
+    model, _, eval_tf = create_encoder(args.model, image_size=config["model"]["image_size"])
+    apply_weights(model, load_weights(run_dir), partial=True)
+    model.eval()
+    tower = SplitTower(model, args.train_blocks)
+    corpus, items = validation_items(args.redbook)
+    cache_dir = Path(args.cache_dir) / "hmcl-real"
+    at = validate_sizes(tower, eval_tf, corpus, items, args, cache_dir, {"model": args.model})
+    for name, value in (("metrics.json", at), ("config.json", summaries_at(at))):
+        data = json.loads((run_dir / name).read_text(encoding="utf-8"))
+        data["real_validation_at"] = value
+        write_json(run_dir / name, data)
+    return at
 
 
 def brief(result: dict) -> str:
@@ -321,6 +363,9 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
         epoch += 1
     train_seconds = time.time() - t0
     metrics["real_validation"] = validate(tower, val_feats, val_corpus, args.eval_k)
+    metrics["real_validation_at"] = validate_sizes(
+        tower, eval_tf, val_corpus, val_items, args, cache_dir, tag
+    )
     log.info("after %d steps (%.0f s): %s", step, train_seconds, brief(metrics["real_validation"]))
     metrics["train"] = {"steps": step, "train_seconds": round(train_seconds, 1), "final_losses": last,
                         "wall_seconds": round(time.time() - t_start, 1), "epochs": epoch}  # fmt: skip
@@ -340,6 +385,7 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
             "validation": metrics["validation"],
         },  # fmt: skip
         "real_validation": validation_summary(metrics["real_validation"], REDBOOK_NAME, args.image_size),
+        "real_validation_at": summaries_at(metrics["real_validation_at"]),
     }
     save_checkpoint(
         run_dir, delta(current, base), config, metrics, ["python", "-m", "train.hmcl_real", *argv]
