@@ -70,11 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     rows = []
     results_of = {}
-    for param, value, point in [*points()[1:], points()[0]]:  # the centre last: the runner may be training it
-        results_of[(param, value)] = [
-            run(args.config, Path(args.out), param, value, point, s) for s in args.seeds
-        ]
     for param, value, point in points():
+        results_of[(param, value)] = [
+            run(args.config, Path(args.out), param, value, point, s, args.steps) for s in args.seeds
+        ]
         results = results_of[(param, value)]
         row = {"param": param, "value": point[param] if param != "centre" else None, "point": point}
         for col in COLUMNS:

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 from PIL import Image
@@ -167,3 +168,20 @@ def test_ensure_splits_is_deterministic_and_stable(tmp_path):
         str(err.value)
         == "split fractions must be three non-negative numbers summing to 1, got (0.5, 0.5, 0.5)"
     )
+
+
+def test_old_manifest_without_examiner_fields_loads_with_defaults(tmp_path):
+    row = {"id": "EP0049154B2", "kind": "utility", "title": "Gas cleaning", "date": "1995-02-15"}
+    (tmp_path / "manifest.jsonl").write_text(json.dumps(row) + "\n")
+    p = Corpus.load(tmp_path)["EP0049154B2"]
+    assert (p.filing_date, p.priority_date, p.claims) == ("", "", "")
+    assert p.country == "EP"  # from the id prefix
+
+
+def test_manifest_is_written_with_normal_permissions(tmp_path):
+    corpus = _corpus(tmp_path)
+    corpus.save()
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("manifest.jsonl", "splits.json", "qrels.txt"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o666 & ~umask, name

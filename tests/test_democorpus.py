@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -126,6 +127,10 @@ def test_counts_ids_views_and_text(corpus: Corpus):
             f"design for {'an' if t.noun[0] in 'aeiou' else 'a'} {t.noun}, as shown and described."
         )
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.date)
+        # examiner fields: filed 6-30 months before publication, generated office and kind
+        lag = (dt.date.fromisoformat(p.date) - dt.date.fromisoformat(p.filing_date)).days
+        assert 180 <= lag < 910 and p.priority_date == ""
+        assert (p.country, p.kind_code) == ("XX", "S1") and p.text.endswith(p.claims)
         img = corpus.open_image(p.figures[0], crop=False)
         assert img.size == (SIZE, SIZE)
 
@@ -210,6 +215,6 @@ def test_cli(tmp_path: Path, capsys):
 
 
 def test_every_demo_subclass_has_a_title():
-    from patent_demo.taxonomy import locarno_title
+    from patent_demo.titles import locarno_title
 
     assert [t.locarno for t in TYPES.values() if not locarno_title(t.locarno)] == []

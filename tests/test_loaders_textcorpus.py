@@ -77,6 +77,9 @@ def test_patsnap_corpus_counts_and_citation_qrels(tmp_path):
         {"ipc": ["B08B 5/00", "C02F 3/20"]},
         "1995-02-15",
     )
+    assert (first.filing_date, first.country, first.kind_code) == ("1981-09-29", "EP", "B2")
+    assert Counter(p.country for p in corpus) == Counter({"US": 2051, "EP": 97, "WO": 95, "GB": 1})
+    assert sum(p.filing_date < p.date for p in corpus if p.filing_date and p.date) > 2000
     corpus.validate()
     corpus.save(tmp_path)
     back = Corpus.load(tmp_path)

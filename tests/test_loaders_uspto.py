@@ -114,7 +114,8 @@ def test_parse_grant_utility_with_entities_cpc_and_citations():
     assert p.codes == {"ipc": ["A47C 7/02"], "cpc": ["B26B 21/4012"]}
     assert p.date == "2013-04-16"
     assert p.citations == ["USD0428532", "EP0123456"]
-    assert p.extra == {"kind_code": "B2", "cited_by_examiner": ["USD0428532"]}
+    assert p.extra == {"cited_by_examiner": ["USD0428532"]}
+    assert (p.country, p.kind_code) == ("US", "B2")
 
 
 def test_parse_grant_skips_other_kinds_and_reports_them():
@@ -189,6 +190,21 @@ def test_redbook_spot_check_usd0907292():
     assert p.figures[1].path == "USD0907292-20210105/USD0907292-20210105-D00002.TIF"
     assert p.figures[1].description == "FIG. 2 is a bottom view thereof;"
     assert p.extra["drawing_notes"][0].startswith("The broken line disclosure of the razor handle")
+    # dates, office, kind and claim as printed in the grant XML
+    assert (p.filing_date, p.priority_date) == ("2019-02-20", "2013-09-25")
+    assert (p.country, p.kind_code) == ("US", "S1")
+    assert p.claims == "The ornamental design for a shaving blade cartridge, as shown and described."
+
+
+def test_redbook_dates_are_ordered_and_every_design_has_its_claim():
+    data = require_shared("impact_design_patent_samples")
+    corpus = load_redbook(data / "patents")
+    for p in corpus:
+        assert p.filing_date and p.filing_date < p.date, p.id
+        assert not p.priority_date or p.priority_date <= p.filing_date, p.id
+        assert p.kind_code == "S1" and p.country == "US"
+        assert "ornamental design for" in p.claims, p.id
+    assert sum(bool(p.priority_date) for p in corpus) >= 1
 
 
 def test_redbook_pages_without_one_figure_each_are_sheets():

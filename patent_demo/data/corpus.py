@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -48,7 +49,13 @@ class Patent:
 
     ``codes`` maps a scheme (``locarno``, ``ipc``, ``cpc``, ``uspc``) to its codes in normalised form
     (``"06-01"``, ``"A47C 7/02"``). ``text`` holds the abstract of a utility patent or the description
-    of a design patent. ``date`` is ISO ``YYYY-MM-DD`` or ``""``. ``citations`` lists cited patent ids.
+    of a design patent. ``citations`` lists cited patent ids.
+
+    Dates are ISO ``YYYY-MM-DD`` or ``""``: ``date`` is the publication (grant) date, ``filing_date``
+    the application date, ``priority_date`` the earliest claimed priority. ``country`` is the
+    publishing office (``"US"``, ``"EP"``; by default the letters the id starts with), ``kind_code``
+    the document kind (``"S1"`` design, ``"B2"`` granted utility), ``claims`` the claim text.
+    Manifests written before these fields existed load with the defaults.
     """
 
     id: str
@@ -60,6 +67,15 @@ class Patent:
     citations: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    filing_date: str = ""
+    priority_date: str = ""
+    country: str = ""
+    kind_code: str = ""
+    claims: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.country:
+            self.country = country_of(self.id)
 
     # -- convenience views of the classification -------------------------------------------
     @property
@@ -258,6 +274,24 @@ class Corpus:
         return corpus
 
 
+_ID_COUNTRY = re.compile(r"^([A-Z]{2})(?=[A-Z]*\d)")
+_ID_KIND = re.compile(r"\d([A-Z]\d?)$")
+
+
+def country_of(patent_id: str) -> str:
+    """The office a patent id names by its two leading letters (``"USD0907292"`` → ``"US"``,
+    ``"EP0049154B2"`` → ``"EP"``), or ``""`` when the id does not start with two letters and a number."""
+    m = _ID_COUNTRY.match(patent_id or "")
+    return m.group(1) if m else ""
+
+
+def kind_code_of(patent_id: str) -> str:
+    """The kind code an id ends with (``"EP0049154B2"`` → ``"B2"``, ``"WO1984000705A1"`` → ``"A1"``),
+    or ``""`` (``"US4382867"``)."""
+    m = _ID_KIND.search(patent_id or "")
+    return m.group(1) if m else ""
+
+
 # -- JSON lines ---------------------------------------------------------------------------------
 def iter_jsonl(path: str | os.PathLike, what: str = "row") -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for each non-empty line of a JSONL file; a line that is not a JSON
@@ -300,11 +334,23 @@ def format_qrels(qrels: dict[str, dict[str, int]]) -> str:
     return "".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in sorted(qrels[q].items()))
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
 def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and move it into place, with the usual
+    permissions (``mkstemp`` creates files readable by their owner only)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -26,6 +26,22 @@ PROTOCOLS = ("queries", "all")
 DEFAULT_KS = (10,)
 
 
+def resolve_split(
+    corpus: Corpus, split: str | None = "test", protocol: str | None = None
+) -> tuple[str | None, str]:
+    """The split and protocol evaluated on ``corpus``, the one fallback every caller shares.
+
+    ``split`` when the corpus has it, with ``protocol`` (default ``queries``). A corpus without a
+    (non-empty) ``test`` split (real drawing pages loaded as they are), or ``split`` ``None`` / ``"all"``: every patent,
+    with ``protocol`` (default ``all``: no query view is marked). Another missing split raises
+    ``CorpusError``.
+    """
+    if split is None or split == "all" or (split == "test" and not corpus.splits.get("test")):
+        return None, protocol or "all"
+    corpus.split(split)  # raises CorpusError for a missing split
+    return split, protocol or "queries"
+
+
 def drawing_protocol(
     corpus: Corpus, split: str | None = "test", protocol: str = "queries"
 ) -> tuple[list[tuple[Patent, Figure]], list[tuple[Patent, Figure]], np.ndarray]:

@@ -242,7 +242,18 @@ def make_patent(plan: PatentPlan, root: Path, size: int) -> Patent:
         citations=list(plan.citations),
         figures=figures,
         extra=extra,
+        filing_date=filing_date(plan),
+        country="XX",
+        kind_code="S1",
+        claims=text.claim(noun),
     )
+
+
+def filing_date(plan: PatentPlan) -> str:
+    """A generated application date 6 to 30 months before publication (from the patent's seed), as
+    design applications are examined; a family's variants each have their own."""
+    lag = 180 + plan.seed % 730
+    return (dt.date.fromisoformat(plan.date) - dt.timedelta(days=lag)).isoformat()
 
 
 def _work(args: tuple[PatentPlan, str, int]) -> Patent:

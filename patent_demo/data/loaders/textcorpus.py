@@ -5,7 +5,8 @@ JSONL corpus, one patent per line (aliases in brackets)::
 
     {"id": "US4382867", "title": "...", "abstract": "...", "ipc": ["C02F3/20"], "cpc": [...]}
     id [doc_id, patent_id]; abstract [text]; ipc [all_ipc, ipc_primary]; date [publication_date];
-    citations [cites]
+    filing_date [application_date]; priority_date; kind_code (default: the letters the id ends with,
+    "EP0049154B2" → "B2"); country (default: the id's two leading letters); claims; citations [cites]
 
 DSSDNet pair TSV (tab-separated, header line, no quoting)::
 
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patent_demo.data.corpus import Corpus, CorpusError, Patent, iter_jsonl, read_qrels
+from patent_demo.data.corpus import Corpus, CorpusError, Patent, iter_jsonl, kind_code_of, read_qrels
 from patent_demo.data.loaders import LoadReport, codes_dict, log
 
 _ID = ("id", "doc_id", "patent_id")
@@ -32,15 +33,17 @@ _TEXT = ("abstract", "text")
 _IPC = ("ipc", "all_ipc", "ipc_primary")
 _DATE = ("date", "publication_date")
 _CITES = ("citations", "cites")
+_FILED = ("filing_date", "application_date")
 
 
 @dataclass(frozen=True)
 class LabelledPair:
-    """One query–candidate pair: ``label`` 1 when relevant; ``t`` the domain flag (1.0 when the two
+    """One query–candidate pair: ``label`` the relevance in [0, 1] (1 relevant, 0 not, or a graded
+    score such as 0.25/0.5/0.75); ``t`` the domain flag (1.0 when the two
     share an IPC subclass); ``ipc`` all IPC-overlap flags of the row (section, class, subclass);
     ``index`` the row's sample index (used for per-sample weights)."""
 
-    label: int
+    label: float
     id_a: str
     id_b: str
     text_a: str
@@ -78,7 +81,8 @@ def load_text_corpus(
     path = Path(path)
     report = report if report is not None else LoadReport()
     patents: dict[str, Patent] = {}
-    used = {*_ID, *_TEXT, *_IPC, *_DATE, *_CITES, "title", "cpc", "kind"}
+    used = {*_ID, *_TEXT, *_IPC, *_DATE, *_CITES, *_FILED, "title", "cpc", "kind"}
+    used |= {"priority_date", "country", "kind_code", "claims"}
     for _, row in iter_jsonl(path, "corpus record"):
         pid = str(_first(row, _ID) or "").strip()
         if not pid:
@@ -96,6 +100,11 @@ def load_text_corpus(
             date=str(_first(row, _DATE) or ""),
             citations=_as_list(_first(row, _CITES)),
             extra={k: v for k, v in row.items() if k not in used and v not in (None, "", [])},
+            filing_date=str(_first(row, _FILED) or ""),
+            priority_date=str(row.get("priority_date") or ""),
+            country=str(row.get("country") or ""),
+            kind_code=str(row.get("kind_code") or kind_code_of(pid)),
+            claims=str(row.get("claims") or ""),
         )
     if isinstance(qrels, (str, os.PathLike)):
         qrels = read_qrels(qrels)
@@ -189,13 +198,13 @@ def load_labelled_pairs(path: str | os.PathLike, t_column: str = "ipc_3") -> lis
             if len(row) < len(header):
                 raise CorpusError(f"{where}: {len(row)} tab-separated fields, the header has {len(header)}")
             label = _number(row[col["Quality"]], "Quality", where)
-            if label not in (0.0, 1.0):
-                raise CorpusError(f"{where}: Quality {row[col['Quality']]!r} is not 0 or 1")
+            if not 0.0 <= label <= 1.0:
+                raise CorpusError(f"{where}: Quality {row[col['Quality']]!r} is not in [0, 1]")
             text_a, text_b = (" ".join(row[col[c]].strip() for c in cols).strip() for cols in text_cols)
             index = int(_number(row[index_col], "index", where)) if index_col is not None else len(pairs)
             pairs.append(
                 LabelledPair(
-                    label=int(label),
+                    label=label,
                     id_a=row[col["#1 ID"]].strip(),
                     id_b=row[col["#2 ID"]].strip(),
                     text_a=text_a,

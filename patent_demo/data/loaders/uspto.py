@@ -10,7 +10,7 @@ Patent ids take the form ``US`` + the 8-character Red Book document number: lett
 ``US06836899`` (utility 6,836,899). Cited US patents are normalised the same way, so a citation can
 be matched to a corpus id; US application publications become ``US`` + 11 digits
 (``US20030123456``); other countries keep their number with separators removed (``EP1234567``).
-Kind codes are dropped from ids and kept in ``Patent.extra["kind_code"]``.
+Kind codes are dropped from ids and kept in ``Patent.kind_code``.
 """
 
 from __future__ import annotations
@@ -187,7 +187,8 @@ def parse_grant(
 
     Design: Locarno code, USPC, title, figure descriptions (``extra["figure_descriptions"]``),
     description text. Utility: title, abstract, IPC (``classifications-ipcr`` or legacy
-    ``classification-ipc``), CPC (``classifications-cpc``). Both: date, cited patent ids.
+    ``classification-ipc``), CPC (``classifications-cpc``). Both: publication, filing and earliest
+    priority date, country, kind code, claims, cited patent ids.
     """
     root = _parse_xml(xml, where) if isinstance(xml, str) else xml
     if root.tag != "us-patent-grant":
@@ -235,7 +236,7 @@ def parse_grant(
 
     paragraphs = [_text(p) for p in root.iterfind("description/description-of-drawings/p")]
     figs, notes = figure_descriptions(p for p in paragraphs if p)
-    extra: dict = {"kind_code": pub.findtext("kind", "").strip()}
+    extra: dict = {}
     edition = bib.findtext("classification-locarno/edition", "").strip()
     if edition.isdigit():
         extra["locarno_edition"] = int(edition)
@@ -249,6 +250,8 @@ def parse_grant(
     if n_sheets.isdigit():
         extra["n_sheets"] = int(n_sheets)
 
+    priorities = [_iso(d.text or "") for d in bib.iterfind("priority-claims/priority-claim/date")]
+    priorities = [d for d in priorities if d]
     abstract = _text(root.find("abstract"))
     text = abstract if appl_type == "utility" else "\n".join(p for p in paragraphs if p)
     return Patent(
@@ -260,6 +263,11 @@ def parse_grant(
         date=_iso(pub.findtext("date", "")),
         citations=citations,
         extra=extra,
+        filing_date=_iso(appl.findtext("document-id/date", "") if appl is not None else ""),
+        priority_date=min(priorities) if priorities else "",
+        country=pub.findtext("country", "").strip() or pid[:2],
+        kind_code=pub.findtext("kind", "").strip(),
+        claims="\n".join(c for c in (_text(e) for e in root.iterfind("claims/claim")) if c),
     )
 
 
