@@ -69,13 +69,16 @@ def score_embeddings(
     self_index: np.ndarray,
     ks: Sequence[int] = DEFAULT_KS,
     silhouette: bool = True,
+    per_query: bool = False,
 ) -> dict:
     """Metrics of given embeddings (``[Q, D]``, ``[G, D]``, L2-normalised; cosine scores).
 
     Returns ``{"metrics": {patent_map, patent_ndcg@k, subclass_*, main_*, hier_ndcg@k, num_queries},
     "per_class": {subclass: {...}}, "silhouette": float | None, "silhouette_per_class": {...},
     "num_gallery": G}``. The silhouette is over the distinct figures of queries and gallery, grouped by
-    Locarno subclass (``None`` when fewer than two subclasses are present).
+    Locarno subclass (``None`` when fewer than two subclasses are present). With ``per_query`` the result
+    also holds ``"per_query": {metric: [Q values, None where undefined]}`` and ``"queries": [{"patent",
+    "figure"}]`` (for per-patent means and paired comparisons).
     """
     from patent_demo.metrics import drawing_metrics, silhouette_by_subclass
 
@@ -91,6 +94,9 @@ def score_embeddings(
         "silhouette": None,
         "silhouette_per_class": {},
     }
+    if per_query:
+        out["per_query"] = {k: [_finite(float(x)) for x in v] for k, v in ev.per_query.items()}
+        out["queries"] = [{"patent": p.id, "figure": f.path} for p, f in queries]
     if silhouette:
         same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
         emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
@@ -113,6 +119,7 @@ def evaluate_drawings(
     batch_size: int = 64,
     silhouette: bool = True,
     progress: bool = False,
+    per_query: bool = False,
 ) -> dict:
     """Drawing retrieval of one split at patent, subclass and main-class level.
 
@@ -132,5 +139,5 @@ def evaluate_drawings(
     else:
         emb = embed_corpus_figures(model, transform, corpus, [*queries, *gallery], batch_size, progress)
         q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
-    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette)
+    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette, per_query)
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}
