@@ -15,16 +15,8 @@ from typing import Any
 
 import gradio as gr
 
-from patent_demo.labels.sessions import add_list, label_from_session, new_session
-from patent_demo.labels.store import (
-    GRADES,
-    Label,
-    LabelError,
-    LabelStore,
-    combined_query_id,
-    image_query_id,
-    text_query_id,
-)
+from app_handlers import QUEUE_HEADERS, Handlers, annotator_from_profile
+from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
@@ -54,69 +46,8 @@ CSS = """
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
 """
-TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
 TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score"]
-QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
-
-
-class BadInput(Exception):
-    """Raised inside handlers for messages the user should see (the server carries on)."""
-
-
-def _errors() -> tuple[type[BaseException], ...]:
-    from patent_demo.data.corpus import CorpusError
-    from patent_demo.drawing.imageio import DrawingError
-
-    return (DrawingError, CorpusError, LabelError, ValueError, KeyError, FileNotFoundError, BadInput)
-
-
-def _warn(err: BaseException) -> str:
-    msg = str(err).strip("'\"") or type(err).__name__
-    gr.Warning(msg)
-    return f"⚠️ {msg}"
-
-
-def _fmt(x: Any, nd: int = 3) -> str:
-    return "–" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
-
-
-def _movement(bm25_rank: int, rank: int) -> str:
-    d = bm25_rank - rank
-    return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
-
-
-def _query_ref(lab: Label, width: int = 60) -> str:
-    """How a labelled query reads in the disagreement queue: its text (shortened), its drawing file, or both."""
-    text = " ".join(lab.query_text.split())
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    drawing = ""
-    if lab.query_image_file:
-        drawing = f"drawing {lab.query_image_file}" + (
-            f" ({lab.query_patent_id})" if lab.query_patent_id else ""
-        )
-    return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id
-
-
-def _progress_md(store: LabelStore, session: dict | None, annotator: str) -> str:
-    if not session or not session.get("lists"):
-        return "No query yet: run a search, then label its hits."
-    shown = {row["id"] for rows in session["lists"].values() for row in rows}
-    judged = store.judged(session["query_id"], (annotator or "").strip()) if annotator else {}
-    done = len(shown & set(judged))
-    return (
-        f"**{done} of {len(shown)}** candidates of this query labelled by {annotator or '(enter your name)'}"
-    )
-
-
-def _cursor_md(wb: Workbench, session: dict | None, list_name: str, rank: int) -> str:
-    if not session or not session.get("lists", {}).get(list_name):
-        return "Select a hit (click it) or choose a list and rank."
-    rows = session["lists"][list_name]
-    rank = max(1, min(int(rank or 1), len(rows)))
-    row = rows[rank - 1]
-    p = wb.corpus[row["id"]]
-    return f"**{list_name} #{rank}** · `{p.id}` · {p.title} · Locarno {p.locarno or '–'} · score {row['score']:.3f}"
 
 
 def default_labels_path() -> tuple[Path, str]:
@@ -138,7 +69,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     """The workbench UI. Every event has an ``api_name``; see the README for the API."""
     wb = workbench
     store = store or LabelStore(default_labels_path()[0])
-    errors = _errors()
+    h = Handlers(wb, store)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
     text_models = [(m.label, m.key) for m in wb.models("text")]
     corpus = wb.corpus
@@ -155,296 +86,6 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             ("k", "previous"),
         )
     )
-
-    # -- handlers ------------------------------------------------------------------------------------
-    def search_drawing(file, model, k, group, crop, locarno, annotator, progress=TRACK_TQDM):
-        """Search the corpus drawings with an uploaded drawing; returns gallery, spread line, hit table."""
-        try:
-            if not file:
-                raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
-            data = Path(file).read_bytes()
-            res = wb.search_drawing(file, model, int(k), bool(group), bool(crop), locarno or "")
-            sha, rel = store.save_query_image(data, Path(file).suffix.lower() or ".png")
-            spec = wb.model(model, "drawing")
-            session = new_session("image", image_query_id(sha), image_sha=sha, image_file=rel,
-                                  patent_id=res.query_patent_id)  # fmt: skip
-            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
-            session["embedding"] = res.query_embedding.tolist()
-            session["model"] = spec.key
-            gallery = [
-                (h.image_path, f"#{h.rank} {h.patent_id} · {h.view} · {h.locarno} · {h.score:.3f}")
-                for h in res.hits
-            ]
-            table = [
-                [h.rank, h.patent_id, h.view, h.locarno, h.locarno_title, h.title, round(h.score, 4)]
-                for h in res.hits
-            ]
-            status = f"{len(res.hits)} results with {spec.label} · {res.spread}"
-            return (gallery, status, table, session, "hmcl", 1,
-                    _cursor_md(wb, session, "hmcl", 1), _progress_md(store, session, annotator))  # fmt: skip
-        except errors as err:
-            return (gr.update(), _warn(err), gr.update(), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
-
-    def _text_tables(bm25, dss):
-        bm = [
-            [r, "", pid, wb.corpus[pid].locarno, wb.corpus[pid].title, round(float(s), 4)]
-            for r, (pid, s) in enumerate(bm25, 1)
-        ]
-        ds = [
-            [
-                r,
-                _movement(e["bm25_rank"], r),
-                pid,
-                wb.corpus[pid].locarno,
-                wb.corpus[pid].title,
-                round(float(s), 4),
-            ]
-            for r, ((pid, s), e) in enumerate(zip(dss, dss.extras or [], strict=True), 1)
-        ]
-        return bm, ds
-
-    def search_text(abstract, codes, model, k, annotator):
-        """BM25 and DSSDNet lists for a pasted abstract (optional classification codes)."""
-        try:
-            from patent_demo.workbench import check_abstract, parse_query_codes
-
-            text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes or "")
-            bm25, dss = wb.search_text(text, qcodes, int(k), model)
-            spec = wb.model(model, "text")
-            session = new_session("text", text_query_id(text), text=text, codes=qcodes)
-            add_list(session, "bm25", wb.text_hits(bm25), "bm25")
-            add_list(session, "dssdnet", wb.text_hits(dss), spec.checkpoint_id)
-            bm, ds = _text_tables(bm25, dss)
-            untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
-            status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {wb.config.bm25_candidates}{untrained}."
-            if not len(bm25):
-                status = "⚠️ no corpus text shares a word with this abstract"
-            return (bm, ds, status, session, "dssdnet", 1,
-                    _cursor_md(wb, session, "dssdnet", 1), _progress_md(store, session, annotator))  # fmt: skip
-        except errors as err:
-            return (gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
-
-    def explain(session, rank):
-        """The DSSDNet explanation of hit ``rank`` of the current text query: gate plot and figures."""
-        from patent_demo.plots import gate_plot
-
-        rows = (session or {}).get("lists", {}).get("dssdnet")
-        if not rows:
-            return None, "Run a text search, then select a DSSDNet candidate."
-        rank = max(1, min(int(rank or 1), len(rows)))
-        row = rows[rank - 1]
-        e = row["extras"]
-        p = wb.corpus[row["id"]]
-        fig = gate_plot(e["gate"]) if e.get("gate") else None
-        md = (
-            f"### {p.id} · {p.title}\n"
-            f"DSSDNet rank {rank} (BM25 rank {e.get('bm25_rank')}, {_movement(e.get('bm25_rank', rank), rank)})  \n"
-            f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
-            f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
-            f"**t** = {_fmt(e.get('t'))} ({e.get('t_source') or '–'}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
-            f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
-            f"**Query**: {session.get('text', '')}\n\n**Candidate** ({p.locarno or 'no code'}): {wb.candidate_text(p)}"
-        )
-        return fig, md
-
-    def select_text(session, evt: gr.SelectData):
-        rank = int(evt.index[0]) + 1
-        fig, md = explain(session, rank)
-        return fig, md, "dssdnet", rank, _cursor_md(wb, session, "dssdnet", rank)
-
-    def select_bm25(session, evt: gr.SelectData):
-        rank = int(evt.index[0]) + 1
-        return "bm25", rank, _cursor_md(wb, session, "bm25", rank)
-
-    def select_gallery(session, evt: gr.SelectData):
-        rank = int(evt.index) + 1
-        return "hmcl", rank, _cursor_md(wb, session, "hmcl", rank)
-
-    def search_combined(file, abstract, codes, dmodel, tmodel, k, annotator, progress=TRACK_TQDM):
-        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion."""
-        from patent_demo.workbench import check_abstract, parse_query_codes
-
-        try:
-            if not file:
-                raise BadInput("upload a drawing as well as the abstract")
-            data = Path(file).read_bytes()
-            text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes or "")
-            k = int(k)
-            dres = wb.search_drawing(file, dmodel, k, True, True, "")
-            _, dss = wb.search_text(text, qcodes, k, tmodel)
-            hm = wb.index(dmodel).search_patents(dres.query_embedding, min(k, len(wb.corpus)))
-            fused = wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
-            sha, rel = store.save_query_image(data, Path(file).suffix.lower() or ".png")
-            session = new_session("combined", combined_query_id(sha, text), text=text, codes=qcodes,
-                                  image_sha=sha, image_file=rel, patent_id=dres.query_patent_id)  # fmt: skip
-            add_list(session, "hmcl", dres.hits, wb.model(dmodel, "drawing").checkpoint_id)
-            add_list(session, "dssdnet", wb.text_hits(dss), wb.model(tmodel, "text").checkpoint_id)
-            add_list(session, "fused", wb.text_hits(fused), "rrf60")
-            row = lambda r, pid, s: [r, pid, wb.corpus[pid].locarno, wb.corpus[pid].title, round(float(s), 4)]  # noqa: E731
-            tables = [[row(r, pid, s) for r, (pid, s) in enumerate(res, 1)] for res in (hm, dss, fused)]
-            return (*tables, "Fused with reciprocal rank fusion (k = 60).", session, "fused", 1,
-                    _cursor_md(wb, session, "fused", 1), _progress_md(store, session, annotator))  # fmt: skip
-        except errors as err:
-            return (gr.update(), gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
-
-    def embedding_maps(model_a, model_b, dims, session, progress=TRACK_TQDM):
-        """PCA maps of two drawing models side by side (query and its top-k highlighted when present)."""
-        from patent_demo.plots import embedding_map
-
-        figs = []
-        try:
-            for model in (model_a, model_b):
-                q = None
-                hl = []
-                if session and session.get("model") == model and session.get("embedding"):
-                    import numpy as np
-
-                    q = np.asarray(session["embedding"], dtype="float32")
-                    hl = [r["id"] for r in session["lists"].get("hmcl", [])]
-                figs.append(
-                    embedding_map(
-                        wb.embedding_map(model, query=q, highlight=hl, dims=3 if dims == "3-D" else 2)
-                    )
-                )
-            return *figs, ""
-        except errors as err:
-            return gr.update(), gr.update(), _warn(err)
-
-    def evaluate(model, progress=TRACK_TQDM):
-        """Drawing metrics on the test split and the worst queries first."""
-        try:
-            summary, rows = wb.evaluate(model, k=10)
-            keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
-            md = " · ".join(f"**{k}** {summary[k]:.3f}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries"
-            table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
-                      r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
-            figures = [r.query_figure for r in rows]
-            return md, table, gr.update(choices=figures, value=figures[0] if figures else None)
-        except errors as err:
-            return _warn(err), gr.update(), gr.update()
-
-    def compare(figure, model_a, model_b):
-        """One test figure searched with two models."""
-        try:
-            if not figure:
-                raise BadInput("evaluate a model first, then pick a query figure")
-            a, b = wb.compare(figure, model_a, model_b, k=8)
-            gal_a, gal_b = (
-                [(h.image_path, f"#{h.rank} {h.patent_id} {h.locarno} {h.score:.3f}") for h in res.hits]
-                for res in (a, b)
-            )
-            return gal_a, gal_b, f"A: {a.spread}  \nB: {b.spread}"
-        except errors as err:
-            return gr.update(), gr.update(), _warn(err)
-
-    def do_label(label, list_name, rank, category, note, annotator, session):
-        """Store one judgement of hit ``rank`` of ``list_name`` for the current query; moves to the next hit."""
-        try:
-            lab = store.add(
-                label_from_session(session, list_name, int(rank), label, annotator, category, note)
-            )
-            n = len(session["lists"][list_name])
-            nxt = min(int(rank) + 1, n)
-            msg = f"✓ {lab.label} · {lab.candidate_id} ({list_name} #{lab.rank}) · label #{lab.id}"
-            return (
-                msg,
-                _progress_md(store, session, annotator),
-                nxt,
-                _cursor_md(wb, session, list_name, nxt),
-                "",
-            )
-        except errors as err:
-            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update()
-
-    def undo(annotator, session):
-        """Undo the annotator's last label for the current query."""
-        try:
-            if not (annotator or "").strip():
-                raise BadInput("enter your name first: undo removes your own last label")
-            lab = store.undo_last(annotator.strip(), (session or {}).get("query_id"))
-            msg = (
-                "nothing to undo"
-                if lab is None
-                else f"↶ undid {lab.label} · {lab.candidate_id} ({lab.list_name} #{lab.rank})"
-            )
-            return msg, _progress_md(store, session, annotator)
-        except errors as err:
-            return _warn(err), gr.update()
-
-    def move(list_name, rank, step, session):
-        rows = (session or {}).get("lists", {}).get(list_name) or []
-        r = max(1, min(int(rank or 1) + step, max(1, len(rows))))
-        return r, _cursor_md(wb, session, list_name, r)
-
-    def export_labels():
-        """Write TREC qrels and the HMCL / DSSDNet training rows; returns the three files."""
-        out = store.path.parent / "exports"
-        n_q = store.export_qrels(out / "qrels.txt")
-        n_h = store.export_hmcl(out / "hmcl.jsonl")
-        n_d = store.export_dssdnet(out / "dssdnet.jsonl", corpus=wb.corpus)
-        md = f"{store.count()} labels → {n_q} qrels lines, {n_h} HMCL rows, {n_d} DSSDNet rows (in `{out}`)"
-        return [str(out / "qrels.txt"), str(out / "hmcl.jsonl"), str(out / "dssdnet.jsonl")], md
-
-    def _queue() -> dict:
-        """The open disagreements as a table: query id, query, candidate, title, one column per annotator."""
-        first = {}
-        for lab in store.labels():
-            first.setdefault((lab.query_id, lab.candidate_id), lab)
-        open_pairs = store.disagreements()
-        names = sorted({a for _, by in open_pairs for a in by})
-        rows = [
-            [q, _query_ref(first[(q, c)]), c, corpus[c].title if c in corpus else "(not in this corpus)"]
-            + [by.get(a, "–") for a in names]
-            for (q, c), by in open_pairs
-        ]
-        return {"headers": QUEUE_HEADERS + names, "data": rows}
-
-    def agreement():
-        """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue."""
-        from patent_demo.labels.agreement import agreement_markdown, agreement_report
-
-        return agreement_markdown(agreement_report(store)), _queue()
-
-    def select_disagreement(evt: gr.SelectData):
-        """Fill the adjudication form from a queue row: query id, candidate, and each annotator's label and note."""
-        row = evt.row_value or ["", "", ""]
-        query_id, cand = str(row[0]), str(row[2])
-        labs = [x for x in store.labels(query_id=query_id) if x.candidate_id == cand and not x.adjudicated]
-        if not labs:
-            return "", "", "Select a row of the queue."
-        latest = {x.annotator: x for x in labs}
-        who = "  \n".join(
-            f"**{a}**: {x.label}"
-            + (f" ({x.category})" if x.category else "")
-            + (f" — {x.note}" if x.note else "")
-            for a, x in sorted(latest.items())
-        )
-        title = corpus[cand].title if cand in corpus else "(not in this corpus)"
-        return (
-            query_id,
-            cand,
-            f"**Query**: {_query_ref(labs[-1], 300)}  \n**Candidate** `{cand}` · {title}  \n{who}",
-        )
-
-    def adjudicate(query_id, candidate_id, label, note, annotator):
-        """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports."""
-        try:
-            previous = [x for x in store.labels(query_id=(query_id or "").strip())
-                        if x.candidate_id == (candidate_id or "").strip()]  # fmt: skip
-            lab = store.adjudicate(query_id or "", candidate_id or "", label, annotator or "", note or "")
-            by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
-            votes = ", ".join(f"{a}: {v}" for a, v in sorted(by_annotator.items()))
-            again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
-            msg = f"✓ adjudicated {lab.candidate_id} for {lab.query_id} as **{lab.label}**{again} · was {votes} · label #{lab.id}"
-            return (msg, *agreement(), "", "", "", "Select a row of the queue.")
-        except errors as err:
-            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
 
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
@@ -609,71 +250,59 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
         # -- events --------------------------------------------------------------------------------------
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
-        d_btn.click(search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
+        d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
                     [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
-        t_btn.click(search_text, [t_text, t_codes, t_model, t_k, annotator],
+        t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator],
                     [t_bm25, t_dss, t_status, *label_panel], api_name="search_text")  # fmt: skip
         t_dss.select(
-            select_text, [session], [t_gate, t_explain, l_list, l_rank, l_cursor], api_name="select_dssdnet"
+            h.select_text, [session], [t_gate, t_explain, l_list, l_rank, l_cursor], api_name="select_dssdnet"
         )
-        t_bm25.select(select_bm25, [session], [l_list, l_rank, l_cursor], api_name="select_bm25")
-        d_gallery.select(select_gallery, [session], [l_list, l_rank, l_cursor], api_name="select_hit")
-        gr.Button(visible=False).click(explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
-        c_btn.click(search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator],
+        t_bm25.select(h.select_bm25, [session], [l_list, l_rank, l_cursor], api_name="select_bm25")
+        d_gallery.select(h.select_gallery, [session], [l_list, l_rank, l_cursor], api_name="select_hit")
+        gr.Button(visible=False).click(h.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
+        c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator],
                     [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined")  # fmt: skip
         m_btn.click(
-            embedding_maps,
+            h.embedding_maps,
             [m_a, m_b, m_dims, session],
             [m_plot_a, m_plot_b, m_status],
             api_name="embedding_map",
         )
-        e_btn.click(evaluate, [e_model], [e_summary, e_table, e_fig], api_name="evaluate")
-        e_cmp.click(compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
+        e_btn.click(h.evaluate, [e_model], [e_summary, e_table, e_fig], api_name="evaluate")
+        e_cmp.click(h.compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
         label_in = [l_list, l_rank, l_cat, l_note, annotator, session]
         label_out = [l_status, l_progress, l_rank, l_cursor, l_note]
-        l_api.click(do_label, [l_value, *label_in], label_out, api_name="label")
+        l_api.click(h.do_label, [l_value, *label_in], label_out, api_name="label")
         for btn, value in ((b_rel, "relevant"), (b_part, "partly"), (b_not, "not")):
-            btn.click(lambda *a, v=value: do_label(v, *a), label_in, label_out, api_name=f"label_{value}")
-        b_undo.click(undo, [annotator, session], [l_status, l_progress], api_name="undo")
+            btn.click(lambda *a, v=value: h.do_label(v, *a), label_in, label_out, api_name=f"label_{value}")
+        b_undo.click(h.undo, [annotator, session], [l_status, l_progress], api_name="undo")
         b_next.click(
-            lambda ln, r, s: move(ln, r, 1, s),
+            lambda ln, r, s: h.move(ln, r, 1, s),
             [l_list, l_rank, session],
             [l_rank, l_cursor],
             api_name="next_hit",
         )
         b_prev.click(
-            lambda ln, r, s: move(ln, r, -1, s),
+            lambda ln, r, s: h.move(ln, r, -1, s),
             [l_list, l_rank, session],
             [l_rank, l_cursor],
             api_name="prev_hit",
         )
         l_list.change(
-            lambda ln, s: move(ln, 1, 0, s), [l_list, session], [l_rank, l_cursor], api_name="choose_list"
+            lambda ln, s: h.move(ln, 1, 0, s), [l_list, session], [l_rank, l_cursor], api_name="choose_list"
         )
-        x_btn.click(export_labels, None, [x_files, x_md], api_name="export_labels")
-        g_refresh.click(agreement, None, [g_report, g_queue], api_name="agreement")
-        g_tab.select(agreement, None, [g_report, g_queue], api_visibility="private")
-        g_queue.select(select_disagreement, None, [g_qid, g_cid, g_pair], api_name="select_disagreement")
-        g_btn.click(adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
+        x_btn.click(h.export_labels, None, [x_files, x_md], api_name="export_labels")
+        g_refresh.click(h.agreement, None, [g_report, g_queue], api_name="agreement")
+        g_tab.select(h.agreement, None, [g_report, g_queue], api_visibility="private")
+        g_queue.select(h.select_disagreement, None, [g_qid, g_cid, g_pair], api_name="select_disagreement")
+        g_btn.click(h.adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
 
-        def refresh_models():
-            """Rescan the checkpoint folders on every page load, so a model retrained while the app runs
-            appears in the lists after a reload."""
-            drawing = gr.update(choices=[(m.label, m.key) for m in wb.models("drawing")])
-            text = gr.update(choices=[(m.label, m.key) for m in wb.models("text")])
-            return drawing, text, drawing, drawing, drawing, drawing, drawing
-
-        demo.load(refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
+        demo.load(h.refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
         if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
             # On a Space with sign-in, the annotator is the Hugging Face profile of whoever is signed in.
-            demo.load(_annotator_from_profile, None, annotator, api_name=False)
+            demo.load(annotator_from_profile, None, annotator, api_name=False)
     return demo
-
-
-def _annotator_from_profile(profile: gr.OAuthProfile | None):
-    """Fill the annotator box with the signed-in Hugging Face username (left as typed when signed out)."""
-    return profile.username if profile is not None else gr.update()
 
 
 def launch_kwargs(workbench: Workbench) -> dict:

@@ -7,6 +7,9 @@ in its model list. The defaults, always present:
 
 * ``zero-shot``: the ``lite-clip`` drawing encoder with its pretrained (ImageNet) tower, no training;
 * ``dssdnet-untrained``: MiniLM-L6 with a DSSDNet head at its initialisation (an untrained head).
+
+``default_drawing_encoder(spec)`` and ``default_reranker(spec)`` build the model a spec names (weights
+read offline).
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from patent_demo.text.search import TextReranker
 
 ZERO_SHOT = "zero-shot"
 UNTRAINED_TEXT = "dssdnet-untrained"
@@ -143,3 +152,63 @@ def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
     drawing = sorted((s for s in specs if s.task == "drawing"), key=lambda s: (order.get(s.kind, 3), s.key))
     text = sorted((s for s in specs if s.task == "text"), key=lambda s: (not s.trained, s.key))
     return drawing + text
+
+
+# -- building the model of a spec --------------------------------------------------------------------
+class DrawingEncoder(Protocol):
+    """Anything that maps B drawings (PIL images, mode "L") to embeddings ``[B, D]``."""
+
+    def encode(self, images: list[Any]) -> np.ndarray: ...
+
+
+class OpenClipDrawingEncoder:
+    """A drawing encoder from ``patent_demo.drawing.encoders.create_encoder``: PIL drawings -> ``[B, D]`` unit vectors."""
+
+    def __init__(
+        self,
+        name: str,
+        pretrained: str | os.PathLike | None = "default",
+        device: str = "cpu",
+        checkpoint: str | os.PathLike | None = None,
+    ) -> None:
+        if checkpoint is not None:
+            from patent_demo.drawing.finetune import load_hmcl_checkpoint
+
+            self.model, self.transform, _ = load_hmcl_checkpoint(checkpoint, device=device)
+        else:
+            from patent_demo.drawing.encoders import create_encoder
+
+            self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
+
+    def encode(self, images: list[Any]) -> np.ndarray:
+        import torch
+
+        from patent_demo.drawing.encoders import encode_images
+
+        batch = torch.stack([self.transform(im) for im in images])
+        with torch.inference_mode():
+            return encode_images(self.model, batch).float().cpu().numpy()
+
+
+def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
+    """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
+
+    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
+    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
+    """
+    if spec.path is None:
+        return OpenClipDrawingEncoder(spec.encoder)
+    return OpenClipDrawingEncoder(spec.encoder, checkpoint=spec.path)
+
+
+def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranker:
+    """The re-ranker of a text model spec: a saved DSSDNet checkpoint, or MiniLM with an untrained head."""
+    import torch
+
+    from patent_demo.text.reranker import Reranker, create_reranker
+
+    if spec.path is not None:
+        return Reranker.load(spec.path)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # the untrained head is the same on every start
+        return create_reranker(spec.encoder, domain_scheme=domain_scheme)

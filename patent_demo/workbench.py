@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,26 +32,18 @@ from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
-from patent_demo.registry import ModelSpec, scan_models
+from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.registry import (
+    DrawingEncoder,
+    ModelSpec,
+    default_drawing_encoder,
+    default_reranker,
+    scan_models,
+)
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
-
-MAX_ABSTRACT_CHARS = 20_000
-RRF_K = 60
-
-
-class DrawingEncoder(Protocol):
-    """Anything that maps B drawings (PIL images, mode "L") to embeddings ``[B, D]``."""
-
-    def encode(self, images: list[Any]) -> np.ndarray: ...
-
-
-class TextReranker(Protocol):
-    """``rank(query, [(id, text, codes)], query_codes) -> Results`` (see ``patent_demo.text.reranker``)."""
-
-    def rank(
-        self, query_text: str, candidates: Sequence[tuple[str, str, Any]], query_codes: Any = None
-    ) -> Results: ...
+from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
+from patent_demo.text.search import TextQuery, TextReranker, candidate_text, first_stage, rerank_run
 
 
 @dataclass
@@ -121,63 +112,9 @@ class ErrorRow:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def reciprocal_rank_fusion(lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
-    """Reciprocal rank fusion (Cormack et al. 2009): ``score(d) = sum_l 1 / (k + rank_l(d))``, ranks from 1.
-
-    Each extra holds ``ranks`` {list name: rank in that list}. Ties keep first-seen order over the
-    lists in the order given.
-    """
-    if k < 0:
-        raise ValueError(f"RRF k must be >= 0, got {k}")
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for name, res in lists.items():
-        for r, doc in enumerate(res.ids, 1):
-            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + r)
-            ranks.setdefault(doc, {})[name] = r
-    ids = list(scores)
-    fused = Results.from_unsorted(ids, [scores[d] for d in ids], [{"ranks": ranks[d]} for d in ids])
-    return fused if top is None else fused.top(top)
-
-
-def parse_query_codes(text: str) -> dict[str, list[str]]:
-    """Codes typed by the examiner ("06-01; A47C 7/02") -> {"locarno": [...], "ipc": [...]}.
-
-    A code is tried as Locarno first, then as IPC; one that is neither raises ``ValueError`` naming it.
-    """
-    from patent_demo import taxonomy
-
-    out: dict[str, list[str]] = {}
-    for raw in [c.strip() for c in text.replace("\n", ";").replace(",", ";").split(";")]:
-        if not raw:
-            continue
-        for scheme in ("locarno", "ipc"):
-            try:
-                code = taxonomy.normalize(scheme, raw)
-            except ValueError:
-                continue
-            if code not in out.get(scheme, []):
-                out.setdefault(scheme, []).append(code)
-            break
-        else:
-            raise ValueError(
-                f"unknown classification code {raw!r}: give a Locarno code such as 06-01 or an IPC/CPC "
-                f"symbol such as A47C 7/02, separated by ';'"
-            )
-    return out
-
-
-def check_abstract(text: str) -> str:
-    """The stripped abstract, or ``ValueError`` when it is empty or longer than ``MAX_ABSTRACT_CHARS``."""
-    text = (text or "").strip()
-    if not text:
-        raise ValueError("the abstract is empty: paste the text of the application to search with")
-    if len(text) > MAX_ABSTRACT_CHARS:
-        raise ValueError(
-            f"the abstract has {len(text):,} characters; paste at most {MAX_ABSTRACT_CHARS:,} "
-            f"(the abstract or the first claims, not the whole document)"
-        )
-    return text
+def _nan(x: float | None) -> float:
+    """A per-query metric as a float (``None``, undefined, becomes NaN)."""
+    return float("nan") if x is None else float(x)
 
 
 def corpus_fingerprint(corpus: Corpus) -> str:
@@ -189,57 +126,23 @@ def corpus_fingerprint(corpus: Corpus) -> str:
     return h.hexdigest()[:12]
 
 
-class OpenClipDrawingEncoder:
-    """A drawing encoder from ``patent_demo.drawing.encoders.create_encoder``: PIL drawings -> ``[B, D]`` unit vectors."""
+class _KeepScore:
+    """A re-ranker whose extras also carry each candidate's own score (``rerank_run`` shifts the scores of
+    the head it merges above the BM25 tail; the app shows the re-ranker's probabilities)."""
 
-    def __init__(
-        self,
-        name: str,
-        pretrained: str | os.PathLike | None = "default",
-        device: str = "cpu",
-        checkpoint: str | os.PathLike | None = None,
-    ) -> None:
-        if checkpoint is not None:
-            from patent_demo.drawing.finetune import load_hmcl_checkpoint
+    KEY = "_rerank_score"
 
-            self.model, self.transform, _ = load_hmcl_checkpoint(checkpoint, device=device)
-        else:
-            from patent_demo.drawing.encoders import create_encoder
+    def __init__(self, reranker: TextReranker) -> None:
+        self.reranker = reranker
 
-            self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
-
-    def encode(self, images: list[Any]) -> np.ndarray:
-        import torch
-
-        from patent_demo.drawing.encoders import encode_images
-
-        batch = torch.stack([self.transform(im) for im in images])
-        with torch.inference_mode():
-            return encode_images(self.model, batch).float().cpu().numpy()
-
-
-def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
-    """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
-
-    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
-    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
-    """
-    if spec.path is None:
-        return OpenClipDrawingEncoder(spec.encoder)
-    return OpenClipDrawingEncoder(spec.encoder, checkpoint=spec.path)
-
-
-def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranker:
-    """The re-ranker of a text model spec: a saved DSSDNet checkpoint, or MiniLM with an untrained head."""
-    import torch
-
-    from patent_demo.text.reranker import Reranker, create_reranker
-
-    if spec.path is not None:
-        return Reranker.load(spec.path)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)  # the untrained head is the same on every start
-        return create_reranker(spec.encoder, domain_scheme=domain_scheme)
+    def rank(self, query_text, candidates, query_codes=None, batch_size: int = 32) -> Results:
+        res = self.reranker.rank(query_text, candidates, query_codes=query_codes, batch_size=batch_size)
+        extras = res.extras or [{}] * len(res)
+        return Results(
+            res.ids,
+            res.scores,
+            [{**(e or {}), self.KEY: float(v)} for e, v in zip(extras, res.scores, strict=True)],
+        )
 
 
 class Workbench:
@@ -408,7 +311,7 @@ class Workbench:
     def _hit(
         self, rank: int, patent_id: str, score: float, figure: str = "", extras: dict | None = None
     ) -> Hit:
-        from patent_demo.taxonomy import locarno_title
+        from patent_demo.titles import locarno_title
 
         p = self.corpus[patent_id]
         view, image = "", ""
@@ -493,17 +396,18 @@ class Workbench:
 
     # -- text search -------------------------------------------------------------------------------------
     def candidate_text(self, patent: Patent) -> str:
-        from patent_demo.text.search import candidate_text
-
         return candidate_text(patent)
 
     def search_text(
         self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
     ) -> tuple[Results, Results]:
-        """BM25 top ``bm25_candidates`` re-ranked by DSSDNet: (BM25 top-k, DSSDNet top-k).
+        """(BM25 top-k, DSSDNet top-k) for an abstract: ``patent_demo.text.search.rerank_run``, the path the
+        training evaluation and the benchmarks take, over BM25's top ``max(k, bm25_candidates)``, all of
+        them re-ranked.
 
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
-        (see ``Reranker.rank``), plus ``bm25_rank``.
+        (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
+        orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
         """
         text = check_abstract(abstract)
         query_codes = (
@@ -511,19 +415,16 @@ class Workbench:
         )
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        first = self.bm25().search(text, k=max(k, self.config.bm25_candidates))
+        query = TextQuery("query", text, query_codes)
+        n = max(k, self.config.bm25_candidates)
+        first = first_stage(self.bm25(), [query], k=n)["query"]
         if not len(first):
             return first, first
         spec = self.model(model, "text") if model else self.models("text")[0]
-        cands = [(pid, self.candidate_text(self.corpus[pid]), self.corpus[pid].codes) for pid in first.ids]
-        reranked = self.reranker(spec).rank(text, cands, query_codes=query_codes)
-        bm25_rank = {pid: r for r, pid in enumerate(first.ids, 1)}
-        extras = [
-            {**(e or {}), "bm25_rank": bm25_rank[pid]}
-            for pid, e in zip(reranked.ids, reranked.extras or [{}] * len(reranked), strict=True)
-        ]
-        reranked = Results(reranked.ids, reranked.scores, extras)
-        return first.top(k), reranked.top(k)
+        run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
+                         keep_extras=True)["query"].top(k)  # fmt: skip
+        scores = [e.pop(_KeepScore.KEY) for e in run.extras]
+        return first.top(k), Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
         """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""
@@ -600,37 +501,38 @@ class Workbench:
 
     # -- error analysis --------------------------------------------------------------------------------
     def protocol(self) -> tuple[list[int], list[int]]:
-        """Query/gallery rows of the index for the test split: each test patent's ``extra["query_figure"]``
-        (its first figure when absent) is a query, every other test figure the gallery (all patents
-        when the corpus has no test split)."""
-        test = set(self.corpus.splits.get("test", [])) or {p.id for p in self.corpus.patents}
-        queries, gallery, position = [], [], {}
-        for i, (p, _) in enumerate(self._figures()):
-            if p.id not in test:
-                continue
-            j = position[p.id] = position.get(p.id, -1) + 1
-            (queries if j == int(p.extra.get("query_figure", 0)) else gallery).append(i)
-        return queries, gallery
+        """Query/gallery rows of the index under the one drawing-evaluation protocol
+        (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
+        query figures against its other figures, or, without a test split, every figure against all others."""
+        from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
 
-    def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float], list[ErrorRow]]:
-        """Drawing metrics of ``model`` on the test protocol and one row per query, worst first
-        (lowest subclass AP, then patent AP)."""
-        from patent_demo.metrics import ItemLabels, drawing_metrics
+        split, protocol = resolve_split(self.corpus)
+        queries, gallery, _ = drawing_protocol(self.corpus, split, protocol)
+        row = {f.path: i for i, (_, f) in enumerate(self._figures())}
+        return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
+
+    def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float | None], list[ErrorRow]]:
+        """Drawing metrics of ``model`` on the protocol (``score_embeddings`` over the index embeddings, the
+        numbers ``train.evaluate`` reports) and one row per query, worst first (lowest subclass AP, then
+        patent AP). A query never retrieves itself."""
+        from patent_demo.drawing.evaluate import score_embeddings
 
         index = self.index(model)
         q_rows, g_rows = self.protocol()
-        if not q_rows or not g_rows:
-            raise ValueError("the test split needs patents with at least two figures to evaluate")
+        if not q_rows or not g_rows or q_rows == g_rows and len(q_rows) < 2:
+            raise ValueError("the evaluated patents need at least two figures in all to evaluate")
         figs = self._figures()
-        label = lambda rows: ItemLabels([figs[i][0].id for i in rows], [figs[i][0].locarno for i in rows])  # noqa: E731
+        in_gallery = {r: j for j, r in enumerate(g_rows)}
+        self_index = np.array([in_gallery.get(r, -1) for r in q_rows], dtype=np.int64)
         qx, gx = index.embeddings[q_rows], index.embeddings[g_rows]
-        scores = qx @ gx.T
-        ev = drawing_metrics(label(q_rows), label(g_rows), scores=scores, ks=(k,))
-        order = np.argsort(-scores, axis=1, kind="stable")
+        ev = score_embeddings([figs[i] for i in q_rows], [figs[i] for i in g_rows], qx, gx, self_index,
+                              ks=(k,), silhouette=False, per_query=True)  # fmt: skip
+        scores = qx.astype(np.float64) @ gx.astype(np.float64).T
         rows = []
         for qi, row in enumerate(q_rows):
             p, f = figs[row]
-            ranked = [figs[g_rows[j]][0] for j in order[qi]]
+            order = [j for j in np.argsort(-scores[qi], kind="stable") if j != self_index[qi]]
+            ranked = [figs[g_rows[j]][0] for j in order]
             same = [r for r, g in enumerate(ranked, 1) if g.locarno == p.locarno]
             expected = sorted({g.id for g in ranked if g.id == p.id or g.locarno == p.locarno})
             returned = list(dict.fromkeys(g.id for g in ranked))[:k]
@@ -639,8 +541,8 @@ class Workbench:
                     p.id,
                     f.path,
                     p.locarno,
-                    float(ev.per_query["patent_map"][qi]),
-                    float(ev.per_query["subclass_map"][qi]),
+                    _nan(ev["per_query"]["patent_map"][qi]),
+                    _nan(ev["per_query"]["subclass_map"][qi]),
                     same[0] if same else 0,
                     expected[:k],
                     returned,
@@ -650,7 +552,7 @@ class Workbench:
         def key(r: ErrorRow) -> tuple:
             return np.nan_to_num(r.subclass_ap, nan=2.0), np.nan_to_num(r.patent_ap, nan=2.0), r.query_patent
 
-        return ev.summary(), sorted(rows, key=key)
+        return ev["metrics"], sorted(rows, key=key)
 
     def compare(
         self, figure: str, model_a: str, model_b: str, k: int = 10

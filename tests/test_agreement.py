@@ -150,6 +150,7 @@ def _add(store, annotator, query_id, candidate, label, **kw):
             rank=1,
             score=0.5,
             label=label,
+            session_id=f"session-{annotator}",
             **kw,
         )
     )
@@ -163,7 +164,7 @@ def store(tmp_path):
         _add(s, "alice", Q1, f"P{i}", NAMES[ga])
         _add(s, "bob", Q1, f"P{i}", NAMES[gb])
     _add(s, "bob", Q1, "P11", "relevant")
-    assert s.undo_last("bob").candidate_id == "P11"  # undone: not a judgement
+    assert s.undo_last("session-bob").candidate_id == "P11"  # undone: not a judgement
     _add(s, "carol", Q1, "P1", "not")  # shared with alice and bob, once each
     _add(s, "carol", Q1, "P12", "partly")  # judged by carol alone
     _add(s, "lead", Q1, "P4", "partly", adjudicated=True)  # settles alice/bob's P4 disagreement

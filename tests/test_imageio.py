@@ -241,6 +241,58 @@ def test_pixel_budget_checked_before_decoding():
     assert load_drawing(small, max_pixels=9600).mode == "L"
 
 
+@pytest.mark.parametrize("size", [(30_000, 1), (1, 100_000)])
+def test_pixel_budget_applies_to_the_padded_canvas(size):
+    # a thin strip is cheap to decode (30,000 pixels) but its square canvas would hold ~900 million
+    strip = Image.new("L", size, 0)
+    data = _encode(strip, "PNG")
+    assert len(data) < 1000
+    with pytest.raises(DrawingError) as err:
+        load_drawing(data, name="strip.png")
+    msg = str(err.value)
+    assert msg.startswith(f"strip.png: a {size[0]}x{size[1]} drawing needs a ")
+    assert (
+        "canvas after cropping margins and square padding" in msg and "over the budget of 50,000,000" in msg
+    )
+    with pytest.raises(DrawingError, match="canvas after cropping margins"):
+        list(iter_pages(data))
+    # without margins or squaring the canvas is the strip itself: within the budget
+    assert load_drawing(data, square=False, margin=0).size == size
+
+
+def test_canvas_budget_counts_margins_and_square():
+    page = _encode(_page(size=(100, 100), box=(0, 0, 100, 10)), "PNG")  # ink box 100 x 10
+    # margin 4 px each side -> 108 x 18 -> square 108 x 108 = 11,664 pixels
+    assert load_drawing(page, max_pixels=11_664).size == (108, 108)
+    with pytest.raises(
+        DrawingError, match=r"needs a 108x108 canvas .* = 11,664 pixels, over the budget of 11,663"
+    ):
+        load_drawing(page, max_pixels=11_663)
+
+
+def test_out_of_memory_becomes_a_drawing_error(monkeypatch):
+    import patent_demo.drawing.imageio as imageio
+
+    def no_memory(*a, **k):
+        raise MemoryError
+
+    monkeypatch.setattr(imageio.ImageOps, "expand", no_memory)
+    with pytest.raises(DrawingError) as err:
+        load_drawing(_encode(_page(), "PNG"), name="upload.png")
+    assert str(err.value) == "upload.png: not enough memory to read this drawing; send a smaller image"
+
+
+def test_a_given_name_replaces_the_path_in_messages(tmp_path):
+    path = tmp_path / "secret" / "upload.xml"
+    path.parent.mkdir()
+    path.write_text("<xml/>")
+    with pytest.raises(DrawingError) as err:
+        load_drawing(path, name="upload.xml")
+    assert str(err.value).startswith("upload.xml: not a readable image") and str(tmp_path) not in str(
+        err.value
+    )
+
+
 # -- real USPTO drawing pages ------------------------------------------------------------------------
 
 

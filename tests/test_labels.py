@@ -44,17 +44,33 @@ def test_wal_and_survives_restart(tmp_path):
     assert mode == "wal"
 
 
-def test_undo_marks_the_latest_label_and_keeps_the_row(tmp_path):
+def test_undo_acts_on_the_sessions_own_last_label(tmp_path):
     store = LabelStore(tmp_path / "l.sqlite")
-    store.add(_lab(candidate_id="P1"))
-    store.add(_lab(candidate_id="P2", label="not"))
-    store.add(_lab(candidate_id="P3", annotator="other"))
-    undone = store.undo_last("ann")
+    store.add(_lab(candidate_id="P1", session_id="s1"))
+    store.add(_lab(candidate_id="P2", label="not", session_id="s1"))
+    store.add(_lab(candidate_id="P3", session_id="s2"))  # same name, another browser session
+    undone = store.undo_last("s1")
     assert undone.candidate_id == "P2" and undone.undone
     assert [lab.candidate_id for lab in store.labels()] == ["P1", "P3"]
     assert [lab.candidate_id for lab in store.labels(include_undone=True)] == ["P1", "P2", "P3"]
-    assert store.undo_last("ann").candidate_id == "P1"
-    assert store.undo_last("ann") is None
+    assert store.undo_last("s1").candidate_id == "P1"
+    assert store.undo_last("s1") is None
+    assert store.undo_last("s3") is None  # a session that labelled nothing undoes nothing
+    assert [lab.candidate_id for lab in store.labels()] == ["P3"]
+
+
+def test_undo_by_id_is_refused_to_another_session(tmp_path):
+    store = LabelStore(tmp_path / "l.sqlite")
+    lab = store.add(_lab(session_id="s1"))
+    with pytest.raises(LabelError, match="was not made in this session"):
+        store.undo(lab.id, "s2")
+    with pytest.raises(LabelError, match="was not made in this session"):
+        store.undo(lab.id, "")
+    with pytest.raises(LabelError, match="there is no label #99"):
+        store.undo(99, "s1")
+    assert store.undo(lab.id, "s1").undone
+    with pytest.raises(LabelError, match="already undone"):
+        store.undo(lab.id, "s1")
 
 
 @pytest.mark.parametrize(
@@ -74,21 +90,27 @@ def test_bad_labels_are_refused_with_a_message(tmp_path, field, value, message):
     assert store.count() == 0
 
 
-def test_resolution_adjudication_wins_then_majority(tmp_path):
+def test_resolution_adjudication_wins_then_majority_and_ties_stay_undecided(tmp_path):
     store = LabelStore(tmp_path / "l.sqlite")
     store.add(_lab(annotator="a", label="relevant"))
     store.add(_lab(annotator="b", label="not"))
     store.add(_lab(annotator="c", label="not"))
     store.add(_lab(annotator="a", candidate_id="P2", label="partly"))
-    store.add(_lab(annotator="b", candidate_id="P2", label="relevant"))
+    store.add(_lab(annotator="b", candidate_id="P2", label="relevant"))  # 1 vs 1
+    store.add(_lab(annotator="a", candidate_id="P3", label="not"))
+    store.add(_lab(annotator="a", candidate_id="P3", label="partly"))  # a relabel replaces, no dispute
     res = store.resolved()
     q = text_query_id("a folding chair")
     assert res[(q, "P1")].label == "not"
-    assert res[(q, "P2")].label == "relevant"  # tie: the most recent label
+    assert (q, "P2") not in res  # a tie is no decision
+    assert res[(q, "P3")].label == "partly"
+    assert store.disputed() == [((q, "P2"), {"a": "partly", "b": "relevant"})]
     assert [k for k, _ in store.disagreements()] == [(q, "P1"), (q, "P2")]
     store.add(_lab(annotator="lead", label="partly", adjudicated=True))
+    store.add(_lab(annotator="lead", candidate_id="P2", label="relevant", adjudicated=True))
     assert store.resolved()[(q, "P1")].label == "partly"
-    assert [k for k, _ in store.disagreements()] == [(q, "P2")]
+    assert store.resolved()[(q, "P2")].label == "relevant"
+    assert store.disputed() == [] and store.disagreements() == []
 
 
 def test_exports(tmp_path):
@@ -157,7 +179,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
         "s = LabelStore(sys.argv[1])\n"
         "for i in range(50):\n"
         "    s.add(Label(annotator=sys.argv[2], query_id='q', query_kind='text', candidate_id=f'P{i}',"
-        " list_name='bm25', rank=i, score=0.0, label='not'))\n"
+        " list_name='bm25', rank=i + 1, score=0.0, label='not'))\n"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path), name]) for name in ("x", "y", "z")]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]

@@ -8,8 +8,9 @@ the graded ``hier_ndcg@k``), a per-subclass breakdown and the silhouette of the 
 as JSON (see ``patent_demo.drawing.evaluate.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
 
 Protocols: ``queries`` (the demo corpus: one query figure per patent, the gallery every other figure of
-the split) and ``all`` (every figure a query against all other figures; the default for ``--redbook``,
-whose drawing pages carry no marked query view).
+the split) and ``all`` (every figure a query against all other figures; the default for a corpus
+without a test split, such as ``--redbook``, whose drawing pages carry no marked query view). The split
+fallback is ``patent_demo.drawing.evaluate.resolve_split``, shared with the app's Error-analysis tab.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings
+from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split
 from patent_demo.drawing.finetune import load_encoder
 
 
@@ -49,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
     a("--demo-size", type=int, default=256, help="drawing size of the generated demo corpus")
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
-    a("--split", default="test", help="split to evaluate; 'all' for every patent (the default for --redbook)")
-    a("--protocol", choices=PROTOCOLS, default=None, help="queries (demo default) or all (--redbook default)")
+    a("--split", default="test", help="split to evaluate; 'all' for every patent (also without a test split)")
+    a("--protocol", choices=PROTOCOLS, default=None, help="queries (default for a split) or all (for all)")
     a("--k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--batch-size", type=int, default=64, help="figures per embedding batch")
     a("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -81,13 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     corpus = load_eval_corpus(args)
-    split = args.split
-    if args.redbook and split == "test" and "test" not in corpus.splits:
-        split = "all"
-    protocol = args.protocol or ("all" if args.redbook else "queries")
+    split, protocol = resolve_split(corpus, args.split, args.protocol)
     model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
     result = evaluate_drawings(
-        model, eval_tf, corpus, None if split == "all" else split, ks=args.k, protocol=protocol,
+        model, eval_tf, corpus, split, ks=args.k, protocol=protocol,
         batch_size=args.batch_size, silhouette=not args.no_silhouette,
     )  # fmt: skip
     result = {
@@ -97,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "image_size": eval_tf.size,
         "corpus": corpus.name or str(corpus.root),
         **result,
-        "split": split,
+        "split": split or "all",
     }
     text = json.dumps(result, indent=1, sort_keys=True)
     if args.out:

@@ -33,9 +33,21 @@ GRADE_RELEVANT, GRADE_PARTLY = 2, 1
 MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test patent's text is a leak
 
 
-def read_rows(path: str | os.PathLike) -> list[dict]:
-    """The JSON objects of a JSONL export, one per non-empty line; a bad line raises ``CorpusError``."""
-    return [row for _, row in iter_jsonl(path, "label row")]
+def read_rows(path: str | os.PathLike, modality: str | None = None) -> list[dict]:
+    """The JSON objects of a JSONL export, one per non-empty line; a bad line raises ``CorpusError``.
+
+    With ``modality`` (``"drawing"`` for HMCL rows, ``"text"`` for DSSDNet rows) a row that declares
+    another modality raises ``CorpusError``: a model trains only on judgements of what it ranks."""
+    rows = []
+    for where, row in iter_jsonl(path, "label row"):
+        found = row.get("modality")
+        if modality is not None and found is not None and found != modality:
+            raise CorpusError(
+                f"{path}:{where}: label row {row.get('query_id')!r} holds {found} judgements, not {modality} ones: "
+                "export the labels again"
+            )
+        rows.append(row)
+    return rows
 
 
 def _norm(text: str) -> str:
@@ -340,7 +352,7 @@ def label_training(args, corpus: Corpus, train_patents: Sequence[Patent], figure
                    fig_patent: list[int]) -> tuple[LabelTraining, dict]:  # fmt: skip
     """``train.hmcl``'s ``--labels`` rows that pass the leak guard, as label groups (extending ``figures``
     and ``fig_patent`` in place), and the statistics its checkpoint records."""
-    rows = read_rows(args.labels)
+    rows = read_rows(args.labels, modality="drawing")
     kept, stats = guard_hmcl_rows(rows, corpus, args.test_split, args.allow_test_labels)
     s_rel, s_partly = args.label_weights or args.weights[:2]
     root = args.labels_root or str(Path(args.labels).parent)

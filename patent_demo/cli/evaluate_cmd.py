@@ -17,9 +17,11 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from patent_demo.cli.common import BM25, add_checkpoints, add_corpus, load_corpus, model_name, resolve_model
 from patent_demo.data.corpus import Corpus, read_qrels
-from patent_demo.metrics.paired import group_pairs, macro_mean, mean_defined, paired_bootstrap
+from patent_demo.metrics import macro_means, paired_bootstrap
 
 DRAWING_KEYS = ("patent_map", "subclass_map", "main_map")
 TEXT_KS = (10, 100)
@@ -77,19 +79,29 @@ def _split(corpus: Corpus, asked: str | None) -> tuple[str | None, str]:
     return None, "this corpus has no test split: every figure is evaluated against all others"
 
 
+def _arrays(per_query: dict, keys: list[str]) -> dict[str, np.ndarray]:
+    return {k: np.array([np.nan if v is None else v for v in per_query[k]], dtype=np.float64) for k in keys}
+
+
+def _none(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else float(x)
+
+
 def _summaries(per_query: dict, groups: list[str], keys: list[str]) -> dict:
-    return {k: {"per_query": mean_defined(per_query[k]), "per_patent": macro_mean(per_query[k], groups)}
-            for k in keys}  # fmt: skip
+    """Per metric: the mean over queries and the mean over patents of each patent's query mean."""
+    arrays = _arrays(per_query, keys)
+    macro = macro_means(arrays, groups) if groups else {}
+    return {k: {"per_query": _none(np.nanmean(v)) if np.isfinite(v).any() else None,
+                "per_patent": _none(macro.get(k, np.nan))} for k, v in arrays.items()}  # fmt: skip
 
 
 def _compare(a: dict, b: dict, groups: list[str], keys: list[str], resamples: int, seed: int) -> dict:
-    out = {}
-    for k in keys:
-        per_q = paired_bootstrap(a[k], b[k], resamples, seed=seed).to_dict()
-        ga, gb = group_pairs(a[k], b[k], groups)
-        per_p = paired_bootstrap(ga, gb, resamples, seed=seed).to_dict()
-        out[k] = {"per_query": per_q, "per_patent": per_p}
-    return out
+    """Paired bootstrap of model - baseline: queries resampled independently, and whole patents resampled
+    (the pages of one patent are not independent queries)."""
+    xa, xb = _arrays(a, keys), _arrays(b, keys)
+    return {k: {"per_query": paired_bootstrap(xa[k], xb[k], n_boot=resamples, seed=seed),
+                "per_patent": paired_bootstrap(xa[k], xb[k], groups=groups, n_boot=resamples, seed=seed)}
+            for k in keys}  # fmt: skip
 
 
 def _table(result: dict, keys: list[str]) -> str:
@@ -99,16 +111,16 @@ def _table(result: dict, keys: list[str]) -> str:
                  (f", gallery {result['num_gallery']}" if result.get("num_gallery") else ""))  # fmt: skip
     head = f"{'metric':18s} {'per query':>10s} {'per patent':>11s}"
     if result.get("against"):
-        head += f"  {'baseline':>9s} {'diff (95% CI, per query)':>30s} {'p':>6s}"
+        head += f"  {'baseline':>9s} {'diff [95% CI, patents resampled]':>34s} {'P(<=0)':>6s}"
     lines += ["", head, "-" * len(head)]
     for k in keys:
         s = result["summary"][k]
         fmt = lambda v: f"{v:.4f}" if v is not None else "n/a"  # noqa: E731
         row = f"{k:18s} {fmt(s['per_query']):>10s} {fmt(s['per_patent']):>11s}"
         if result.get("against"):
-            c = result["comparison"][k]["per_query"]
+            c = result["comparison"][k]["per_patent"]
             ci = f"{c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}]"
-            row += f"  {fmt(result['baseline_summary'][k]['per_query']):>9s} {ci:>30s} {c['p_value']:6.3f}"
+            row += f"  {fmt(result['baseline_summary'][k]['per_query']):>9s} {ci:>34s} {c['p_le_0']:6.3f}"
         lines.append(row)
     return "\n".join(lines)
 
@@ -142,14 +154,14 @@ def run_drawings(args: argparse.Namespace) -> int:
     res = drawing_run(corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device)
     keys = [*DRAWING_KEYS, *(f"{lvl}_ndcg@{k}" for k in args.k for lvl in ("patent", "subclass", "main"))]
     keys = [k for k in keys if k in res["per_query"]]
-    groups = [q["patent"] for q in res["queries"]]
+    groups = list(res["query_patents"])
     result = {
         "task": "drawings", "corpus": str(corpus.root), "source": corpus.source_label or corpus.name,
         "evaluated": note + f"; protocol {protocol}", "split": split or "all", "protocol": protocol,
         "model": spec.key, "image_size": res["image_size"], "num_queries": len(groups),
         "num_patents": len(set(groups)), "num_gallery": res["num_gallery"],
         "summary": _summaries(res["per_query"], groups, keys), "metrics": res["metrics"],
-        "per_class": res["per_class"], "queries": res["queries"], "per_query": res["per_query"],
+        "per_class": res["per_class"], "query_patents": groups, "per_query": res["per_query"],
     }  # fmt: skip
     if args.against:
         base = resolve_model(args.against, "drawing", args.checkpoints)

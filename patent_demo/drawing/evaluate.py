@@ -26,6 +26,22 @@ PROTOCOLS = ("queries", "all")
 DEFAULT_KS = (10,)
 
 
+def resolve_split(
+    corpus: Corpus, split: str | None = "test", protocol: str | None = None
+) -> tuple[str | None, str]:
+    """The split and protocol evaluated on ``corpus``, the one fallback every caller shares.
+
+    ``split`` when the corpus has it, with ``protocol`` (default ``queries``). A corpus without a
+    (non-empty) ``test`` split (real drawing pages loaded as they are), or ``split`` ``None`` / ``"all"``: every patent,
+    with ``protocol`` (default ``all``: no query view is marked). Another missing split raises
+    ``CorpusError``.
+    """
+    if split is None or split == "all" or (split == "test" and not corpus.splits.get("test")):
+        return None, protocol or "all"
+    corpus.split(split)  # raises CorpusError for a missing split
+    return split, protocol or "queries"
+
+
 def drawing_protocol(
     corpus: Corpus, split: str | None = "test", protocol: str = "queries"
 ) -> tuple[list[tuple[Patent, Figure]], list[tuple[Patent, Figure]], np.ndarray]:
@@ -76,9 +92,9 @@ def score_embeddings(
     Returns ``{"metrics": {patent_map, patent_ndcg@k, subclass_*, main_*, hier_ndcg@k, num_queries},
     "per_class": {subclass: {...}}, "silhouette": float | None, "silhouette_per_class": {...},
     "num_gallery": G}``. The silhouette is over the distinct figures of queries and gallery, grouped by
-    Locarno subclass (``None`` when fewer than two subclasses are present). With ``per_query`` the result
-    also holds ``"per_query": {metric: [Q values, None where undefined]}`` and ``"queries": [{"patent",
-    "figure"}]`` (for per-patent means and paired comparisons).
+    Locarno subclass (``None`` when fewer than two subclasses are present). With ``per_query``, also
+    ``"per_query": {metric: [Q] values, None where undefined}``, ``"query_patents": [Q]`` and
+    ``"macro": {metric: mean over patents of each patent's query mean}`` (each patent counts once).
     """
     from patent_demo.metrics import drawing_metrics, silhouette_by_subclass
 
@@ -95,8 +111,12 @@ def score_embeddings(
         "silhouette_per_class": {},
     }
     if per_query:
+        from patent_demo.metrics import macro_means
+
+        patents = [p.id for p, _ in queries]
         out["per_query"] = {k: [_finite(float(x)) for x in v] for k, v in ev.per_query.items()}
-        out["queries"] = [{"patent": p.id, "figure": f.path} for p, f in queries]
+        out["query_patents"] = patents
+        out["macro"] = {k: _finite(v) for k, v in macro_means(ev.per_query, patents).items()}
     if silhouette:
         same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
         emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
@@ -119,7 +139,6 @@ def evaluate_drawings(
     batch_size: int = 64,
     silhouette: bool = True,
     progress: bool = False,
-    per_query: bool = False,
 ) -> dict:
     """Drawing retrieval of one split at patent, subclass and main-class level.
 
@@ -139,5 +158,5 @@ def evaluate_drawings(
     else:
         emb = embed_corpus_figures(model, transform, corpus, [*queries, *gallery], batch_size, progress)
         q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
-    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette, per_query)
+    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette)
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}

@@ -3,8 +3,10 @@
 ``load_drawing`` opens PNG, JPEG and TIFF (including the 1-bit CCITT G4 pages of USPTO grants), checks the
 pixel count in the header before any pixel is decoded (a guard against decompression bombs), converts to
 8-bit grayscale on a white background, crops to the ink with a margin, pads to a square and optionally
-resizes. Whatever goes wrong with the input, the only exception is ``DrawingError`` (a ``ValueError``)
-whose message names the file.
+resizes. The same pixel budget applies to the canvas that cropping margins and square padding would
+build (a 30000 x 1 strip is small to decode but pads to a 900-megapixel square), checked before it is
+allocated. Whatever goes wrong with the input, running out of memory included, the only exception is
+``DrawingError`` (a ``ValueError``) whose message names the file (or the ``name`` the caller gives).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import io
 import os
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,7 +84,8 @@ def _open(src: Source, name: str) -> Image.Image:
     except Image.DecompressionBombError as err:
         raise DrawingError(f"{name}: refused to open a possible decompression bomb ({err})") from err
     except Exception as err:
-        raise DrawingError(f"{name}: not a readable image (expected PNG, JPEG or TIFF): {err}") from err
+        detail = str(err).replace(str(src), name) if isinstance(src, str | os.PathLike) else str(err)
+        raise DrawingError(f"{name}: not a readable image (expected PNG, JPEG or TIFF): {detail}") from err
 
 
 def _check_budget(im: Image.Image, name: str, max_pixels: int, page: int = 0) -> None:
@@ -147,17 +151,39 @@ def ink_ratio(img: Image.Image | np.ndarray, threshold: int = INK_THRESHOLD) -> 
     return float((arr < threshold).mean()) if arr.size else 0.0
 
 
+def _canvas_budget(name: str, source: tuple[int, int], canvas: tuple[int, int], max_pixels: int) -> None:
+    w, h = canvas
+    if w * h > max_pixels:
+        raise DrawingError(
+            f"{name}: a {source[0]}x{source[1]} drawing needs a {w}x{h} canvas after cropping margins and square "
+            f"padding = {w * h:,} pixels, over the budget of {max_pixels:,}; crop the drawing to its content "
+            "or pass a larger max_pixels"
+        )
+
+
 def _finish(
-    im: Image.Image, *, crop: bool, margin: float, square: bool, size: int | None, threshold: int
+    im: Image.Image,
+    *,
+    crop: bool,
+    margin: float,
+    square: bool,
+    size: int | None,
+    threshold: int,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    name: str = "drawing",
 ) -> Image.Image:
-    """Crop to the ink plus a white margin of ``margin`` × the box's longer side, pad to a square, resize."""
-    if crop:
-        box = ink_bbox(im, threshold)
-        if box is not None:
-            im = im.crop(box)
-            pad = round(margin * max(im.size))
-            if pad > 0:
-                im = ImageOps.expand(im, border=pad, fill=255)
+    """Crop to the ink plus a white margin of ``margin`` × the box's longer side, pad to a square, resize.
+    The final canvas (after margins and padding) is checked against ``max_pixels`` before it is built."""
+    source = im.size
+    box = ink_bbox(im, threshold) if crop else None
+    w, h = (box[2] - box[0], box[3] - box[1]) if box is not None else im.size
+    pad = round(margin * max(w, h)) if box is not None else 0
+    w, h = w + 2 * max(pad, 0), h + 2 * max(pad, 0)
+    _canvas_budget(name, source, (max(w, h),) * 2 if square else (w, h), max_pixels)
+    if box is not None:
+        im = im.crop(box)
+        if pad > 0:
+            im = ImageOps.expand(im, border=pad, fill=255)
     if square and im.size[0] != im.size[1]:
         side = max(im.size)
         canvas = Image.new("L", (side, side), 255)
@@ -198,6 +224,7 @@ def load_drawing(
     square: bool = True,
     size: int | None = None,
     threshold: int = INK_THRESHOLD,
+    name: str | None = None,
 ) -> Image.Image:
     """Read a drawing (the first page of a multi-page file) as an 8-bit grayscale ``"L"`` image.
 
@@ -205,23 +232,35 @@ def load_drawing(
     against ``max_pixels`` before decoding. With ``crop`` the result is cut to the ink (pixels darker than
     ``threshold``) plus a white margin of ``margin`` × the ink box's longer side; a blank page is kept
     whole. With ``square`` it is centred on a white square; ``size`` resizes to ``size`` × ``size``
-    (or the longer side to ``size`` when not square). Raises ``DrawingError`` naming the file on any
-    unreadable input.
+    (or the longer side to ``size`` when not square). The header's size and the final canvas (after
+    margins and padding) must each fit ``max_pixels``. Raises ``DrawingError`` naming the file (``name``
+    when given, e.g. the upload's own file name instead of a server path) on any unreadable input.
     """
-    name = _describe(src)
-    im = _open(src, name)
+    name = name or _describe(src)
+    with _memory_guard(name):
+        im = _open(src, name)
+        try:
+            _check_budget(im, name, max_pixels)
+            gray = _decode(im, name)
+        finally:
+            if im is not src:
+                im.close()
+        return _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold,
+                       max_pixels=max_pixels, name=name)  # fmt: skip
+
+
+@contextmanager
+def _memory_guard(name: str) -> Iterator[None]:
+    """Running out of memory while decoding or padding becomes a ``DrawingError`` naming the file."""
     try:
-        _check_budget(im, name, max_pixels)
-        gray = _decode(im, name)
-    finally:
-        if im is not src:
-            im.close()
-    return _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold)
+        yield
+    except MemoryError:
+        raise DrawingError(f"{name}: not enough memory to read this drawing; send a smaller image") from None
 
 
-def page_count(src: Source, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> int:
+def page_count(src: Source, *, max_pixels: int = DEFAULT_MAX_PIXELS, name: str | None = None) -> int:
     """The number of pages (frames) in a drawing file, read from its headers."""
-    name = _describe(src)
+    name = name or _describe(src)
     im = _open(src, name)
     try:
         _check_budget(im, name, max_pixels)
@@ -244,10 +283,11 @@ def iter_pages(
     square: bool = True,
     size: int | None = None,
     threshold: int = INK_THRESHOLD,
+    name: str | None = None,
 ) -> Iterator[Image.Image]:
     """Every page of a (multi-page TIFF) drawing, each prepared as ``load_drawing`` prepares the first.
-    Each page's size is checked against ``max_pixels`` before it is decoded."""
-    name = _describe(src)
+    Each page's size (and its final canvas) is checked against ``max_pixels`` before it is decoded."""
+    name = name or _describe(src)
     im = _open(src, name)
     try:
         try:
@@ -262,8 +302,11 @@ def iter_pages(
                     f"{name} (page {page + 1}): cannot seek ({type(err).__name__}: {err})"
                 ) from err
             _check_budget(im, name, max_pixels, page)
-            gray = _decode(im, name, page)
-            yield _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold)
+            with _memory_guard(f"{name} (page {page + 1})"):
+                gray = _decode(im, name, page)
+                out = _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold,
+                              max_pixels=max_pixels, name=f"{name} (page {page + 1})")  # fmt: skip
+            yield out
     finally:
         if im is not src:
             im.close()

@@ -31,7 +31,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -405,13 +405,43 @@ class DenseIndex:
         q = np.ascontiguousarray(q)
         return _l2_normalize(q, "query") if self.normalize else q
 
-    def search_raw(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def allowed_rows(self, allowed: Collection[str]) -> np.ndarray:
+        """Row numbers ``[M]`` (ascending) of the figures whose patent is in ``allowed``."""
+        allowed = allowed if isinstance(allowed, (set, frozenset)) else set(allowed)
+        return np.asarray([i for i, p in enumerate(self.patent_ids) if p in allowed], dtype=np.int64)
+
+    def _selector(self, rows: np.ndarray) -> faiss.SearchParameters:
+        """FAISS search parameters that keep only ``rows`` (an id selector), carrying this index's
+        search-time options (parameters passed to a search replace the index's own)."""
+        sel = faiss.IDSelectorBatch(rows)
+        if self.kind in ("ivf", "ivfpq"):
+            params = faiss.SearchParametersIVF(sel=sel, nprobe=int(self.params["nprobe"]))
+            if self.kind == "ivfpq" and self.params.get("refine", 0) > 0:
+                params = faiss.IndexRefineSearchParameters(
+                    k_factor=float(self.params["refine"]), base_index_params=params
+                )
+        elif self.kind == "hnsw":
+            params = faiss.SearchParametersHNSW(sel=sel, efSearch=int(self.params["efSearch"]))
+        else:
+            params = faiss.SearchParameters(sel=sel)
+        params._keep = (sel, rows)  # the SWIG objects hold raw pointers to these
+        return params
+
+    def search_raw(
+        self, queries: Any, k: int, allowed: Collection[str] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """FAISS search: ``queries`` ``[Q, D]`` (or ``[D]``) → scores ``[Q, k]`` and row numbers
-        ``[Q, k]``. Approximate kinds may find fewer than k figures: missing rows are ``-1``."""
+        ``[Q, k]``. Approximate kinds may find fewer than k figures: missing rows are ``-1``.
+        ``allowed`` (patent ids) restricts the search to those patents' figures (a FAISS id
+        selector, so the k best allowed figures come back, not the allowed part of the top k)."""
         _check_k(k, self.count)
         q = self._queries(queries)
-        scores, rows = self.index.search(q, k)
-        return scores, rows
+        if allowed is None:
+            return self.index.search(q, k)
+        rows = self.allowed_rows(allowed)
+        if rows.size == 0:
+            return np.full((q.shape[0], k), -np.inf, np.float32), np.full((q.shape[0], k), -1, np.int64)
+        return self.index.search(q, k, params=self._selector(rows))
 
     def _figure_results(self, scores: np.ndarray, rows: np.ndarray) -> Results:
         keep = rows >= 0
@@ -424,33 +454,41 @@ class DenseIndex:
             extras=[{"patent_id": self.patent_ids[r]} for r in rows],
         )
 
-    def search(self, query: Any, k: int = 50) -> Results:
+    def search(self, query: Any, k: int = 50, allowed: Collection[str] | None = None) -> Results:
         """Top-k figures for one query ``[D]``: ``Results`` of figure ids, scores ``s(q, x)`` sorted
-        descending (ties by corpus position), each extra ``{"patent_id": ...}``."""
+        descending (ties by corpus position), each extra ``{"patent_id": ...}``. ``allowed``: only
+        figures of these patent ids (fewer than k only when fewer exist)."""
         q = np.asarray(query)
         if q.ndim != 1:
             raise ValueError(f"search takes one query [D], got shape {q.shape}; use search_batch for [Q, D]")
-        return self.search_batch(q[None, :], k)[0]
+        return self.search_batch(q[None, :], k, allowed)[0]
 
-    def search_batch(self, queries: Any, k: int = 50) -> list[Results]:
+    def search_batch(
+        self, queries: Any, k: int = 50, allowed: Collection[str] | None = None
+    ) -> list[Results]:
         """Top-k figures for each of ``queries`` ``[Q, D]``: one ``Results`` per query."""
-        scores, rows = self.search_raw(queries, k)
+        scores, rows = self.search_raw(queries, k, allowed)
         return [self._figure_results(s, r) for s, r in zip(scores, rows, strict=True)]
 
-    def search_patents(self, query: Any, k: int = 50, fetch: int | None = None) -> Results:
+    def search_patents(
+        self, query: Any, k: int = 50, fetch: int | None = None, allowed: Collection[str] | None = None
+    ) -> Results:
         """Top-k patents for one query ``[D]``, each scored by its best figure (``aggregate_by_patent``).
 
         Figures are fetched ``fetch`` at a time (default ``4 * k``), growing fourfold until k
-        distinct patents are found or every figure was asked for.
+        distinct patents are found or every figure was asked for. ``allowed`` restricts the search
+        to those patent ids inside FAISS; then fewer than k come back only when fewer are allowed.
         """
         q = np.asarray(query)
         if q.ndim != 1:
             raise ValueError(
                 f"search_patents takes one query [D], got shape {q.shape}; use search_patents_batch"
             )
-        return self.search_patents_batch(q[None, :], k, fetch)[0]
+        return self.search_patents_batch(q[None, :], k, fetch, allowed)[0]
 
-    def search_patents_batch(self, queries: Any, k: int = 50, fetch: int | None = None) -> list[Results]:
+    def search_patents_batch(
+        self, queries: Any, k: int = 50, fetch: int | None = None, allowed: Collection[str] | None = None
+    ) -> list[Results]:
         """``search_patents`` for each of ``queries`` ``[Q, D]``."""
         n_patents = len(set(self.patent_ids))
         if self.count and k > n_patents:
@@ -459,23 +497,36 @@ class DenseIndex:
             )
         _check_k(k, self.count)  # the index is not empty and k >= 1
         q = self._queries(queries)
+        params, pool = None, self.count
+        if allowed is not None:
+            rows = self.allowed_rows(allowed)
+            if rows.size == 0:
+                return [Results.empty() for _ in range(q.shape[0])]
+            params, pool = self._selector(rows), int(rows.size)
+            k = min(k, len({self.patent_ids[r] for r in rows}))
         todo = list(range(q.shape[0]))
         out: list[Results | None] = [None] * q.shape[0]
-        n_fig = min(self.count, fetch if fetch is not None else 4 * k)
+        n_fig = min(pool, fetch if fetch is not None else 4 * k)
         if n_fig < 1:
             raise ValueError(f"fetch must be at least 1, got {fetch}")
         while todo:
-            scores, rows = self.index.search(q[todo], n_fig)
+            scores, rows_found = self.index.search(q[todo], n_fig, params=params)
             still = []
-            for qi, s, r in zip(todo, scores, rows, strict=True):
+            for qi, s, r in zip(todo, scores, rows_found, strict=True):
                 hits = self._figure_results(s, r)
                 pids = [extra["patent_id"] for extra in hits.extras or []]
                 agg = aggregate_by_patent(hits.ids, hits.scores, pids, k)
                 out[qi] = agg
-                if len(agg.ids) < k and n_fig < self.count:
+                if len(agg.ids) < k and n_fig < pool:
                     still.append(qi)
+            if n_fig >= pool and allowed is not None:  # an approximate kind may miss allowed figures
+                for qi in (i for i in todo if len(out[i].ids) < k):  # type: ignore[union-attr]
+                    s = self.embeddings[rows] @ q[qi]
+                    out[qi] = aggregate_by_patent(
+                        [self.ids[r] for r in rows], s, [self.patent_ids[r] for r in rows], k
+                    )
             todo = still
-            n_fig = min(self.count, n_fig * 4)
+            n_fig = min(pool, n_fig * 4)
         return out  # type: ignore[return-value]
 
     # -- persistence -----------------------------------------------------------------------------

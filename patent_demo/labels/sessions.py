@@ -1,24 +1,40 @@
 """The app's per-browser query state and the labels made from it.
 
 A session records what one search showed (which lists, which candidates at which rank and score, which
-checkpoint ranked them), so that a label names exactly what the examiner saw.
+checkpoint ranked them), so that a label names exactly what the examiner saw. It lives on the server
+(a Gradio ``State``), never in the request, and carries an ``owner`` id drawn once per browser session
+and kept across its searches: labels are stored with it, and undo only acts on labels of that owner.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from patent_demo.workbench import Hit
 
 
-def new_session(kind: str, query_id: str, **query: Any) -> dict:
+def new_session(kind: str, query_id: str, previous: dict | None = None, **query: Any) -> dict:
     """The app's per-browser state for one query: what was shown, so a label can name it exactly.
 
     ``lists`` maps a list name (hmcl, bm25, dssdnet, fused) to rows ``{"id", "figure", "score", "extras"}``
-    in rank order; ``checkpoints`` maps a list name to the checkpoint id that ranked it.
+    in rank order; ``checkpoints`` maps a list name to the checkpoint id that ranked it; ``owner`` is the
+    browser session's id, taken from ``previous`` (the session of the last search) when there is one.
     """
-    return {"kind": kind, "query_id": query_id, "lists": {}, "checkpoints": {}, **query}
+    return {
+        "kind": kind,
+        "query_id": query_id,
+        "lists": {},
+        "checkpoints": {},
+        "owner": owner_of(previous),
+        **query,
+    }
+
+
+def owner_of(session: dict | None) -> str:
+    """The owner id of a session, or a fresh random one when there is no session yet."""
+    return (session or {}).get("owner") or uuid.uuid4().hex
 
 
 def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) -> None:
@@ -28,42 +44,64 @@ def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) 
     session["checkpoints"][name] = checkpoint_id
 
 
+def parse_rank(value: Any) -> int:
+    """A rank from a request (1, 1.0, "3"): a whole number from 1, else ``LabelError``."""
+    from patent_demo.labels.store import LabelError
+
+    if isinstance(value, bool) or value is None or value == "":
+        raise LabelError(f"rank must be a whole number from 1, got {value!r}")
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise LabelError(f"rank must be a whole number from 1, got {str(value)[:20]!r}") from None
+    if not number.is_integer() or number < 1:
+        raise LabelError(f"rank must be a whole number from 1, got {str(value)[:20]!r}")
+    return int(number)
+
+
 def label_from_session(
     session: dict | None,
     list_name: str,
-    rank: int,
+    rank: Any,
     label: str,
     annotator: str,
     category: str = "",
     note: str = "",
+    request_key: str = "",
 ) -> Any:
-    """A ``patent_demo.labels.store.Label`` for hit ``rank`` (from 1) of ``list_name`` in the current query."""
+    """A ``patent_demo.labels.store.Label`` for hit ``rank`` (from 1) of ``list_name`` in the current query,
+    stored under the session's owner and with ``request_key`` as its idempotency key."""
     from patent_demo.labels.store import Label, LabelError
 
     if not session or not session.get("lists"):
         raise LabelError("a label needs a query and a candidate: run a search first")
-    rows = session["lists"].get(list_name)
+    rows = session["lists"].get(list_name) if isinstance(list_name, str) else None
     if not rows:
-        raise LabelError(f"the current query has no {list_name!r} list; it has {sorted(session['lists'])}")
-    if not 1 <= int(rank) <= len(rows):
-        raise LabelError(f"rank {rank} is outside the {list_name} list (1..{len(rows)})")
-    row = rows[int(rank) - 1]
+        raise LabelError(
+            f"the current query has no {str(list_name)[:20]!r} list; it has {sorted(session['lists'])}"
+        )
+    r = parse_rank(rank)
+    if r > len(rows):
+        raise LabelError(f"rank {r} is outside the {list_name} list (1..{len(rows)})")
+    row = rows[r - 1]
     return Label(
-        annotator=(annotator or "").strip(),
+        annotator=annotator,
         query_id=session["query_id"],
         query_kind=session["kind"],
         candidate_id=row["id"],
         candidate_figure=row["figure"],
         list_name=list_name,
-        rank=int(rank),
+        rank=r,
         score=float(row["score"]),
         label=label,
         category=category or "",
-        note=(note or "").strip(),
+        note=note or "",
         query_text=session.get("text", ""),
         query_codes=session.get("codes", {}),
         query_image_sha=session.get("image_sha", ""),
         query_image_file=session.get("image_file", ""),
         query_patent_id=session.get("patent_id", ""),
         checkpoint_id=session["checkpoints"].get(list_name, ""),
+        session_id=session.get("owner", ""),
+        idempotency_key=request_key or "",
     )

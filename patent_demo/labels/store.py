@@ -1,11 +1,22 @@
 """The relevance-label store (SQLite in WAL mode) and its exports to training rows and TREC qrels.
 
-Every judgement is one row, written in its own transaction before the UI answers, so no label is lost
-across a restart. Undo never deletes: it marks the row ``undone`` and the row stays for the audit trail.
+Every judgement is one row, written in its own transaction with ``synchronous=FULL`` before the UI
+answers, so an acknowledged label survives a crash or power cut. Undo never deletes: it marks the row
+``undone`` and the row stays for the audit trail. The database, its WAL, the kept query drawings and
+the exports are readable by their owner only (files 0600, folders 0700).
 
 A query is identified by ``query_id``: ``img-<sha256[:16]>`` of the uploaded bytes, ``txt-<sha256[:16]>`` of
 the normalised text, or ``mix-…`` of both. Labels: ``relevant`` (grade 2), ``partly`` (grade 1),
-``not`` (grade 0); text hits may also carry a search-report category X / Y / A.
+``not`` (grade 0). Each label records the **modality** of the judged pair, set by the query kind: a
+drawing query judges drawing against drawing (``drawing``), a text query text against text (``text``), a
+drawing and an abstract together judge whole patents (``patent``). Exports follow the modality: HMCL
+rows come only from ``drawing`` judgements, DSSDNet rows only from ``text`` ones, and every decided
+judgement (``patent`` ones only there) goes to the qrels. Text hits may carry a search-report category
+X / Y / A.
+
+A (query, candidate) is *decided* by an adjudicated label, else by a strict majority of the annotators'
+latest labels; a tie (one against one, say) stays undecided: it is exported nowhere but listed as
+disputed until someone adjudicates it.
 """
 
 from __future__ import annotations
@@ -13,18 +24,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+from patent_demo.labels.fields import (
+    LabelError,
+    clean_codes,
+    clean_id,
+    clean_line,
+    clean_note,
+    clean_text,
+    preview,
+)
 
 GRADES = {"relevant": 2, "partly": 1, "not": 0}
 CATEGORIES = ("", "X", "Y", "A")
 LISTS = ("hmcl", "bm25", "dssdnet", "fused")
 QUERY_KINDS = ("image", "text", "combined")
+MODALITIES = {"image": "drawing", "text": "text", "combined": "patent"}  # query kind -> judged pair
+SCHEMA_VERSION = 2
+FILE_MODE, DIR_MODE = 0o600, 0o700
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -52,10 +77,12 @@ CREATE TABLE IF NOT EXISTS labels (
 );
 CREATE INDEX IF NOT EXISTS labels_query ON labels(query_id, candidate_id);
 """
-
-
-class LabelError(ValueError):
-    """A label that cannot be stored; the message says which field is wrong."""
+# columns added in schema 2, with their definitions (added to older databases on open)
+V2_COLUMNS = {
+    "modality": "TEXT NOT NULL DEFAULT ''",
+    "session_id": "TEXT NOT NULL DEFAULT ''",
+    "idempotency_key": "TEXT",
+}
 
 
 @dataclass
@@ -80,27 +107,64 @@ class Label:
     category: str = ""
     note: str = ""
     adjudicated: bool = False
+    modality: str = ""  # filled from query_kind by check()
+    session_id: str = ""  # the app session that made it: only that session may undo it
+    idempotency_key: str = ""  # a retried request with the same key stores once
     id: int | None = None
     created_at: str = ""
     undone: bool = False
+    replayed: bool = field(default=False, compare=False)  # add() found the key already stored
 
     @property
     def grade(self) -> int:
         return GRADES[self.label]
 
     def check(self) -> None:
-        if not self.annotator.strip():
+        """Validate every field and normalise the free text in place; raises ``LabelError``."""
+        self.annotator = clean_line(self.annotator, "annotator")
+        if not self.annotator:
             raise LabelError("annotator is empty: enter your name (or sign in) before labelling")
+        for name in ("label", "category", "list_name", "query_kind"):
+            if not isinstance(getattr(self, name), str):
+                raise LabelError(
+                    f"{name.replace('_', ' ')} must be text, got {type(getattr(self, name)).__name__}"
+                )
         if self.label not in GRADES:
-            raise LabelError(f"label {self.label!r} is not one of {sorted(GRADES)}")
+            raise LabelError(f"label {preview(self.label)} is not one of {sorted(GRADES)}")
         if self.category not in CATEGORIES:
-            raise LabelError(f"category {self.category!r} is not one of X, Y, A or empty")
+            raise LabelError(f"category {preview(self.category)} is not one of X, Y, A or empty")
         if self.list_name not in LISTS:
-            raise LabelError(f"list {self.list_name!r} is not one of {LISTS}")
+            raise LabelError(f"list {preview(self.list_name)} is not one of {LISTS}")
         if self.query_kind not in QUERY_KINDS:
-            raise LabelError(f"query kind {self.query_kind!r} is not one of {QUERY_KINDS}")
+            raise LabelError(f"query kind {preview(self.query_kind)} is not one of {QUERY_KINDS}")
+        modality = MODALITIES[self.query_kind]
+        if self.modality and self.modality != modality:
+            raise LabelError(
+                f"a {self.query_kind} query judges {modality} pairs, not {preview(self.modality)}"
+            )
+        self.modality = modality
+        if self.category and modality != "text":
+            raise LabelError(
+                f"the search-report category {self.category} applies to text hits only, not to a {modality} judgement"
+            )
+        if self.category in ("X", "Y") and self.label == "not":
+            raise LabelError(
+                f"category {self.category} marks a relevant document; it cannot go with 'not relevant'"
+            )
+        for name in ("query_id", "candidate_id", "query_image_sha", "query_image_file", "query_patent_id",
+                     "candidate_figure", "checkpoint_id", "session_id", "idempotency_key"):  # fmt: skip
+            setattr(self, name, clean_id(getattr(self, name), name.replace("_", " ")))
         if not self.query_id or not self.candidate_id:
             raise LabelError("a label needs a query and a candidate: run a search first")
+        self.query_text = clean_text(self.query_text)
+        self.query_codes = clean_codes(self.query_codes)
+        self.note = clean_note(self.note)
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or not 1 <= self.rank <= 100_000:
+            raise LabelError(f"rank must be a whole number from 1, got {self.rank!r}")
+        try:
+            self.score = float(self.score)
+        except (TypeError, ValueError) as err:
+            raise LabelError(f"score must be a number, got {self.score!r}") from err
 
 
 def text_query_id(text: str) -> str:
@@ -116,62 +180,223 @@ def combined_query_id(sha256: str, text: str) -> str:
     return "mix-" + hashlib.sha256((sha256 + "\n" + " ".join(text.split()).lower()).encode()).hexdigest()[:16]
 
 
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (and missing parents) as 0700; an existing folder is left as it is."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        d.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(d, DIR_MODE)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``path`` atomically (temporary file, then rename) with mode 0600."""
+    _private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+_SUFFIX = re.compile(r"\.[a-z0-9]{1,5}")
+
+
 class LabelStore:
-    """Labels in one SQLite file (WAL journal, one short transaction per write, safe across threads)."""
+    """Labels in one SQLite file (WAL journal, ``synchronous=FULL``, one short transaction per write,
+    safe across threads and processes)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.path.parent)
         self.image_dir = self.path.parent / "query_images"
+        self._pending_dir = self.image_dir / ".pending"
+        self._pending: Counter[str] = Counter()  # staged query drawing -> searches still showing it
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, FILE_MODE))  # -wal / -shm inherit the mode
+        self._conn = sqlite3.connect(
+            str(self.path), check_same_thread=False, isolation_level=None, timeout=30
+        )
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.executescript(SCHEMA)
+        self._migrate()
+
+    @property
+    def name(self) -> str:
+        """The store's file name (what the app shows; never the server path)."""
+        return self.path.name
+
+    def _migrate(self) -> None:
+        """Create the table, or bring a database of an older schema up to ``SCHEMA_VERSION`` in place:
+        missing columns are added and the modality of old rows is filled from their query kind."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in SCHEMA.strip().split(";"):
+                    if stmt.strip():
+                        self._conn.execute(stmt)
+                have = {r["name"] for r in self._conn.execute("PRAGMA table_info(labels)")}
+                for col, decl in V2_COLUMNS.items():
+                    if col not in have:
+                        self._conn.execute(f"ALTER TABLE labels ADD COLUMN {col} {decl}")
+                for kind, modality in MODALITIES.items():
+                    self._conn.execute(
+                        "UPDATE labels SET modality = ? WHERE modality = '' AND query_kind = ?",
+                        (modality, kind),
+                    )
+                self._conn.execute(
+                    "CREATE UNIQUE INDEX IF NOT EXISTS labels_idempotency ON labels(idempotency_key)"
+                )
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def pragma(self, name: str) -> object:
+        """A PRAGMA's current value on the store's connection (``synchronous`` is 2 = FULL)."""
+        if not re.fullmatch(r"[a-z_]+", name):
+            raise ValueError(f"not a pragma name: {name!r}")
+        with self._lock:
+            return self._conn.execute(f"PRAGMA {name}").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
 
     # -- query images ---------------------------------------------------------------------------
+    def _image_rel(self, sha: str, suffix: str) -> str:
+        suffix = suffix.lower() if _SUFFIX.fullmatch(suffix.lower() or "") else ".png"
+        return f"query_images/{sha[:16]}{suffix}"
+
     def save_query_image(self, data: bytes, suffix: str = ".png") -> tuple[str, str]:
-        """Keep an uploaded query drawing beside the database; returns (sha256, path relative to it)."""
+        """Keep a query drawing beside the database now; returns (sha256, path relative to it)."""
         sha = hashlib.sha256(data).hexdigest()
-        self.image_dir.mkdir(parents=True, exist_ok=True)
-        path = self.image_dir / f"{sha[:16]}{suffix}"
-        if not path.exists():
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        return sha, str(path.relative_to(self.path.parent))
+        rel = self._image_rel(sha, suffix)
+        if not (self.path.parent / rel).exists():
+            write_private(self.path.parent / rel, data)
+        return sha, rel
+
+    def stage_query_image(self, data: bytes, suffix: str = ".png") -> tuple[str, str]:
+        """Hold an uploaded query drawing until a label needs it: it is kept (moved beside the database)
+        with the first label of its query and removed by ``release_query_image`` otherwise. Returns
+        (sha256, the path relative to the database it will have)."""
+        sha = hashlib.sha256(data).hexdigest()
+        rel = self._image_rel(sha, suffix)
+        if (self.path.parent / rel).exists():
+            return sha, rel
+        name = Path(rel).name
+        with self._lock:
+            if not (self._pending_dir / name).exists():
+                write_private(self._pending_dir / name, data)
+            self._pending[name] += 1
+        return sha, rel
+
+    def release_query_image(self, rel: str) -> None:
+        """A search that showed a staged drawing is over; the drawing goes when no search shows it."""
+        name = Path(rel or "").name
+        with self._lock:
+            if name not in self._pending:
+                return
+            self._pending[name] -= 1
+            if self._pending[name] <= 0:
+                del self._pending[name]
+                (self._pending_dir / name).unlink(missing_ok=True)
+
+    def purge_staged_images(self) -> int:
+        """Remove every staged drawing (left by a server that stopped); the app calls it at start-up."""
+        with self._lock:
+            self._pending.clear()
+            files = list(self._pending_dir.glob("*")) if self._pending_dir.is_dir() else []
+            for f in files:
+                f.unlink(missing_ok=True)
+        return len(files)
+
+    def _keep_image(self, rel: str) -> None:
+        final = self.path.parent / rel
+        if final.exists():
+            return
+        staged = self._pending_dir / Path(rel).name
+        if not staged.exists():
+            raise LabelError("the query drawing of this search is no longer held: run the search again")
+        _private_dir(final.parent)
+        os.replace(staged, final)
+        self._pending.pop(staged.name, None)
 
     # -- writes -------------------------------------------------------------------------------------
     def add(self, label: Label) -> Label:
-        """Store one judgement (committed before returning) and return it with id and time filled in."""
+        """Store one judgement (committed before returning) and return it with id and time filled in.
+
+        With an ``idempotency_key`` already stored, nothing is written: the stored label comes back with
+        ``replayed`` set (a key reused for a different judgement raises ``LabelError``)."""
         label.check()
         label.created_at = label.created_at or datetime.now(UTC).isoformat(timespec="milliseconds")
         row = asdict(label)
-        row.pop("id")
+        for k in ("id", "replayed"):
+            row.pop(k)
         row["query_codes"] = json.dumps(row["query_codes"], sort_keys=True)
         row["adjudicated"] = int(row["adjudicated"])
         row["undone"] = int(row["undone"])
+        row["idempotency_key"] = row["idempotency_key"] or None
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self._lock:
-            cur = self._conn.execute(f"INSERT INTO labels ({cols}) VALUES ({marks})", list(row.values()))
+            if label.idempotency_key:
+                prior = self._conn.execute(
+                    "SELECT * FROM labels WHERE idempotency_key = ?", (label.idempotency_key,)
+                ).fetchone()
+                if prior is not None:
+                    return self._replay(prior, label)
+            if label.query_image_file:
+                self._keep_image(label.query_image_file)
+            try:
+                cur = self._conn.execute(f"INSERT INTO labels ({cols}) VALUES ({marks})", list(row.values()))
+            except sqlite3.IntegrityError:  # the same key stored by another process meanwhile
+                prior = self._conn.execute(
+                    "SELECT * FROM labels WHERE idempotency_key = ?", (label.idempotency_key,)
+                ).fetchone()
+                if prior is None:
+                    raise
+                return self._replay(prior, label)
             label.id = cur.lastrowid
         return label
 
-    def undo_last(self, annotator: str, query_id: str | None = None) -> Label | None:
-        """Mark the annotator's latest live label (for ``query_id`` when given) undone; None when none is left."""
-        sql = "SELECT * FROM labels WHERE annotator = ? AND undone = 0"
-        args: list = [annotator]
-        if query_id:
-            sql += " AND query_id = ?"
-            args.append(query_id)
+    @staticmethod
+    def _replay(prior: sqlite3.Row, label: Label) -> Label:
+        stored = _row_to_label(prior)
+        same = ("annotator", "query_id", "candidate_id", "list_name", "label", "adjudicated")
+        if any(getattr(stored, k) != getattr(label, k) for k in same):
+            raise LabelError(
+                f"idempotency key {label.idempotency_key!r} already stored label #{stored.id} for a different "
+                "judgement; send a new key for a new label"
+            )
+        stored.replayed = True
+        return stored
+
+    def undo_last(self, session_id: str) -> Label | None:
+        """Mark the latest live label made by app session ``session_id`` undone; None when it has none left.
+        Only that session's own labels are touched (adjudications are not undone here)."""
+        session_id = clean_id(session_id, "session id")
+        if not session_id:
+            raise LabelError("undo needs the session that made the label")
         with self._lock:
-            row = self._conn.execute(sql + " ORDER BY id DESC LIMIT 1", args).fetchone()
+            row = self._conn.execute(
+                "SELECT * FROM labels WHERE session_id = ? AND undone = 0 AND adjudicated = 0 "
+                "ORDER BY id DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
             if row is None:
                 return None
             self._conn.execute("UPDATE labels SET undone = 1 WHERE id = ?", (row["id"],))
@@ -179,25 +404,64 @@ class LabelStore:
         out.undone = True
         return out
 
+    def undo(self, label_id: int, session_id: str) -> Label:
+        """Mark label ``label_id`` undone, when app session ``session_id`` made it and it is live."""
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM labels WHERE id = ?", (int(label_id),)).fetchone()
+            if row is None:
+                raise LabelError(f"there is no label #{label_id}")
+            if not session_id or row["session_id"] != session_id:
+                raise LabelError(
+                    f"label #{label_id} was not made in this session: undo acts on your own labels only"
+                )
+            if row["undone"]:
+                raise LabelError(f"label #{label_id} is already undone")
+            self._conn.execute("UPDATE labels SET undone = 1 WHERE id = ?", (int(label_id),))
+        out = _row_to_label(row)
+        out.undone = True
+        return out
+
     def adjudicate(
-        self, query_id: str, candidate_id: str, label: str, annotator: str, note: str = ""
+        self,
+        query_id: str,
+        candidate_id: str,
+        label: str,
+        annotator: str,
+        note: str = "",
+        adjudicators: Collection[str] = (),
+        session_id: str = "",
     ) -> Label:
         """Store an adjudicated label for one (query, candidate) that annotators judged; it wins in every export.
 
-        The query fields, list, rank, score, figure and checkpoint are copied from the latest annotator label
-        that agrees with the verdict, else from the latest one (the category only from an agreeing label).
+        ``adjudicators`` are the names configured to adjudicate (empty: anyone may). A configured list
+        refuses everybody else, and refuses a party of the disagreement (someone whose live label is on
+        this pair) unless no one else is configured. The query fields, list, rank, score, figure and
+        checkpoint are copied from the latest annotator label that agrees with the verdict, else from the
+        latest one (the category only from an agreeing label).
         """
-        who, query_id, candidate_id = annotator.strip(), query_id.strip(), candidate_id.strip()
+        who = clean_line(annotator, "adjudicator")
+        query_id, candidate_id = clean_id(query_id, "query id"), clean_id(candidate_id, "candidate")
         if not who:
             raise LabelError("enter your name first: an adjudication is stored under the adjudicator's name")
         if not query_id or not candidate_id:
             raise LabelError("select a disagreement in the queue first (or give a query id and a candidate)")
+        if not isinstance(label, str) or label not in GRADES:
+            raise LabelError(f"label {str(label)[:20]!r} is not one of {sorted(GRADES)}")
         judged = [
             x for x in self.labels(query_id=query_id) if x.candidate_id == candidate_id and not x.adjudicated
         ]
         if not judged:
             raise LabelError(
                 f"nobody labelled candidate {candidate_id!r} for query {query_id!r}: nothing to adjudicate"
+            )
+        allowed = {clean_line(a, "adjudicator") for a in adjudicators} - {""}
+        if allowed and who not in allowed:
+            raise LabelError(f"{who} is not an adjudicator here; ask one of: {', '.join(sorted(allowed))}")
+        parties = {x.annotator for x in judged}
+        if who in parties and allowed - {who}:
+            raise LabelError(
+                f"{who} labelled this pair and cannot settle it; ask another adjudicator: "
+                + ", ".join(sorted(allowed - {who}))
             )
         src = max(judged, key=lambda x: (x.label == label, x.id))
         return self.add(
@@ -218,8 +482,9 @@ class LabelStore:
                 candidate_figure=src.candidate_figure,
                 checkpoint_id=src.checkpoint_id,
                 category=src.category if src.label == label else "",
-                note=note.strip(),
+                note=note,
                 adjudicated=True,
+                session_id=session_id,
             )
         )
 
@@ -244,13 +509,12 @@ class LabelStore:
         """{candidate_id: label} of the annotator's live labels for one query (latest wins)."""
         out = {}
         for lab in self.labels(query_id=query_id):
-            if lab.annotator == annotator:
+            if lab.annotator == annotator and not lab.adjudicated:
                 out[lab.candidate_id] = lab.label
         return out
 
-    def resolved(self) -> dict[tuple[str, str], Label]:
-        """One label per (query, candidate): an adjudicated label wins, else the majority grade among
-        annotators (each annotator's latest label counts once), ties going to the most recent label."""
+    def _units(self) -> tuple[dict[tuple[str, str], dict[str, Label]], dict[tuple[str, str], Label]]:
+        """Each annotator's latest live label per (query, candidate), and the latest adjudication."""
         latest: dict[tuple[str, str], dict[str, Label]] = defaultdict(dict)
         adjudicated: dict[tuple[str, str], Label] = {}
         for lab in self.labels():
@@ -259,116 +523,69 @@ class LabelStore:
                 adjudicated[key] = lab
             else:
                 latest[key][lab.annotator] = lab
-        out = {}
+        return latest, adjudicated
+
+    def resolved(self) -> dict[tuple[str, str], Label]:
+        """The decided label per (query, candidate): an adjudicated label wins, else the grade most of the
+        annotators gave (each annotator's latest label counts once). A tie is undecided and left out
+        (see ``disputed``); the label returned is the most recent one with the winning grade."""
+        latest, adjudicated = self._units()
+        out = dict(adjudicated)
         for key, by_annotator in latest.items():
             if key in adjudicated:
                 continue
-            votes = Counter(lab.label for lab in by_annotator.values())
-            top = max(votes.values())
-            winners = {lbl for lbl, n in votes.items() if n == top}
-            out[key] = max((lab for lab in by_annotator.values() if lab.label in winners), key=lambda x: x.id)
-        out.update(adjudicated)
+            top = _majority(by_annotator)
+            if top is not None:
+                out[key] = max((x for x in by_annotator.values() if x.label == top), key=lambda x: x.id)
         return dict(sorted(out.items()))
 
+    def disputed(self) -> list[tuple[tuple[str, str], dict[str, str]]]:
+        """(query, candidate) pairs whose annotators are tied and nobody adjudicated: exported nowhere."""
+        latest, adjudicated = self._units()
+        return [
+            (k, {a: x.label for a, x in sorted(v.items())})
+            for k, v in sorted(latest.items())
+            if k not in adjudicated and _majority(v) is None
+        ]
+
     def disagreements(self) -> list[tuple[tuple[str, str], dict[str, str]]]:
-        """(query, candidate) pairs where annotators' latest labels differ and nobody adjudicated yet."""
-        latest: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-        done = set()
-        for lab in self.labels():
-            key = (lab.query_id, lab.candidate_id)
-            if lab.adjudicated:
-                done.add(key)
-            else:
-                latest[key][lab.annotator] = lab.label
-        return [(k, v) for k, v in sorted(latest.items()) if k not in done and len(set(v.values())) > 1]
+        """(query, candidate) pairs where annotators' latest labels differ and nobody adjudicated yet
+        (ties and majorities alike: the adjudication queue)."""
+        latest, adjudicated = self._units()
+        return [
+            (k, {a: x.label for a, x in sorted(v.items())})
+            for k, v in sorted(latest.items())
+            if k not in adjudicated and len({x.label for x in v.values()}) > 1
+        ]
 
-    # -- exports -------------------------------------------------------------------------------------
+    # -- exports (patent_demo.labels.exports) ---------------------------------------------------------
     def export_qrels(self, path: str | os.PathLike) -> int:
-        """TREC qrels ``query_id 0 candidate_id grade`` (relevant 2, partly 1, not 0); returns the row count."""
-        rows = [f"{q} 0 {c} {lab.grade}\n" for (q, c), lab in self.resolved().items()]
-        _write_lines(path, rows)
-        return len(rows)
+        from patent_demo.labels.exports import export_qrels
 
-    def export_dssdnet(self, path: str | os.PathLike, corpus=None) -> int:
-        """JSONL rows ``{"query", "query_codes", "pos", "neg"}`` for ``train/dssdnet.py`` from text queries.
-
-        ``pos`` holds candidates judged relevant or partly relevant (with their grade), ``neg`` those judged
-        not relevant (hard negatives: they were ranked high). Candidate texts and codes come from ``corpus``.
-        """
-        groups = self._grouped(kinds=("text", "combined"))
-        rows = []
-        for first, labs in groups:
-            if not first.query_text:
-                continue
-            pos, neg = [], []
-            for lab in labs:
-                item = {"id": lab.candidate_id, "grade": lab.grade, "rank": lab.rank, "list": lab.list_name}
-                if lab.category:
-                    item["category"] = lab.category
-                if corpus is not None and lab.candidate_id in corpus:
-                    p = corpus[lab.candidate_id]
-                    item.update(text=f"{p.title}. {p.text}".strip(), codes=p.codes)
-                (pos if lab.grade > 0 else neg).append(item)
-            rows.append(
-                {
-                    "query_id": first.query_id,
-                    "query": first.query_text,
-                    "query_codes": first.query_codes,
-                    "query_patent_id": first.query_patent_id,
-                    "pos": pos,
-                    "neg": neg,
-                }
-            )
-        _write_lines(path, [json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows])
-        return len(rows)
+        return export_qrels(self, path)
 
     def export_hmcl(self, path: str | os.PathLike) -> int:
-        """JSONL rows for ``train/hmcl.py`` from drawing queries: the anchor drawing with its judged positives
-        (``grade`` 2 relevant, 1 partly) and hard negatives (judged not relevant after ranking in the top-k)."""
-        groups = self._grouped(kinds=("image", "combined"))
-        rows = []
-        for first, labs in groups:
-            if not first.query_image_sha:
-                continue
-            positives = [
-                {
-                    "patent_id": lab.candidate_id,
-                    "figure": lab.candidate_figure,
-                    "grade": lab.grade,
-                    "rank": lab.rank,
-                }
-                for lab in labs
-                if lab.grade > 0
-            ]
-            negatives = [
-                {"patent_id": lab.candidate_id, "figure": lab.candidate_figure, "rank": lab.rank}
-                for lab in labs
-                if lab.grade == 0
-            ]
-            rows.append(
-                {
-                    "query_id": first.query_id,
-                    "anchor": {
-                        "image_sha256": first.query_image_sha,
-                        "image_file": first.query_image_file,
-                        "patent_id": first.query_patent_id,
-                    },
-                    "positives": positives,
-                    "hard_negatives": negatives,
-                }
-            )
-        _write_lines(path, [json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows])
-        return len(rows)
+        from patent_demo.labels.exports import export_hmcl
 
-    def _grouped(self, kinds: Iterable[str]) -> list[tuple[Label, list[Label]]]:
-        by_query: dict[str, list[Label]] = defaultdict(list)
-        for (_, _), lab in self.resolved().items():
-            if lab.query_kind in kinds:
-                by_query[lab.query_id].append(lab)
-        return [
-            (labs[0], sorted(labs, key=lambda x: (x.rank, x.candidate_id)))
-            for _, labs in sorted(by_query.items())
-        ]
+        return export_hmcl(self, path)
+
+    def export_dssdnet(self, path: str | os.PathLike, corpus=None) -> int:
+        from patent_demo.labels.exports import export_dssdnet
+
+        return export_dssdnet(self, path, corpus)
+
+    def export_all(self, out_dir: str | os.PathLike, corpus=None) -> dict[str, tuple[Path, int]]:
+        from patent_demo.labels.exports import export_all
+
+        return export_all(self, out_dir, corpus)
+
+
+def _majority(by_annotator: dict[str, Label]) -> str | None:
+    """The label given by more annotators than any other, or None on a tie."""
+    votes = Counter(x.label for x in by_annotator.values()).most_common()
+    if len(votes) > 1 and votes[0][1] == votes[1][1]:
+        return None
+    return votes[0][0]
 
 
 def _row_to_label(row: sqlite3.Row) -> Label:
@@ -376,12 +593,5 @@ def _row_to_label(row: sqlite3.Row) -> Label:
     d["query_codes"] = json.loads(d["query_codes"] or "{}")
     d["adjudicated"] = bool(d["adjudicated"])
     d["undone"] = bool(d["undone"])
+    d["idempotency_key"] = d.get("idempotency_key") or ""
     return Label(**d)
-
-
-def _write_lines(path: str | os.PathLike, lines: list[str]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, path)

@@ -182,7 +182,12 @@ class BM25Index:
     def _token_ids(self, tokens: list[str]) -> list[int]:
         return self.retriever.get_tokens_ids(tokens)
 
-    def _search_ids(self, token_ids: list[int], k: int) -> Results:
+    def allowed_mask(self, allowed: Iterable[str]) -> np.ndarray:
+        """A bool mask ``[N]`` over the index's documents: True for the ids in ``allowed``."""
+        allowed = allowed if isinstance(allowed, (set, frozenset)) else set(allowed)
+        return np.fromiter((d in allowed for d in self.doc_ids), dtype=bool, count=len(self.doc_ids))
+
+    def _search_ids(self, token_ids: list[int], k: int, mask: np.ndarray | None = None) -> Results:
         if not token_ids:
             return Results.empty()
         ids = np.asarray(token_ids, dtype=np.int64)
@@ -190,7 +195,8 @@ class BM25Index:
         baseline = np.zeros(1, dtype=scores.dtype)[0]
         if self.retriever.nonoccurrence_array is not None:
             baseline = baseline + self.retriever.nonoccurrence_array[ids].sum()
-        cand = np.flatnonzero(scores > baseline)
+        hit = scores > baseline
+        cand = np.flatnonzero(hit if mask is None else hit & mask)
         if cand.size > k:
             part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
             kth = scores[part].min()
@@ -201,19 +207,23 @@ class BM25Index:
         chosen = cand[order]
         return Results(ids=[self.doc_ids[i] for i in chosen], scores=scores[chosen])
 
-    def search(self, query: str, k: int = 1000) -> Results:
+    def search(self, query: str, k: int = 1000, allowed: Iterable[str] | None = None) -> Results:
         """Top ``k`` documents for raw ``query`` text (fewer when fewer documents match; empty for an
-        empty, stopword-only or out-of-vocabulary query)."""
-        return self.search_many([query], k=k)[0]
+        empty, stopword-only or out-of-vocabulary query). ``allowed`` (document ids) restricts the
+        ranking to those documents before the top k is taken."""
+        return self.search_many([query], k=k, allowed=allowed)[0]
 
-    def search_many(self, queries: Sequence[str], k: int = 1000) -> list[Results]:
+    def search_many(
+        self, queries: Sequence[str], k: int = 1000, allowed: Iterable[str] | None = None
+    ) -> list[Results]:
         """``search`` for each query; the queries are tokenised in one batch."""
         if isinstance(queries, str):
             raise TypeError("search_many takes a list of query strings; use search() for one")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        mask = None if allowed is None else self.allowed_mask(allowed)
         token_lists = self.tokenize(queries) if queries else []
-        return [self._search_ids(self._token_ids(t), k) for t in token_lists]
+        return [self._search_ids(self._token_ids(t), k, mask) for t in token_lists]
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike) -> Path:

@@ -13,7 +13,7 @@ cannot drift apart:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,10 +61,20 @@ def patent_query(patent: Patent) -> TextQuery:
     )
 
 
-def first_stage(bm25: BM25Index, queries: Sequence[TextQuery], k: int = 1000) -> dict[str, Results]:
-    """BM25 top ``k`` per query (``{qid: Results}``), each query's ``exclude`` ids removed first."""
+def first_stage(
+    bm25: BM25Index,
+    queries: Sequence[TextQuery],
+    k: int = 1000,
+    allowed: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, Results]:
+    """BM25 top ``k`` per query (``{qid: Results}``), each query's ``exclude`` ids removed first.
+    ``allowed`` maps a qid to the only ids its search may return (a filter or prior-art cut-off,
+    applied inside BM25 so k come back whenever k allowed documents match)."""
     extra = max((len(q.exclude) for q in queries), default=0)
-    found = bm25.search_many([q.text for q in queries], k=k + extra)
+    if allowed:
+        found = [bm25.search(q.text, k=k + extra, allowed=allowed.get(q.qid)) for q in queries]
+    else:
+        found = bm25.search_many([q.text for q in queries], k=k + extra)
     out = {}
     for q, res in zip(queries, found, strict=True):
         keep = [i for i, d in enumerate(res.ids) if d not in q.exclude][:k]
@@ -102,17 +112,18 @@ def rerank_run(
     k_rerank: int | None = None,
     batch_size: int = 64,
     keep_extras: bool = False,
+    allowed: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, Results]:
     """A run ``{qid: Results}``: BM25 top ``k_first`` with its first ``k_rerank`` (default: all)
     re-ranked by ``reranker`` (``None``: plain BM25). Candidate texts and codes come from ``library``.
     ``keep_extras`` keeps the re-ranker's per-candidate extras (gate values...); off, only
-    ``bm25_rank`` is kept, which saves memory on long runs."""
+    ``bm25_rank`` is kept, which saves memory on long runs. ``allowed``: see :func:`first_stage`."""
     if k_first < 1:
         raise ValueError(f"k_first must be >= 1; got {k_first}")
     k_rerank = k_first if k_rerank is None else k_rerank
     if not 0 <= k_rerank <= k_first:
         raise ValueError(f"k_rerank must lie in [0, k_first={k_first}]; got {k_rerank}")
-    first = first_stage(bm25, queries, k=k_first)
+    first = first_stage(bm25, queries, k=k_first, allowed=allowed)
     if reranker is None or k_rerank == 0:
         return first
     run = {}
