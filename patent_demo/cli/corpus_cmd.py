@@ -42,13 +42,13 @@ def add_parser(sub) -> None:
     b.add_argument("--restart", action="store_true", help="forget an earlier, unfinished build in --out")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", default=None, help="also write the summary as JSON here")
-    b.set_defaults(run=run_build)
+    b.set_defaults(handler=run_build)
 
     i = cs.add_parser("info", help="the summary of a built corpus", description="The summary of a built "
                       "corpus: source, patents, figures, codes by scheme, splits and what the build skipped.")  # fmt: skip
     i.add_argument("corpus", help="a corpus directory")
     i.add_argument("--json", action="store_true", help="print JSON instead of text")
-    i.set_defaults(run=run_info)
+    i.set_defaults(handler=run_info)
 
 
 def run_build(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
     for task in ("drawings", "text"):
         e = es.add_parser(task, help=f"evaluate {task} retrieval", description=__doc__.split("\n\n", 1)[1],
                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-        add_corpus(e)
+        add_corpus(e, required=task == "drawings")
         default_model = "default"
         e.add_argument("--model", default=default_model,
                        help="default, zero-shot (drawings), bm25 (text), or a name from `patent-demo models`")  # fmt: skip
@@ -54,15 +54,18 @@ def add_parser(sub) -> None:
                                 "(default: queries when the corpus marks them, else all)")  # fmt: skip
             e.add_argument("--batch-size", type=int, default=32, help="figures per embedding batch")
             e.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-            e.set_defaults(run=run_drawings)
+            e.set_defaults(handler=run_drawings)
         else:
             e.add_argument("--qrels", default=None, help="TREC qrels (default: the corpus's qrels.txt)")
+            e.add_argument("--pairs", default=None,
+                           help="a labelled-pair file (DSSDNet TSV or label-export JSONL): rank each query's own "
+                                "candidates instead of searching the corpus (--corpus then only supplies texts)")  # fmt: skip
             e.add_argument("--queries", default=None, help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)")  # fmt: skip
             e.add_argument("--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100, as the app)")  # fmt: skip
             e.add_argument(
                 "--cache-dir", default="cache", help="where the BM25 index is cached (shared with the app)"
             )
-            e.set_defaults(run=run_text)
+            e.set_defaults(handler=run_text)
 
 
 # -- shared ------------------------------------------------------------------------------------------------------
@@ -214,10 +217,59 @@ def text_queries(corpus: Corpus, qrels: dict, extra_texts: dict[str, str]):
     return out
 
 
+def _pair_reranker(spec, corpus: Corpus | None):
+    if spec is None:
+        return None
+    from patent_demo.registry import default_reranker
+
+    return default_reranker(spec)
+
+
+def run_pairs(args: argparse.Namespace) -> int:
+    """``--pairs``: each query's labelled candidates ranked by the model (``patent_demo.text.evaluate``)."""
+    from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
+    from patent_demo.text.evaluate import pair_run
+    from patent_demo.text.pairs import pair_qrels, read_pair_file
+
+    corpus = load_corpus(args.corpus) if args.corpus else None
+    pairs = read_pair_file(args.pairs, library=corpus)
+    if not pairs:
+        raise ValueError(f"{args.pairs}: no labelled pairs")
+    qrels = pair_qrels(pairs)
+    keys = [f"{m}@{k}" for k in args.k for m in TEXT_METRICS]
+
+    def scored(name: str) -> tuple[str, dict]:
+        spec = resolve_model(name, "text", args.checkpoints)
+        pq = per_query_metrics(pair_run(pairs, _pair_reranker(spec, corpus)), qrels, args.k)
+        return model_name(spec), pq
+
+    name, pq = scored(args.model)
+    qids = sorted(pq)
+    per_query = {k: [pq[q][k] for q in qids] for k in keys}
+    result = {
+        "task": "text", "corpus": args.pairs, "source": "labelled pairs",
+        "evaluated": f"{len(pairs)} labelled pairs, each query's own candidates ranked", "model": name,
+        "num_queries": len(qids), "num_patents": len(qids), "summary": _summaries(per_query, qids, keys),
+        "queries": qids, "per_query": per_query,
+    }  # fmt: skip
+    if args.against:
+        bname, bq = scored(args.against)
+        bper = {k: [bq[q][k] for q in qids] for k in keys}
+        result.update(against=bname, baseline_summary=_summaries(bper, qids, keys), baseline_per_query=bper,
+                      comparison=_compare(per_query, bper, qids, keys, args.bootstrap, args.seed))  # fmt: skip
+    print(_table(result, keys))
+    _write(result, args.json)
+    return 0
+
+
 def run_text(args: argparse.Namespace) -> int:
     from patent_demo.cli.search_cmd import read_text_queries
     from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
 
+    if args.pairs:
+        return run_pairs(args)
+    if not args.corpus:
+        raise ValueError("give --corpus (a built corpus) or --pairs (a labelled-pair file)")
     corpus = load_corpus(args.corpus)
     qrels = read_qrels(args.qrels) if args.qrels else corpus.qrels
     if not qrels:

@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     )
     add_checkpoints(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=run)
+    p.set_defaults(handler=run)
 
 
 def _config(spec: ModelSpec) -> dict:

@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
     c.add_argument(
         "--rel", type=int, default=None, help="grade for one-id-per-line files (default: 0 for -ve, else 1)"
     )
-    c.set_defaults(run=run)
+    c.set_defaults(handler=run)
 
 
 def _lines(path: Path, qid: str | None, rel: int | None) -> dict[str, dict[str, int]]:

@@ -47,12 +47,12 @@ def add_parser(sub) -> None:
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
             )
             s.add_argument("--no-crop", action="store_true", help="do not crop query drawings to their ink")
-            s.set_defaults(run=run_drawings)
+            s.set_defaults(handler=run_drawings)
         else:
             s.add_argument(
                 "--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100)"
             )
-            s.set_defaults(run=run_text)
+            s.set_defaults(handler=run_text)
 
 
 # -- queries ----------------------------------------------------------------------------------------------------

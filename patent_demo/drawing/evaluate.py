@@ -139,6 +139,7 @@ def evaluate_drawings(
     batch_size: int = 64,
     silhouette: bool = True,
     progress: bool = False,
+    per_query: bool = False,
 ) -> dict:
     """Drawing retrieval of one split at patent, subclass and main-class level.
 
@@ -158,5 +159,5 @@ def evaluate_drawings(
     else:
         emb = embed_corpus_figures(model, transform, corpus, [*queries, *gallery], batch_size, progress)
         q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
-    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette)
+    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette, per_query)
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}
