@@ -35,6 +35,7 @@ from patent_demo.data.corpus import (
     META,
     QRELS,
     SPLITS,
+    Figure,
     Patent,
     _atomic_write,
     family_splits,
@@ -132,6 +133,27 @@ def write_thumbnail(image: Path, target: Path, size: int = DEFAULT_THUMB) -> Non
     img.save(tmp, format="PNG", optimize=True)
     os.chmod(tmp, 0o644)
     os.replace(tmp, target)
+
+
+BROWSER_FORMATS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def display_image(corpus, figure: Figure, cache: Path) -> Path:
+    """A file a browser can show for ``figure``: its thumbnail, else the image itself when browsers read
+    its format, else a PNG thumbnail written once under ``cache`` (TIFF pages of a hand-made corpus)."""
+    from patent_demo.drawing.imageio import DrawingError
+
+    if figure.thumb and (corpus.root / figure.thumb).is_file():
+        return corpus.root / figure.thumb
+    path = corpus.image_path(figure)
+    if path.suffix.lower() in BROWSER_FORMATS:
+        return path
+    target = Path(cache) / thumb_name(figure.path)
+    try:
+        write_thumbnail(path, target)
+    except (DrawingError, OSError):
+        return path
+    return target
 
 
 def _process(args: tuple[dict, str, str, int]) -> tuple[dict | None, list[str]]:
