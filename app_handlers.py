@@ -101,6 +101,17 @@ class Handlers:
         self.wb = workbench
         self.store = store
 
+    def query_preview(self, file, crop):
+        """The query drawing as the encoder reads it (cropped to its ink when ``crop``), or nothing."""
+        from patent_demo.drawing.imageio import DrawingError, load_drawing
+
+        if not file:
+            return None
+        try:
+            return load_drawing(file, crop=bool(crop), square=False, size=512)
+        except DrawingError:
+            return None
+
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, progress=TRACK_TQDM):
         """Search the corpus drawings with an uploaded drawing; returns gallery, spread line, hit table."""
         try:
