@@ -17,6 +17,7 @@ import gradio as gr
 
 import app_examiner
 from app_handlers import QUEUE_HEADERS, Handlers, annotator_from_profile
+from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -46,6 +47,8 @@ CSS = """
 #label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
+#d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
 """
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
 TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)"]
@@ -68,6 +71,18 @@ def default_labels_path() -> tuple[Path, str]:
     return Path("data/labels.sqlite"), ""
 
 
+def corpus_header(wb: Workbench) -> str:
+    """Where the corpus comes from, its size and classification schemes (the built-in one is generated)."""
+    corpus = wb.corpus
+    n_figures = sum(len(p.figures) for p in corpus.patents)
+    generated = wb.config.corpus is None or bool(corpus.meta.get("generated"))
+    source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
+        corpus.source_label or "corpus")  # fmt: skip
+    schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
+    return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
+            f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
+
+
 def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "") -> gr.Blocks:
     """The workbench UI. Every event has an ``api_name``; see the README for the API."""
     wb = workbench
@@ -76,9 +91,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     ex = app_examiner.ExaminerHandlers(wb, store)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
     text_models = [(m.label, m.key) for m in wb.models("text")]
-    corpus = wb.corpus
-    n_figures = sum(len(p.figures) for p in corpus.patents)
-    examples = wb.examples(6)
+    example_figs = wb.example_figures(6)
+    example_paths = [str(wb.corpus.image_path(f)) for _, f in example_figs]
+    example_tiles = [(wb.display_path(f), f"{p.id} · {f.label or f.view}") for p, f in example_figs]
     keys_legend = " · ".join(
         f"<span class='kbd'>{k}</span> {v}"
         for k, v in (
@@ -96,9 +111,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         session = gr.State(None)
         crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
-            f"## Prior-art workbench\nCorpus **{corpus.name}**: {len(corpus)} patents, {n_figures} drawings · "
-            f"labels in `{store.path}`"
+            f"## Prior-art workbench\n{corpus_header(wb)} · labels in `{store.path}`", elem_id="header"
         )
+        index_status = gr.Markdown(wb.index_status(), elem_id="index-status")
         if storage_warning:
             gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
         with gr.Row():
@@ -116,9 +131,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             elem_id="d-file",
                             height=120,
                         )
-                        gr.Examples(
-                            examples=[[p] for p in examples], inputs=[d_file], label="Examples (test split)"
-                        )
+                        d_examples = gr.Gallery(example_tiles, label="Examples (test split): click to use",
+                                                columns=3, height=200, allow_preview=False, elem_id="d-examples")  # fmt: skip
+                        d_query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
+                                           elem_id="d-query")  # fmt: skip
                         d_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
                         d_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
                         with gr.Row():
@@ -158,6 +174,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, wrap=True, column_widths=TEXT_WIDTHS,
                                          label="DSSDNet (select a row to explain it)",
                                          interactive=False, elem_id="t-dss")  # fmt: skip
+                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores",
+                                           interactive=False, elem_id="t-fused")  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
                     t_explain = gr.Markdown("Select a DSSDNet candidate to see why it moved.")
@@ -265,10 +283,19 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
         # -- events --------------------------------------------------------------------------------------
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
+
+        def pick_example(evt: gr.SelectData) -> str:
+            return example_paths[evt.index]
+
+        d_examples.select(pick_example, None, d_file, api_name=False)
+        d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, crop_state, *filters],
                     [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
         t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, *filters],
-                    [t_bm25, t_dss, t_status, *label_panel], api_name="search_text")  # fmt: skip
+                    [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
+                    h.fused_table, [session], [t_fused], api_name="fused_text")  # fmt: skip
         d_file.change(lambda f: (f, None), d_file, [d_editor, crop_state], api_name=False)
         d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
         d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator],
@@ -343,6 +370,7 @@ def launch_kwargs(workbench: Workbench) -> dict:
         "head": KEYS_JS % json.dumps(SHORTCUTS),
         "allowed_paths": [
             str(Path(workbench.corpus.root).resolve()),
+            str(Path(workbench.corpus.image_root).resolve()),
             str(workbench.config.cache_dir.resolve()),
         ],
         "max_file_size": "25mb",
@@ -411,8 +439,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    try:
+        wb.corpus  # noqa: B018 - a raw collection is refused here, in one line naming the build command
+    except CorpusError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if not args.no_warmup:
-        wb.warm_up()
+        wb.warm_up_background()
     demo = build_demo(wb, store, warning)
     demo.queue(default_concurrency_limit=2).launch(
         server_name=args.host, server_port=args.port, **launch_kwargs(wb)

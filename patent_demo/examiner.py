@@ -130,7 +130,8 @@ def text_search(
     search_filter: SearchFilter | None = None,
     own_date: bool = False,
 ):
-    """``(BM25 top-k, DSSDNet top-k, notes)``: ``wb.search_text`` restricted by ``search_filter``; with
+    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``) restricted by
+    ``search_filter``; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
     date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
     from patent_demo.query import check_abstract
@@ -147,14 +148,15 @@ def text_search(
     notes += _filter_note(f, allowed, len(wb.corpus))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
-    bm25, dss = wb.search_text(text, codes, k, model, allowed=allowed)
+    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed)
+    bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     best = normalized_text_score(wb.bm25(), text, float(bm25.scores[0])) if len(bm25) else 0.0
     if th is not None:
         msg = th.message(best)
         if msg:
             notes.append("⚠️ " + msg.replace("best hit scores", "best BM25 hit scores"))
-    return bm25, dss, notes
+    return lists, notes
 
 
 def side_by_side(query: Image.Image | bytes | str | os.PathLike, figure_path: str | os.PathLike,

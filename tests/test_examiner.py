@@ -46,9 +46,12 @@ def test_text_own_date_drops_the_query_patent(bench):
 
     wb, _ = bench
     text = candidate_text(wb.corpus["D0008"])
-    bm25, dss, notes = examiner.text_search(wb, text, k=5, own_date=True)
+    lists, notes = examiner.text_search(wb, text, k=5, own_date=True)
+    bm25, dss = lists["bm25"], lists["dssdnet"]
     assert "cut-off 2017-06-01: the priority / filing date of the query patent D0008" in notes
-    assert "D0008" not in bm25.ids and all(wb.corpus[d].date < "2017-06-01" for d in bm25.ids + dss.ids)
+    assert "D0008" not in bm25.ids and all(
+        wb.corpus[d].date < "2017-06-01" for d in bm25.ids + dss.ids + lists["fused"].ids
+    )
 
 
 def test_handlers_crop_sheet_document_report(bench):
