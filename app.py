@@ -296,7 +296,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, *filters],
                     [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
                     h.fused_table, [session], [t_fused], api_name="fused_text")  # fmt: skip
-        d_file.change(lambda f: (f, None), d_file, [d_editor, crop_state], api_name=False)
+        d_file.change(ex.editor_value, d_file, [d_editor, crop_state], api_name=False)
         d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
         d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator],
                           [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet")  # fmt: skip

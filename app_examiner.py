@@ -152,6 +152,18 @@ class ExaminerHandlers:
         self.wb = workbench
         self.store = store
 
+    def editor_value(self, file):
+        """The uploaded drawing for the crop editor, decoded (TIFF pages too) at full size, so an
+        uncropped picture keeps the upload's size; the previous crop is cleared."""
+        from patent_demo.drawing.imageio import DrawingError
+
+        if not file:
+            return None, None
+        try:
+            return load_drawing(file, crop=False, square=False), None
+        except DrawingError:
+            return None, None
+
     # -- searches ------------------------------------------------------------------------------------
     def search_sheet(self, file, crop_image, model, k, *filters_and_annotator, progress=TRACK_TQDM):
         """Split an uploaded sheet into figures, search each with the filters, merge the lists."""
