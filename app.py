@@ -315,7 +315,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         t_bm25.select(h.select_bm25, [session], [l_list, l_rank, l_cursor], api_name="select_bm25")
         d_gallery.select(h.select_gallery, [session], [l_list, l_rank, l_cursor], api_name="select_hit")
         gr.Button(visible=False).click(h.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
-        c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator],
+        c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, *filters],
                     [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined")  # fmt: skip
         m_btn.click(
             h.embedding_maps,

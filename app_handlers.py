@@ -26,6 +26,7 @@ from patent_demo.labels.store import (
     text_query_id,
 )
 from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.results import Results
 from patent_demo.text.explain import explain_markdown
 from patent_demo.workbench import Workbench
 
@@ -251,8 +252,13 @@ class Handlers:
         rank = int(evt.index) + 1
         return "hmcl", rank, _cursor_md(self.wb, session, "hmcl", rank)
 
-    def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, progress=TRACK_TQDM):
-        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion."""
+    def search_combined(
+        self, file, abstract, codes, dmodel, tmodel, k, annotator, *filters, progress=TRACK_TQDM
+    ):
+        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
+        restricted by the filter panel."""
+        from app_examiner import parse_filter
+
         try:
             if not file:
                 raise BadInput("upload a drawing as well as the abstract")
@@ -260,9 +266,11 @@ class Handlers:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes or "")
             k = int(k)
-            dres = self.wb.search_drawing(file, dmodel, k, True, True, "")
-            _, dss = self.wb.search_text(text, qcodes, k, tmodel)
-            hm = self.wb.index(dmodel).search_patents(dres.query_embedding, min(k, len(self.wb.corpus)))
+            f, own = parse_filter(*filters) if filters else (None, False)
+            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own)
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own)
+            dss = lists["dssdnet"]
+            hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
             sha, rel = self.store.save_query_image(data, Path(file).suffix.lower() or ".png")
             session = new_session("combined", combined_query_id(sha, text), text=text, codes=qcodes,
@@ -274,7 +282,10 @@ class Handlers:
                 [[r, *_row(self.wb.corpus, pid, s)] for r, (pid, s) in enumerate(res, 1)]
                 for res in (hm, dss, fused)
             ]
-            return (*tables, "Fused with reciprocal rank fusion (k = 60).", session, "fused", 1,
+            status = _with_notes(
+                "Fused with reciprocal rank fusion (k = 60).", list(dict.fromkeys(notes + tnotes))
+            )
+            return (*tables, status, session, "fused", 1,
                     _cursor_md(self.wb, session, "fused", 1), _progress_md(self.store, session, annotator))  # fmt: skip
         except ERRORS as err:
             return (gr.update(), gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),

@@ -119,3 +119,21 @@ def test_no_good_match_note_for_an_unrelated_drawing(bench):
     own = wb.corpus.image_path(wb.corpus["D0004"].figures[0])
     res, notes = examiner.drawing_search(wb, own, "zero-shot", k=3)
     assert not any(n.startswith("⚠️") for n in notes)  # its own drawing: a perfect match
+
+
+def test_combined_search_takes_the_filters(bench):
+    from app_handlers import Handlers
+    from patent_demo.text.search import candidate_text
+
+    wb, store = bench
+    h = Handlers(wb, store)
+    path = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))
+    text = candidate_text(wb.corpus["D0006"])
+    out = h.search_combined(
+        path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", "", True, "", "", "", "", ""
+    )
+    hm, ds, fu, status = out[:4]
+    assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in status
+    for table in (hm, ds, fu):
+        assert table and all(wb.corpus[row[1]].date < "2015-06-01" for row in table)
+    assert len(hm) == 5  # five of the six earlier patents, filled inside the search
