@@ -142,6 +142,8 @@ class Workbench:
         self._reranker_factory = reranker_factory
         self.progress = progress
         self._lock = threading.RLock()
+        self._index_locks: dict[str, threading.Lock] = {}  # one per model: builds never hold _lock
+        self._index_threads: dict[str, threading.Thread] = {}
         self._encoders: dict[str, DrawingEncoder] = {}
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
@@ -208,39 +210,79 @@ class Workbench:
         return self.corpus.figures()
 
     def index(self, model: str | ModelSpec) -> DenseIndex:
-        """The dense index of the corpus figures under ``model``: loaded from the cache or built (progress bar)."""
+        """The dense index of the corpus figures under ``model``: loaded from the cache or built (progress bar).
+
+        Each model's index has its own lock: building one (minutes on a large corpus) never holds the
+        workbench lock, so searches with other, ready models go on meanwhile."""
         spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
         with self._lock:
             if spec.key in self._indexes:
                 return self._indexes[spec.key]
-            root = self.config.cache_dir / "index" / self.fingerprint / spec.fingerprint
-            if (root / "params.json").is_file():
-                index = DenseIndex.load(root)
-            else:
-                enc = self.encoder(spec)
-                figures = self._figures()
-                if not figures:
-                    raise ValueError("the corpus has no figures to index")
-                corpus = self.corpus
-                images = (corpus.open_image(f) for _, f in figures)
-                emb = embed_figures(
-                    enc.encode,
-                    images,
-                    batch_size=self.config.batch_size,
-                    progress=self.progress,
-                    total=len(figures),
-                    desc=f"embedding {len(figures)} drawings with {spec.label}",
-                )
-                index = DenseIndex.build(
-                    emb,
-                    [f.path for _, f in figures],
-                    [p.id for p, _ in figures],
-                    model=spec.encoder,
-                    checkpoint=spec.checkpoint_id,
-                )
-                index.save(root)
-            self._indexes[spec.key] = index
+            build_lock = self._index_locks.setdefault(spec.key, threading.Lock())
+        with build_lock:
+            with self._lock:
+                if spec.key in self._indexes:
+                    return self._indexes[spec.key]
+            index = self._load_or_build_index(spec)
+            with self._lock:
+                self._indexes[spec.key] = index
             return index
+
+    def index_ready(self, model: str | ModelSpec) -> bool:
+        """Whether ``model``'s index is in memory (a search with it answers at once)."""
+        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
+        with self._lock:
+            return spec.key in self._indexes
+
+    def ready_models(self) -> list[ModelSpec]:
+        """The drawing models whose index is in memory."""
+        with self._lock:
+            keys = set(self._indexes)
+        return [m for m in self.models("drawing") if m.key in keys]
+
+    def build_index_in_background(self, model: str | ModelSpec) -> threading.Thread | None:
+        """Start building ``model``'s index in a daemon thread (once); None when it is ready already. A
+        build that fails prints its error; the next search with the model starts another."""
+        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
+        with self._lock:
+            if spec.key in self._indexes:
+                return None
+            thread = self._index_threads.get(spec.key)
+            if thread is not None and thread.is_alive():
+                return thread
+            thread = threading.Thread(target=self.index, args=(spec,), daemon=True,
+                                      name=f"index-{spec.key}")  # fmt: skip
+            self._index_threads[spec.key] = thread
+        thread.start()
+        return thread
+
+    def _load_or_build_index(self, spec: ModelSpec) -> DenseIndex:
+        root = self.config.cache_dir / "index" / self.fingerprint / spec.fingerprint
+        if (root / "params.json").is_file():
+            return DenseIndex.load(root)
+        enc = self.encoder(spec)
+        figures = self._figures()
+        if not figures:
+            raise ValueError("the corpus has no figures to index")
+        corpus = self.corpus
+        images = (corpus.open_image(f) for _, f in figures)
+        emb = embed_figures(
+            enc.encode,
+            images,
+            batch_size=self.config.batch_size,
+            progress=self.progress,
+            total=len(figures),
+            desc=f"embedding {len(figures)} drawings with {spec.label}",
+        )
+        index = DenseIndex.build(
+            emb,
+            [f.path for _, f in figures],
+            [p.id for p, _ in figures],
+            model=spec.encoder,
+            checkpoint=spec.checkpoint_id,
+        )
+        index.save(root)
+        return index
 
     def bm25(self) -> BM25Index:
         with self._lock:

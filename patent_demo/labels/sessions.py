@@ -38,9 +38,14 @@ def owner_of(session: dict | None) -> str:
 
 
 def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) -> None:
+    """Record one shown list: per hit its patent, figure, score and extras, and what the UI displays of it
+    (``image`` path, ``view``, ``locarno_title``, gallery ``caption``)."""
     session["lists"][name] = [
-        {"id": h.patent_id, "figure": h.figure, "score": h.score, "extras": h.extras} for h in hits
-    ]
+        {"id": h.patent_id, "figure": h.figure, "score": h.score, "extras": h.extras, "image": h.image_path,
+         "view": h.view, "locarno_title": h.locarno_title,
+         "caption": f"{h.view} · {h.locarno} · {h.score:.3f}" if h.figure else f"{h.locarno} · {h.score:.3f}"}
+        for h in hits
+    ]  # fmt: skip
     session["checkpoints"][name] = checkpoint_id
 
 
