@@ -16,7 +16,15 @@ from typing import Any
 import gradio as gr
 
 from app_handlers import Handlers
-from app_labelling import COMBINED_HEADERS, HIT_HEADERS, QUEUE_HEADERS, TEXT_HEADERS, Identity, LabelHandlers
+from app_labelling import (
+    COMBINED_HEADERS,
+    HIT_HEADERS,
+    QUEUE_HEADERS,
+    TEXT_HEADERS,
+    Identity,
+    LabelHandlers,
+    lenient,
+)
 from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -125,7 +133,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         d_model = gr.Dropdown(
                             drawing_models, value=drawing_models[0][1], label="Model", elem_id="d-model"
                         )
-                        d_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        d_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         with gr.Row():
                             d_group = gr.Checkbox(value=True, label="group by patent", min_width=120)
                             d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
@@ -145,7 +153,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
                         t_model = gr.Dropdown(text_models, value=text_models[0][1], label="Re-ranker")
-                        t_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        t_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
                 with gr.Row():
@@ -165,7 +173,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     c_text = gr.Textbox(label="Abstract", lines=4)
                     with gr.Column(min_width=200):
                         c_codes = gr.Textbox(label="Query codes (optional)")
-                        c_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        c_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         c_btn = gr.Button("Search both", variant="primary")
                 c_status = gr.Markdown()
                 heads = COMBINED_HEADERS
@@ -251,7 +259,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             )
             with gr.Row():
                 l_list = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
-                l_rank = gr.Number(value=1, precision=0, minimum=1, label="Rank", scale=1, elem_id="l-rank")
+                l_rank = lenient(
+                    gr.Number(value=1, minimum=1, step=1, label="Rank", scale=1, elem_id="l-rank")
+                )
                 l_cat = gr.Radio(
                     [("none", ""), ("X", "X"), ("Y", "Y"), ("A", "A")],
                     value="",

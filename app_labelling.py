@@ -61,10 +61,30 @@ def warn(err: BaseException) -> str:
     if isinstance(err, MemoryError):
         msg = "not enough memory for this request; try a smaller input"
     else:
-        msg = scrub_paths(str(err).strip("'\"")) or type(err).__name__
+        text = str(err)
+        if isinstance(err, KeyError) and len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]  # KeyError quotes its message
+        msg = scrub_paths(text) or type(err).__name__
     msg = msg if len(msg) <= 500 else msg[:499] + "…"
     gr.Warning(html.escape(msg))
     return f"⚠️ {esc(msg)}"
+
+
+# -- lenient inputs -------------------------------------------------------------------------------------------
+def lenient(component):
+    """``component`` (a Number or Slider) with bad values (text, out of range, fractions) passed to the
+    handler unchanged, so the handler answers with a ⚠️ message saying what is wrong instead of Gradio's
+    bare error."""
+    strict = component.preprocess
+
+    def preprocess(payload):
+        try:
+            return strict(payload)
+        except Exception:  # noqa: BLE001 - the handler explains the value
+            return payload
+
+    component.preprocess = preprocess
+    return component
 
 
 # -- identity ---------------------------------------------------------------------------------------------

@@ -81,10 +81,11 @@ def label_from_session(
     if not session or not session.get("lists"):
         raise LabelError("a label needs a query and a candidate: run a search first")
     rows = session["lists"].get(list_name) if isinstance(list_name, str) else None
+    if rows is None:
+        have = ", ".join(sorted(session["lists"]))
+        raise LabelError(f"the current query has no {str(list_name)[:20]!r} list; it has {have}")
     if not rows:
-        raise LabelError(
-            f"the current query has no {str(list_name)[:20]!r} list; it has {sorted(session['lists'])}"
-        )
+        raise LabelError(f"the {list_name} list of the current query is empty: nothing to label")
     r = parse_rank(rank)
     if r > len(rows):
         raise LabelError(f"rank {r} is outside the {list_name} list (1..{len(rows)})")
