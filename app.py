@@ -25,6 +25,7 @@ from app_labelling import (
     LabelHandlers,
     lenient,
 )
+from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -54,6 +55,8 @@ CSS = """
 #label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
+#d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
 """
 
 
@@ -72,6 +75,18 @@ def default_labels_path() -> tuple[Path, str]:
     return Path("data/labels.sqlite"), ""
 
 
+def corpus_header(wb: Workbench) -> str:
+    """Where the corpus comes from, its size and classification schemes (the built-in one is generated)."""
+    corpus = wb.corpus
+    n_figures = sum(len(p.figures) for p in corpus.patents)
+    generated = wb.config.corpus is None or bool(corpus.meta.get("generated"))
+    source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
+        corpus.source_label or "corpus")  # fmt: skip
+    schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
+    return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
+            f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
+
+
 def on_space_with_sign_in() -> bool:
     return bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
 
@@ -87,9 +102,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     lh = LabelHandlers(wb, store, identity)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
     text_models = [(m.label, m.key) for m in wb.models("text")]
-    corpus = wb.corpus
-    n_figures = sum(len(p.figures) for p in corpus.patents)
-    examples = wb.examples(6)
+    example_figs = wb.example_figures(6)
+    example_paths = [str(wb.corpus.image_path(f)) for _, f in example_figs]
+    example_tiles = [(wb.display_path(f), f"{p.id} · {f.label or f.view}") for p, f in example_figs]
     keys_legend = " · ".join(
         f"<span class='kbd'>{k}</span> {v}"
         for k, v in (
@@ -106,9 +121,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     with gr.Blocks(title="Patent prior-art workbench") as demo:
         session = gr.State(None, delete_callback=lh.release)
         gr.Markdown(
-            f"## Prior-art workbench\nCorpus **{corpus.name}**: {len(corpus)} patents, {n_figures} drawings · "
-            f"labels in the store **{store.name}**"
+            f"## Prior-art workbench\n{corpus_header(wb)} · labels in the store **{store.name}**",
+            elem_id="header",
         )
+        index_status = gr.Markdown(wb.index_status(), elem_id="index-status")
         if storage_warning:
             gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
         with gr.Row():
@@ -127,9 +143,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             elem_id="d-file",
                             height=120,
                         )
-                        gr.Examples(
-                            examples=[[p] for p in examples], inputs=[d_file], label="Examples (test split)"
-                        )
+                        d_examples = gr.Gallery(example_tiles, label="Examples (test split): click to use",
+                                                columns=3, height=200, allow_preview=False, elem_id="d-examples")  # fmt: skip
+                        d_query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
+                                           elem_id="d-query")  # fmt: skip
                         d_model = gr.Dropdown(
                             drawing_models, value=drawing_models[0][1], label="Model", elem_id="d-model"
                         )
@@ -162,6 +179,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     )
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)",
                                          interactive=False, elem_id="t-dss")  # fmt: skip
+                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores",
+                                           interactive=False, elem_id="t-fused")  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
                     t_explain = gr.Markdown(
@@ -302,6 +321,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             d_table,
             t_bm25,
             t_dss,
+            t_fused,
             c_hm,
             c_ds,
             c_fu,
@@ -316,10 +336,19 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             return event.then(lh.show, show_in, show_out, **quiet)
 
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
+
+        def pick_example(evt: gr.SelectData) -> str:
+            return example_paths[evt.index]
+
+        d_examples.select(pick_example, None, d_file, api_name=False)
+        d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
         then_show(t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session],
-                              [t_bm25, t_dss, t_status, *label_panel], api_name="search_text"))  # fmt: skip
+                              [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
+                  h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
         then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session],
                               [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
 
@@ -331,7 +360,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
         for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (t_bm25, "bm25", "select_bm25"),
                                 (t_dss, "dssdnet", "select_dssdnet"), (c_hm, "hmcl", "select_combined_hmcl"),
-                                (c_ds, "dssdnet", "select_combined_dssdnet"), (c_fu, "fused", "select_fused")):  # fmt: skip
+                                (c_ds, "dssdnet", "select_combined_dssdnet"), (c_fu, "fused", "select_fused"),
+                                (t_fused, "fused", "select_text_fused")):  # fmt: skip
             then_show(comp.select(selector(name), [session], [l_list, l_rank], api_name=api))
         gr.Button(visible=False).click(lh.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
         m_btn.click(
@@ -419,6 +449,7 @@ def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dic
         "css": CSS,
         "head": KEYS_JS % json.dumps(SHORTCUTS),
         "allowed_paths": [
+            str(Path(workbench.corpus.image_root).resolve()),
             str(Path(workbench.corpus.root).resolve()),
             str(workbench.config.cache_dir.resolve()),
         ],
@@ -497,9 +528,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    try:
+        wb.corpus  # noqa: B018 - a raw collection is refused here, in one line naming the build command
+    except CorpusError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     store.purge_staged_images()  # drawings of searches that ended with the last server
     if not args.no_warmup:
-        wb.warm_up()
+        wb.warm_up_background()
     demo = build_demo(wb, store, warning, identity)
     demo.queue(default_concurrency_limit=2).launch(
         server_name=args.host, server_port=args.port, **launch_kwargs(wb, identity)

@@ -59,6 +59,10 @@ def _upload(file: Any, what: str = "a drawing (PNG, JPEG or TIFF)") -> tuple[str
     return file, path.read_bytes(), path.suffix.lower() or ".png"
 
 
+def _fmt(x: Any, nd: int = 3) -> str:
+    return "–" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
 class Handlers:
     """The search handlers of the workbench UI over one workbench and one label store."""
 
@@ -74,6 +78,17 @@ class Handlers:
             return self.identity.who(annotator, request, profile)
         except Exception:  # noqa: BLE001 - searching needs no name; labelling will ask for one
             return ""
+
+    def query_preview(self, file, crop):
+        """The query drawing as the encoder reads it (cropped to its ink when ``crop``), or nothing."""
+        from patent_demo.drawing.imageio import DrawingError, load_drawing
+
+        if not file or not isinstance(file, str):
+            return None
+        try:
+            return load_drawing(file, crop=bool(crop), square=False, size=512, name=Path(file).name)
+        except (DrawingError, MemoryError):
+            return None
 
     def _ready(self, model: str) -> None:
         """Refuse a drawing model whose index is not built yet (and start building it in the background)."""
@@ -132,11 +147,13 @@ class Handlers:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
             model, k = _model(model, "text"), _k(k)
-            bm25, dss = self.wb.search_text(text, qcodes, k, model)
+            lists = self.wb.search_text_lists(text, qcodes, k, model)
+            bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
             add_list(session, "bm25", self.wb.text_hits(bm25), "bm25")
             add_list(session, "dssdnet", self.wb.text_hits(dss), spec.checkpoint_id)
+            add_list(session, "fused", self.wb.text_hits(lists["fused"]), f"{spec.checkpoint_id}+bm25")
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
@@ -150,6 +167,16 @@ class Handlers:
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
             return None, None, msg, session, gr.update(), 1, "No results: the search failed.", gr.update()
+
+    def fused_table(
+        self, session, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None
+    ):
+        """``/fused_text``: the fused list (BM25 + DSSDNet scores) of the current text query as a table."""
+        if not session or session.get("kind") != "text" or "fused" not in session.get("lists", {}):
+            return None
+        who = self._who(annotator, request, profile)
+        judged = self.store.judged(session["query_id"], who) if who else {}
+        return table_value(self.wb, session, "fused", judged, None)
 
     def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, previous=None,
                         request: gr.Request = None, profile: gr.OAuthProfile | None = None,
@@ -219,7 +246,7 @@ class Handlers:
         try:
             summary, rows = self.wb.evaluate(model, k=10)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
-            md = " · ".join(f"**{k}** {summary[k]:.3f}" for k in keys if k in summary)
+            md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
             md += f" · {summary['num_queries']} queries"
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip

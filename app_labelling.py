@@ -31,6 +31,7 @@ import gradio as gr
 from patent_demo.labels.fields import LabelError, clean_line
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
+from patent_demo.text.explain import explain_markdown
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
@@ -192,7 +193,7 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
             )
         elif kind == "text":
             e = row.get("extras") or {}
-            move = _movement(e["bm25_rank"], r) if list_name == "dssdnet" and "bm25_rank" in e else ""
+            move = _movement(e["bm25_rank"], r) if list_name != "bm25" and "bm25_rank" in e else ""
             rows.append([r, move, p.id, p.locarno, p.title, score])
         else:
             rows.append([r, p.id, p.locarno, p.title, score])
@@ -302,7 +303,7 @@ class LabelHandlers:
             out["d_table"] = table_value(self.wb, session, "hmcl", judged, at[1] if at else None, only)
         else:
             out["gallery"], out["d_table"] = gr.update(value=[], selected_index=None), None
-        for key, name in (("t_bm25", "bm25"), ("t_dss", "dssdnet")):
+        for key, name in (("t_bm25", "bm25"), ("t_dss", "dssdnet"), ("t_fused", "fused")):
             hot = at[1] if at and at[0] == name else None
             out[key] = table_value(self.wb, session, name, judged, hot, only) if kind == "text" else None
         for key, name in (("c_hm", "hmcl"), ("c_ds", "dssdnet"), ("c_fu", "fused")):
@@ -311,7 +312,7 @@ class LabelHandlers:
         out["gate"], out["explain"] = self.explain_at(session, at)
         out["preview"] = self._preview(session, at)
         out["cursor"] = cursor_md(self.wb, session, list_name, rank, judged)
-        return tuple(out[k] for k in ("gallery", "d_table", "t_bm25", "t_dss", "c_hm", "c_ds", "c_fu", "gate",
+        return tuple(out[k] for k in ("gallery", "d_table", "t_bm25", "t_dss", "t_fused", "c_hm", "c_ds", "c_fu", "gate",
                                       "explain", "preview", "cursor"))  # fmt: skip
 
     def _preview(self, session, at) -> str | None:
@@ -335,7 +336,8 @@ class LabelHandlers:
         head = f"### {esc(p.id)} · {esc(p.title)}\n"
         body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(p.locarno or 'no code')}): {esc(self.wb.candidate_text(p))}"
         if list_name != "dssdnet":
-            return None, head + f"BM25 rank {r} · score {row['score']:.3f}\n\n" + body
+            name = "BM25" if list_name == "bm25" else "Fused (BM25 + DSSDNet)"
+            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + body
         e = row.get("extras") or {}
         fig = gate_plot(e["gate"]) if e.get("gate") else None
         md = (
@@ -345,7 +347,7 @@ class LabelHandlers:
             f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
             f"**t** = {_fmt(e.get('t'))} ({esc(e.get('t_source') or '–')}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
             f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
-            + body
+            f"{explain_markdown(e)}\n\n" + body
         )
         return fig, md
 

@@ -215,6 +215,6 @@ def test_cli(tmp_path: Path, capsys):
 
 
 def test_every_demo_subclass_has_a_title():
-    from patent_demo.taxonomy import locarno_title
+    from patent_demo.titles import locarno_title
 
     assert [t.locarno for t in TYPES.values() if not locarno_title(t.locarno)] == []

@@ -5,7 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from patent_demo.losses.dssdnet import (
+    DEFAULT_ALPHA,
     VARIANT_TERMS,
+    ConstantDomainError,
     DSSDNetLoss,
     DSSDNetLossConfig,
     domain_alpha,
@@ -151,8 +153,26 @@ def test_ranking_k_larger_than_negatives():
 def test_domain_alpha():
     assert domain_alpha([0, 0, 0, 1]) == 0.75
     assert domain_alpha(torch.tensor([1.0, 1.0, 0.0, 1.0, 1.0])) == 0.2
-    with pytest.raises(ValueError, match="got 0 with t=0 and 3 with t=1"):
+    with pytest.raises(
+        ConstantDomainError, match=r"same domain label \(0 with t=0, 3 with t=1 of 3 known\).*--alpha"
+    ):
         domain_alpha([1, 1, 1])
+    assert domain_alpha([1, 1, 1], constant="default") == DEFAULT_ALPHA == 0.5
+    nan = float("nan")
+    assert domain_alpha([0, nan, 1, nan, 1, 1]) == 0.25  # unknown labels are not counted
+    assert domain_alpha([nan, nan], constant="default") == 0.5
+
+
+def test_domain_focal_leaves_unknown_labels_out():
+    logits = torch.tensor([0.3, -1.2, 2.0, 0.1], dtype=torch.float64, requires_grad=True)
+    t = torch.tensor([1.0, float("nan"), 0.0, float("nan")], dtype=torch.float64)
+    got = domain_focal_loss(logits, t, 0.3, 2.0)
+    want = domain_focal_loss(logits[[0, 2]], t[[0, 2]], 0.3, 2.0)
+    torch.testing.assert_close(got, want)
+    got.backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad[1] == 0 and logits.grad[3] == 0
+    none = domain_focal_loss(logits, torch.full((4,), float("nan"), dtype=torch.float64), 0.3)
+    assert float(none.detach()) == 0.0
 
 
 def fake_outputs():

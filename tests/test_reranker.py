@@ -129,8 +129,23 @@ def test_ds_sd_scores_mean_of_heads_and_needs_no_t():
     torch.testing.assert_close(
         out["score"], (torch.sigmoid(out["ds_logit"]) + torch.sigmoid(out["di_logit"])) / 2
     )
-    with pytest.raises(ValueError, match="variant DSSDNet needs the domain labels t"):
-        tiny_reranker("DSSDNet").heads(torch.randn(2, 16))
+
+
+def test_unknown_t_is_the_domain_heads_prediction_in_heads_and_rank():
+    """t missing (None / NaN) -> [t_hat >= 0.5], the same rule in training (heads) and inference (rank)."""
+    model = tiny_reranker("DSSDNet")
+    e = torch.randn(4, 16)
+    t = torch.tensor([1.0, float("nan"), 0.0, float("nan")])
+    out = model.heads(e, t)
+    predicted = (torch.sigmoid(out["t_logit"]) >= 0.5).float()
+    torch.testing.assert_close(out["t"], torch.tensor([1.0, predicted[1], 0.0, predicted[3]]))
+    assert out["t_known"].tolist() == [True, False, True, False]
+    torch.testing.assert_close(out["mr_logit"], model.fuse(out["e_ds"], out["e_di"], out["t"]))
+    torch.testing.assert_close(model.heads(e)["t"], predicted)  # no labels at all: all predicted
+    extras = model.score_cls(e, [1, None, 0, None])
+    assert extras["t"] == [int(v) for v in out["t"].tolist()]
+    assert extras["t_source"] == ["codes", "predicted", "codes", "predicted"]
+    torch.testing.assert_close(torch.tensor(extras["score"]), out["score"])
 
 
 def test_gradcheck_whole_model_with_loss():

@@ -105,7 +105,7 @@ def test_tsv_source(tmp_path, tsv_path):
     assert sum(n.values()) == 24 and min(n.values()) > 0
     metrics = checkpoint.load_metrics(out)
     assert metrics["after"]["num_queries"] == n["test"] and metrics["epochs_run"] == 1
-    assert metrics["evaluation"]["protocol"] == "held-out queries' labelled candidates re-ranked"
+    assert metrics["evaluation"]["protocol"].startswith("each held-out query's labelled candidates: BM25")
     config = checkpoint.load_config(out)
     assert config["kind"] == "dssdnet" and config["delta"] is True and config["model"]["variant"] == "DS_SD"
     assert config["train"]["train_pairs_per_epoch"] == len(task.pairs["train"])
@@ -227,3 +227,86 @@ def test_hash_split_is_stable():
     # u = first 8 hex digits of sha1 / 2**32: a 0.527, b 0.913, c 0.518, d 0.235
     assert [dssdnet_data.hash_split(q, 0.15, 0.3) for q in "abcd"] == ["train", "train", "train", "test"]
     assert [dssdnet_data.hash_split(q, 0.3, 0.5) for q in "abcd"] == ["val", "train", "val", "test"]
+
+
+def test_labels_on_test_queries_are_held_out_by_the_leak_guard(tmp_path, corpus_dir):
+    library = Corpus.load(corpus_dir, validate=False)
+    test_ids = sorted(library.splits["test"])
+    rows = [
+        {"query_id": "leak", "query_patent_id": test_ids[0], "query": "a test patent as the query",
+         "pos": [{"id": "P000"}], "neg": [{"id": "P100"}]},
+        {"query_id": "fine", "query": "chair seat with a back rest", "query_codes": {"ipc": ["A47C 7/02"]},
+         "pos": [{"id": "P001"}, {"id": test_ids[1]}], "neg": [{"id": "P101"}]},
+    ]  # fmt: skip
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    common = ["--labels", path, "--corpus", corpus_dir, "--variant", "bert_c", "--k-first", "6", "--ks", "5",
+              "--val-fraction", "0", "--test-fraction", "0", "--no-eval-before"]  # fmt: skip
+    out = _run(tmp_path, "guarded", *common)
+    guard = checkpoint.load_config(out)["train"]["labels"]
+    assert guard["queries_held_out"] == 1 and guard["held_out_query_ids"] == ["leak"]
+    assert guard["candidates_held_out"] == 1  # the judged test-split patent of the kept query
+    assert checkpoint.load_config(out)["train"]["train_pairs_per_epoch"] == 2
+    allowed = _run(tmp_path, "allowed", *common, "--allow-test-labels")
+    assert checkpoint.load_config(allowed)["train"]["train_pairs_per_epoch"] == 6  # 2 + 3 + 1 top-up negative
+
+
+def test_constant_domain_flag_trains_with_a_message_and_default_alpha(tmp_path, tsv_path, caplog):
+    constant = tmp_path / "constant.tsv"
+    lines = tsv_path.read_text(encoding="utf-8").splitlines()
+    constant.write_text("\n".join([lines[0]] + [ln[: ln.rindex("\t1\t" if "\t1\t" in ln else "\t0\t")] + "\t1\t1\t1\t" + ln.split("\t")[-1] for ln in lines[1:]]) + "\n", encoding="utf-8")  # fmt: skip
+    assert {row.split("\t")[7] for row in constant.read_text().splitlines()[1:]} == {"1"}
+    with caplog.at_level("WARNING", logger="train.dssdnet"):
+        out = _run(tmp_path, "constant", "--tsv", constant, "--val-fraction", "0.3", "--test-fraction", "0.3")
+    assert (
+        "every training pair has the same domain label" in caplog.text and "alpha set to 0.5" in caplog.text
+    )
+    assert checkpoint.load_config(out)["train"]["alpha"] == 0.5
+
+
+def test_config_file_sets_hyperparameter_defaults_and_model_names_the_architecture(tmp_path, capsys):
+    from train.dssdnet_args import parse_args
+
+    cfg = tmp_path / "hp.json"
+    cfg.write_text(json.dumps({"lr": 3e-4, "epochs": 2, "batch_size": 16}), encoding="utf-8")
+    args = parse_args(["--config", str(cfg), "--tsv", "x.tsv", "--out", "o", "--epochs", "5"])
+    assert (args.lr, args.epochs, args.batch_size, args.model) == (3e-4, 5, 16, "minilm")
+    assert parse_args(["--model", "reranker-bert-base", "--out", "o"]).model == "bert-base"
+    bad = tmp_path / "bad.json"
+    for content, message in (
+        (json.dumps({"learning_rate": 1}), "unknown key"),
+        (json.dumps({"model": "x"}), "architecture"),
+    ):
+        bad.write_text(content, encoding="utf-8")
+        with pytest.raises(SystemExit):
+            parse_args(["--config", str(bad), "--out", "o"])
+        assert message in capsys.readouterr().err
+
+
+def test_validation_pairs_are_shuffled_so_batches_mix_labels(corpus_dir):
+    from train.dssdnet_args import parse_args
+
+    args = parse_args(["--corpus", str(corpus_dir), "--out", "o"])
+    val = dssdnet_data.training_data(args).val_pairs
+    ys = [p.y for p in val]
+    assert 0 < sum(ys) < len(ys)
+    assert ys != sorted(ys, reverse=True)  # not all positives first
+    first = ys[: len(ys) // 2]
+    assert 0 < sum(first) < len(first)
+
+
+def test_family_members_share_a_split_and_give_positives():
+    patents = [Patent(id=f"F{i}", kind="utility", title=f"pump {i}", text="a pump", codes={"ipc": ["F04B 1/00"]},
+                      extra={"family_members": [f"F{i ^ 1}"]}, citations=[f"F{(i + 2) % 40}"]) for i in range(40)]  # fmt: skip
+    library = Corpus(root=".", patents=patents, name="families")
+    fam = dssdnet_data.families(library)
+    assert fam["F0"] == fam["F1"] == "F0" and fam["F3"] == "F2"
+    task = dssdnet_data.corpus_task(library, val_fraction=0.2, test_fraction=0.3)
+    split = {q: s for s in dssdnet_data.SPLITS for q in task.qrels[s]}
+    assert all(split[f"F{i}"] == split[f"F{i ^ 1}"] for i in range(40))
+    assert len(set(split.values())) == 3
+    pairs = task.family_pairs("train", np.random.default_rng(0))
+    pos = [p for p in pairs if p.y == 1]
+    assert len(pos) == len(pairs) // 2 and all(
+        split[p.qid] == "train" and fam[p.doc_id] == fam[p.qid] for p in pos
+    )

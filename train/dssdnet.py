@@ -11,19 +11,24 @@ Examples::
     python -m train.dssdnet --tsv train_t.tsv --out runs/tsv
     python -m train.dssdnet --labels labels.jsonl --demo-patents 400 --out runs/labels
     # several GPUs
-    torchrun --nproc_per_node 4 -m train.dssdnet --config bert-base --base-path DIR ...
+    torchrun --nproc_per_node 4 -m train.dssdnet --model reranker-bert-base --base-path DIR ...
 
 Training follows the article (AdamW, lr 2e-5, weight decay 5e-4, dropout 0.1, batch 64, early
 stopping on the validation loss). Only the heads and the top ``--train-layers`` encoder layers
-train; the checkpoint stores those parameters only (a delta on the base weights). Evaluation runs
-before and after training: BM25 top ``--k-first`` for the test queries, the first ``--k-rerank``
-re-ranked, Recall/MAP/PRES/nDCG at ``--ks`` (``patent_demo.metrics.evaluate_run``).
+train; the checkpoint stores those parameters only (a delta on the base weights); on one process the
+frozen layers' outputs are cached (``train/dssdnet_cache.py``). Evaluation runs before and after
+training: BM25 top ``--k-first`` for the queries of each ``--eval-split``, the first ``--k-rerank``
+re-ranked, Recall/MAP/PRES/nDCG at ``--ks`` (``patent_demo.metrics.evaluate_run``); for a pair
+source, BM25 over each query's own candidates against the re-ranked candidates.
+
+``--model NAME`` names the architecture (a packaged reranker config, e.g. ``reranker-minilm``);
+``--config FILE`` is a JSON file of hyper-parameter defaults (``train/dssdnet_args.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
+import logging
 import math
 import os
 import shlex
@@ -34,204 +39,18 @@ from pathlib import Path
 import torch
 
 from patent_demo import checkpoint
-from patent_demo.losses.dssdnet import VARIANTS, DSSDNetLoss, domain_alpha
+from patent_demo.losses.dssdnet import DEFAULT_ALPHA, VARIANTS, DSSDNetLoss, domain_alpha
 from patent_demo.text.reranker import Reranker, create_reranker, load_config
 from train import dssdnet_data as data
 from train import dssdnet_eval
+from train.dssdnet_args import VARIANT_CHOICES, build_parser, parse_args
+from train.dssdnet_cache import CachedReranker, FeatureCache, encoder_layers
+
+log = logging.getLogger("train.dssdnet")
 
 VARIANT_FLAGS = {"bert_c": "BERT(C)", "ds_sd": "DS_SD", "ds_sd_mr": "DS_SD_MR", "dssdnet": "DSSDNet"}
-assert set(VARIANT_FLAGS.values()) == set(VARIANTS)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train.dssdnet", description=__doc__.split("\n\n")[0])
-    src = p.add_argument_group("data")
-    src.add_argument(
-        "--tsv", help="DSSDNet labelled-pair TSV (Quality, #1 ID, #2 ID, #1 String, #2 String, ipc_1..3)"
-    )
-    src.add_argument(
-        "--labels",
-        "--jsonl",
-        dest="labels",
-        help='label JSONL rows {"query", "query_codes", "pos", "neg"} (the app\'s export)',
-    )
-    src.add_argument(
-        "--corpus",
-        help="library corpus directory (Corpus.load); with qrels/citations it is also a data source",
-    )
-    src.add_argument(
-        "--demo-patents",
-        type=int,
-        default=0,
-        help="use the built-in corpus with this many patents as the library",
-    )
-    src.add_argument(
-        "--demo-size",
-        type=int,
-        default=160,
-        help="drawing size of the built-in corpus (part of its cache key)",
-    )
-    src.add_argument("--demo-seed", type=int, default=0, help="seed of the built-in corpus")
-    src.add_argument("--cache-dir", default="cache", help="where the built-in corpus is built and cached")
-    src.add_argument(
-        "--text-corpus", help="JSONL text corpus (loaders.textcorpus.load_text_corpus) as the library"
-    )
-    src.add_argument("--pairs", help="citing->cited id pair TSV giving the qrels of --text-corpus")
-    src.add_argument("--qrels", help="TREC qrels file overriding the library's qrels")
-    src.add_argument(
-        "--domain-scheme",
-        default="auto",
-        choices=["auto", "ipc", "cpc", "locarno"],
-        help="codes the domain label t comes from (auto: IPC, else CPC, else Locarno)",
-    )
-    src.add_argument(
-        "--domain-level", default="subclass", help="level at which code sets must overlap for t = 1"
-    )
-    src.add_argument(
-        "--negative-seed",
-        type=int,
-        default=None,
-        help="seed of the random negatives (default: --seed); fix it to share negatives across seeds",
-    )
-    src.add_argument(
-        "--fixed-negatives",
-        action="store_true",
-        help="draw the random negatives once and reuse them every epoch",
-    )
-    src.add_argument(
-        "--bm25-negatives",
-        type=int,
-        default=0,
-        help="also train on each query's N best-ranked non-relevant BM25 candidates",
-    )
-    src.add_argument(
-        "--val-fraction",
-        type=float,
-        default=0.15,
-        help="share of query ids held out for validation (hash split)",
-    )
-    src.add_argument(
-        "--test-fraction",
-        type=float,
-        default=None,
-        help="share of query ids held out for testing (hash split; default 0.3 for a corpus, 0.15 for pairs)",
-    )
-    src.add_argument(
-        "--max-queries", type=int, default=None, help="keep at most this many queries per split (quick runs)"
-    )
-    m = p.add_argument_group("model")
-    m.add_argument(
-        "--config",
-        default="minilm",
-        help="packaged reranker config (patent_demo/configs/reranker-<name>.json)",
-    )
-    m.add_argument(
-        "--base-path", default=None, help="local directory holding the base encoder (overrides the config)"
-    )
-    m.add_argument(
-        "--variant",
-        default="dssdnet",
-        choices=sorted(VARIANT_FLAGS),
-        help="ablation variant: bert_c, ds_sd, ds_sd_mr, dssdnet",
-    )
-    m.add_argument(
-        "--max-length",
-        type=int,
-        default=None,
-        help="token limit of a query-candidate pair (config default 128)",
-    )
-    m.add_argument("--dropout", type=float, default=0.1, help="dropout of the heads")
-    m.add_argument(
-        "--train-layers",
-        type=int,
-        default=1,
-        help="top encoder layers trained (the rest frozen); -1 trains the whole encoder",
-    )
-    m.add_argument(
-        "--feature-cache",
-        default=None,
-        help="with --train-layers 0: keep the frozen encoder's H_CLS of every pair in this folder, shared by later runs",
-    )
-    m.add_argument(
-        "--gamma", type=float, default=None, help="focal factor of L_t (Eq. 10); config default 2.0"
-    )
-    m.add_argument(
-        "--alpha",
-        type=float,
-        default=None,
-        help="balance factor of L_t (Eq. 10); default n(t=0)/n over the training pairs",
-    )
-    m.add_argument(
-        "--top-k", type=int, default=None, help="hard negatives per batch in L_PR (Eq. 13); config default 4"
-    )
-    m.add_argument("--margin", type=float, default=None, help="margin m of L_PR (Eq. 14); config default 0.3")
-    o = p.add_argument_group("optimisation")
-    o.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate of the encoder layers")
-    o.add_argument("--head-lr", type=float, default=None, help="learning rate of the heads (default: --lr)")
-    o.add_argument("--weight-decay", type=float, default=5e-4, help="AdamW weight decay")
-    o.add_argument("--batch-size", type=int, default=64, help="pairs per step (per process under DDP)")
-    o.add_argument("--epochs", type=int, default=10, help="maximum epochs")
-    o.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
-    o.add_argument(
-        "--time-budget-min",
-        type=float,
-        default=None,
-        help="stop training after the epoch that passes this many minutes",
-    )
-    o.add_argument(
-        "--patience", type=int, default=2, help="early stopping: epochs without a lower validation loss"
-    )
-    o.add_argument("--grad-clip", type=float, default=0.0, help="clip the gradient norm (0: off)")
-    o.add_argument("--seed", type=int, default=0, help="seed of initialisation, negatives and order")
-    o.add_argument(
-        "--precision",
-        default="auto",
-        choices=["auto", "fp32", "bf16"],
-        help="autocast dtype (auto: bf16 on CUDA, fp32 on CPU)",
-    )
-    o.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    o.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    e = p.add_argument_group("evaluation")
-    e.add_argument("--k-first", type=int, default=1000, help="BM25 candidates per test query")
-    e.add_argument(
-        "--k-rerank", type=int, default=None, help="re-rank only the first N BM25 candidates (default: all)"
-    )
-    e.add_argument("--ks", type=int, nargs="+", default=[100, 200, 400], help="metric cut-offs")
-    e.add_argument(
-        "--eval-split",
-        default="test",
-        choices=["val", "test"],
-        help="queries evaluated before/after training",
-    )
-    e.add_argument("--eval-batch-size", type=int, default=128, help="pairs per forward pass at evaluation")
-    e.add_argument("--no-eval-before", action="store_true", help="skip the evaluation of the untrained model")
-    e.add_argument(
-        "--write-run",
-        action="store_true",
-        help="write the re-ranked TREC run of the evaluation to OUT/run.<split>.txt",
-    )
-    w = p.add_argument_group("output")
-    w.add_argument(
-        "--out", required=True, help="checkpoint directory (best weights, config, metrics, command)"
-    )
-    w.add_argument("--resume", action="store_true", help="continue from OUT/state.pt")
-    w.add_argument(
-        "--init-from",
-        default=None,
-        help="fine-tune this DSSDNet checkpoint (its architecture, variant and weights); the new one gets version + 1",
-    )
-    w.add_argument(
-        "--keep-state",
-        action="store_true",
-        help="keep OUT/state.pt (optimiser state for --resume) after training",
-    )
-    w.add_argument(
-        "--tiny",
-        action="store_true",
-        help="test mode: a tiny random BERT on MiniLM's tokenizer, short sequences, small batches",
-    )
-    w.add_argument("--log-every", type=int, default=10, help="print the losses every N steps")
-    return p
+assert set(VARIANT_FLAGS.values()) == set(VARIANTS) and set(VARIANT_FLAGS) == set(VARIANT_CHOICES)
+__all__ = ["build_parser", "main"]
 
 
 # -- setup -----------------------------------------------------------------------------------------
@@ -294,17 +113,7 @@ def build_model(args, scheme: str, alpha: float | None) -> Reranker:
         )
     elif args.base_path:
         overrides["base_path"] = args.base_path
-    return create_reranker(load_config(args.config, **overrides))
-
-
-def encoder_layers(model: Reranker) -> torch.nn.ModuleList:
-    for path in ("encoder.layer", "transformer.layer", "layers"):
-        obj = model.encoder
-        for name in path.split("."):
-            obj = getattr(obj, name, None)
-        if isinstance(obj, torch.nn.ModuleList):
-            return obj
-    raise ValueError(f"cannot find the transformer layers of {type(model.encoder).__name__}")
+    return create_reranker(load_config(args.model, **overrides))
 
 
 def freeze(model: Reranker, train_layers: int) -> None:
@@ -330,16 +139,17 @@ def batch_losses(
     pairs: list[data.Pair],
     device,
     precision: str,
-    cache: dssdnet_eval.FeatureCache | None = None,
+    cache: FeatureCache | None = None,
 ) -> dict[str, torch.Tensor]:
     """The weighted loss terms of one batch of pairs (queries, docs -> ``[B, L]`` tokens -> outputs;
-    with a feature cache, the cached ``e = H_CLS`` [B, H] -> the heads)."""
+    with a feature cache, the cache's ``e = H_CLS`` [B, H] -> the heads). ``t`` is NaN where the data
+    has no domain label: the heads use their prediction there and ``L_t`` leaves the pair out."""
     core = model.module if hasattr(model, "module") else model
     y = torch.tensor([p.y for p in pairs], device=device)
     t = torch.tensor([p.t for p in pairs], device=device)
     with _autocast(device, precision):
         if cache is not None:
-            out = core.heads(cache.get([(p.query, p.doc) for p in pairs]), t)
+            out = core.heads(cache.encode([p.query for p in pairs], [p.doc for p in pairs]), t)
         else:
             out = model(**core.tokenize([p.query for p in pairs], [p.doc for p in pairs]), t=t)
     out = {k: v.float() for k, v in out.items()}
@@ -354,9 +164,10 @@ def validation_loss(
     batch_size: int,
     device,
     precision: str,
-    cache: dssdnet_eval.FeatureCache | None = None,
+    cache: FeatureCache | None = None,
 ) -> float:
-    """Mean total loss over ``pairs`` (batches of ``batch_size``, weighted by batch length)."""
+    """Mean total loss over ``pairs`` (batches of ``batch_size``, the training batch size, weighted by
+    batch length; the pairs come shuffled, so batches mix labels as in training)."""
     if not pairs:
         return float("nan")
     was = model.training
@@ -384,7 +195,7 @@ def _init_from(directory: str) -> tuple[Reranker, dict | None, str]:
 # -- main ------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     started, cpu_started = time.perf_counter(), time.process_time()
     if args.tiny:
         args.batch_size = min(args.batch_size, 8)
@@ -398,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.set_device(device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = print if rank == 0 else (lambda *a, **k: None)
+    if rank != 0:
+        log.setLevel(logging.WARNING)
+    elif not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
     # data
     td = data.training_data(args)
@@ -410,7 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     variant = VARIANT_FLAGS[args.variant]
     alpha = args.alpha
     if alpha is None and variant != "BERT(C)" and not args.init_from:  # a fine-tune keeps its parent's
-        alpha = domain_alpha([p.t for p in first_pairs])
+        alpha = domain_alpha([p.t for p in first_pairs], constant="default")
+        ts = [p.t for p in first_pairs if p.t == p.t]
+        if alpha == DEFAULT_ALPHA and (not ts or min(ts) == max(ts)):
+            log.warning(
+                "every training pair has the same domain label (%s of %d pairs known, t = %s): the domain "
+                "loss has nothing to balance and t carries no signal; alpha set to %s (pass --alpha to change)",
+                len(ts), len(first_pairs), ts[0] if ts else "unknown", DEFAULT_ALPHA,
+            )  # fmt: skip
 
     # model
     torch.manual_seed(args.seed)
@@ -421,13 +242,13 @@ def main(argv: list[str] | None = None) -> int:
         base_state = {k: v.detach().clone() for k, v in model.encoder.state_dict().items()}
     freeze(model, args.train_layers)
     model.to(device)
-    # heads only, one process: the encoder's outputs are fixed, so compute each pair's once
+    # one process, part of the encoder frozen: compute each pair's frozen-layer outputs once
     cache = (
-        dssdnet_eval.FeatureCache(model, args.feature_cache, args.eval_batch_size)
-        if args.train_layers == 0 and world == 1
+        FeatureCache(model, args.feature_cache, args.eval_batch_size, args.train_layers)
+        if 0 <= args.train_layers < len(encoder_layers(model)) and world == 1
         else None
     )
-    scorer = dssdnet_eval.CachedScorer(model, cache) if cache is not None else model
+    scorer = CachedReranker(model, cache) if cache is not None else model
     loss_fn = DSSDNetLoss(model.config.loss, variant)
     heads = [p for n, p in model.named_parameters() if not n.startswith("encoder.") and p.requires_grad]
     enc = [p for n, p in model.named_parameters() if n.startswith("encoder.") and p.requires_grad]
@@ -437,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
     n_trainable = sum(p.numel() for p in heads + enc)
     run_name = f"{args.variant}-{Path(model.config.base).name}-L{args.train_layers}-lr{args.lr:g}-b{args.batch_size}-s{args.seed}"
-    log(f"[{run_name}] {len(first_pairs)} train pairs/epoch, {len(val_pairs)} val pairs, scheme {scheme}, alpha {alpha}, "
-        f"{n_trainable:,} trainable parameters, device {device}, world {world}")  # fmt: skip
+    log.info("[%s] %d train pairs/epoch, %d val pairs, scheme %s, alpha %s, %s trainable parameters, device %s, "
+             "world %d, cache %s", run_name, len(first_pairs), len(val_pairs), scheme, alpha, f"{n_trainable:,}",
+             device, world, "off" if cache is None else f"after {cache.boundary} frozen layers")  # fmt: skip
 
     start_epoch, step, best_val, bad_epochs, history = 0, 0, math.inf, 0, []
     metrics: dict = {}
@@ -456,8 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             state["bad_epochs"],
         )
         history = list(checkpoint.load_metrics(out).get("history", []))
-        metrics = {k: v for k, v in checkpoint.load_metrics(out).items() if k in ("before", "bm25")}
-        log(f"resumed from epoch {start_epoch}, step {step}, best val loss {best_val:.4f}")
+        metrics = {k: v for k, v in checkpoint.load_metrics(out).items() if k in ("before", "bm25", "splits")}
+        log.info("resumed from epoch %d, step %d, best val loss %.4f", start_epoch, step, best_val)
     train_model = model
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(
@@ -465,13 +287,18 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     # evaluation before
+    splits = list(dict.fromkeys(args.eval_splits))
     if rank == 0 and eval_task is not None and state is None:
-        metrics["bm25"], _ = dssdnet_eval.evaluate(None, eval_task, args, args.eval_split)
-        if not args.no_eval_before:
-            metrics["before"], _ = dssdnet_eval.evaluate(scorer, eval_task, args, args.eval_split)
-        log("bm25  ", dssdnet_eval.fmt(metrics["bm25"]))
-        if "before" in metrics:
-            log("before", dssdnet_eval.fmt(metrics["before"]))
+        metrics["splits"] = {s: {} for s in splits}
+        for s in splits:
+            metrics["splits"][s]["bm25"], bm25_run = dssdnet_eval.evaluate(None, eval_task, args, s)
+            log.info("%-5s bm25   %s", s, dssdnet_eval.fmt(metrics["splits"][s]["bm25"]))
+            if args.write_run:
+                dssdnet_eval.write_run(out / f"bm25.{s}.txt", bm25_run, "bm25")
+            if not args.no_eval_before:
+                metrics["splits"][s]["before"], _ = dssdnet_eval.evaluate(scorer, eval_task, args, s)
+                log.info("%-5s before %s", s, dssdnet_eval.fmt(metrics["splits"][s]["before"]))
+        metrics.update({k: v for k, v in metrics["splits"][splits[0]].items()})
 
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
@@ -502,13 +329,13 @@ def main(argv: list[str] | None = None) -> int:
             for k, v in losses.items():
                 running[k] = running.get(k, 0.0) + float(v.detach())
             if step % args.log_every == 0:
-                log(
-                    f"epoch {epoch} step {step} loss {float(total):.4f} "
-                    + " ".join(f"{k}={float(v):.4f}" for k, v in losses.items())
-                )
+                log.info(
+                    "epoch %d step %d loss %.4f %s", epoch, step, float(total.detach()),
+                    " ".join(f"{k}={float(v):.4f}" for k, v in losses.items()),
+                )  # fmt: skip
             if args.max_steps is not None and step >= args.max_steps:
                 break
-        val = validation_loss(model, loss_fn, val_pairs, args.eval_batch_size, device, args.precision, cache)
+        val = validation_loss(model, loss_fn, val_pairs, args.batch_size, device, args.precision, cache)
         if cache is not None and rank == 0:
             cache.save()
         n_batches = max(1, math.ceil(len(order) / args.batch_size))
@@ -527,9 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
         else:
             bad_epochs += 1
-        log(
-            f"epoch {epoch + 1}: val loss {val:.4f} (best {best_val:.4f}, {bad_epochs} epoch(s) without improvement), {time.perf_counter() - started:.0f} s"
-        )
+        log.info("epoch %d: val loss %.4f (best %.4f, %d epoch(s) without improvement), %.0f s", epoch + 1, val,
+                 best_val, bad_epochs, time.perf_counter() - started)  # fmt: skip
         if rank == 0:
             current = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in trainable}
             checkpoint.save_train_state(
@@ -565,18 +391,21 @@ def main(argv: list[str] | None = None) -> int:
     model.eval()
     if rank == 0:
         if eval_task is not None:
-            metrics["after"], run = dssdnet_eval.evaluate(scorer, eval_task, args, args.eval_split)
-            log("after ", dssdnet_eval.fmt(metrics["after"]))
+            metrics.setdefault("splits", {s: {} for s in splits})
+            for s in splits:
+                after, run = dssdnet_eval.evaluate(scorer, eval_task, args, s)
+                metrics["splits"].setdefault(s, {})["after"] = after
+                log.info("%-5s after  %s", s, dssdnet_eval.fmt(after))
+                if args.write_run:
+                    dssdnet_eval.write_run(out / f"run.{s}.txt", run, run_name)
+            metrics["after"] = metrics["splits"][splits[0]]["after"]
             if cache is not None:
                 cache.save()
-            if args.write_run:
-                lines = [line for qid in sorted(run) for line in run[qid].to_trec(qid, run_name)]
-                checkpoint.write_text(out / f"run.{args.eval_split}.txt", "\n".join(lines) + "\n")
         metrics.update(
             history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
             train_seconds=round(train_seconds, 1), train_cpu_seconds=round(train_cpu_seconds, 1),
             total_seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu_started, 1),
-            map_definitions=dssdnet_eval.MAP_DEFINITIONS, evaluation=dssdnet_eval.eval_description(args, eval_task),
+            map_definitions=dssdnet_eval.MAP_DEFINITIONS, evaluation=dssdnet_eval.eval_description(args, eval_task, splits[0]),
         )  # fmt: skip
         train_info = {
             "run_name": run_name, "args": vars(args), "variant": variant, "alpha": alpha, "domain_scheme": scheme,
@@ -585,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         }  # fmt: skip
         if train_task is not None and args.labels:
             train_info["num_labels"] = sum(len(v) for v in train_task.pairs.values())
+            train_info["labels"] = td.guard
         if args.init_from:
             parent_version = checkpoint.load_config(args.init_from).get("train", {}).get("version") or 1
             train_info.update(parent=str(args.init_from), version=int(parent_version) + 1)
@@ -594,9 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not args.keep_state and (out / checkpoint.STATE).exists():
             (out / checkpoint.STATE).unlink()
-        log(
-            f"wrote {out} ({checkpoint.size_bytes(out) / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s; stopped by {stop_reason}"
-        )
+        log.info("wrote %s (%.1f MB) in %.0f s; stopped by %s", out, checkpoint.size_bytes(out) / 1e6,
+                 time.perf_counter() - started, stop_reason)  # fmt: skip
     if world > 1:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()

@@ -10,19 +10,22 @@
   positive, afresh every epoch, plus optionally the ``bm25_negatives`` highest-ranked non-relevant
   BM25 candidates of each query (fixed).
 
-The domain label ``t`` of a generated pair is Eq. 4 over the chosen scheme
-(``taxonomy.domain_label``), 0 when either side has no code of that scheme.
+The domain label ``t`` of a pair is ``patent_demo.text.pairs.domain_t`` (Eq. 4 over the chosen
+scheme), NaN when either side has no code of that scheme; the model then uses its own prediction,
+in training as at inference (``patent_demo.text.reranker.fill_t``).
 
 Splits: a corpus with ``splits.json`` keeps them (queries from the train and val splits; test
 queries from its qrels when it has them, else from the test split's citations). Otherwise, and for
-the pair sources, each query id goes to test, val or train by a hash of the id, so the split is
-the same on every run and machine.
+the pair sources, each query goes to test, val or train by a hash of its *family* (the smallest id
+among the patents linked to it by ``family_members`` within the library; a patent without family in
+the library is its own family), so members of one family never sit on both sides of a split, and the
+split is the same on every run and machine. With ``family_positives`` each same-family pair of the
+train split is one more positive (with one random negative).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,25 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.data.corpus import Corpus, CorpusError
-from patent_demo.taxonomy import domain_label
+from patent_demo.data.corpus import Corpus
 from patent_demo.text.bm25 import BM25Index
+from patent_demo.text.pairs import Pair, domain_t, jsonl_rows_pairs, pair_qrels, read_tsv_pairs
 from patent_demo.text.search import TextQuery, candidate_text, first_stage, patent_query
 
 SPLITS = ("train", "val", "test")
 VAL_PAIR_SEED = 20240601  # fixed: validation negatives are the same for every training seed
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One training pair: ``y`` 1.0 relevant / 0.0 not; ``t`` the domain label (Eq. 4)."""
-
-    qid: str
-    query: str
-    doc: str
-    y: float
-    t: float
-    doc_id: str = ""
 
 
 def hash_split(qid: str, val_fraction: float, test_fraction: float) -> str:
@@ -59,11 +50,24 @@ def hash_split(qid: str, val_fraction: float, test_fraction: float) -> str:
     return "val" if u < test_fraction + val_fraction else "train"
 
 
-def scheme_t(codes_a: Mapping | None, codes_b: Mapping | None, scheme: str, level: str = "subclass") -> float:
-    """Eq. 4 over ``scheme``: 1.0 when the two code sets overlap at ``level``; 0.0 when either is empty."""
-    a = list((codes_a or {}).get(scheme, []) or [])
-    b = list((codes_b or {}).get(scheme, []) or [])
-    return float(domain_label(a, b, level=level, scheme=scheme)) if a and b else 0.0
+def families(library: Corpus) -> dict[str, str]:
+    """``{patent id: family key}``: the smallest id of the connected group of library patents linked by
+    ``extra["family_members"]`` (either direction); a patent with no family in the library is its own key."""
+    parent = {p.id: p.id for p in library}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for p in library:
+        for m in (p.extra or {}).get("family_members") or []:
+            if m in parent and m != p.id:
+                a, b = find(p.id), find(m)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    return {pid: find(pid) for pid in parent}
 
 
 def resolve_scheme(scheme: str, library: Corpus | None) -> str:
@@ -90,6 +94,8 @@ class CorpusTask:
     scheme: str
     level: str = "subclass"
     bm25_fields: tuple[str, ...] = ("title", "text")
+    fractions: tuple[float, float] = (0.15, 0.3)
+    family_of: dict[str, str] = field(default_factory=dict)
     _bm25: BM25Index | None = field(default=None, repr=False)
 
     @property
@@ -108,8 +114,40 @@ class CorpusTask:
     def pair(self, q: TextQuery, doc_id: str, y: float) -> Pair:
         p = self.library[doc_id]
         return Pair(
-            q.qid, q.text, candidate_text(p), y, scheme_t(q.codes, p.codes, self.scheme, self.level), doc_id
+            q.qid, q.text, candidate_text(p), y, domain_t(q.codes, p.codes, self.scheme, self.level), doc_id
         )
+
+    def split_of(self, pid: str) -> str | None:
+        """The split whose queries include ``pid``, or None."""
+        for s in SPLITS:
+            if pid in self.qrels[s]:
+                return s
+        return None
+
+    def family_pairs(self, split: str, rng: np.random.Generator) -> list[Pair]:
+        """Each same-family pair (both directions) of patents whose family falls in ``split`` (by the
+        hash of the family key), as a positive, plus one random negative each."""
+        val_f, test_f = self.fractions
+        groups: dict[str, list[str]] = {}
+        for pid, key in self.family_of.items():
+            groups.setdefault(key, []).append(pid)
+        ids = [p.id for p in self.library]
+        out = []
+        for key, members in sorted(groups.items()):
+            if len(members) < 2 or hash_split(key, val_f, test_f) != split:
+                continue
+            for a in sorted(members):
+                q = patent_query(self.library[a])
+                for b in sorted(members):
+                    if b == a:
+                        continue
+                    out.append(self.pair(q, b, 1.0))
+                    while True:
+                        d = ids[int(rng.integers(len(ids)))]
+                        if d not in members:
+                            break
+                    out.append(self.pair(q, d, 0.0))
+        return out
 
     def random_negatives(self, split: str, rng: np.random.Generator) -> list[Pair]:
         """One negative per positive, drawn uniformly from the library outside the query's relevant set."""
@@ -150,6 +188,7 @@ def corpus_task(
     its qrels, else its citations that lie in the library; queries with none are dropped.
     ``max_queries`` keeps the first queries (by id) of each split, for quick runs."""
     scheme = resolve_scheme(scheme, library)
+    family_of = families(library)
     all_qrels = {str(q): dict(d) for q, d in (qrels if qrels is not None else library.qrels).items()}
     citation_qrels = {}
     for p in library:
@@ -169,7 +208,7 @@ def corpus_task(
             by_split["test"] = {q: r for q, r in citation_qrels.items() if q in test_ids}
     else:
         for qid, rel in (all_qrels or citation_qrels).items():
-            by_split[hash_split(qid, val_fraction, test_fraction)][qid] = rel
+            by_split[hash_split(family_of.get(qid, qid), val_fraction, test_fraction)][qid] = rel
     queries: dict[str, list[TextQuery]] = {}
     for s in SPLITS:
         qids = sorted(
@@ -179,7 +218,15 @@ def corpus_task(
             qids = qids[:max_queries]
         by_split[s] = {q: by_split[s][q] for q in qids}
         queries[s] = [patent_query(library[q]) for q in qids]
-    return CorpusTask(library, queries, by_split, scheme, level)
+    return CorpusTask(
+        library,
+        queries,
+        by_split,
+        scheme,
+        level,
+        fractions=(val_fraction, test_fraction),
+        family_of=family_of,
+    )
 
 
 # -- pair sources ------------------------------------------------------------------------------------
@@ -192,10 +239,8 @@ class PairTask:
     rows: int = 0
 
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for p in self.pairs[split]:
-            out.setdefault(p.qid, {})[p.doc_id] = int(p.y > 0)
-        return out
+        """Graded qrels of ``split`` (``patent_demo.text.pairs.pair_qrels``)."""
+        return pair_qrels(self.pairs[split])
 
 
 def _split_pairs(pairs: Sequence[Pair], val_fraction: float, test_fraction: float) -> dict[str, list[Pair]]:
@@ -207,11 +252,8 @@ def _split_pairs(pairs: Sequence[Pair], val_fraction: float, test_fraction: floa
 
 def tsv_task(path: str | os.PathLike, val_fraction: float = 0.15, test_fraction: float = 0.15) -> PairTask:
     """Pairs of a DSSDNet labelled-pair TSV, split by the query id (``#1 ID``)."""
-    from patent_demo.data.loaders.textcorpus import load_labelled_pairs
-
-    rows = load_labelled_pairs(path)
-    pairs = [Pair(r.id_a, r.text_a, r.text_b, float(r.label), float(r.t), r.id_b) for r in rows]
-    return PairTask(_split_pairs(pairs, val_fraction, test_fraction), "ipc", rows=len(rows))
+    pairs = read_tsv_pairs(path)
+    return PairTask(_split_pairs(pairs, val_fraction, test_fraction), "ipc", rows=len(pairs))
 
 
 def jsonl_task(
@@ -222,60 +264,38 @@ def jsonl_task(
     val_fraction: float = 0.15,
     test_fraction: float = 0.15,
     seed: int = 0,
+    rows: list[dict] | None = None,
 ) -> PairTask:
-    """Pairs of a ``{"query", "query_codes", "pos", "neg"}`` JSONL file (the label export). A query
-    with fewer negatives than positives is topped up with random library patents when a library is given."""
+    """Pairs of a ``{"query", "query_codes", "pos", "neg"}`` JSONL file (the label export; ``rows``:
+    the rows already read and guarded). A query with fewer negatives than positives is topped up with
+    random library patents when a library is given."""
+    from train.labels_data import read_rows
+
     scheme = resolve_scheme(scheme, library)
     rng = np.random.default_rng([seed, 7])
+    rows = read_rows(path) if rows is None else rows
     pairs: list[Pair] = []
-    n_rows = 0
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CorpusError(f"{where}: not JSON ({err.msg})") from None
-            if not isinstance(row, dict) or not str(row.get("query") or "").strip():
-                raise CorpusError(f"{where}: expected an object with a non-empty 'query'")
-            n_rows += 1
-            qtext = str(row["query"]).strip()
-            qid = str(row.get("query_id") or hashlib.sha1(qtext.encode("utf-8")).hexdigest()[:12])
+    for i, row in enumerate(rows, 1):
+        own = jsonl_rows_pairs([(f"{path}:{i}", row)], library, scheme, level)
+        pairs += own
+        n_pos, n_neg = sum(p.y > 0 for p in own), sum(p.y <= 0 for p in own)
+        if library is not None and n_neg < n_pos and own:
+            seen = {p.doc_id for p in own}
+            ids = [p.id for p in library if p.id not in seen and p.id != row.get("query_patent_id")]
             qcodes = row.get("query_codes") or {}
-            seen = set()
-            for y, key in ((1.0, "pos"), (0.0, "neg")):
-                for j, item in enumerate(row.get(key) or []):
-                    text, codes, did = _item(item, library, f"{where}: {key}[{j}]")
-                    seen.add(did)
-                    pairs.append(Pair(qid, qtext, text, y, scheme_t(qcodes, codes, scheme, level), did))
-            n_pos, n_neg = len(row.get("pos") or []), len(row.get("neg") or [])
-            if library is not None and n_neg < n_pos:
-                ids = [p.id for p in library if p.id not in seen and p.id != row.get("query_patent_id")]
-                for i in rng.choice(len(ids), size=min(n_pos - n_neg, len(ids)), replace=False):
-                    p = library[ids[int(i)]]
-                    pairs.append(
-                        Pair(
-                            qid, qtext, candidate_text(p), 0.0, scheme_t(qcodes, p.codes, scheme, level), p.id
-                        )
+            for j in rng.choice(len(ids), size=min(n_pos - n_neg, len(ids)), replace=False):
+                p = library[ids[int(j)]]
+                pairs.append(
+                    Pair(
+                        own[0].qid,
+                        own[0].query,
+                        candidate_text(p),
+                        0.0,
+                        domain_t(qcodes, p.codes, scheme, level),
+                        p.id,
                     )
-    return PairTask(_split_pairs(pairs, val_fraction, test_fraction), scheme, rows=n_rows)
-
-
-def _item(item: Mapping, library: Corpus | None, where: str) -> tuple[str, dict, str]:
-    did = str(item.get("id") or "")
-    text = str(item.get("text") or "").strip()
-    codes = item.get("codes") or {}
-    if library is not None and did in library:
-        text = text or candidate_text(library[did])
-        codes = codes or library[did].codes
-    if not text:
-        raise CorpusError(
-            f"{where}: candidate {did!r} has no 'text'; pass the library it comes from "
-            f"(--corpus DIR / --demo-patents N / --text-corpus FILE) or export labels with the corpus"
-        )
-    return text, dict(codes), did or hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+                )
+    return PairTask(_split_pairs(pairs, val_fraction, test_fraction), scheme, rows=len(rows))
 
 
 def load_library(args) -> tuple[Corpus | None, dict[str, dict[str, int]] | None]:
@@ -321,6 +341,7 @@ class TrainingData:
     seed: int
     negative_seed: int | None = None
     fixed_negatives: bool = False
+    guard: dict | None = None
 
     @property
     def eval_task(self) -> CorpusTask | PairTask | None:
@@ -340,25 +361,14 @@ class TrainingData:
 
 
 def training_data(args) -> TrainingData:
-    """Read the data source named by the command line (``train/dssdnet.py``'s arguments)."""
+    """Read the data source named by the command line (``train/dssdnet.py``'s arguments). Label rows
+    pass the leak guard first: rows whose query is a test-split patent (the library's test split, or
+    the hash split's test queries) and judged candidates that are test queries stay out of training
+    unless ``--allow-test-labels``."""
     library, qrels = load_library(args)
     if args.tsv and args.labels:
         raise SystemExit("give one of --tsv and --labels")
-    pair_test = args.test_fraction if args.test_fraction is not None else 0.15
-    train_task = None
-    if args.tsv:
-        train_task = tsv_task(args.tsv, args.val_fraction, pair_test)
-    elif args.labels:
-        train_task = jsonl_task(
-            args.labels,
-            library,
-            args.domain_scheme,
-            args.domain_level,
-            args.val_fraction,
-            pair_test,
-            args.seed,
-        )
-    elif library is None:
+    if not (args.tsv or args.labels) and library is None:
         raise SystemExit(
             "no training data: give --tsv, --labels, or a library with qrels (--corpus, --demo-patents, --text-corpus)"
         )
@@ -368,13 +378,50 @@ def training_data(args) -> TrainingData:
         ctask = corpus_task(
             library, qrels, args.domain_scheme, args.domain_level, args.val_fraction, test, args.max_queries
         )
+    pair_test = args.test_fraction if args.test_fraction is not None else 0.15
+    train_task, guard = None, None
+    if args.tsv:
+        train_task = tsv_task(args.tsv, args.val_fraction, pair_test)
+    elif args.labels:
+        rows = guarded_rows(args, library, ctask)
+        guard = rows[1]
+        train_task = jsonl_task(
+            args.labels, library, args.domain_scheme, args.domain_level, args.val_fraction, pair_test,
+            args.seed, rows=rows[0],
+        )  # fmt: skip
     if train_task is not None:
-        fixed, val = train_task.pairs["train"], train_task.pairs["val"]
+        fixed, val = train_task.pairs["train"], list(train_task.pairs["val"])
     else:
         fixed = ctask.bm25_negatives("train", args.bm25_negatives, args.k_first)
         val = [ctask.pair(q, d, 1.0) for q, d in ctask.positives("val")]
-        val += ctask.random_negatives("val", np.random.default_rng(VAL_PAIR_SEED))
+        rng = np.random.default_rng(VAL_PAIR_SEED)
+        val += ctask.random_negatives("val", rng)
+        if getattr(args, "family_positives", False):
+            fixed += ctask.family_pairs("train", np.random.default_rng([args.seed, 11]))
+            val += ctask.family_pairs("val", rng)
+    # validation batches mix positives and negatives like training batches (L_PR needs both)
+    order = np.random.default_rng(VAL_PAIR_SEED + 1).permutation(len(val))
+    val = [val[int(i)] for i in order]
     scheme = ctask.scheme if ctask is not None else train_task.scheme
     return TrainingData(
-        train_task, ctask, scheme, val, fixed, args.seed, args.negative_seed, args.fixed_negatives
+        train_task, ctask, scheme, val, fixed, args.seed, args.negative_seed, args.fixed_negatives, guard
     )
+
+
+def guarded_rows(args, library: Corpus | None, ctask: CorpusTask | None) -> tuple[list[dict], dict]:
+    """``--labels`` rows after ``train.labels_data.guard_dssdnet_rows`` against the test split of the
+    library (its ``splits.json``, else the test queries of the hash split), and the guard's statistics."""
+    import copy
+
+    from train.labels_data import guard_dssdnet_rows, read_rows
+
+    rows = read_rows(args.labels)
+    if library is None:  # no library: the label file's own hash split keeps its test queries apart
+        return rows, {"rows": len(rows), "library": None}
+    test_ids = set(library.splits.get("test", []))
+    if ctask is not None:
+        test_ids |= set(ctask.qrels["test"])
+    guarded = copy.copy(library)
+    guarded.splits = {**library.splits, "test": sorted(test_ids)}
+    kept, stats = guard_dssdnet_rows(rows, guarded, "test", getattr(args, "allow_test_labels", False))
+    return kept, stats.to_dict()

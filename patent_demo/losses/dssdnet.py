@@ -42,6 +42,8 @@ __all__ = [
     "domain_focal_loss",
     "hard_negative_ranking_loss",
     "domain_alpha",
+    "ConstantDomainError",
+    "DEFAULT_ALPHA",
 ]
 
 # The article's ablation ladder (Section 5.5), each rung adding one component.
@@ -68,7 +70,8 @@ def _safe_sqrt(x: Tensor) -> Tensor:
 def relevance_bce(logits: Tensor, y: Tensor) -> Tensor:
     """Binary cross-entropy of a relevance head, Eq. 7 (``L_ds``, ``L_di``) and Eq. 12 (``L_MR``).
 
-    ``logits`` [B] are pre-sigmoid scores, ``y`` [B] the 0/1 relevance labels; mean over the batch.
+    ``logits`` [B] are pre-sigmoid scores, ``y`` [B] the relevance labels in [0, 1] (0/1, or a graded
+    score as a soft target); mean over the batch.
     """
     return F.binary_cross_entropy_with_logits(logits, y.to(logits.dtype))
 
@@ -113,7 +116,8 @@ def domain_focal_loss(t_logits: Tensor, t: Tensor, alpha: float, gamma: float = 
 
     with ``t_hat = sigmoid(t_logits)``. ``t_logits`` [B] come from the domain head ``g_T(e_ds)``,
     ``t`` [B] are the 0/1 domain labels (Eq. 4), ``alpha`` in (0, 1) is the domain-balanced factor
-    (see :func:`domain_alpha`), ``gamma >= 0`` the focal factor. Logs and powers are taken in
+    (see :func:`domain_alpha`), ``gamma >= 0`` the focal factor. Pairs whose ``t`` is NaN (no domain
+    label) are left out of the mean; with none known the loss is 0 with a zero gradient. Logs and powers are taken in
     log-sigmoid form for stability.
     """
     if not 0.0 < alpha < 1.0:
@@ -121,6 +125,11 @@ def domain_focal_loss(t_logits: Tensor, t: Tensor, alpha: float, gamma: float = 
     if gamma < 0:
         raise ValueError(f"gamma must be >= 0; got {gamma}")
     t = t.to(t_logits.dtype)
+    known = ~torch.isnan(t)
+    if not bool(known.all()):  # pairs without a domain label (no code on one side) teach g_T nothing
+        if not bool(known.any()):
+            return t_logits.sum() * 0.0
+        t_logits, t = t_logits[known], t[known]
     log_p = F.logsigmoid(t_logits)  # log t_hat
     log_q = F.logsigmoid(-t_logits)  # log (1 - t_hat)
     pos = -alpha * t * torch.exp(gamma * log_q) * log_p
@@ -155,17 +164,30 @@ def hard_negative_ranking_loss(scores: Tensor, y: Tensor, top_k: int = 4, margin
     return hinge.sum() / n_valid
 
 
-def domain_alpha(t: Sequence[float] | Tensor) -> float:
+DEFAULT_ALPHA = 0.5  # Eq. 10 with no domain imbalance to correct: both labels weigh the same
+
+
+class ConstantDomainError(ValueError):
+    """The training pairs carry one domain label only, so ``alpha = n(t=0) / n`` leaves (0, 1)."""
+
+
+def domain_alpha(t: Sequence[float] | Tensor, constant: str = "raise") -> float:
     """The domain-balanced factor ``alpha`` of Eq. 10 from the TRAINING SET's domain labels:
-    ``alpha = n(t=0) / n``, so that the rarer label gets the larger weight. Raises when one label is
-    absent (alpha would leave (0, 1))."""
+    ``alpha = n(t=0) / n`` over the known labels (NaN = unknown, ignored), so that the rarer label gets
+    the larger weight. When only one label occurs (or none is known) ``constant="raise"`` raises
+    :class:`ConstantDomainError` saying so; ``constant="default"`` returns :data:`DEFAULT_ALPHA`."""
     values = torch.as_tensor(t, dtype=torch.float64).flatten()
+    values = values[~torch.isnan(values)]
     n = values.numel()
     n1 = int((values >= 0.5).sum())
     n0 = n - n1
     if n0 == 0 or n1 == 0:
-        raise ValueError(
-            f"domain_alpha needs both domain labels in the training set; got {n0} with t=0 and {n1} with t=1"
+        if constant == "default":
+            return DEFAULT_ALPHA
+        raise ConstantDomainError(
+            f"every training pair has the same domain label ({n0} with t=0, {n1} with t=1 of {n} known): "
+            f"the domain loss has nothing to balance; pass alpha explicitly (e.g. --alpha {DEFAULT_ALPHA}) "
+            f"or use a domain scheme/level under which both labels occur"
         )
     return n0 / n
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ DOMAIN_SCHEMES = ("ipc", "cpc", "locarno")
 TOKENIZER_DIR = "tokenizer"
 
 Codes = Mapping[str, Sequence[str]] | Sequence[str]
+Encode = Callable[[Sequence[str], Sequence[str]], Tensor]  # (queries, docs) -> e = H_CLS [B, H]
 
 
 class BaseModelNotFound(FileNotFoundError):
@@ -283,22 +284,26 @@ class Reranker(nn.Module):
         return self.fusion(torch.cat([e_ds, e_di, e_t], dim=-1)).squeeze(-1)
 
     def heads(self, e: Tensor, t: Tensor | None = None) -> dict[str, Tensor]:
-        """Everything after the encoder for ``e`` [B, H] and domain labels ``t`` [B].
+        """Everything after the encoder for ``e`` [B, H] and domain labels ``t`` [B] (NaN or ``None``
+        where the data has no label: see :func:`fill_t`).
 
         Always returns ``score`` [B] (the ranking probability); ``logit`` [B] for ``BERT(C)`` and the
         fusion variants (where ``logit == mr_logit``); the tensors of :meth:`decompose` for the
-        decomposition variants.
+        decomposition variants, with ``t`` [B] (the labels ``h_R`` used) and ``t_known`` [B] (bool).
         """
         if self.config.variant == "BERT(C)":
             logit = self.head(e).squeeze(-1)
             return {"logit": logit, "score": torch.sigmoid(logit)}
         out = self.decompose(e)
+        if t is None:
+            t = torch.full(out["t_logit"].shape, float("nan"), device=e.device)
+        t = t.to(device=e.device, dtype=out["t_logit"].dtype)
+        out["t_known"] = ~torch.isnan(t)
+        out["t"] = fill_t(t, out["t_logit"])
         if not self.uses_domain:
             out["score"] = 0.5 * (torch.sigmoid(out["ds_logit"]) + torch.sigmoid(out["di_logit"]))
             return out
-        if t is None:
-            raise ValueError(f"variant {self.config.variant} needs the domain labels t [B]")
-        out["mr_logit"] = self.fuse(out["e_ds"], out["e_di"], t)
+        out["mr_logit"] = self.fuse(out["e_ds"], out["e_di"], out["t"])
         out["logit"] = out["mr_logit"]
         out["score"] = torch.sigmoid(out["mr_logit"])
         return out
@@ -335,20 +340,15 @@ class Reranker(nn.Module):
     def domain_labels(
         self, query_codes: Codes | None, candidate_codes: Sequence[Codes | None]
     ) -> list[int | None]:
-        """Eq. 4 for each candidate via ``patent_demo.taxonomy.domain_label`` over the configured scheme;
-        ``None`` where the query or the candidate has no code of that scheme."""
-        from patent_demo.taxonomy import domain_label
+        """Eq. 4 for each candidate (``patent_demo.text.pairs.domain_t``, the rule training uses) over the
+        configured scheme and level; ``None`` where the query or the candidate has no code of that scheme."""
+        from patent_demo.text.pairs import domain_t
 
-        q = _scheme_codes(query_codes, self.config.domain_scheme)
-        labels: list[int | None] = []
-        for codes in candidate_codes:
-            d = _scheme_codes(codes, self.config.domain_scheme)
-            labels.append(
-                domain_label(q, d, level=self.config.domain_level, scheme=self.config.domain_scheme)
-                if q and d
-                else None
-            )
-        return labels
+        cfg = self.config
+        labels = [
+            domain_t(query_codes, codes, cfg.domain_scheme, cfg.domain_level) for codes in candidate_codes
+        ]
+        return [None if t != t else int(t) for t in labels]
 
     def rank(
         self,
@@ -356,12 +356,18 @@ class Reranker(nn.Module):
         candidates: Sequence[tuple[str, str, Codes | None]],
         query_codes: Codes | None = None,
         batch_size: int = 32,
+        encode: Encode | None = None,
+        known_t: Sequence[int | None] | None = None,
     ) -> Results:
         """Score ``candidates`` ``(id, text, codes)`` against the query; best first.
 
         ``codes`` (and ``query_codes``) map a scheme to its codes like ``Patent.codes``, or list the
         codes of ``config.domain_scheme``. The domain label ``t`` comes from the codes (Eq. 4); when
-        the query or the candidate has none it is the domain head's prediction, ``t = [t_hat >= 0.5]``.
+        the query or the candidate has none it is the domain head's prediction (:func:`fill_t`, the
+        rule training uses too). ``encode(queries, docs) -> e [B, H]`` replaces the encoder (cached
+        features in training); by default the pairs are tokenised and encoded, in ``self.precision``.
+        ``known_t`` gives the domain labels directly (a labelled-pair file's flag; ``None`` entries are
+        predicted) instead of computing them from codes.
         Each extra holds ``gate`` (list of d floats) and ``gate_mean`` (the domain-sensitive share),
         ``t``, ``t_source`` ("codes"/"predicted"), ``t_hat`` (P(t=1) from ``g_T``), the component
         probabilities ``ds``, ``di``, ``fusion`` and ``score_t_flipped`` (the score with ``1 - t``);
@@ -373,7 +379,11 @@ class Reranker(nn.Module):
             return Results.empty()
         ids = [str(c[0]) for c in candidates]
         texts = [c[1] for c in candidates]
-        known_t = self.domain_labels(query_codes, [c[2] if len(c) > 2 else None for c in candidates])
+        if known_t is None:
+            known_t = self.domain_labels(query_codes, [c[2] if len(c) > 2 else None for c in candidates])
+        elif len(known_t) != len(candidates):
+            raise ValueError(f"known_t has {len(known_t)} labels for {len(candidates)} candidates")
+        encode = encode or self.encode_texts
         was_training = self.training
         self.eval()
         scores: list[float] = []
@@ -382,60 +392,57 @@ class Reranker(nn.Module):
             with torch.inference_mode():
                 for start in range(0, len(ids), batch_size):
                     stop = start + batch_size
-                    batch = self.tokenize([query_text] * len(texts[start:stop]), texts[start:stop])
-                    out = self.score_cls(self.encode(**batch), known_t[start:stop])
+                    e = encode([query_text] * len(texts[start:stop]), texts[start:stop]).float()
+                    out = self.score_cls(e, known_t[start:stop])
                     scores += out.pop("score")
                     extras += [dict(zip(out, vals, strict=True)) for vals in zip(*out.values(), strict=True)]
         finally:
             self.train(was_training)
         return Results.from_unsorted(ids, scores, extras)
 
+    def encode_texts(self, queries: Sequence[str], docs: Sequence[str]) -> Tensor:
+        """``e = H_CLS`` [B, H] of the text pairs, run in ``self.precision`` (see :mod:`patent_demo.text.precision`)."""
+        from patent_demo.text.precision import autocast
+
+        batch = self.tokenize(queries, docs)
+        with autocast(self.precision):
+            return self.encode(**batch)
+
+    @property
+    def precision(self) -> str:
+        """How the encoder runs at inference: ``fp32``, ``bf16`` (autocast) or ``int8`` (dynamic)."""
+        return getattr(self, "_precision", "fp32")
+
     def score_cls(self, e: Tensor, known_t: Sequence[int | None]) -> dict[str, list]:
-        """Scores and per-item extras (lists over the batch) for CLS vectors ``e`` [B, H]."""
-        n = e.shape[0]
-        none = [None] * n
+        """Scores and per-item extras (lists over the batch) for CLS vectors ``e`` [B, H]: :meth:`heads`
+        plus the explanation (gate, heads' probabilities, the score with ``t`` flipped)."""
+        t_in = torch.tensor([float("nan") if t is None else float(t) for t in known_t], device=e.device)
+        out = self.heads(e, t_in)
+        score = out["score"].tolist()
+        none = [None] * e.shape[0]
         if self.config.variant == "BERT(C)":
-            score = torch.sigmoid(self.head(e).squeeze(-1)).tolist()
             return {
-                "score": score,
-                "gate": none,
-                "gate_mean": none,
-                "t": list(known_t),
-                "t_source": ["codes" if t is not None else None for t in known_t],
-                "t_hat": none,
-                "ds": none,
-                "di": none,
-                "fusion": none,
-                "score_t_flipped": score,
-            }
-        out = self.decompose(e)
-        t_hat = torch.sigmoid(out["t_logit"])
-        known = torch.tensor([t is not None for t in known_t], device=e.device)
-        from_codes = torch.tensor(
-            [float(t) if t is not None else 0.0 for t in known_t], device=e.device, dtype=e.dtype
-        )
-        t = torch.where(known, from_codes, (t_hat >= 0.5).to(e.dtype))
-        ds = torch.sigmoid(out["ds_logit"])
-        di = torch.sigmoid(out["di_logit"])
+                "score": score, "gate": none, "gate_mean": none, "t": list(known_t),
+                "t_source": ["codes" if t is not None else None for t in known_t], "t_hat": none,
+                "ds": none, "di": none, "fusion": none, "score_t_flipped": score,
+            }  # fmt: skip
         if self.uses_domain:
-            fusion = torch.sigmoid(self.fuse(out["e_ds"], out["e_di"], t))
-            flipped = torch.sigmoid(self.fuse(out["e_ds"], out["e_di"], 1.0 - t))
-            score, fusion_list, flipped_list = fusion.tolist(), fusion.tolist(), flipped.tolist()
+            flipped = torch.sigmoid(self.fuse(out["e_ds"], out["e_di"], 1.0 - out["t"])).tolist()
+            fusion = score
         else:
-            score = (0.5 * (ds + di)).tolist()
-            fusion_list, flipped_list = none, score
+            fusion, flipped = none, score
         gate = out["gate"]
         return {
             "score": score,
             "gate": gate.tolist(),
             "gate_mean": gate.mean(dim=-1).tolist(),
-            "t": [int(v) for v in t.tolist()],
-            "t_source": ["codes" if k else "predicted" for k in known.tolist()],
-            "t_hat": t_hat.tolist(),
-            "ds": ds.tolist(),
-            "di": di.tolist(),
-            "fusion": fusion_list,
-            "score_t_flipped": flipped_list,
+            "t": [int(v) for v in out["t"].tolist()],
+            "t_source": ["codes" if k else "predicted" for k in out["t_known"].tolist()],
+            "t_hat": torch.sigmoid(out["t_logit"]).tolist(),
+            "ds": torch.sigmoid(out["ds_logit"]).tolist(),
+            "di": torch.sigmoid(out["di_logit"]).tolist(),
+            "fusion": fusion,
+            "score_t_flipped": flipped,
         }
 
     # -- persistence --------------------------------------------------------------------------
@@ -512,11 +519,9 @@ def create_reranker(config: RerankerConfig | Mapping[str, Any] | str, **override
     return Reranker(config, encoder, tokenizer)
 
 
-def _scheme_codes(codes: Codes | None, scheme: str) -> list[str]:
-    if not codes:
-        return []
-    if isinstance(codes, Mapping):
-        return [str(c) for c in codes.get(scheme, []) or []]
-    if isinstance(codes, str):
-        return [codes]
-    return [str(c) for c in codes]
+def fill_t(t: Tensor, t_logit: Tensor) -> Tensor:
+    """The domain label ``h_R`` reads (Eq. 12): ``t`` from the data where it is known, and where it is
+    NaN (the query or the candidate has no code of the scheme) the domain head's prediction
+    ``[sigmoid(t_logit) >= 0.5]``. The one rule of training, evaluation and the app."""
+    predicted = (t_logit.detach() >= 0).to(t_logit.dtype)
+    return torch.where(torch.isnan(t), predicted, t.to(t_logit.dtype))

@@ -38,11 +38,12 @@ _FILED = ("filing_date", "application_date")
 
 @dataclass(frozen=True)
 class LabelledPair:
-    """One query–candidate pair: ``label`` 1 when relevant; ``t`` the domain flag (1.0 when the two
+    """One query–candidate pair: ``label`` the relevance in [0, 1] (1 relevant, 0 not, or a graded
+    score such as 0.25/0.5/0.75); ``t`` the domain flag (1.0 when the two
     share an IPC subclass); ``ipc`` all IPC-overlap flags of the row (section, class, subclass);
     ``index`` the row's sample index (used for per-sample weights)."""
 
-    label: int
+    label: float
     id_a: str
     id_b: str
     text_a: str
@@ -197,13 +198,13 @@ def load_labelled_pairs(path: str | os.PathLike, t_column: str = "ipc_3") -> lis
             if len(row) < len(header):
                 raise CorpusError(f"{where}: {len(row)} tab-separated fields, the header has {len(header)}")
             label = _number(row[col["Quality"]], "Quality", where)
-            if label not in (0.0, 1.0):
-                raise CorpusError(f"{where}: Quality {row[col['Quality']]!r} is not 0 or 1")
+            if not 0.0 <= label <= 1.0:
+                raise CorpusError(f"{where}: Quality {row[col['Quality']]!r} is not in [0, 1]")
             text_a, text_b = (" ".join(row[col[c]].strip() for c in cols).strip() for cols in text_cols)
             index = int(_number(row[index_col], "index", where)) if index_col is not None else len(pairs)
             pairs.append(
                 LabelledPair(
-                    label=int(label),
+                    label=label,
                     id_a=row[col["#1 ID"]].strip(),
                     id_b=row[col["#2 ID"]].strip(),
                     text_a=text_a,

@@ -1,0 +1,88 @@
+"""BM25 + DSSDNet score fusion: weight 1 is BM25, 0 the re-ranker, tuned on validation queries."""
+
+import numpy as np
+import pytest
+
+from patent_demo.results import Results
+from patent_demo.text.fusion import (
+    DEFAULT_FUSION_WEIGHT,
+    checkpoint_fusion_weight,
+    fuse_run,
+    minmax,
+    score_fusion,
+    tune_fusion_weight,
+)
+
+FIRST = Results(["a", "b", "c", "d", "e"], [9.0, 7.0, 6.0, 2.0, 1.0])  # BM25, best first
+RERANKED = Results.from_unsorted(
+    ["a", "b", "c", "d"], [0.1, 0.9, 0.5, 0.7], [{"gate_mean": 0.5}] * 4
+)  # the head
+
+
+def test_minmax():
+    np.testing.assert_allclose(minmax([2.0, 4.0, 3.0]), [0.0, 1.0, 0.5])
+    np.testing.assert_allclose(minmax([5.0, 5.0]), [0.0, 0.0])
+    assert minmax([]).size == 0
+
+
+def test_weight_one_is_bm25_zero_is_the_reranker_and_the_tail_keeps_bm25_order():
+    assert score_fusion(FIRST, RERANKED, 1.0).ids == ["a", "b", "c", "d", "e"]
+    assert score_fusion(FIRST, RERANKED, 0.0).ids == ["b", "d", "c", "a", "e"]
+    half = score_fusion(FIRST, RERANKED, 0.5)
+    # by hand: bm25 minmax over the head a 1, b 5/7, c 4/7, d 0; reranker a 0, b 1, c 0.5, d 0.75
+    want = {"a": 0.5, "b": (5 / 7 + 1) / 2, "c": (4 / 7 + 0.5) / 2, "d": 0.375}
+    assert half.ids[:4] == sorted(want, key=lambda d: -want[d]) and half.ids[4] == "e"
+    fused = {d: e["fused"] for d, e in zip(half.ids, half.extras, strict=True) if "fused" in e}
+    assert fused == pytest.approx(want)
+    assert half.extras[0]["gate_mean"] == 0.5 and half.extras[0]["bm25_rank"] == 2
+    assert list(half.scores) == sorted(half.scores, reverse=True)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        score_fusion(FIRST, RERANKED, 1.5)
+
+
+def test_tuning_picks_the_best_validation_weight_and_prefers_bm25_on_ties():
+    # query 1: BM25 is right; query 2: the re-ranker is right -> a mix wins over both ends
+    first = {"q1": Results(["x", "y", "z"], [3.0, 2.0, 1.0]), "q2": Results(["u", "v", "w"], [3.0, 2.9, 1.0])}
+    rer = {"q1": Results.from_unsorted(["x", "y", "z"], [0.5, 0.6, 0.1]),
+           "q2": Results.from_unsorted(["u", "v", "w"], [0.1, 0.9, 0.2])}  # fmt: skip
+    qrels = {"q1": {"x": 1}, "q2": {"v": 1}}
+    w, rows = tune_fusion_weight(first, rer, qrels, metrics=("ndcg@1",))
+    best = max(r["objective"] for r in rows)
+    assert best == 1.0 and {r["weight"] for r in rows if r["objective"] == best} >= {w} and 0 < w < 1
+    assert w == max(r["weight"] for r in rows if r["objective"] == best)
+    fused = fuse_run(first, rer, w)
+    assert fused["q1"].ids[0] == "x" and fused["q2"].ids[0] == "v"
+    # a re-ranker that adds nothing: every weight ties, BM25 (1.0) is chosen
+    same = {q: Results.from_unsorted(r.ids, [0.5] * len(r)) for q, r in first.items()}
+    assert tune_fusion_weight(first, same, qrels, metrics=("ndcg@1",))[0] == 1.0
+
+
+def test_checkpoint_weight(tmp_path):
+    assert checkpoint_fusion_weight(None) == DEFAULT_FUSION_WEIGHT
+    (tmp_path / "metrics.json").write_text('{"fusion": {"weight": 0.35}}')
+    assert checkpoint_fusion_weight(tmp_path) == 0.35
+    (tmp_path / "metrics.json").write_text('{"after": {}}')
+    assert checkpoint_fusion_weight(tmp_path) == DEFAULT_FUSION_WEIGHT
+
+
+def test_workbench_text_lists_hold_the_fused_list(tmp_path):
+    from tests.test_pipeline import make_workbench
+
+    wb, _ = make_workbench(tmp_path)
+    lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5)
+    n = min(5, len(lists["bm25"]))
+    assert (
+        sorted(lists) == ["bm25", "dssdnet", "fused"] and n >= 2 and all(len(r) == n for r in lists.values())
+    )
+    bm25, dss = wb.search_text("lamp with a shade and bulb", "26-05", k=5)
+    assert lists["bm25"].ids == bm25.ids and lists["dssdnet"].ids == dss.ids
+    pool = wb.bm25().search("lamp with a shade and bulb", k=wb.config.bm25_candidates)
+    spec = wb.default_text_model()
+    reranked = wb.reranker(spec).rank(
+        "lamp with a shade and bulb",
+        [(p, wb.candidate_text(wb.corpus[p]), wb.corpus[p].codes) for p in pool.ids],
+        query_codes={"locarno": ["26-05"]},
+    )
+    want = score_fusion(pool, reranked, DEFAULT_FUSION_WEIGHT)  # no checkpoint: the default weight
+    assert lists["fused"].ids == want.ids[:n]
+    assert all("fused" in e and "bm25_rank" in e for e in lists["fused"].extras)
