@@ -160,6 +160,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     )
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)",
                                          interactive=False, elem_id="t-dss")  # fmt: skip
+                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores",
+                                           interactive=False, elem_id="t-fused")  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
                     t_explain = gr.Markdown("Select a DSSDNet candidate to see why it moved.")
@@ -277,7 +279,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
                     [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
         t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator],
-                    [t_bm25, t_dss, t_status, *label_panel], api_name="search_text")  # fmt: skip
+                    [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
+                    h.fused_table, [session], [t_fused], api_name="fused_text")  # fmt: skip
         t_dss.select(
             h.select_text, [session], [t_gate, t_explain, l_list, l_rank, l_cursor], api_name="select_dssdnet"
         )

@@ -25,6 +25,7 @@ from patent_demo.labels.store import (
     text_query_id,
 )
 from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.text.explain import explain_markdown
 from patent_demo.workbench import Workbench
 
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
@@ -154,11 +155,13 @@ class Handlers:
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes or "")
-            bm25, dss = self.wb.search_text(text, qcodes, int(k), model)
+            lists = self.wb.search_text_lists(text, qcodes, int(k), model)
+            bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), text=text, codes=qcodes)
             add_list(session, "bm25", self.wb.text_hits(bm25), "bm25")
             add_list(session, "dssdnet", self.wb.text_hits(dss), spec.checkpoint_id)
+            add_list(session, "fused", self.wb.text_hits(lists["fused"]), f"{spec.checkpoint_id}+bm25")
             bm, ds = self._text_tables(bm25, dss)
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
@@ -169,6 +172,19 @@ class Handlers:
         except ERRORS as err:
             return (gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
                     gr.update(), gr.update())  # fmt: skip
+
+    def fused_table(self, session):
+        """The fused list (BM25 + DSSDNet scores) of the current text query, as table rows."""
+        rows = (session or {}).get("lists", {}).get("fused") or []
+        corpus = self.wb.corpus
+        return [
+            [
+                r,
+                _movement((row["extras"] or {}).get("bm25_rank", r), r),
+                *_row(corpus, row["id"], row["score"]),
+            ]
+            for r, row in enumerate(rows, 1)
+        ]
 
     def explain(self, session, rank):
         """The DSSDNet explanation of hit ``rank`` of the current text query: gate plot and figures."""
@@ -189,6 +205,7 @@ class Handlers:
             f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
             f"**t** = {_fmt(e.get('t'))} ({e.get('t_source') or '–'}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
             f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
+            f"{explain_markdown(e)}\n\n"
             f"**Query**: {session.get('text', '')}\n\n**Candidate** ({p.locarno or 'no code'}): {self.wb.candidate_text(p)}"
         )
         return fig, md

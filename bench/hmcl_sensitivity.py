@@ -2,11 +2,12 @@
 at a time around the paper's values (s_p 1, s_s 0.35, s_m 0.2, lambda 0.2, tau 0.1), everything else as in
 the config. Writes a markdown table, the JSON and a plotly figure (HTML).
 
-    python bench/hmcl_sensitivity.py --config train/configs/hmcl-real.json --seeds 0 \\
+    python bench/hmcl_sensitivity.py --config train/configs/hmcl-real.json --seeds 0 --steps 150 \\
         --out runs/real --doc docs/results_hmcl_sensitivity
 
-A finished run is reused (the centre run is the runner's ``hmcl-text-s<seed>``), so an interrupted sweep
-is finished by running the same command again.
+Every run (the centre included) takes ``--steps`` steps (150 by default, half the main table's budget, so
+the sweep fits 2 shared CPU cores). A finished run is reused, so an interrupted sweep is finished by
+running the same command again.
 """
 
 from __future__ import annotations
@@ -43,29 +44,37 @@ def points() -> list[tuple[str, float, dict]]:
     return out
 
 
-def run(config: str, out: Path, param: str, value: float, point: dict, seed: int) -> dict:
+def run(config: str, out: Path, param: str, value: float, point: dict, seed: int, steps: int) -> dict:
     from train import hmcl_real
 
-    name = f"hmcl-text-s{seed}" if param == "centre" else f"sweep-{param}{value:g}-s{seed}"
+    label = "centre" if param == "centre" else f"{param}{value:g}"
+    name = f"sweep-{label}-{steps}st-s{seed}"
     path = out / name / "metrics.json"
     if not (path.is_file() and "real_validation" in json.loads(path.read_text())):
-        argv = ["--config", config, *flags(point), "--seed", str(seed), "--out", str(out), "--name", name]
+        argv = ["--config", config, *flags(point), "--steps", str(steps), "--seed", str(seed), "--out", str(out),
+                "--name", name, "--eval-sizes"]  # fmt: skip
         if hmcl_real.main(argv) != 0:
             raise RuntimeError(f"run {name} failed")
     return json.loads(path.read_text())["real_validation"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="train/configs/hmcl-real.json")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--steps", type=int, default=150, help="optimiser steps of every run (a reduced budget)")
     p.add_argument("--out", default="runs/real")
     p.add_argument("--doc", default="docs/results_hmcl_sensitivity")
     args = p.parse_args(argv)
     rows = []
+    results_of = {}
     for param, value, point in points():
-        results = [run(args.config, Path(args.out), param, value, point, s) for s in args.seeds]
+        results_of[(param, value)] = [
+            run(args.config, Path(args.out), param, value, point, s, args.steps) for s in args.seeds
+        ]
+        results = results_of[(param, value)]
         row = {"param": param, "value": point[param] if param != "centre" else None, "point": point}
         for col in COLUMNS:
             row[col] = mean_std([r["metrics"][col] for r in results])
@@ -74,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     caption = (
         f"HMCL + text sensitivity on the real validation pages (Red Book samples, every page against all "
         f"others), one parameter varied at a time around s_s {CENTRE['s_s']}, s_m {CENTRE['s_m']}, "
-        f"lambda {CENTRE['lambda']}, tau {CENTRE['tau']} (s_p 1); seeds {args.seeds}, config `{args.config}`."
+        f"lambda {CENTRE['lambda']}, tau {CENTRE['tau']} (s_p 1); {args.steps} steps per run (a reduced budget: the "
+        f"main table's runs take 300), seeds {args.seeds}, config `{args.config}`."
     )
     lines = [caption, "", "| parameter | value | " + " | ".join(COLUMNS) + " | " +
              " | ".join(f"{c} (patents)" for c in COLUMNS) + " |", "|" + "---|" * (2 + 2 * len(COLUMNS))]  # fmt: skip

@@ -413,6 +413,14 @@ class Workbench:
     def candidate_text(self, patent: Patent) -> str:
         return candidate_text(patent)
 
+    def default_text_model(self) -> ModelSpec:
+        """The text model used when none is named: a trained checkpoint whose domain scheme matches the
+        corpus's (``patent_demo.text.select``), else the first text model."""
+        from patent_demo.text.select import text_model_for_scheme
+
+        specs = self.models("text")
+        return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
+
     def search_text(
         self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
     ) -> tuple[Results, Results]:
@@ -424,6 +432,17 @@ class Workbench:
         (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
         orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
         """
+        lists = self.search_text_lists(abstract, codes, k, model)
+        return lists["bm25"], lists["dssdnet"]
+
+    def search_text_lists(
+        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+    ) -> dict[str, Results]:
+        """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
+        ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
+        with the BM25 weight the checkpoint was tuned with on its validation queries)."""
+        from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
+
         text = check_abstract(abstract)
         query_codes = (
             parse_query_codes(codes) if isinstance(codes, str) else {s: list(c) for s, c in codes.items()}
@@ -434,12 +453,14 @@ class Workbench:
         n = max(k, self.config.bm25_candidates)
         first = first_stage(self.bm25(), [query], k=n)["query"]
         if not len(first):
-            return first, first
-        spec = self.model(model, "text") if model else self.models("text")[0]
+            return {"bm25": first, "dssdnet": first, "fused": first}
+        spec = self.model(model, "text") if model else self.default_text_model()
         run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
-                         keep_extras=True)["query"].top(k)  # fmt: skip
+                         keep_extras=True)["query"]  # fmt: skip
         scores = [e.pop(_KeepScore.KEY) for e in run.extras]
-        return first.top(k), Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
+        reranked = Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
+        fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))
+        return {"bm25": first.top(k), "dssdnet": reranked.top(k), "fused": fused.top(k)}
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
         """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""

@@ -22,7 +22,6 @@ MAX_LINES = 600
 # and leaves this list once under the limit (the test says so).
 OVER_LIMIT = {
     "patent_demo/drawing/index.py": 640,
-    "train/dssdnet.py": 615,
 }
 
 

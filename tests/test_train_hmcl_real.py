@@ -93,7 +93,8 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     out = tmp_path / "runs"
     argv = ["--image-size", "64", "--steps", "3", "--batch-patents", "4", "--views", "2", "--train-blocks", "1",
             "--max-per-source", "12", "--sources", "uspc", "deeppatent2", "--cache-dir", str(tmp_path / "cache"),
-            "--out", str(out), "--name", "tiny", "--log-every", "1", "--warmup-steps", "1"]  # fmt: skip
+            "--out", str(out), "--name", "tiny", "--log-every", "1", "--warmup-steps", "1",
+            "--eval-sizes", "80"]  # fmt: skip
     assert hmcl_real.main(argv) == 0
     run = out / "tiny"
     metrics = json.loads((run / "metrics.json").read_text())
@@ -111,6 +112,11 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     for key in ("patent_map", "subclass_map", "main_map", "hier_ndcg@10"):
         assert full["metrics"][key] == pytest.approx(metrics["real_validation"]["metrics"][key], abs=1e-4)
     assert (run / "command.txt").read_text().startswith("python -m train.hmcl_real")
+    # the same weights at another input size: stored by the run, recomputed by revalidate
+    at80 = config["real_validation_at"]["80"]
+    assert at80["image_size"] == 80 and at80["metrics"]["patent_map"] is not None
+    again = hmcl_real.revalidate(run, [80])
+    assert again["80"]["metrics"]["patent_map"] == pytest.approx(at80["metrics"]["patent_map"], abs=1e-9)
 
 
 def test_config_rejects_architecture_keys(tmp_path):

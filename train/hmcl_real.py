@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 import time
 from collections import Counter
@@ -35,19 +34,20 @@ import numpy as np
 import torch
 
 from patent_demo.checkpoint import delta, save_checkpoint, write_json
-from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings
+from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, validation_summary
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig
 from patent_demo.taxonomy import HMCLWeights
 from train.hmcl import lr_factor, make_optimizer
-from train.hmcl_data import TrainModule, text_tower_features
+from train.hmcl_data import TrainModule
 from train.hmcl_real_data import (
     SplitTower,
     deeppatent2_items,
     eval_cache,
     generated_items,
     shuffle_hierarchy,
+    text_cache,
     uspc_items,
     validation_items,
     view_cache,
@@ -56,6 +56,7 @@ from train.hmcl_real_data import (
 log = logging.getLogger("train.hmcl_real")
 DATA = "../shared/data"
 SOURCES = ("uspc", "deeppatent2", "generated")
+REDBOOK_NAME = "impact_design_patent_samples (Red Book pages, every page against all others)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
     a("--grad-clip", type=float, default=1.0, help="gradient-norm clip (0: off)")
     a("--eval-before", action="store_true", help="also evaluate the pretrained encoder (zero_shot)")
+    a("--eval-sizes", type=int, nargs="*", default=[160, 224],
+      help="also validate at these input sizes (the tower is convolutional: weights trained at one size apply at any)")  # fmt: skip
     a("--eval-k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--threads", type=int, default=1, help="torch CPU threads")
     a("--out", default="runs/real", help="parent of the run directory")
@@ -172,6 +175,46 @@ def validate(tower: SplitTower, feats: torch.Tensor, corpus, ks: Sequence[int]) 
     queries, gallery, self_index = drawing_protocol(corpus, None, "all")
     emb = embed_cached(tower, feats)
     return score_embeddings(queries, gallery, emb, emb, self_index, ks, silhouette=False, per_query=True)
+
+
+def validate_sizes(tower, eval_tf, corpus, items, args, cache_dir, tag) -> dict:
+    """``{size: result}`` (as :func:`validate`) of the current weights on the validation pages at each of ``--eval-sizes``."""
+    from patent_demo.drawing.transforms import DrawingEvalTransform
+
+    out = {}
+    for size in args.eval_sizes:
+        tf = DrawingEvalTransform(size, eval_tf.mean, eval_tf.std)
+        out[str(size)] = validate(tower, eval_cache(tower, items, tf, cache_dir, tag), corpus, args.eval_k)
+        log.info("  at %d px: %s", size, brief(out[str(size)]))
+    return out
+
+
+def summaries_at(results_at: dict) -> dict:
+    return {size: validation_summary(r, REDBOOK_NAME, int(size)) for size, r in results_at.items()}
+
+
+def revalidate(run_dir: Path, sizes: Sequence[int], argv: Sequence[str] = ()) -> dict:
+    """Add ``real_validation_at`` (``--eval-sizes``) to a finished run's ``metrics.json`` and
+    ``config.json`` (for runs made before the option existed); returns it."""
+    from patent_demo.checkpoint import apply_weights, load_config, load_weights
+    from patent_demo.drawing.encoders import create_encoder
+
+    config = load_config(run_dir)
+    args = parse_args([*argv, "--eval-sizes", *map(str, sizes)])
+    for key in ("train_blocks", "model", "redbook", "cache_dir", "eval_k"):
+        setattr(args, key, config["train"][key])
+    model, _, eval_tf = create_encoder(args.model, image_size=config["model"]["image_size"])
+    apply_weights(model, load_weights(run_dir), partial=True)
+    model.eval()
+    tower = SplitTower(model, args.train_blocks)
+    corpus, items = validation_items(args.redbook)
+    cache_dir = Path(args.cache_dir) / "hmcl-real"
+    at = validate_sizes(tower, eval_tf, corpus, items, args, cache_dir, {"model": args.model})
+    for name, value in (("metrics.json", at), ("config.json", summaries_at(at))):
+        data = json.loads((run_dir / name).read_text(encoding="utf-8"))
+        data["real_validation_at"] = value
+        write_json(run_dir / name, data)
+    return at
 
 
 def brief(result: dict) -> str:
@@ -272,9 +315,8 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
     )  # fmt: skip
     text_feats, text_proj = None, None
     if args.text_weight > 0:
-        text_feats, text_proj = text_tower_features(
-            model, get_tokenizer(args.model), [it.text for it in first]
-        )
+        texts = [it.text for it in first]
+        text_feats, text_proj = text_cache(model, get_tokenizer(args.model), texts, cache_dir, tag)
     has_text = torch.tensor([bool(it.text) for it in first])
     module = TrainModule(tower, args.loss, args.tau, args.weights, args.text_weight, text_proj)
     optimizer = make_optimizer(module, args.lr, args.weight_decay)
@@ -321,6 +363,9 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
         epoch += 1
     train_seconds = time.time() - t0
     metrics["real_validation"] = validate(tower, val_feats, val_corpus, args.eval_k)
+    metrics["real_validation_at"] = validate_sizes(
+        tower, eval_tf, val_corpus, val_items, args, cache_dir, tag
+    )
     log.info("after %d steps (%.0f s): %s", step, train_seconds, brief(metrics["real_validation"]))
     metrics["train"] = {"steps": step, "train_seconds": round(train_seconds, 1), "final_losses": last,
                         "wall_seconds": round(time.time() - t_start, 1), "epochs": epoch}  # fmt: skip
@@ -339,28 +384,14 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
             "train_figures": len(items),
             "validation": metrics["validation"],
         },  # fmt: skip
-        "real_validation": _summary(metrics["real_validation"]),
+        "real_validation": validation_summary(metrics["real_validation"], REDBOOK_NAME, args.image_size),
+        "real_validation_at": summaries_at(metrics["real_validation_at"]),
     }
     save_checkpoint(
         run_dir, delta(current, base), config, metrics, ["python", "-m", "train.hmcl_real", *argv]
     )
     log.info("saved %s", run_dir)
     return 0
-
-
-def _summary(result: dict) -> dict:
-    """The figures a model list shows: micro means over pages and macro means over patents."""
-    keep = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
-    return {
-        "corpus": "impact_design_patent_samples (Red Book, every page against all others)",
-        "metrics": {k: result["metrics"].get(k) for k in keep},
-        "macro": {k: result["macro"].get(k) for k in keep},
-        "num_queries": result["metrics"].get("num_queries"),
-    }
-
-
-def _finite(x) -> bool:
-    return x is not None and math.isfinite(x)
 
 
 if __name__ == "__main__":

@@ -268,3 +268,21 @@ def eval_cache(
     torch.save(out, tmp)
     os.replace(tmp, path)
     return out
+
+
+def text_cache(model: nn.Module, tokenizer, texts: list[str], cache_dir: str | os.PathLike, tag: dict):
+    """``(features [N, H], projection)`` of ``train.hmcl_data.text_tower_features``; the frozen features
+    are stored under ``cache_dir``."""
+    from train.hmcl_data import text_tower_features
+
+    path = Path(cache_dir) / f"text-{_key({'texts': texts, **tag})}.pt"
+    if path.is_file():
+        proj = model.text.proj if hasattr(getattr(model, "text", None), "proj") else nn.Identity()
+        return torch.load(path), proj
+    log.info("encoding %d patent texts with the frozen text tower -> %s", len(texts), path)
+    features, proj = text_tower_features(model, tokenizer, texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save(features, tmp)
+    os.replace(tmp, path)
+    return features, proj

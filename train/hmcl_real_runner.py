@@ -14,7 +14,9 @@ Variants (``train.hmcl_real`` flags on top of the config; arguments after ``--``
 ``hmcl-text-scan-<choice>``   HMCL + text with one scan-like augmentation of the generated drawings
 ``hmcl-text-real-only`` / ``-generated-only``  HMCL + text on one kind of training drawings
 
-Every run is evaluated on the real validation pages (every page against all others). A finished run is
+Every run is evaluated on the real validation pages (every page against all others), at its training size
+and, as rows ``<variant>@<size>``, at each of ``--sizes`` (the vision tower is convolutional, so weights
+trained at 128 px apply at 224 px). A finished run is
 reused, so an interrupted table is finished by running the same command again. The table gives mean ±
 std over seeds (sample std) of page-level (micro) and per-patent (macro) means, and a paired cluster
 bootstrap (patents resampled) of each variant's seed-averaged per-page scores against ``--reference``.
@@ -65,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--reference", default="zero-shot-224", help="variant the bootstrap intervals compare against")
     a("--out", default="runs/real", help="parent directory of the run directories")
     a("--table", default="runs/real/table", help="write <table>.md and <table>.json")
+    a("--sizes", type=int, nargs="*", default=[224],
+      help="also report every trained run at these input sizes (rows <variant>@<size>; weights trained at 128 px)")  # fmt: skip
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     a("--report-only", action="store_true", help="only summarise runs that exist")
     a("extra", nargs=argparse.REMAINDER, help="after '--': flags passed to every train.hmcl_real run")
@@ -89,7 +93,7 @@ def run_names(variant: str, seeds: Sequence[int]) -> list[str]:
 def ensure_run(
     variant: str, name: str, seed: int, base: list[str], out: Path, report_only: bool
 ) -> dict | None:
-    """The run's ``real_validation`` result, training it first unless it is done (or ``report_only``)."""
+    """The run's ``metrics.json``, training it first unless it is done (or ``report_only``)."""
     from train import hmcl_real
 
     path = out / name / "metrics.json"
@@ -99,7 +103,7 @@ def ensure_run(
         argv = [*base, *VARIANTS[variant], "--seed", str(seed), "--out", str(out), "--name", name]
         if hmcl_real.main(argv) != 0:
             raise RuntimeError(f"run {name} failed")
-    return json.loads(path.read_text())["real_validation"]
+    return json.loads(path.read_text())
 
 
 def summarise(results: dict[str, dict[str, dict]], reference: str, n_boot: int) -> dict:
@@ -155,7 +159,8 @@ def format_table(summary: dict, reference: str, caption: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
     extra = [a for a in args.extra if a != "--"]
     base = ["--config", args.config, *extra]
@@ -163,10 +168,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, dict[str, dict]] = {}
     for variant in args.variants:
         results[variant] = {}
+        at = {str(size): {} for size in args.sizes} if not variant.startswith("zero-shot") else {}
         for seed, name in zip(args.seeds, run_names(variant, args.seeds), strict=False):
-            res = ensure_run(variant, name, seed, base, out, args.report_only)
-            if res is not None:
-                results[variant][name] = res
+            metrics = ensure_run(variant, name, seed, base, out, args.report_only)
+            if metrics is None:
+                continue
+            results[variant][name] = metrics["real_validation"]
+            missing = [s for s in at if s not in metrics.get("real_validation_at", {})]
+            if missing:
+                from train import hmcl_real
+
+                metrics.setdefault("real_validation_at", {}).update(
+                    hmcl_real.revalidate(out / name, [int(s) for s in missing])
+                )
+            for size in at:
+                at[size][name] = metrics["real_validation_at"][size]
+        for size, runs in at.items():
+            results[f"{variant}@{size}"] = runs
     summary = summarise(results, args.reference, args.bootstrap)
     caption = (
         f"Real validation: the Red Book samples (`impact_design_patent_samples`, 20 patents, 106 pages), every "

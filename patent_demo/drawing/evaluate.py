@@ -146,7 +146,8 @@ def evaluate_drawings(
     Embeds the figures of the split once (:func:`embed_corpus_figures`), ranks the gallery for each query
     by cosine similarity and scores it with ``patent_demo.metrics.drawing_metrics`` (mAP over all
     relevant gallery items, nDCG@k per level, graded ``hier_ndcg@k``); see :func:`score_embeddings` for
-    the keys. ``split`` and ``protocol`` are also recorded in the result.
+    the keys (``per_query`` adds per-query values and per-patent means). ``split`` and ``protocol`` are
+    also recorded in the result.
     """
     queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
     if not queries or not gallery:
@@ -161,3 +162,23 @@ def evaluate_drawings(
         q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
     out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette, per_query)
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}
+
+
+SUMMARY_KEYS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
+
+
+def validation_summary(result: dict, corpus: str, image_size: int | None = None) -> dict:
+    """What a model list shows of an evaluation (stored as ``real_validation`` in a checkpoint's
+    ``config.json`` and ``metrics.json``): ``{"corpus", "protocol", "image_size", "num_queries",
+    "metrics": {patent_map, subclass_map, main_map, hier_ndcg@10} (mean over queries),
+    "macro": {...} (mean over patents, when the result has per-query values)}``."""
+    out = {
+        "corpus": corpus,
+        "protocol": result.get("protocol"),
+        "image_size": image_size,
+        "num_queries": result["metrics"].get("num_queries"),
+        "metrics": {k: result["metrics"].get(k) for k in SUMMARY_KEYS},
+    }
+    if "macro" in result:
+        out["macro"] = {k: result["macro"].get(k) for k in SUMMARY_KEYS}
+    return out
