@@ -144,7 +144,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             height=120,
                         )
                         d_examples = gr.Gallery(example_tiles, label="Examples (test split): click to use",
-                                                columns=3, height=200, allow_preview=False, elem_id="d-examples")  # fmt: skip
+                                                columns=2, height=280, allow_preview=False, elem_id="d-examples")  # fmt: skip
                         d_query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
                                            elem_id="d-query")  # fmt: skip
                         d_model = gr.Dropdown(
