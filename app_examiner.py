@@ -18,7 +18,8 @@ from pathlib import Path
 import gradio as gr
 from PIL import Image, ImageDraw
 
-from app_handlers import ERRORS, TRACK_TQDM, BadInput, _cursor_md, _progress_md, _warn
+from app_handlers import TRACK_TQDM, BadInput
+from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
 from patent_demo.document import document_html, document_view
 from patent_demo.drawing.imageio import load_drawing
@@ -165,32 +166,35 @@ class ExaminerHandlers:
             return None, None
 
     # -- searches ------------------------------------------------------------------------------------
-    def search_sheet(self, file, crop_image, model, k, *filters_and_annotator, progress=TRACK_TQDM):
+    def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
+                     kind="", date_from="", date_to="", annotator="", previous=None, progress=TRACK_TQDM):  # fmt: skip
         """Split an uploaded sheet into figures, search each with the filters, merge the lists."""
         from patent_demo.sheet_search import figure_names, search_sheet
 
-        *filters, annotator = filters_and_annotator
         try:
             data, _ = cropped_query(file, crop_image)
-            f, _own = parse_filter(*filters)
+            f, _own = parse_filter(before, own, classification, country, kind, date_from, date_to)
             res = search_sheet(self.wb, data, model, int(k), search_filter=f)
             spec = self.wb.model(model, "drawing")
-            sha, rel = self.store.save_query_image(data, Path(file).suffix.lower() or ".png")
-            session = new_session("image", image_query_id(sha), image_sha=sha, image_file=rel, patent_id="")
+            for h in res.hits:
+                h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
+                h.image_path = display_path(self.wb, h.image_path)
+            sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png")
+            session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
+                                  patent_id="")  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
-            session["query_bytes_sha"] = sha
-            gallery = [(display_path(self.wb, h.image_path), f"#{h.rank} {h.patent_id} · matched by "
-                        f"{h.extras['query_figure']} · {h.score:.3f}") for h in res.hits]  # fmt: skip
-            table = [[h.rank, h.patent_id, " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x),
-                      h.locarno, h.locarno_title, h.title, round(h.score, 4)] for h in res.hits]  # fmt: skip
+            if previous and previous.get("image_file") and previous["image_file"] != rel:
+                self.store.release_query_image(previous["image_file"])
             page = load_drawing(data, crop=False, square=False)
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
-            return (gallery, res.status, table, overlay, session, "hmcl", 1,
-                    _cursor_md(self.wb, session, "hmcl", 1), _progress_md(self.store, session, annotator))  # fmt: skip
-        except ERRORS as err:
-            return (gr.update(), _warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
+            judged = self.store.judged(session["query_id"], annotator) if annotator else {}
+            return (gallery_items(session, judged), res.status, table_value(self.wb, session, "hmcl", judged, 1),
+                    overlay, session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
+                    progress_md(self.store, session, annotator or ""))  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return ([], warn(err), None, None, previous, gr.update(), 1, "No results: the search failed.",
+                    gr.update())  # fmt: skip
 
     # -- the whole record and the side-by-side views --------------------------------------------------
     def document(self, patent_id, query_text: str = ""):
@@ -204,8 +208,8 @@ class ExaminerHandlers:
             gallery = [(display_path(self.wb, f.path), " · ".join(x for x in (f.label, f.view) if x) or view.id)
                        for f in view.figures]  # fmt: skip
             return page, gallery, pid
-        except ERRORS as err:
-            return _warn(err), gr.update(), gr.update()
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return warn(err), gr.update(), gr.update()
 
     def _hit_row(self, session, list_name: str, rank: int) -> dict:
         rows = (session or {}).get("lists", {}).get(list_name) or []
@@ -226,8 +230,8 @@ class ExaminerHandlers:
                 caption = (f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
                            f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}")  # fmt: skip
             return page, gallery, pid, q, h, caption
-        except ERRORS as err:
-            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
 
     def open_text_hit(self, list_name: str, session, evt: gr.SelectData):
         """Selecting a text hit: its record with the query's words marked, and query vs candidate."""
@@ -237,14 +241,17 @@ class ExaminerHandlers:
             page, gallery, pid = self.document(row["id"], query)
             qh, ch = examiner.text_pair_html(self.wb, query, pid)
             return page, gallery, pid, f"<h4>Query</h4><p>{qh}</p>", f"<h4>{html.escape(pid)}</h4><p>{ch}</p>"
-        except ERRORS as err:
-            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update()
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
     def open_dssdnet_hit(self, session, evt: gr.SelectData):
         return self.open_text_hit("dssdnet", session, evt)
 
     def open_bm25_hit(self, session, evt: gr.SelectData):
         return self.open_text_hit("bm25", session, evt)
+
+    def open_fused_hit(self, session, evt: gr.SelectData):
+        return self.open_text_hit("fused", session, evt)
 
     def snippets(self, query: str, ids) -> list[str]:
         """One highlighted snippet (escaped HTML) per text hit."""
@@ -274,8 +281,8 @@ class ExaminerHandlers:
                      f'srcdoc="{html.escape(preview, quote=True)}"></iframe>')  # fmt: skip
             md = f"{len(rep.rows)} documents in the report of `{query_id}` · open the HTML file and print it to PDF"
             return [str(csv_path), str(html_path)], md, frame
-        except ERRORS as err:
-            return gr.update(), _warn(err), gr.update()
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return gr.update(), warn(err), gr.update()
 
 
 @dataclass

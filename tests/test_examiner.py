@@ -63,19 +63,17 @@ def test_handlers_crop_sheet_document_report(bench):
     ex = app_examiner.ExaminerHandlers(wb, store)
     path = str(wb.corpus.image_path(wb.corpus["D0002"].figures[0]))
     full = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann")
-    assert full[1].startswith("4 results with") and full[2][0][1] == "D0002"
+    assert full[1].startswith("4 results with") and full[3]["lists"]["hmcl"][0]["id"] == "D0002"
     # a crop (the left half) is searched instead of the file, and the stored query image is the crop
     im = Image.open(path).convert("L")
     crop = im.crop((0, 0, im.width // 2, im.height))
-    out = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", crop, "", False, "", "", "", "", "")
+    out = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, crop)
     session = out[3]
     stored = Image.open(store.path.parent / session["image_file"])
     assert "4 results with" in out[1] and session["query_id"] != full[3]["query_id"]
     assert stored.size == crop.size
     # a filter typed with a bad date is a ⚠️ message, not a stack trace
-    bad = h.search_drawing(
-        path, "zero-shot", 4, True, True, "", "ann", None, "2021-02-30", False, "", "", "", "", ""
-    )
+    bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, None, "2021-02-30")
     assert bad[1].startswith("⚠️ cut-off date '2021-02-30' is not a calendar date")
     # a sheet of two corpus drawings
     a = wb.corpus.open_image(wb.corpus["D0000"].figures[1], crop=False, square=False)
@@ -85,11 +83,10 @@ def test_handlers_crop_sheet_document_report(bench):
     sheet.paste(b, (a.width + 80, 40))
     sheet_path = wb.config.cache_dir / "sheet.png"
     sheet.save(sheet_path)
-    gallery, status, table, overlay, *_ = ex.search_sheet(
-        str(sheet_path), None, "zero-shot", 4, "", False, "", "", "", "", "", "ann"
-    )
+    gallery, status, table, overlay, session, *_ = ex.search_sheet(str(sheet_path), None, "zero-shot", 4)
     assert status.startswith("2 figure(s) on the sheet") and overlay.size[0] > 0
-    assert any("matched by figure 2 of 2" in row[2] for row in table)
+    assert any("matched by figure 2 of 2" in row["view"] for row in session["lists"]["hmcl"])
+    assert any("matched by figure 2 of 2" in caption for _, caption in gallery)
     page, figs, pid = ex.document("D0006")
     assert pid == "D0006" and len(figs) == 3 and "<h3>D0006" in page
     assert ex.document("NOPE")[0].startswith("⚠️ ")
@@ -129,11 +126,10 @@ def test_combined_search_takes_the_filters(bench):
     h = Handlers(wb, store)
     path = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))
     text = candidate_text(wb.corpus["D0006"])
-    out = h.search_combined(
-        path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", "", True, "", "", "", "", ""
-    )
-    hm, ds, fu, status = out[:4]
+    out = h.search_combined(path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", None, "", True)
+    status, session = out[3], out[4]
     assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in status
-    for table in (hm, ds, fu):
-        assert table and all(wb.corpus[row[1]].date < "2015-06-01" for row in table)
-    assert len(hm) == 5  # five of the six earlier patents, filled inside the search
+    for name in ("hmcl", "dssdnet", "fused"):
+        rows = session["lists"][name]
+        assert rows and all(wb.corpus[row["id"]].date < "2015-06-01" for row in rows)
+    assert len(session["lists"]["hmcl"]) == 5  # five of the six earlier patents, filled inside the search

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from patent_demo.cli import corpus_cmd, evaluate_cmd, models_cmd, qrels_cmd, search_cmd
+from patent_demo.cli import corpus_cmd, evaluate_cmd, index_cmd, models_cmd, qrels_cmd, search_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     corpus_cmd.add_parser(sub)
     search_cmd.add_parser(sub)
     evaluate_cmd.add_parser(sub)
+    index_cmd.add_parser(sub)
     qrels_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
     return p
