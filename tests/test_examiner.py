@@ -69,9 +69,12 @@ def test_handlers_crop_sheet_document_report(bench):
     crop = im.crop((0, 0, im.width // 2, im.height))
     out = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, crop)
     session = out[3]
-    stored = Image.open(store.path.parent / session["image_file"])
+    import hashlib
+
+    cropped_bytes, was_cropped = app_examiner.cropped_query(path, crop)
+    assert was_cropped and Image.open(io.BytesIO(cropped_bytes)).size == crop.size
     assert "4 results with" in out[1] and session["query_id"] != full[3]["query_id"]
-    assert stored.size == crop.size
+    assert session["image_sha"] == hashlib.sha256(cropped_bytes).hexdigest()  # the crop is the query
     # a filter typed with a bad date is a ⚠️ message, not a stack trace
     bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, None, "2021-02-30")
     assert bad[1].startswith("⚠️ cut-off date '2021-02-30' is not a calendar date")
