@@ -10,6 +10,7 @@ ready ones while the index builds in the background. The core package never impo
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,8 @@ class Handlers:
         self.wb = workbench
         self.store = store
         self.identity = identity or Identity()
+        self._building: dict[str, threading.Thread] = {}
+        self._building_lock = threading.Lock()
 
     def _who(self, annotator, request, profile) -> str:
         try:
@@ -100,12 +103,20 @@ class Handlers:
             return None
 
     def _ready(self, model: str) -> None:
-        """Refuse a drawing model whose index is not built yet (and start building it in the background)."""
+        """Refuse a drawing model whose index is not built yet, naming the ready ones, and have it built
+        in the background (one build per model: the workbench's per-model lock)."""
         spec = self.wb.model(model, "drawing")
         if self.wb.index_ready(spec):
             return
-        self.wb.build_index_in_background(spec)
-        ready = [m.label for m in self.wb.ready_models()]
+        with self._building_lock:
+            build = self._building.get(spec.key)
+            if build is None or not build.is_alive():
+                build = threading.Thread(
+                    target=self.wb.index, args=(spec,), daemon=True, name=f"index-{spec.key}"
+                )
+                self._building[spec.key] = build
+                build.start()
+        ready = [m.label for m in self.wb.models("drawing") if self.wb.index_ready(m)]
         raise BadInput(
             f"the index of {spec.label} is being built in the background; search again in a moment"
             + (f", or use a ready model: {', '.join(ready)}" if ready else "")

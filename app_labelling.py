@@ -289,6 +289,12 @@ class LabelHandlers:
              profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Everything that follows the cursor: gallery (selection and badges), the tables (badges, cursor
         row), the label panel's drawing and line, the explanation. Views of other search kinds are cleared."""
+        try:
+            return self._show(session, list_name, rank, unlabelled_only, annotator, request, profile)
+        except Exception as err:  # noqa: BLE001 - the views stay as they are, the cursor line says why
+            return (*(gr.update() for _ in range(11)), warn(err))
+
+    def _show(self, session, list_name, rank, unlabelled_only, annotator, request, profile):
         who = self._soft_who(annotator, request, profile)
         judged = self._judged(session, who)
         at = cursor_of(session, list_name, rank)
@@ -480,6 +486,12 @@ class LabelHandlers:
             return warn(err), gr.update()
 
     def select_disagreement(self, evt: gr.SelectData):
+        try:
+            return self._select_disagreement(evt)
+        except Exception as err:  # noqa: BLE001
+            return "", "", warn(err), None, None
+
+    def _select_disagreement(self, evt: gr.SelectData):
         """Fill the adjudication form from a queue row: query id, candidate, each annotator's label and note,
         and both sides in full (query drawing and text, candidate drawing and text)."""
         row = evt.row_value or ["", "", ""]

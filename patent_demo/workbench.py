@@ -170,7 +170,6 @@ class Workbench:
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
         self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
-        self._index_threads: dict[str, threading.Thread] = {}
         self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
         self._figure_sha: dict[str, str] | None = None
@@ -262,30 +261,7 @@ class Workbench:
 
     def index_ready(self, model: str | ModelSpec) -> bool:
         """Whether ``model``'s index is in memory (a search with it answers at once)."""
-        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
-        with self._lock:
-            return spec.key in self._indexes
-
-    def ready_models(self) -> list[ModelSpec]:
-        """The drawing models whose index is in memory."""
-        with self._lock:
-            keys = set(self._indexes)
-        return [m for m in self.models("drawing") if m.key in keys]
-
-    def build_index_in_background(self, model: str | ModelSpec) -> threading.Thread | None:
-        """Start building ``model``'s index in a daemon thread (once); None when it is ready already. A
-        build that fails prints its error; the next search with the model starts another."""
-        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
-        with self._lock:
-            if spec.key in self._indexes:
-                return None
-            thread = self._index_threads.get(spec.key)
-            if thread is not None and thread.is_alive():
-                return thread
-            thread = threading.Thread(target=self.index, args=(spec,), daemon=True, name=f"index-{spec.key}")
-            self._index_threads[spec.key] = thread
-        thread.start()
-        return thread
+        return (model if isinstance(model, ModelSpec) else self.model(model, "drawing")).key in self._indexes
 
     def bm25(self) -> BM25Index:
         with self._lock:
@@ -335,10 +311,7 @@ class Workbench:
         pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
         if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
             return ""
-        return (
-            f"⏳ building the drawing index of {', '.join(pending)}; a search with it is refused, naming the "
-            "ready models, until it is ready"
-        )
+        return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
 
     def display_path(self, figure: Figure) -> str:
         """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
