@@ -18,6 +18,7 @@ import gradio as gr
 from app_handlers import QUEUE_HEADERS, Handlers, annotator_from_profile
 from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import GRADES, LabelStore
+from patent_demo.warmup import WarmUp
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
@@ -80,9 +81,16 @@ def corpus_header(wb: Workbench) -> str:
             f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
 
 
-def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "") -> gr.Blocks:
-    """The workbench UI. Every event has an ``api_name``; see the README for the API."""
+def build_demo(
+    workbench: Workbench,
+    store: LabelStore | None = None,
+    storage_warning: str = "",
+    warm: WarmUp | None = None,
+) -> gr.Blocks:
+    """The workbench UI. Every event has an ``api_name``; see the README for the API. ``warm``: a started
+    background warm-up whose progress the status line under the header shows."""
     wb = workbench
+    warm = warm or WarmUp(wb)
     store = store or LabelStore(default_labels_path()[0])
     h = Handlers(wb, store)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
@@ -108,7 +116,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         gr.Markdown(
             f"## Prior-art workbench\n{corpus_header(wb)} · labels in `{store.path}`", elem_id="header"
         )
-        index_status = gr.Markdown(wb.index_status(), elem_id="index-status")
+        index_status = gr.Markdown(warm.status(), elem_id="index-status")
         if storage_warning:
             gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
         with gr.Row():
@@ -275,7 +283,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_examples.select(pick_example, None, d_file, api_name=False)
         d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
-        gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
+        gr.Timer(2.0).tick(warm.status, None, index_status, api_name=False)
         d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
                     [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
         t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator],
@@ -416,9 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    warm = WarmUp(wb)
     if not args.no_warmup:
-        wb.warm_up_background()
-    demo = build_demo(wb, store, warning)
+        warm.start()
+    demo = build_demo(wb, store, warning, warm)
     demo.queue(default_concurrency_limit=2).launch(
         server_name=args.host, server_port=args.port, **launch_kwargs(wb)
     )

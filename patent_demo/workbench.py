@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patent_demo.data.build import display_image
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
@@ -170,7 +171,6 @@ class Workbench:
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
         self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
-        self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
         self._figure_sha: dict[str, str] | None = None
 
@@ -287,8 +287,7 @@ class Workbench:
             return self._figure_sha
 
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
-        """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
-        the figure hashes now."""
+        """Build (or load) the default dense index (every model's with ``every_model``), BM25 and figure hashes."""
         drawing = [m.key for m in self.models("drawing")]
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
@@ -296,25 +295,10 @@ class Workbench:
             self.bm25()
         self.figure_sha()
 
-    def warm_up_background(self) -> threading.Thread:
-        """``warm_up(every_model=True)`` in a daemon thread (the default model first); see ``index_status``."""
-        self._warm_thread = threading.Thread(target=self.warm_up, kwargs={"every_model": True}, daemon=True)
-        self._warm_thread.start()
-        return self._warm_thread
+    def ready_models(self) -> set[str]:  # keys of the drawing models whose index is loaded
+        return set(self._indexes)
 
-    def index_status(self) -> str:
-        """``""`` once every drawing model's index is ready, else a line naming those being built."""
-        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
-        if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
-            return ""
-        return (
-            f"⏳ building the drawing index of {', '.join(pending)}; a search with it waits until it is ready"
-        )
-
-    def display_path(self, figure: Figure) -> str:
-        """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
-        from patent_demo.data.build import display_image
-
+    def display_path(self, figure: Figure) -> str:  # a browser-ready image (data.build.display_image)
         return str(display_image(self.corpus, figure, self.config.cache_dir / "thumbs" / self.fingerprint))
 
     # -- lookups ----------------------------------------------------------------------------------------
@@ -606,13 +590,10 @@ class Workbench:
         q_rows, _ = self.protocol()
         figs = self._figures()
         out, seen = [], set()
-        for row in q_rows:
-            p, f = figs[row]
-            if p.locarno not in seen:
+        for p, f in (figs[row] for row in q_rows):
+            if p.locarno not in seen and len(out) < n:
                 seen.add(p.locarno)
                 out.append((p, f))
-            if len(out) >= n:
-                break
         return out
 
     def examples(self, n: int = 6) -> list[str]:  # the image files of example_figures
