@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from patent_demo.taxonomy import HMCLWeights  # noqa: E402
+from patent_demo.hierarchy import HMCLWeights  # noqa: E402
 from train.hmcl_real_runner import mean_std  # noqa: E402
 
 log = logging.getLogger("bench.hmcl_sensitivity")
@@ -65,15 +65,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="train/configs/hmcl-real.json")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--steps", type=int, default=150, help="optimiser steps of every run (a reduced budget)")
+    p.add_argument("--only", nargs="*", choices=["centre", *GRID], default=[],
+                   help="run only these points (e.g. to split the sweep over processes); no table")  # fmt: skip
     p.add_argument("--out", default="runs/real")
     p.add_argument("--doc", default="docs/results_hmcl_sensitivity")
     args = p.parse_args(argv)
     rows = []
     results_of = {}
-    for param, value, point in points():
+    todo = [pt for pt in points() if not args.only or pt[0] in args.only]
+    for param, value, point in todo:
         results_of[(param, value)] = [
             run(args.config, Path(args.out), param, value, point, s, args.steps) for s in args.seeds
         ]
+    if args.only:
+        log.info(
+            "ran %s; run without --only to write the table", ", ".join(dict.fromkeys(p for p, _, _ in todo))
+        )
+        return 0
+    for param, value, point in points():
         results = results_of[(param, value)]
         row = {"param": param, "value": point[param] if param != "centre" else None, "point": point}
         for col in COLUMNS:

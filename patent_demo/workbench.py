@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.data.build import display_image
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
@@ -171,6 +170,8 @@ class Workbench:
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
         self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
+        self._index_threads: dict[str, threading.Thread] = {}
+        self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
         self._figure_sha: dict[str, str] | None = None
 
@@ -259,6 +260,33 @@ class Workbench:
             self._indexes[spec.key] = index
             return index
 
+    def index_ready(self, model: str | ModelSpec) -> bool:
+        """Whether ``model``'s index is in memory (a search with it answers at once)."""
+        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
+        with self._lock:
+            return spec.key in self._indexes
+
+    def ready_models(self) -> list[ModelSpec]:
+        """The drawing models whose index is in memory."""
+        with self._lock:
+            keys = set(self._indexes)
+        return [m for m in self.models("drawing") if m.key in keys]
+
+    def build_index_in_background(self, model: str | ModelSpec) -> threading.Thread | None:
+        """Start building ``model``'s index in a daemon thread (once); None when it is ready already. A
+        build that fails prints its error; the next search with the model starts another."""
+        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
+        with self._lock:
+            if spec.key in self._indexes:
+                return None
+            thread = self._index_threads.get(spec.key)
+            if thread is not None and thread.is_alive():
+                return thread
+            thread = threading.Thread(target=self.index, args=(spec,), daemon=True, name=f"index-{spec.key}")
+            self._index_threads[spec.key] = thread
+        thread.start()
+        return thread
+
     def bm25(self) -> BM25Index:
         with self._lock:
             if self._bm25 is None:
@@ -287,7 +315,8 @@ class Workbench:
             return self._figure_sha
 
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
-        """Build (or load) the default dense index (every model's with ``every_model``), BM25 and figure hashes."""
+        """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
+        the figure hashes now."""
         drawing = [m.key for m in self.models("drawing")]
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
@@ -295,10 +324,26 @@ class Workbench:
             self.bm25()
         self.figure_sha()
 
-    def ready_models(self) -> set[str]:  # keys of the drawing models whose index is loaded
-        return set(self._indexes)
+    def warm_up_background(self) -> threading.Thread:
+        """``warm_up(every_model=True)`` in a daemon thread (the default model first); see ``index_status``."""
+        self._warm_thread = threading.Thread(target=self.warm_up, kwargs={"every_model": True}, daemon=True)
+        self._warm_thread.start()
+        return self._warm_thread
 
-    def display_path(self, figure: Figure) -> str:  # a browser-ready image (data.build.display_image)
+    def index_status(self) -> str:
+        """``""`` once every drawing model's index is ready, else a line naming those being built."""
+        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
+        if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
+            return ""
+        return (
+            f"⏳ building the drawing index of {', '.join(pending)}; a search with it is refused, naming the "
+            "ready models, until it is ready"
+        )
+
+    def display_path(self, figure: Figure) -> str:
+        """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
+        from patent_demo.data.build import display_image
+
         return str(display_image(self.corpus, figure, self.config.cache_dir / "thumbs" / self.fingerprint))
 
     # -- lookups ----------------------------------------------------------------------------------------
@@ -590,10 +635,13 @@ class Workbench:
         q_rows, _ = self.protocol()
         figs = self._figures()
         out, seen = [], set()
-        for p, f in (figs[row] for row in q_rows):
-            if p.locarno not in seen and len(out) < n:
+        for row in q_rows:
+            p, f = figs[row]
+            if p.locarno not in seen:
                 seen.add(p.locarno)
                 out.append((p, f))
+            if len(out) >= n:
+                break
         return out
 
     def examples(self, n: int = 6) -> list[str]:  # the image files of example_figures

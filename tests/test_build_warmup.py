@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 
 from patent_demo.registry import ZERO_SHOT
-from patent_demo.warmup import WarmUp
 from tests.test_pipeline import PixelEncoder, make_workbench
 
 
@@ -25,19 +24,19 @@ def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):
     wb.models = lambda task=None: [zero_shot, slow_spec] if task in (None, "drawing") else []
     wb.model = lambda key, task: next(m for m in wb.models(task) if m.key == key)
     wb._drawing_factory = lambda spec: Slow() if spec.key == "slow" else fast
-    warm = WarmUp(wb).start()
-    assert "slow model" in _wait_status(warm) and "zero-shot" not in warm.status()
+    thread = wb.warm_up_background()
+    assert "slow model" in _wait_status(wb) and "zero-shot" not in wb.index_status()
     fig = wb.corpus["D0004"].figures[1]
     hits = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=2).hits  # not held up by the slow build
     assert hits[0].patent_id == "D0004"
     gate.set()
-    warm.thread.join(30)
-    assert warm.status() == "" and wb.ready_models() == {ZERO_SHOT, "slow"}
+    thread.join(30)
+    assert wb.index_status() == "" and {m.key for m in wb.ready_models()} == {ZERO_SHOT, "slow"}
 
 
-def _wait_status(warm: WarmUp) -> str:
+def _wait_status(wb) -> str:
     for _ in range(100):
-        if warm.status():
-            return warm.status()
+        if wb.index_status():
+            return wb.index_status()
         threading.Event().wait(0.05)
-    return warm.status()
+    return wb.index_status()

@@ -38,7 +38,7 @@ from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, val
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig
-from patent_demo.taxonomy import HMCLWeights
+from patent_demo.hierarchy import HMCLWeights
 from train.hmcl import lr_factor, make_optimizer
 from train.hmcl_data import TrainModule
 from train.hmcl_real_data import (
@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--scan", nargs="*", default=[], choices=[*SCAN_CHOICES, "all"],
       help="scan-like augmentations of the generated drawings")  # fmt: skip
     a("--scan-prob", type=float, default=0.5, help="probability of each --scan augmentation")
+    a("--init-projection", choices=("package", "whiten"), default="package",
+      help="the image projection's start: as created (package), or the whitening of the training drawings' "
+           "pooled features (needs --train-blocks 0)")  # fmt: skip
     a("--loss", choices=("hmcl", "cl"), default="hmcl", help="HMCL (Eqs. 2-4) or plain contrastive (Eq. 1)")
     a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0: off")
     a("--tau", type=float, default=0.1, help="temperature")
@@ -134,6 +137,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.views < 2:
         parser.error("--views must be at least 2 (a single-figure patent needs two views)")
     return args
+
+
+@torch.no_grad()
+def whiten_projection(tower: SplitTower, feats: torch.Tensor) -> None:
+    """Set the image projection ``W [D, C]`` to the whitening of the training drawings' pooled features
+    ``f [C]`` (every cached view): the top-``D`` eigenvectors of the second-moment matrix ``E[f f^T]``, each
+    divided by the square root of its eigenvalue (no bias: the head has none), scaled so outputs keep the
+    norm of the package projection's. Unsupervised: no label and no validation drawing takes part."""
+    if not tower.pooled:
+        raise SystemExit("--init-projection whiten needs --train-blocks 0 (the cut after the pooling)")
+    proj = tower.model.visual.head.proj
+    x = feats.flatten(0, -2).double()  # [N * V, C]
+    second = x.T @ x / x.shape[0]
+    values, vectors = torch.linalg.eigh(second)
+    top = torch.argsort(values, descending=True)[: proj.weight.shape[0]]
+    w = (vectors[:, top] / values[top].clamp_min(1e-12).sqrt()).T  # [D, C]
+    before = (x[:256] @ proj.weight.double().T).norm(dim=1).mean()
+    after = (x[:256] @ w.T).norm(dim=1).mean()
+    proj.weight.copy_((w * before / after).to(proj.weight.dtype))
 
 
 def run_name(args: argparse.Namespace) -> str:
@@ -280,7 +302,7 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
     if args.eval_before or args.steps == 0:
         metrics["zero_shot"] = validate(tower, val_feats, val_corpus, args.eval_k)
         log.info("zero-shot %d px: %s", args.image_size, brief(metrics["zero_shot"]))
-    if args.steps == 0:
+    if args.steps == 0 and args.init_projection == "package":
         metrics["real_validation"] = metrics["zero_shot"]
         write_json(run_dir / "metrics.json", metrics)
         return 0
@@ -291,6 +313,9 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
         raise SystemExit(f"training and validation share patents {sorted(overlap)[:5]}")
     feats = view_cache(tower, items, train_tf, args.views, ScanConfig.of(args.scan, args.scan_prob),
                        cache_dir, tag)  # fmt: skip
+    if args.init_projection == "whiten":
+        whiten_projection(tower, feats)
+        log.info("projection initialised by whitening the training drawings' pooled features")
     if args.shuffle_labels:
         items = shuffle_hierarchy(items, args.seed)
     patents = sorted({it.patent for it in items})

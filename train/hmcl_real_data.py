@@ -3,7 +3,7 @@ frozen part of the vision tower cached over both.
 
 * ``training_items``: the 1,000 USPC drawings (``metadata_2007.txt``: patent, ``D2-969``, title), the
   DeepPatent2 figures (patent only, no class) and the training split of the generated corpus (Locarno),
-  each item with scheme-qualified hierarchy keys (``taxonomy.hierarchy_keys``), so USPC and Locarno items
+  each item with scheme-qualified hierarchy keys (``hierarchy.hierarchy_keys``), so USPC and Locarno items
   relate only through the patent.
 * ``validation_items``: every drawing page of the Red Book samples (Locarno), kept apart from training.
 * ``SplitTower``: the vision tower cut before its first trainable block; ``prefix`` (frozen) runs once per
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from patent_demo import taxonomy
+from patent_demo import hierarchy
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.drawing.transforms import ScanConfig, scan_like
@@ -63,7 +63,7 @@ def uspc_items(folder: str | os.PathLike) -> list[Item]:
             image = folder / "images" / f"{pid}.png"
             if not image.is_file():
                 raise FileNotFoundError(f"{folder / 'metadata_2007.txt'}:{lineno}: no image {image}")
-            sub, main = taxonomy.hierarchy_keys("uspc", code)
+            sub, main = hierarchy.hierarchy_keys("uspc", code)
             items.append(Item(pid, str(image), sub, main, title, "uspc", sub.partition(":")[2]))
     return items
 
@@ -81,10 +81,10 @@ def deeppatent2_items(folder: str | os.PathLike) -> list[Item]:
 
 def corpus_items(corpus: Corpus, patents: list[Patent], source: str, max_figures: int = 0) -> list[Item]:
     """The figures of ``patents`` (the first ``max_figures`` of each when > 0) with the patent's hierarchy
-    keys (``taxonomy.patent_hierarchy``)."""
+    keys (``hierarchy.patent_hierarchy``)."""
     items = []
     for p in patents:
-        sub, main = taxonomy.patent_hierarchy(p.codes)
+        sub, main = hierarchy.patent_hierarchy(p.codes)
         text = ". ".join(t for t in (p.title.strip(), p.text.strip()) if t)
         for f in p.figures[: max_figures or None]:
             items.append(Item(p.id, str(corpus.image_path(f)), sub, main, text, source, p.locarno))
@@ -128,7 +128,7 @@ def shuffle_hierarchy(items: list[Item], seed: int) -> list[Item]:
     for it in items:
         if it.patent in new_of:
             sub = new_of[it.patent]
-            it = Item(it.patent, it.path, sub, taxonomy.main_of(sub), it.text, it.source, it.code)
+            it = Item(it.patent, it.path, sub, hierarchy.main_of(sub), it.text, it.source, it.code)
         out.append(it)
     return out
 
@@ -140,8 +140,10 @@ def shuffle_hierarchy(items: list[Item], seed: int) -> list[Item]:
 class SplitTower(nn.Module):
     """A timm EfficientNet/MobileNet-style vision tower (``model.visual.trunk``) cut before its last
     ``train_blocks`` blocks (``patent_demo.drawing.finetune.vision_blocks`` order): ``prefix(x)`` is the
-    frozen part, ``suffix(f)`` the trainable part and the projection head. ``encode_image(f)`` runs the
-    suffix, so the module stands in for the encoder in ``train.hmcl_data.TrainModule``."""
+    frozen part, ``suffix(f)`` the trainable part and the projection head. With ``train_blocks = 0`` only the
+    projection trains and the cut falls after the pooling (``prefix`` gives the pooled trunk features).
+    ``encode_image(f)`` runs the suffix, so the module stands in for the encoder in
+    ``train.hmcl_data.TrainModule``; ``suffix(prefix(x)) == model.encode_image(x)``."""
 
     def __init__(self, model: nn.Module, train_blocks: int) -> None:
         super().__init__()
@@ -152,20 +154,31 @@ class SplitTower(nn.Module):
         self.blocks = [b for stage in trunk.blocks for b in stage]
         # vision_blocks: group 0 is the stem, then one group per block (the last also holds conv_head)
         self.cut = max(0, len(self.blocks) - train_blocks)
+        self.pooled = train_blocks == 0
+        self.cut_key: int | str = "pooled" if self.pooled else self.cut
+
+    def _pool(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.model.visual.trunk
+        return t.forward_head(t.bn2(t.conv_head(x)))
 
     @torch.no_grad()
     def prefix(self, x: torch.Tensor) -> torch.Tensor:
         t = self.model.visual.trunk
         x = t.bn1(t.conv_stem(x))
-        for b in self.blocks[: self.cut]:
-            x = b(x)
-        return x
+        return self.advance(x, 0)
+
+    @torch.no_grad()
+    def advance(self, f: torch.Tensor, from_cut: int) -> torch.Tensor:
+        """Prefix outputs at this tower's cut from features cut earlier (before block ``from_cut``)."""
+        for b in self.blocks[from_cut : self.cut]:
+            f = b(f)
+        return self._pool(f) if self.pooled else f
 
     def suffix(self, f: torch.Tensor) -> torch.Tensor:
-        t = self.model.visual.trunk
-        for b in self.blocks[self.cut :]:
-            f = b(f)
-        f = t.forward_head(t.bn2(t.conv_head(f)))
+        if not self.pooled:
+            for b in self.blocks[self.cut :]:
+                f = b(f)
+            f = self._pool(f)
         return self.model.visual.head(f)
 
     def encode_image(self, f: torch.Tensor) -> torch.Tensor:
@@ -225,10 +238,21 @@ def view_cache(
 
 def _source_views(tower, items, train_tf, views, scan, cache_dir, tag) -> torch.Tensor:
     parts = {"items": [it.path for it in items], "views": views, "size": train_tf.size,
-             "augment": repr(train_tf.augment), "scan": repr(scan), "cut": tower.cut, **tag}  # fmt: skip
+             "augment": repr(train_tf.augment), "scan": repr(scan), "cut": tower.cut_key, **tag}  # fmt: skip
     path = Path(cache_dir) / f"views-{items[0].source}-{_key(parts)}.pt"
     if path.is_file():
         return torch.load(path)
+    for earlier in range(tower.cut, -1, -1):  # the same views cut earlier: run the frozen blocks between
+        base = Path(cache_dir) / f"views-{items[0].source}-{_key({**parts, 'cut': earlier})}.pt"
+        if base.is_file() and (earlier, tower.pooled) != (tower.cut, False):
+            log.info("deriving %s from %s", path, base)
+            f = torch.load(base)
+            flat = f.flatten(0, 1)
+            out = torch.cat([tower.advance(flat[i : i + 256].float(), earlier).to(torch.float16)
+                             for i in range(0, flat.shape[0], 256)])  # fmt: skip
+            out = out.view(f.shape[0], f.shape[1], *out.shape[1:])
+            _save(out, path)
+            return out
     log.info("caching %d views of %d %s drawings at %d px -> %s", views, len(items), items[0].source,
              train_tf.size, path)  # fmt: skip
     chunks = []
@@ -245,28 +269,29 @@ def _source_views(tower, items, train_tf, views, scan, cache_dir, tag) -> torch.
         if start // 64 % 5 == 4:
             log.info("  %d / %d drawings", min(start + 64, len(items)), len(items))
     out = torch.cat(chunks)
+    _save(out, path)
+    return out
+
+
+def _save(tensor: torch.Tensor, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(out, tmp)
+    torch.save(tensor, tmp)
     os.replace(tmp, path)
-    return out
 
 
 def eval_cache(
     tower: SplitTower, items: list[Item], eval_tf, cache_dir: str | os.PathLike, tag: dict
 ) -> torch.Tensor:
     """``[N, C, h, w]`` float32 prefix outputs of the validation pages (eval transform)."""
-    parts = {"items": [it.path for it in items], "size": eval_tf.size, "cut": tower.cut, **tag}
+    parts = {"items": [it.path for it in items], "size": eval_tf.size, "cut": tower.cut_key, **tag}
     path = Path(cache_dir) / f"eval-{_key(parts)}.pt"
     if path.is_file():
         return torch.load(path)
     log.info("caching %d validation pages at %d px -> %s", len(items), eval_tf.size, path)
     tensors = [eval_tf(load_drawing(it.path)) for it in items]
     out = _prefix_batches(tower, tensors, torch.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(out, tmp)
-    os.replace(tmp, path)
+    _save(out, path)
     return out
 
 
