@@ -32,6 +32,7 @@ from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
+from patent_demo.drawing.scale import index_settings
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -254,7 +255,7 @@ class Workbench:
                 emb = embed_figures(enc.encode, images, batch_size=self.config.batch_size, progress=self.progress,
                                     total=len(figures), desc=f"embedding {len(figures)} drawings with {spec.label}")  # fmt: skip
                 index = DenseIndex.build(emb, [f.path for _, f in figures], [p.id for p, _ in figures],
-                                         model=spec.encoder, checkpoint=spec.checkpoint_id)  # fmt: skip
+                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb)))  # fmt: skip
                 index.save(root)
             self._indexes[spec.key] = index
             return index
