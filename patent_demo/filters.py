@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from patent_demo.data.corpus import SCHEMES, Corpus, Patent
+from patent_demo.data.corpus import SCHEMES, Corpus, Patent, country_of, kind_code_of
 from patent_demo.results import Results
 
 _DATE_FORMS = (
@@ -61,29 +61,18 @@ def publication_date(patent: Patent) -> str:
 
 def prior_art_date(patent: Patent) -> str:
     """The cut-off a patent's own search uses: its priority date, else its filing date, else its
-    publication date (``""`` when it has none). The first two are read from the record's fields,
-    else from ``extra`` (``priority_date``, ``filing_date``, ``application_date``)."""
-    for name in ("priority_date", "filing_date", "application_date"):
-        value = getattr(patent, name, "") or patent.extra.get(name, "") or ""
-        if value:
-            return parse_date(str(value), name)
-    return patent.date or ""
+    publication date (``""`` when it has none)."""
+    return patent.priority_date or patent.filing_date or patent.date or ""
 
 
 def patent_country(patent: Patent) -> str:
-    """The office of a patent: its ``country`` field, else the letters its id starts with
-    (``USD0871717`` → ``US``, ``EP1234567`` → ``EP``), else ``""``."""
-    value = getattr(patent, "country", "") or ""
-    if value:
-        return value.upper()
-    m = re.match(r"^([A-Za-z]{2})", patent.id)
-    return m.group(1).upper() if m else ""
+    """The office of a patent (``Patent.country``, which defaults to the letters its id starts with)."""
+    return (patent.country or country_of(patent.id)).upper()
 
 
 def patent_kind_code(patent: Patent) -> str:
-    """The kind code (``S``, ``B2``, ``A1``): the ``kind_code`` field, else ``extra["kind_code"]``."""
-    value = getattr(patent, "kind_code", "") or patent.extra.get("kind_code", "") or ""
-    return str(value).upper()
+    """The kind code (``S1``, ``B2``, ``A1``): ``Patent.kind_code``, else the one its id ends with."""
+    return (patent.kind_code or kind_code_of(patent.id)).upper()
 
 
 # -- classification prefixes ------------------------------------------------------------------------

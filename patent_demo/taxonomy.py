@@ -1,4 +1,4 @@
-"""Patent classification codes: parsing, hierarchy levels, and relevance between two items.
+"""Patent classification codes: parsing and normalising every printed form, and their levels.
 
 Three schemes are handled:
 
@@ -10,32 +10,20 @@ Three schemes are handled:
   ``A47C0007020000`` (4 + 4 + 6 characters) or, in IPC-7 XML, ``A47C  702`` (4 + 3 + rest).
 * **USPC** (US national): ``D6/369``, ``297/217.1``; XML fixed width ``D 6369``.
 
-Every parser raises ``ValueError`` naming the string and the accepted forms.
+Every parser raises ``ValueError`` naming the string and the accepted forms. The titles of codes are in
+:mod:`patent_demo.titles`.
 
-The HMCL relevance between two drawings (Eq. 2 of the HMCL paper) is
-
-    h_ij = s_p  if patent(i) = patent(j)
-         = s_s  if subclass(i) = subclass(j), patent(i) != patent(j)
-         = s_m  if main(i) = main(j), subclass(i) != subclass(j)
-         = 0    otherwise
-
-and the DSSDNet domain label (Eq. 4 of the DSSDNet paper) is 1 when the IPC subclass sets of query and
-candidate overlap.
+The relevance between two items (HMCL's h(i, j), DSSDNet's domain label t) is in
+:mod:`patent_demo.hierarchy`.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 SCHEMES = ("locarno", "ipc", "cpc", "uspc")
 
@@ -45,8 +33,6 @@ IPC_FORMS = (
     "'A47C  702' (IPC-7 fixed width), 'A47C' (subclass only)"
 )
 USPC_FORMS = "'D6/369', 'D 6/369', '297/217.1', '68/181 R', 'D 6369' (XML fixed width)"
-
-_DATA = Path(__file__).resolve().parent / "data"
 
 MAX_CODE_CHARS = 100  # longer than any printed form ("Int. Cl. 7: A47C 7/02 (2006.01)" has 31)
 
@@ -325,7 +311,8 @@ def _uspc_error(code: object, reason: str = "") -> ValueError:
     return ValueError(f"not a USPC code: {code!r}{reason}; accepted forms: {USPC_FORMS}")
 
 
-def _uspc_class(text: str) -> str:
+def uspc_class(text: str) -> str:
+    """The USPC class of a printed class field: ``"D 6"`` → ``"D6"``, ``"297"`` → ``"297"``."""
     text = text.replace(" ", "")
     if text.startswith("D"):
         return f"D{int(text[1:])}"
@@ -342,7 +329,7 @@ def _parse_uspc_str(code: str) -> USPC:
     if m is not None:
         cls, art, art_no, e_code, number, decimals, suffix = m.groups()
         sub = f"{art}.{int(art_no)}" if art else e_code or f"{int(number)}{decimals or ''}{suffix}"
-        return USPC(_uspc_class(cls), sub)
+        return USPC(uspc_class(cls), sub)
     # fixed width: 3 characters of class, 3 of subclass, then decimals and/or a letter suffix
     fixed = upper.rstrip()
     cls, sub, rest = fixed[:3], fixed[3:6], fixed[6:]
@@ -352,16 +339,16 @@ def _parse_uspc_str(code: str) -> USPC:
         m = re.fullmatch(r"\s*(\d{1,3})", rest)
         if m is None:
             raise _uspc_error(code)
-        return USPC(_uspc_class(cls), f"{sub}.{int(m.group(1))}")
+        return USPC(uspc_class(cls), f"{sub}.{int(m.group(1))}")
     if sub.startswith("E"):  # cross-reference art collection: 257E21166 = 257/E21.166
         if not rest.isdigit():
             raise _uspc_error(code)
-        return USPC(_uspc_class(cls), f"{sub}.{rest}")
+        return USPC(uspc_class(cls), f"{sub}.{rest}")
     m = re.fullmatch(r"(\d{0,3})\s*([A-Z]{0,3})", rest)
     if m is None:
         raise _uspc_error(code)
     decimals, suffix = m.groups()
-    return USPC(_uspc_class(cls), str(int(sub)) + (f".{decimals}" if decimals else "") + suffix)
+    return USPC(uspc_class(cls), str(int(sub)) + (f".{decimals}" if decimals else "") + suffix)
 
 
 def parse_uspc(code: Any) -> USPC:
@@ -393,286 +380,6 @@ def parse(scheme: str, code: Any) -> Locarno | IPC | USPC:
 def normalize(scheme: str, code: Any) -> str:
     """The canonical string of ``code``: ``"06-01"``, ``"A47C 7/02"``, ``"D6/369"``."""
     return str(parse(scheme, code))
-
-
-# ----------------------------------------------------------------------------------------------
-# HMCL relevance (Eq. 2) and the DSSDNet domain label (Eq. 4)
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class HMCLWeights:
-    """Relevance given to a same-patent (``s_p``), same-subclass (``s_s``) and same-main-class
-    (``s_m``) pair; requires ``s_p >= s_s >= s_m >= 0`` and ``s_p > 0``."""
-
-    s_p: float = 1.0
-    s_s: float = 0.35
-    s_m: float = 0.2
-
-    def __post_init__(self) -> None:
-        if not (self.s_p >= self.s_s >= self.s_m >= 0 and self.s_p > 0):
-            raise ValueError(
-                f"HMCL weights need s_p >= s_s >= s_m >= 0 and s_p > 0, got "
-                f"s_p={self.s_p}, s_s={self.s_s}, s_m={self.s_m}"
-            )
-
-    def of(self, rel: Relation) -> float:
-        """The weight of one relation."""
-        return {Relation.PATENT: self.s_p, Relation.SUBCLASS: self.s_s, Relation.MAIN: self.s_m}.get(rel, 0.0)
-
-
-class Relation(StrEnum):
-    """The closest Locarno level two items share."""
-
-    PATENT = "patent"
-    SUBCLASS = "subclass"
-    MAIN = "main"
-    NONE = "none"
-
-
-def _loc_or_none(code: Any) -> Locarno | None:
-    if code is None or (isinstance(code, str) and not code.strip()):
-        return None
-    return parse_locarno(code)
-
-
-def relation(pid_a: str, loc_a: Any, pid_b: str, loc_b: Any) -> Relation:
-    """The closest level shared by item a (patent ``pid_a``, Locarno code ``loc_a``) and item b.
-    A missing code (``""`` or ``None``) shares nothing; a main class alone shares only the main class."""
-    if pid_a == pid_b:
-        return Relation.PATENT
-    a, b = _loc_or_none(loc_a), _loc_or_none(loc_b)
-    if a is None or b is None:
-        return Relation.NONE
-    if a.subclass and a.subclass == b.subclass:
-        return Relation.SUBCLASS
-    if a.main == b.main:
-        return Relation.MAIN
-    return Relation.NONE
-
-
-def hmcl_weight(pid_a: str, loc_a: Any, pid_b: str, loc_b: Any, weights: HMCLWeights | None = None) -> float:
-    """h_ij of HMCL Eq. 2 for one pair (see ``relation``)."""
-    return (weights or HMCLWeights()).of(relation(pid_a, loc_a, pid_b, loc_b))
-
-
-def hmcl_weight_matrix(
-    patent_ids: Sequence[str],
-    subclasses: Sequence[Any],
-    weights: HMCLWeights | None = None,
-    dtype: Any = np.float32,
-) -> np.ndarray:
-    """The relevance matrix H with H[i, j] = h_ij (HMCL Eq. 2) for N items, shape ``[N, N]``.
-
-    ``patent_ids[i]`` and ``subclasses[i]`` (any Locarno form, ``""``/``None`` when unknown) describe
-    item i. The diagonal is included (= ``s_p``); the loss excludes self-pairs itself.
-    """
-    w = weights or HMCLWeights()
-    if len(patent_ids) != len(subclasses):
-        raise ValueError(f"{len(patent_ids)} patent ids but {len(subclasses)} subclasses")
-    codes = [_loc_or_none(c) for c in subclasses]
-    pid = np.unique(np.asarray([str(p) for p in patent_ids], dtype=object), return_inverse=True)[1]
-
-    def factor(keys: list[str]) -> np.ndarray:
-        index: dict[str, int] = {}
-        return np.asarray([index.setdefault(k, len(index)) if k else -1 for k in keys], dtype=np.int64)
-
-    sub = factor([c.subclass if c else "" for c in codes])
-    main = factor([c.main if c else "" for c in codes])
-    same_pid = pid[:, None] == pid[None, :]
-    same_sub = (sub[:, None] == sub[None, :]) & (sub[:, None] >= 0)
-    same_main = (main[:, None] == main[None, :]) & (main[:, None] >= 0)
-    out = np.where(same_pid, w.s_p, np.where(same_sub, w.s_s, np.where(same_main, w.s_m, 0.0)))
-    return out.astype(dtype)
-
-
-def _code_keys(codes: Any, scheme: str, level: str) -> set[str]:
-    if str(scheme).lower() not in ("locarno", "ipc", "cpc"):
-        raise ValueError(f"domain labels need scheme 'ipc', 'cpc' or 'locarno', got {scheme!r}")
-    if isinstance(codes, str | Locarno | IPC) or codes is None:
-        codes = [] if codes is None or codes == "" else [codes]
-    keys = set()
-    for code in codes:
-        parsed = parse(scheme, code)
-        key = parsed.key(level)
-        if key:
-            keys.add(key)
-    return keys
-
-
-def domain_label(codes_a: Any, codes_b: Any, level: str = "subclass", scheme: str = "ipc") -> int:
-    """DSSDNet Eq. 4: 1 when the code sets of a and b overlap at ``level``, else 0.
-
-    ``codes_a``/``codes_b`` are one code or an iterable of codes. IPC/CPC levels: ``"subclass"``
-    (``"A47C"``), ``"class"`` (``"A47"``), ``"section"`` (``"A"``), ``"group"``; Locarno levels:
-    ``"subclass"``, ``"main"``/``"class"``.
-    """
-    return int(bool(_code_keys(codes_a, scheme, level) & _code_keys(codes_b, scheme, level)))
-
-
-# ----------------------------------------------------------------------------------------------
-# Titles
-# ----------------------------------------------------------------------------------------------
-_IPC_SECTION_TITLES = {
-    "A": "Human necessities",
-    "B": "Performing operations; transporting",
-    "C": "Chemistry; metallurgy",
-    "D": "Textiles; paper",
-    "E": "Fixed constructions",
-    "F": "Mechanical engineering; lighting; heating; weapons; blasting",
-    "G": "Physics",
-    "H": "Electricity",
-    "Y": "New technology developments across sections (CPC only)",
-}
-_IPC_SUBCLASS_TITLES = {
-    "A43B": "Footwear and its parts",
-    "A45C": "Purses, luggage, hand-carried bags",
-    "A47B": "Tables, desks, office furniture, cabinets, drawers",
-    "A47C": "Chairs, sofas, beds",
-    "A47G": "Household and table equipment",
-    "A47J": "Kitchen equipment; coffee mills; spice mills; beverage makers",
-    "A47L": "Domestic washing or cleaning; suction cleaners",
-    "A61B": "Diagnosis; surgery; identification",
-    "A61F": "Implantable filters, prostheses, bandages, orthopaedic and other body aids",
-    "A61K": "Preparations for medical, dental or toilet purposes",
-    "A63B": "Apparatus for physical training, gymnastics, ball games",
-    "A63H": "Toys",
-    "B25G": "Handles for hand implements",
-    "B26B": "Hand-held cutting tools",
-    "B60R": "Vehicle fittings or parts not otherwise provided for",
-    "B62J": "Cycle saddles and cycle accessories",
-    "B62K": "Cycles; cycle frames, steering and rider-operated controls",
-    "B65D": "Containers for storage or transport; packaging elements",
-    "E03C": "Domestic plumbing installations; sinks",
-    "E03D": "Water-closets or urinals with flushing devices",
-    "E05B": "Locks and their accessories",
-    "F21S": "Non-portable lighting devices",
-    "F21V": "Functional features or details of lighting devices",
-    "F24F": "Air conditioning; air humidification; ventilation",
-    "G06F": "Electric digital data processing",
-    "G06K": "Recognition, presentation and record carriers of data",
-    "G06Q": "Data processing for administrative, commercial or financial purposes",
-    "H01L": "Semiconductor devices; other electric solid-state devices",
-    "H01M": "Batteries and other direct conversion of chemical into electrical energy",
-    "H02J": "Circuits or systems for supplying or distributing electric power",
-    "H04L": "Transmission of digital information",
-    "H04N": "Pictorial communication, e.g. television",
-    "H04W": "Wireless communication networks",
-}
-
-
-def _title_key(code: Any) -> str:
-    """The lookup key of a title: Locarno ``"06"``/``"06-01"``; IPC ``"A"``, ``"A47"``, ``"A47C"``,
-    ``"A47C 7/02"``; ``""`` when ``code`` is none of these."""
-    if isinstance(code, int) and not isinstance(code, bool):
-        code = f"{code:02d}"
-    if isinstance(code, Locarno | IPC):
-        return str(code)
-    if not isinstance(code, str):
-        return ""
-    text = code.strip().upper()
-    if re.fullmatch(r"[A-HY](\d\d)?", text):
-        return text
-    for scheme in ("locarno", "cpc"):
-        try:
-            return normalize(scheme, text)
-        except ValueError:
-            continue
-    return ""
-
-
-@lru_cache(maxsize=1)
-def _builtin_titles() -> dict[str, str]:
-    titles = load_titles(_DATA / "locarno_classes.tsv")
-    titles.update(_IPC_SECTION_TITLES)
-    titles.update(_IPC_SUBCLASS_TITLES)
-    return titles
-
-
-def locarno_title(code: Any, titles: Mapping[str, str] | None = None) -> str:
-    """The English title of a Locarno main class (``"06"``) or subclass (``"06-01"``) from ``titles``
-    (see ``load_titles``) or the built-in table; ``""`` when the table lacks it. Malformed codes raise."""
-    key = str(parse_locarno(code))
-    return (titles if titles is not None else _builtin_titles()).get(key, "")
-
-
-def ipc_title(code: Any, titles: Mapping[str, str] | None = None) -> str:
-    """The title of an IPC/CPC section, class, subclass or symbol from ``titles`` or the built-in table
-    (sections and the subclasses the demo uses). A group symbol falls back to its main group, then its
-    subclass; ``""`` when unknown or malformed."""
-    table = titles if titles is not None else _builtin_titles()
-    key = _title_key(code)
-    if not key or key[0].isdigit():
-        return ""
-    candidates = [key]
-    if " " in key:
-        parsed = parse_ipc(key, "cpc")
-        candidates += [parsed.group, parsed.subclass]
-    return next((table[c] for c in candidates if c in table), "")
-
-
-_CODE_COLUMNS = ("code", "symbol", "subclass", "class", "main_class", "section")
-_TITLE_COLUMNS = ("title", "title_en", "en", "text", "label", "name")
-
-
-def _record_title(record: Mapping[str, Any]) -> str:
-    for name in _TITLE_COLUMNS:
-        value = record.get(name)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return ""
-
-
-def _walk_json(node: Any, out: dict[str, str]) -> None:
-    if isinstance(node, list):
-        for item in node:
-            _walk_json(item, out)
-        return
-    if not isinstance(node, Mapping):
-        return
-    code = next((node[c] for c in (*_CODE_COLUMNS, "number") if c in node), None)
-    title = _record_title(node)
-    if code is not None and title and _title_key(code):
-        out[_title_key(code)] = title
-    for key, value in node.items():
-        if isinstance(value, str) and _title_key(key) and key not in _TITLE_COLUMNS:
-            out[_title_key(key)] = value.strip()
-        elif isinstance(value, Mapping) and _title_key(key) and _record_title(value):
-            out[_title_key(key)] = _record_title(value)
-        if isinstance(value, Mapping | list):
-            _walk_json(value, out)
-
-
-def load_titles(path: str | Path) -> dict[str, str]:
-    """Read a title table into ``{normalised code: title}`` (Locarno and IPC codes can share one table).
-
-    A TSV needs a header with a code column (``code``, ``symbol``, ``subclass``, ``class``,
-    ``main_class`` or ``section``, the first present wins) and a title column (``title``, ``title_en``,
-    ``en``, ``text``, ``label`` or ``name``). A JSON file may be ``{code: title}``, ``{code: {"en": title}}``,
-    a list of records, or a tree of records with ``children``; it is searched throughout.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no title table at {path}")
-    out: dict[str, str] = {}
-    if path.suffix.lower() == ".json":
-        with path.open(encoding="utf-8") as f:
-            _walk_json(json.load(f), out)
-        return out
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t")
-        header = reader.fieldnames or []
-        code_col = next((c for c in _CODE_COLUMNS if c in header), None)
-        title_col = next((c for c in _TITLE_COLUMNS if c in header), None)
-        if code_col is None or title_col is None:
-            raise ValueError(
-                f"{path}: a title table needs a code column ({', '.join(_CODE_COLUMNS)}) and a title "
-                f"column ({', '.join(_TITLE_COLUMNS)}); its header is {header}"
-            )
-        for line, row in enumerate(reader, start=2):
-            key = _title_key(row.get(code_col) or "")
-            if not key:
-                raise ValueError(f"{path}:{line}: {row.get(code_col)!r} is not a Locarno or IPC code")
-            out[key] = (row.get(title_col) or "").strip()
-    return out
 
 
 def iter_codes(scheme: str, codes: Iterable[Any]) -> list[str]:

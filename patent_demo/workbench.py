@@ -22,7 +22,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
+from patent_demo.drawing.scale import index_settings
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -43,7 +44,7 @@ from patent_demo.registry import (
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
-from patent_demo.text.search import TextReranker
+from patent_demo.text.search import TextQuery, TextReranker, candidate_text, first_stage, rerank_run
 
 
 @dataclass
@@ -112,6 +113,11 @@ class ErrorRow:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
+def _nan(x: float | None) -> float:
+    """A per-query metric as a float (``None``, undefined, becomes NaN)."""
+    return float("nan") if x is None else float(x)
+
+
 def corpus_fingerprint(corpus: Corpus) -> str:
     """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
     h = hashlib.sha256()
@@ -119,6 +125,25 @@ def corpus_fingerprint(corpus: Corpus) -> str:
         h.update(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False).encode())
     h.update(str(Path(corpus.root).resolve()).encode())
     return h.hexdigest()[:12]
+
+
+class _KeepScore:
+    """A re-ranker whose extras also carry each candidate's own score (``rerank_run`` shifts the scores of
+    the head it merges above the BM25 tail; the app shows the re-ranker's probabilities)."""
+
+    KEY = "_rerank_score"
+
+    def __init__(self, reranker: TextReranker) -> None:
+        self.reranker = reranker
+
+    def rank(self, query_text, candidates, query_codes=None, batch_size: int = 32) -> Results:
+        res = self.reranker.rank(query_text, candidates, query_codes=query_codes, batch_size=batch_size)
+        extras = res.extras or [{}] * len(res)
+        return Results(
+            res.ids,
+            res.scores,
+            [{**(e or {}), self.KEY: float(v)} for e, v in zip(extras, res.scores, strict=True)],
+        )
 
 
 class Workbench:
@@ -145,6 +170,8 @@ class Workbench:
         self._encoders: dict[str, DrawingEncoder] = {}
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
+        self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
+        self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
         self._figure_sha: dict[str, str] | None = None
 
@@ -211,6 +238,8 @@ class Workbench:
         """The dense index of the corpus figures under ``model``: loaded from the cache or built (progress bar)."""
         spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
         with self._lock:
+            lock = self._index_locks.setdefault(spec.key, threading.Lock())
+        with lock:
             if spec.key in self._indexes:
                 return self._indexes[spec.key]
             root = self.config.cache_dir / "index" / self.fingerprint / spec.fingerprint
@@ -223,24 +252,17 @@ class Workbench:
                     raise ValueError("the corpus has no figures to index")
                 corpus = self.corpus
                 images = (corpus.open_image(f) for _, f in figures)
-                emb = embed_figures(
-                    enc.encode,
-                    images,
-                    batch_size=self.config.batch_size,
-                    progress=self.progress,
-                    total=len(figures),
-                    desc=f"embedding {len(figures)} drawings with {spec.label}",
-                )
-                index = DenseIndex.build(
-                    emb,
-                    [f.path for _, f in figures],
-                    [p.id for p, _ in figures],
-                    model=spec.encoder,
-                    checkpoint=spec.checkpoint_id,
-                )
+                emb = embed_figures(enc.encode, images, batch_size=self.config.batch_size, progress=self.progress,
+                                    total=len(figures), desc=f"embedding {len(figures)} drawings with {spec.label}")  # fmt: skip
+                index = DenseIndex.build(emb, [f.path for _, f in figures], [p.id for p, _ in figures],
+                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb)))  # fmt: skip
                 index.save(root)
             self._indexes[spec.key] = index
             return index
+
+    def index_ready(self, model: str | ModelSpec) -> bool:
+        """Whether ``model``'s index is in memory (a search with it answers at once)."""
+        return (model if isinstance(model, ModelSpec) else self.model(model, "drawing")).key in self._indexes
 
     def bm25(self) -> BM25Index:
         with self._lock:
@@ -269,14 +291,34 @@ class Workbench:
                     os.replace(tmp, path)
             return self._figure_sha
 
-    def warm_up(self, drawing_model: str | None = None, text: bool = True) -> None:
-        """Build (or load) the corpus, the default dense index, BM25 and the figure hashes now."""
-        drawing = self.models("drawing")
-        if drawing:
-            self.index(drawing_model or drawing[0].key)
+    def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
+        """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
+        the figure hashes now."""
+        drawing = [m.key for m in self.models("drawing")]
+        for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
+            self.index(key)
         if text:
             self.bm25()
         self.figure_sha()
+
+    def warm_up_background(self) -> threading.Thread:
+        """``warm_up(every_model=True)`` in a daemon thread (the default model first); see ``index_status``."""
+        self._warm_thread = threading.Thread(target=self.warm_up, kwargs={"every_model": True}, daemon=True)
+        self._warm_thread.start()
+        return self._warm_thread
+
+    def index_status(self) -> str:
+        """``""`` once every drawing model's index is ready, else a line naming those being built."""
+        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
+        if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
+            return ""
+        return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
+
+    def display_path(self, figure: Figure) -> str:
+        """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
+        from patent_demo.data.build import display_image
+
+        return str(display_image(self.corpus, figure, self.config.cache_dir / "thumbs" / self.fingerprint))
 
     # -- lookups ----------------------------------------------------------------------------------------
     def patent_of_figure(self, figure_path: str) -> tuple[Patent, Figure]:
@@ -287,13 +329,13 @@ class Workbench:
     def _hit(
         self, rank: int, patent_id: str, score: float, figure: str = "", extras: dict | None = None
     ) -> Hit:
-        from patent_demo.taxonomy import locarno_title
+        from patent_demo.titles import locarno_title
 
         p = self.corpus[patent_id]
         view, image = "", ""
         if figure:
             _, fig = self.patent_of_figure(figure)
-            view, image = fig.view, str(self.corpus.image_path(fig))
+            view, image = fig.view, self.display_path(fig)
         try:
             loc_title = locarno_title(p.locarno) if p.locarno else ""
         except (KeyError, ValueError):
@@ -318,9 +360,11 @@ class Workbench:
         group_by_patent: bool = True,
         crop: bool = True,
         query_locarno: str = "",
+        allowed: Collection[str] | None = None,
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes)."""
+        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes).
+        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
         from patent_demo import taxonomy
 
         data = image if isinstance(image, bytes) else Path(image).read_bytes()
@@ -337,13 +381,13 @@ class Workbench:
         if not loc and own_patent:
             loc = self.corpus[own_patent].locarno
         if group_by_patent:
-            res = index.search_patents(q, k)
+            res = index.search_patents(q, k, allowed=allowed)
             hits = [
                 self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
                 for r, (pid, s) in enumerate(res, 1)
             ]
         else:
-            res = index.search(q, k)
+            res = index.search(q, k, allowed=allowed)
             hits = [
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
@@ -372,8 +416,6 @@ class Workbench:
 
     # -- text search -------------------------------------------------------------------------------------
     def candidate_text(self, patent: Patent) -> str:
-        from patent_demo.text.search import candidate_text
-
         return candidate_text(patent)
 
     def default_text_model(self) -> ModelSpec:
@@ -385,22 +427,37 @@ class Workbench:
         return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
 
     def search_text(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> tuple[Results, Results]:
-        """BM25 top ``bm25_candidates`` re-ranked by DSSDNet: (BM25 top-k, DSSDNet top-k).
+        """(BM25 top-k, DSSDNet top-k) for an abstract: ``patent_demo.text.search.rerank_run``, the path the
+        training evaluation and the benchmarks take, over BM25's top ``max(k, bm25_candidates)``, all of
+        them re-ranked. ``allowed`` (patent ids, see ``patent_demo.filters``) restricts BM25 to those
+        documents.
 
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
-        (see ``Reranker.rank``), plus ``bm25_rank``.
+        (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
+        orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
         """
-        lists = self.search_text_lists(abstract, codes, k, model)
+        lists = self.search_text_lists(abstract, codes, k, model, allowed)
         return lists["bm25"], lists["dssdnet"]
 
     def search_text_lists(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> dict[str, Results]:
         """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
         ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
-        with the BM25 weight the checkpoint was tuned with on its validation queries)."""
+        with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
+        ``search_text``."""
         from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
 
         text = check_abstract(abstract)
@@ -409,18 +466,17 @@ class Workbench:
         )
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        first = self.bm25().search(text, k=max(k, self.config.bm25_candidates))
+        query = TextQuery("query", text, query_codes)
+        n = max(k, self.config.bm25_candidates)
+        only = {"query": allowed} if allowed is not None else None
+        first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
         if not len(first):
             return {"bm25": first, "dssdnet": first, "fused": first}
         spec = self.model(model, "text") if model else self.default_text_model()
-        cands = [(pid, self.candidate_text(self.corpus[pid]), self.corpus[pid].codes) for pid in first.ids]
-        reranked = self.reranker(spec).rank(text, cands, query_codes=query_codes)
-        bm25_rank = {pid: r for r, pid in enumerate(first.ids, 1)}
-        extras = [
-            {**(e or {}), "bm25_rank": bm25_rank[pid]}
-            for pid, e in zip(reranked.ids, reranked.extras or [{}] * len(reranked), strict=True)
-        ]
-        reranked = Results(reranked.ids, reranked.scores, extras)
+        run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
+                         keep_extras=True, allowed=only)["query"]  # fmt: skip
+        scores = [e.pop(_KeepScore.KEY) for e in run.extras]
+        reranked = Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
         fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))
         return {"bm25": first.top(k), "dssdnet": reranked.top(k), "fused": fused.top(k)}
 
@@ -499,37 +555,38 @@ class Workbench:
 
     # -- error analysis --------------------------------------------------------------------------------
     def protocol(self) -> tuple[list[int], list[int]]:
-        """Query/gallery rows of the index for the test split: each test patent's ``extra["query_figure"]``
-        (its first figure when absent) is a query, every other test figure the gallery (all patents
-        when the corpus has no test split)."""
-        test = set(self.corpus.splits.get("test", [])) or {p.id for p in self.corpus.patents}
-        queries, gallery, position = [], [], {}
-        for i, (p, _) in enumerate(self._figures()):
-            if p.id not in test:
-                continue
-            j = position[p.id] = position.get(p.id, -1) + 1
-            (queries if j == int(p.extra.get("query_figure", 0)) else gallery).append(i)
-        return queries, gallery
+        """Query/gallery rows of the index under the one drawing-evaluation protocol
+        (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
+        query figures against its other figures, or, without a test split, every figure against all others."""
+        from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
 
-    def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float], list[ErrorRow]]:
-        """Drawing metrics of ``model`` on the test protocol and one row per query, worst first
-        (lowest subclass AP, then patent AP)."""
-        from patent_demo.metrics import ItemLabels, drawing_metrics
+        split, protocol = resolve_split(self.corpus)
+        queries, gallery, _ = drawing_protocol(self.corpus, split, protocol)
+        row = {f.path: i for i, (_, f) in enumerate(self._figures())}
+        return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
+
+    def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float | None], list[ErrorRow]]:
+        """Drawing metrics of ``model`` on the protocol (``score_embeddings`` over the index embeddings, the
+        numbers ``train.evaluate`` reports) and one row per query, worst first (lowest subclass AP, then
+        patent AP). A query never retrieves itself."""
+        from patent_demo.drawing.evaluate import score_embeddings
 
         index = self.index(model)
         q_rows, g_rows = self.protocol()
-        if not q_rows or not g_rows:
-            raise ValueError("the test split needs patents with at least two figures to evaluate")
+        if not q_rows or not g_rows or q_rows == g_rows and len(q_rows) < 2:
+            raise ValueError("the evaluated patents need at least two figures in all to evaluate")
         figs = self._figures()
-        label = lambda rows: ItemLabels([figs[i][0].id for i in rows], [figs[i][0].locarno for i in rows])  # noqa: E731
+        in_gallery = {r: j for j, r in enumerate(g_rows)}
+        self_index = np.array([in_gallery.get(r, -1) for r in q_rows], dtype=np.int64)
         qx, gx = index.embeddings[q_rows], index.embeddings[g_rows]
-        scores = qx @ gx.T
-        ev = drawing_metrics(label(q_rows), label(g_rows), scores=scores, ks=(k,))
-        order = np.argsort(-scores, axis=1, kind="stable")
+        ev = score_embeddings([figs[i] for i in q_rows], [figs[i] for i in g_rows], qx, gx, self_index,
+                              ks=(k,), silhouette=False, per_query=True)  # fmt: skip
+        scores = qx.astype(np.float64) @ gx.astype(np.float64).T
         rows = []
         for qi, row in enumerate(q_rows):
             p, f = figs[row]
-            ranked = [figs[g_rows[j]][0] for j in order[qi]]
+            order = [j for j in np.argsort(-scores[qi], kind="stable") if j != self_index[qi]]
+            ranked = [figs[g_rows[j]][0] for j in order]
             same = [r for r, g in enumerate(ranked, 1) if g.locarno == p.locarno]
             expected = sorted({g.id for g in ranked if g.id == p.id or g.locarno == p.locarno})
             returned = list(dict.fromkeys(g.id for g in ranked))[:k]
@@ -538,8 +595,8 @@ class Workbench:
                     p.id,
                     f.path,
                     p.locarno,
-                    float(ev.per_query["patent_map"][qi]),
-                    float(ev.per_query["subclass_map"][qi]),
+                    _nan(ev["per_query"]["patent_map"][qi]),
+                    _nan(ev["per_query"]["subclass_map"][qi]),
                     same[0] if same else 0,
                     expected[:k],
                     returned,
@@ -549,7 +606,7 @@ class Workbench:
         def key(r: ErrorRow) -> tuple:
             return np.nan_to_num(r.subclass_ap, nan=2.0), np.nan_to_num(r.patent_ap, nan=2.0), r.query_patent
 
-        return ev.summary(), sorted(rows, key=key)
+        return ev["metrics"], sorted(rows, key=key)
 
     def compare(
         self, figure: str, model_a: str, model_b: str, k: int = 10
@@ -562,8 +619,8 @@ class Workbench:
             self.search_drawing(path, model_b, k=k, query_locarno=patent.locarno),
         )
 
-    def examples(self, n: int = 6) -> list[str]:
-        """Paths of up to ``n`` query figures from the test split, one per Locarno subclass where possible."""
+    def example_figures(self, n: int = 6) -> list[tuple[Patent, Figure]]:
+        """Up to ``n`` query figures from the test split, one per Locarno subclass where possible."""
         q_rows, _ = self.protocol()
         figs = self._figures()
         out, seen = [], set()
@@ -571,7 +628,10 @@ class Workbench:
             p, f = figs[row]
             if p.locarno not in seen:
                 seen.add(p.locarno)
-                out.append(str(self.corpus.image_path(f)))
+                out.append((p, f))
             if len(out) >= n:
                 break
         return out
+
+    def examples(self, n: int = 6) -> list[str]:  # the image files of example_figures
+        return [str(self.corpus.image_path(f)) for _, f in self.example_figures(n)]

@@ -217,7 +217,7 @@ def test_real_grant_xml_filters():
     f = SearchFilter.parse(before="2009-01-01", kind_code="S")
     allowed = f.allowed_ids(corpus)
     assert allowed and all(corpus[d].date < "2009-01-01" and corpus[d].kind == "design" for d in allowed)
-    naive = {p.id for p in corpus if p.date and p.date < "2009-01-01" and p.extra.get("kind_code") == "S1"}
+    naive = {p.id for p in corpus if p.date and p.date < "2009-01-01" and p.kind_code == "S1"}
     assert allowed == naive
     chairs = SearchFilter.parse(classification="A47C").allowed_ids(corpus)
     assert chairs == {p.id for p in corpus if any(c.startswith("A47C") for c in p.codes.get("ipc", []))}

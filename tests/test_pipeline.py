@@ -17,6 +17,7 @@ from patent_demo.registry import ZERO_SHOT, scan_models
 from patent_demo.results import Results
 from patent_demo.text.fusion import reciprocal_rank_fusion
 from patent_demo.text.reranker import Reranker, RerankerConfig
+from patent_demo.text.search import TextQuery, first_stage, rerank_run
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 # subclass -> (shape drawn, words of its texts)
@@ -187,6 +188,23 @@ def test_text_search_bm25_then_rerank(bench):
     assert ex["t"] == int(wb.corpus[dss.ids[0]].locarno == "26-05")
 
 
+def test_app_text_list_is_rerank_runs(bench):
+    """One re-ranking path: the app's DSSDNet list is ``rerank_run``'s (the training evaluation's and the
+    benchmarks') on the same query, in order, with the same extras; its BM25 list is ``first_stage``'s."""
+    wb, _ = bench
+    text = "a lamp with a shade, a chair seat and a cup handle"
+    bm25, dss = wb.search_text(text, codes="26-05", k=4)
+    query = TextQuery("q", text, {"locarno": ["26-05"]})
+    n = wb.config.bm25_candidates
+    run = rerank_run(wb.bm25(), tiny_reranker(), [query], wb.corpus, k_first=n, keep_extras=True)["q"]
+    assert dss.ids == run.ids[:4] and len(run) > 4
+    assert dss.extras == run.extras[:4]  # gate, t, ds/di/fusion..., bm25_rank
+    assert np.all(np.diff(dss.scores) <= 0) and np.all((dss.scores > 0) & (dss.scores < 1))
+    first = first_stage(wb.bm25(), [query], k=n)["q"]
+    assert bm25.ids == first.ids[:4]
+    np.testing.assert_allclose(bm25.scores, first.scores[:4])
+
+
 def test_bad_text_inputs():
     with pytest.raises(ValueError, match="the abstract is empty"):
         check_abstract("   ")
@@ -251,6 +269,35 @@ def test_evaluate_worst_first(bench):
             precisions.append(hits / r)
     assert worst.subclass_ap == pytest.approx(np.mean(precisions), abs=1e-9)
     assert worst.first_relevant_rank == rel.index(True) + 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test_split", [True, False], ids=["test-split", "no-split"])
+def test_error_analysis_reports_what_train_evaluate_reports(tmp_path, test_split):
+    """One protocol: the app's Error-analysis numbers (zero-shot lite-clip over the cached index) equal
+    ``python -m train.evaluate`` on the same corpus, with a test split and (the shared fallback) without."""
+    from train.evaluate import main as evaluate_main
+
+    corpus = make_tiny_corpus(tmp_path / "corpus", per_subclass=2, figures=2)
+    if not test_split:
+        (tmp_path / "corpus" / "splits.json").unlink()
+        corpus = Corpus.load(tmp_path / "corpus")
+    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus,
+                   progress=False)  # fmt: skip
+    summary, rows = wb.evaluate(ZERO_SHOT, k=10)
+    out = tmp_path / "eval.json"
+    assert evaluate_main(["--model", "lite-clip", "--corpus", str(tmp_path / "corpus"), "--out", str(out),
+                          "--no-silhouette"]) == 0  # fmt: skip
+    reference = json.loads(out.read_text())
+    assert reference["protocol"] == ("queries" if test_split else "all")
+    assert reference["split"] == ("test" if test_split else "all")
+    assert summary["num_queries"] == reference["metrics"]["num_queries"] == len(rows)
+    assert summary["num_queries"] == (10 if test_split else 20)
+    for key in ("patent_map", "subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10"):
+        assert summary[key] == pytest.approx(reference["metrics"][key], abs=1e-5), key
+    # the per-query rows the tab lists average to its summary
+    assert np.mean([r.subclass_ap for r in rows]) == pytest.approx(summary["subclass_map"], abs=1e-12)
+    assert np.mean([r.patent_ap for r in rows]) == pytest.approx(summary["patent_map"], abs=1e-12)
 
 
 def test_registry_scans_checkpoints(tmp_path):

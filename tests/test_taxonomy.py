@@ -8,8 +8,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from patent_demo import hierarchy as hx
 from patent_demo import taxonomy as tx
-from patent_demo.taxonomy import IPC, USPC, HMCLWeights, Locarno, Relation
+from patent_demo.hierarchy import HMCLWeights, Relation
+from patent_demo.taxonomy import IPC, USPC, Locarno
+from patent_demo.titles import locarno_title
 from tests.conftest import require_shared
 
 # -- Locarno ---------------------------------------------------------------------------------------
@@ -261,21 +264,21 @@ def test_hmcl_weights_validation():
 
 
 def test_relation_and_weight():
-    assert tx.relation("p1", "06-01", "p1", "14-02") is Relation.PATENT
-    assert tx.relation("p1", "0601", "p2", "LOC (13) Cl. 06-01") is Relation.SUBCLASS
-    assert tx.relation("p1", "06-01", "p2", "06-03") is Relation.MAIN
-    assert tx.relation("p1", "06", "p2", "06") is Relation.MAIN
-    assert tx.relation("p1", "06-01", "p2", "14-01") is Relation.NONE
-    assert tx.relation("p1", "", "p2", "06-01") is Relation.NONE
-    assert tx.relation("p1", None, "p2", None) is Relation.NONE
+    assert hx.relation("p1", "06-01", "p1", "14-02") is Relation.PATENT
+    assert hx.relation("p1", "0601", "p2", "LOC (13) Cl. 06-01") is Relation.SUBCLASS
+    assert hx.relation("p1", "06-01", "p2", "06-03") is Relation.MAIN
+    assert hx.relation("p1", "06", "p2", "06") is Relation.MAIN
+    assert hx.relation("p1", "06-01", "p2", "14-01") is Relation.NONE
+    assert hx.relation("p1", "", "p2", "06-01") is Relation.NONE
+    assert hx.relation("p1", None, "p2", None) is Relation.NONE
     assert Relation.SUBCLASS == "subclass"
     w = HMCLWeights(0.9, 0.5, 0.1)
-    assert tx.hmcl_weight("p1", "06-01", "p1", "06-01") == 1.0
-    assert tx.hmcl_weight("p1", "06-01", "p2", "06-01") == 0.35
-    assert tx.hmcl_weight("p1", "06-01", "p2", "06-09") == 0.2
-    assert tx.hmcl_weight("p1", "06-01", "p2", "07-01") == 0.0
+    assert hx.hmcl_weight("p1", "06-01", "p1", "06-01") == 1.0
+    assert hx.hmcl_weight("p1", "06-01", "p2", "06-01") == 0.35
+    assert hx.hmcl_weight("p1", "06-01", "p2", "06-09") == 0.2
+    assert hx.hmcl_weight("p1", "06-01", "p2", "07-01") == 0.0
     assert [
-        tx.hmcl_weight("a", "0601", b, c, w) for b, c in [("a", ""), ("b", "6-1"), ("b", "6"), ("b", "7")]
+        hx.hmcl_weight("a", "0601", b, c, w) for b, c in [("a", ""), ("b", "6-1"), ("b", "6"), ("b", "7")]
     ] == [
         0.9,
         0.5,
@@ -290,18 +293,18 @@ def test_weight_matrix_matches_scalar_function():
     pids = [f"p{int(i)}" for i in rng.integers(0, 6, size=40)]
     subs = [codes[int(i)] for i in rng.integers(0, len(codes), size=40)]
     for weights in (HMCLWeights(), HMCLWeights(1.0, 0.5, 0.5), HMCLWeights(2.0, 0.0, 0.0)):
-        m = tx.hmcl_weight_matrix(pids, subs, weights)
+        m = hx.hmcl_weight_matrix(pids, subs, weights)
         assert m.shape == (40, 40) and m.dtype == np.float32
         ref = np.array(
             [
-                [tx.hmcl_weight(pa, sa, pb, sb, weights) for pb, sb in zip(pids, subs, strict=True)]
+                [hx.hmcl_weight(pa, sa, pb, sb, weights) for pb, sb in zip(pids, subs, strict=True)]
                 for pa, sa in zip(pids, subs, strict=True)
             ],
             dtype=np.float32,
         )
         np.testing.assert_array_equal(m, ref)
         np.testing.assert_array_equal(np.diag(m), np.full(40, weights.s_p, dtype=np.float32))
-    small = tx.hmcl_weight_matrix(
+    small = hx.hmcl_weight_matrix(
         ["a", "a", "b", "c", "d"], ["06-01", "06-01", "06-01", "06-02", "14-01"], dtype=np.float64
     )
     np.testing.assert_array_equal(
@@ -315,96 +318,31 @@ def test_weight_matrix_matches_scalar_function():
         ],
     )
     with pytest.raises(ValueError, match=r"^3 patent ids but 2 subclasses$"):
-        tx.hmcl_weight_matrix(["a", "b", "c"], ["06-01", "06-02"])
+        hx.hmcl_weight_matrix(["a", "b", "c"], ["06-01", "06-02"])
 
 
 # -- domain label -----------------------------------------------------------------------------------
 
 
 def test_domain_label_levels():
-    assert tx.domain_label(["A47C 7/02", "G06F 3/00"], ["A47C 1/00"]) == 1
-    assert tx.domain_label("A47C 7/02", "A47B 13/00") == 0
-    assert tx.domain_label("A47C 7/02", "A47B 13/00", level="class") == 1
-    assert tx.domain_label("A47C 7/02", "A61B 5/00", level="class") == 0
-    assert tx.domain_label("A47C 7/02", "A61B 5/00", level="section") == 1
-    assert tx.domain_label("A47C 7/02", "A47C 7/04", level="group") == 1
-    assert tx.domain_label("A47C", "A47C 7/04", level="group") == 0
-    assert tx.domain_label([], ["A47C"]) == 0
-    assert tx.domain_label("", "A47C") == 0
-    assert tx.domain_label(["A47C0007020000"], {"A47C"}) == 1
-    assert tx.domain_label("06-01", "06-03", scheme="locarno") == 0
-    assert tx.domain_label("06-01", "06-03", level="main", scheme="locarno") == 1
+    assert hx.domain_label(["A47C 7/02", "G06F 3/00"], ["A47C 1/00"]) == 1
+    assert hx.domain_label("A47C 7/02", "A47B 13/00") == 0
+    assert hx.domain_label("A47C 7/02", "A47B 13/00", level="class") == 1
+    assert hx.domain_label("A47C 7/02", "A61B 5/00", level="class") == 0
+    assert hx.domain_label("A47C 7/02", "A61B 5/00", level="section") == 1
+    assert hx.domain_label("A47C 7/02", "A47C 7/04", level="group") == 1
+    assert hx.domain_label("A47C", "A47C 7/04", level="group") == 0
+    assert hx.domain_label([], ["A47C"]) == 0
+    assert hx.domain_label("", "A47C") == 0
+    assert hx.domain_label(["A47C0007020000"], {"A47C"}) == 1
+    assert hx.domain_label("06-01", "06-03", scheme="locarno") == 0
+    assert hx.domain_label("06-01", "06-03", level="main", scheme="locarno") == 1
     with pytest.raises(ValueError, match=r"^unknown IPC level 'main'"):
-        tx.domain_label("A47C", "A47C", level="main")
+        hx.domain_label("A47C", "A47C", level="main")
     with pytest.raises(
         ValueError, match=r"^domain labels need scheme 'ipc', 'cpc' or 'locarno', got 'uspc'$"
     ):
-        tx.domain_label("D6/369", "D6/369", scheme="uspc")
-
-
-# -- titles -----------------------------------------------------------------------------------------
-
-
-def test_builtin_titles():
-    assert tx.locarno_title("6-1") == "Seats"
-    assert tx.locarno_title("LOC (13) Cl. 06") == "Furnishing"
-    assert tx.locarno_title("14-04") == "Screen displays and icons"
-    assert tx.locarno_title("06-12") == ""
-    assert tx.ipc_title("A47C 7/02") == "Chairs, sofas, beds"
-    assert tx.ipc_title("H") == "Electricity"
-    assert tx.ipc_title("H99Z") == ""
-    assert tx.ipc_title("not a code") == ""
-    with pytest.raises(ValueError):
-        tx.locarno_title("99")
-
-
-def test_builtin_locarno_table_covers_all_main_classes():
-    table = tx.load_titles(tx._DATA / "locarno_classes.tsv")
-    mains = [k for k in table if len(k) == 2]
-    assert mains == [f"{i:02d}" for i in range(1, 33)]
-    assert all(table[k] for k in table)
-
-
-def test_load_titles_from_shared_tables():
-    loc_dir = require_shared("locarno_subclass_table_clipdesignsearch")
-    subs = tx.load_titles(loc_dir / "locarno_subclasses.tsv")
-    assert len(subs) == 215
-    assert subs["06-03"] == "Tables And Similar Furniture"
-    assert tx.locarno_title("0603", subs) == "Tables And Similar Furniture"
-    both = tx.load_titles(loc_dir / "locarno_9.json")
-    assert len(both) == 32 + 215
-    assert both["06"] == "Furnishing"
-    # every subclass of the built-in table exists in the published scheme
-    builtin = tx.load_titles(tx._DATA / "locarno_classes.tsv")
-    assert sorted(k for k in builtin if len(k) == 5 and k not in subs) == []
-
-    ipc_dir = require_shared("ipc_scheme_2006_wzyjerry")
-    ipc = tx.load_titles(ipc_dir / "ipc_subclass_titles.tsv")
-    assert len(ipc) == 633
-    assert tx.ipc_title("A47C 7/02", ipc) == "CHAIRS"
-    assert tx.ipc_title("H04W 4/00", ipc) == ""
-    tree = tx.load_titles(ipc_dir / "json" / "A.json")
-    assert tree["A47C 7/00"] == "Parts, details, or accessories of chairs or stools"
-    assert tx.ipc_title("A47C 7/02", tree) == tree["A47C 7/02"]
-    assert "A47C 7/99" not in tree and tx.ipc_title("A47C 7/99", tree) == tree["A47C 7/00"]
-    assert tx.ipc_title("A47C 999/00", tree) == "CHAIRS"
-    assert tree["A"].startswith("SECTION A")
-
-
-def test_load_titles_errors(tmp_path):
-    bad = tmp_path / "t.tsv"
-    bad.write_text("id\tname\n1\tx\n", encoding="utf-8")
-    with pytest.raises(ValueError) as err:
-        tx.load_titles(bad)
-    assert str(err.value) == (
-        f"{bad}: a title table needs a code column (code, symbol, subclass, class, main_class, section) and "
-        "a title column (title, title_en, en, text, label, name); its header is ['id', 'name']"
-    )
-    bad.write_text("code\ttitle\n06-01\tSeats\nchairs\tx\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"t\.tsv:3: 'chairs' is not a Locarno or IPC code$"):
-        tx.load_titles(bad)
-    with pytest.raises(FileNotFoundError):
-        tx.load_titles(tmp_path / "missing.tsv")
+        hx.domain_label("D6/369", "D6/369", scheme="uspc")
 
 
 # -- every code in the real USPTO XML samples --------------------------------------------------------
@@ -473,7 +411,7 @@ def test_every_locarno_code_in_impact_samples_parses():
     assert {c.edition for c in codes.values()} == {13}
     assert codes["USD0907292-20210105"] == Locarno("28", "28-03")
     # every subclass here has a built-in title
-    assert all(tx.locarno_title(c) for c in codes.values())
+    assert all(locarno_title(c) for c in codes.values())
 
 
 def test_require_shared_fails_on_ci_and_skips_elsewhere(monkeypatch):

@@ -8,26 +8,35 @@ the graded ``hier_ndcg@k``), a per-subclass breakdown and the silhouette of the 
 as JSON (see ``patent_demo.drawing.evaluate.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
 
 Protocols: ``queries`` (the demo corpus: one query figure per patent, the gallery every other figure of
-the split) and ``all`` (every figure a query against all other figures; the default for ``--redbook``,
-whose drawing pages carry no marked query view).
+the split) and ``all`` (every figure a query against all other figures; the default for a corpus
+without a test split, such as ``--redbook``, whose drawing pages carry no marked query view). The split
+fallback is ``patent_demo.drawing.evaluate.resolve_split``, shared with the app's Error-analysis tab.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings
+from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split
 from patent_demo.drawing.finetune import load_encoder
+
+log = logging.getLogger("train.evaluate")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m train.evaluate", description=__doc__.split("\n\n")[0])
     a = p.add_argument
+    a(
+        "--config",
+        default=None,
+        help="JSON file of setting defaults (keys: flag names with '_'); flags override it",
+    )
     a("--model", default="lite-clip", help="a checkpoint directory, or an encoder name for zero-shot weights")
     a(
         "--image-size",
@@ -49,14 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
     a("--demo-size", type=int, default=256, help="drawing size of the generated demo corpus")
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
-    a("--split", default="test", help="split to evaluate; 'all' for every patent (the default for --redbook)")
-    a("--protocol", choices=PROTOCOLS, default=None, help="queries (demo default) or all (--redbook default)")
+    a("--split", default="test", help="split to evaluate; 'all' for every patent (also without a test split)")
+    a("--protocol", choices=PROTOCOLS, default=None, help="queries (default for a split) or all (for all)")
     a("--k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--batch-size", type=int, default=64, help="figures per embedding batch")
     a("--device", default="cpu", help="cpu, cuda or cuda:N")
     a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     a("--no-silhouette", action="store_true", help="skip the silhouette score")
-    a("--out", default=None, help="write the JSON result here (it is printed either way)")
+    a("--out", default=None, help="write the JSON result here (else it goes to stdout)")
+    a("--record", action="store_true",
+      help="store the summary in the checkpoint's config.json and metrics.json as real_validation (with --redbook)")  # fmt: skip
     return p
 
 
@@ -74,22 +85,59 @@ def load_eval_corpus(args: argparse.Namespace) -> Corpus:
     )
 
 
+def record(checkpoint: Path, result: dict, corpus: Corpus, image_size: int) -> None:
+    """Write the real-validation summary into a checkpoint's ``config.json`` and ``metrics.json``."""
+    from patent_demo.checkpoint import write_json
+    from patent_demo.drawing.evaluate import validation_summary
+
+    if not (checkpoint / "config.json").is_file():
+        raise SystemExit(f"--record needs a checkpoint directory, got {checkpoint}")
+    name = f"{corpus.name} (Red Book pages, every page against all others)"
+    summary = validation_summary(result, name, image_size)
+    for fname in ("config.json", "metrics.json"):
+        path = checkpoint / fname
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        data["real_validation"] = summary
+        write_json(path, data)
+    log.info("recorded real_validation in %s", checkpoint)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Defaults < ``--config`` < command line; unknown config keys (and ``model``) are errors."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    known, _ = pre.parse_known_args(argv)
+    if known.config:
+        config = json.loads(Path(known.config).read_text(encoding="utf-8"))
+        allowed = {a.dest for a in parser._actions} - {"config", "model", "help"}
+        unknown = sorted(set(config) - allowed)
+        if unknown:
+            parser.error(f"{known.config}: unknown or architecture setting(s) {unknown} (give --model)")
+        parser.set_defaults(**config)
+    return parser.parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO)
+    args = parse_args(argv)
+    if args.record and not args.redbook:
+        raise SystemExit("--record stores real-validation figures: give --redbook")
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     corpus = load_eval_corpus(args)
-    split = args.split
-    if args.redbook and split == "test" and "test" not in corpus.splits:
-        split = "all"
-    protocol = args.protocol or ("all" if args.redbook else "queries")
+    split, protocol = resolve_split(corpus, args.split, args.protocol)
     model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
     result = evaluate_drawings(
-        model, eval_tf, corpus, None if split == "all" else split, ks=args.k, protocol=protocol,
-        batch_size=args.batch_size, silhouette=not args.no_silhouette,
+        model, eval_tf, corpus, split, ks=args.k, protocol=protocol,
+        batch_size=args.batch_size, silhouette=not args.no_silhouette, per_query=args.record,
     )  # fmt: skip
+    if args.record:
+        record(Path(args.model), result, corpus, eval_tf.size)
     result = {
         "model": str(args.model),
         "kind": config.get("kind"),
@@ -97,13 +145,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "image_size": eval_tf.size,
         "corpus": corpus.name or str(corpus.root),
         **result,
-        "split": split,
+        "split": split or "all",
     }
     text = json.dumps(result, indent=1, sort_keys=True)
+    m = result["metrics"]
+    log.info("%s on %s (%s, %s): patent mAP %.4f, subclass mAP %.4f, main mAP %.4f", args.model, result["corpus"],
+             split, protocol, m["patent_map"] or float("nan"), m["subclass_map"] or float("nan"),
+             m["main_map"] or float("nan"))  # fmt: skip
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n", encoding="utf-8")
-    print(text)
+    else:
+        sys.stdout.write(text + "\n")
     return 0
 
 

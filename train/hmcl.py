@@ -2,11 +2,12 @@
 
 One command, CPU or CUDA (bf16 autocast), single process or ``torchrun`` DDP::
 
-    python -m train.hmcl --config train/configs/hmcl-lite.json --out runs
-    torchrun --nproc_per_node 8 -m train.hmcl --config train/configs/hmcl-lite.json --encoder vit-base \\
+    python -m train.hmcl --config train/configs/hmcl-lite.json --model lite-clip --out runs
+    torchrun --nproc_per_node 8 -m train.hmcl --config train/configs/hmcl-lite.json --model vit-base \\
         --train-blocks 99 --image-size 224 --batch-patents 64 --workers 8 --out runs
 
-Settings come from the config file, then the command line (``--tiny`` sits between them). A batch holds
+The architecture is ``--model`` (an encoder config name; ``--encoder`` is a deprecated alias); the config
+file holds hyperparameter defaults only. Settings come from the config file, then the command line (``--tiny`` sits between them). A batch holds
 ``P`` patents (``--batch-patents``) drawn by ``HierarchicalBatchSampler`` (several patents of one subclass
 and of one main class) and ``2P`` embeddings: two augmented views of one figure (``--pairs views``) or
 two figures of the patent, each augmented once (``--pairs figures``). The last ``--train-blocks`` blocks
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--tiny", action="store_true", help="a tiny run for tests: tiny corpus, small images, few steps")
     # model
-    a("--encoder", default="lite-clip", help="encoder name from patent_demo/configs/encoders.json")
+    a("--model", "--encoder", dest="encoder", default="lite-clip",
+      help="the architecture: an encoder name from patent_demo/configs/encoders.json (--encoder: deprecated alias)")  # fmt: skip
     a(
         "--pretrained",
         default="default",
@@ -211,6 +213,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         unknown = sorted(set(config) - dests - {"config", "tiny"})
         if unknown:
             parser.error(f"{known.config}: unknown setting(s) {unknown}")
+        arch = sorted(set(config) & {"encoder", "model"})
+        if arch:
+            parser.error(
+                f"{known.config}: {arch} is the architecture; give it with --model, not in the config"
+            )
         parser.set_defaults(**config)
     if known.tiny:
         parser.set_defaults(**TINY)

@@ -134,16 +134,24 @@ def text_tower_features(model: nn.Module, tokenizer, texts: list[str], batch_siz
     text = getattr(model, "text", None)
     device = next(model.parameters()).device
     hf = text is not None and all(hasattr(text, a) for a in ("transformer", "pooler", "proj", "config"))
+    # texts in length order, each batch cut after its longest text: padding is masked anyway, so short
+    # titles cost a few tokens instead of the full context length
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     chunks = []
     for i in range(0, len(texts), batch_size):
-        tokens = tokenizer(texts[i : i + batch_size]).to(device)
+        tokens = tokenizer([texts[j] for j in order[i : i + batch_size]]).to(device)
         if hf:
             mask = (tokens != text.config.pad_token_id).long()
+            keep = max(1, int(mask.sum(dim=1).max()))
+            tokens, mask = tokens[:, :keep], mask[:, :keep]
             out = text.transformer(input_ids=tokens, attention_mask=mask)
             chunks.append(text.pooler(out, mask).float())
         else:
             chunks.append(model.encode_text(tokens).float())
-    return torch.cat(chunks), (text.proj if hf else nn.Identity())
+    features = torch.cat(chunks)
+    inverse = torch.empty(len(order), dtype=torch.int64)
+    inverse[torch.tensor(order, dtype=torch.int64)] = torch.arange(len(order))
+    return features[inverse], (text.proj if hf else nn.Identity())
 
 
 class TrainModule(nn.Module):

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
+log = logging.getLogger("train.hmcl_runner")
 
 VARIANTS: dict[str, list[str]] = {
     "zero-shot": [],
@@ -150,6 +153,8 @@ def format_table(summary: dict, caption: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
     extra = [a for a in args.extra if a != "--"]
     base = ["--config", args.config, *extra]
@@ -217,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.with_suffix(".json").write_text(
         json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
-    print(md)
+    log.info("wrote %s.md and .json\n%s", table, md)
     return 0
 
 

@@ -26,6 +26,22 @@ PROTOCOLS = ("queries", "all")
 DEFAULT_KS = (10,)
 
 
+def resolve_split(
+    corpus: Corpus, split: str | None = "test", protocol: str | None = None
+) -> tuple[str | None, str]:
+    """The split and protocol evaluated on ``corpus``, the one fallback every caller shares.
+
+    ``split`` when the corpus has it, with ``protocol`` (default ``queries``). A corpus without a
+    (non-empty) ``test`` split (real drawing pages loaded as they are), or ``split`` ``None`` / ``"all"``: every patent,
+    with ``protocol`` (default ``all``: no query view is marked). Another missing split raises
+    ``CorpusError``.
+    """
+    if split is None or split == "all" or (split == "test" and not corpus.splits.get("test")):
+        return None, protocol or "all"
+    corpus.split(split)  # raises CorpusError for a missing split
+    return split, protocol or "queries"
+
+
 def drawing_protocol(
     corpus: Corpus, split: str | None = "test", protocol: str = "queries"
 ) -> tuple[list[tuple[Patent, Figure]], list[tuple[Patent, Figure]], np.ndarray]:
@@ -69,13 +85,16 @@ def score_embeddings(
     self_index: np.ndarray,
     ks: Sequence[int] = DEFAULT_KS,
     silhouette: bool = True,
+    per_query: bool = False,
 ) -> dict:
     """Metrics of given embeddings (``[Q, D]``, ``[G, D]``, L2-normalised; cosine scores).
 
     Returns ``{"metrics": {patent_map, patent_ndcg@k, subclass_*, main_*, hier_ndcg@k, num_queries},
     "per_class": {subclass: {...}}, "silhouette": float | None, "silhouette_per_class": {...},
     "num_gallery": G}``. The silhouette is over the distinct figures of queries and gallery, grouped by
-    Locarno subclass (``None`` when fewer than two subclasses are present).
+    Locarno subclass (``None`` when fewer than two subclasses are present). With ``per_query``, also
+    ``"per_query": {metric: [Q] values, None where undefined}``, ``"query_patents": [Q]`` and
+    ``"macro": {metric: mean over patents of each patent's query mean}`` (each patent counts once).
     """
     from patent_demo.metrics import drawing_metrics, silhouette_by_subclass
 
@@ -91,6 +110,13 @@ def score_embeddings(
         "silhouette": None,
         "silhouette_per_class": {},
     }
+    if per_query:
+        from patent_demo.metrics import macro_means
+
+        patents = [p.id for p, _ in queries]
+        out["per_query"] = {k: [_finite(float(x)) for x in v] for k, v in ev.per_query.items()}
+        out["query_patents"] = patents
+        out["macro"] = {k: _finite(v) for k, v in macro_means(ev.per_query, patents).items()}
     if silhouette:
         same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
         emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
@@ -113,13 +139,15 @@ def evaluate_drawings(
     batch_size: int = 64,
     silhouette: bool = True,
     progress: bool = False,
+    per_query: bool = False,
 ) -> dict:
     """Drawing retrieval of one split at patent, subclass and main-class level.
 
     Embeds the figures of the split once (:func:`embed_corpus_figures`), ranks the gallery for each query
     by cosine similarity and scores it with ``patent_demo.metrics.drawing_metrics`` (mAP over all
     relevant gallery items, nDCG@k per level, graded ``hier_ndcg@k``); see :func:`score_embeddings` for
-    the keys. ``split`` and ``protocol`` are also recorded in the result.
+    the keys (``per_query`` adds per-query values and per-patent means). ``split`` and ``protocol`` are
+    also recorded in the result.
     """
     queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
     if not queries or not gallery:
@@ -132,5 +160,25 @@ def evaluate_drawings(
     else:
         emb = embed_corpus_figures(model, transform, corpus, [*queries, *gallery], batch_size, progress)
         q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
-    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette)
+    out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette, per_query)
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}
+
+
+SUMMARY_KEYS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
+
+
+def validation_summary(result: dict, corpus: str, image_size: int | None = None) -> dict:
+    """What a model list shows of an evaluation (stored as ``real_validation`` in a checkpoint's
+    ``config.json`` and ``metrics.json``): ``{"corpus", "protocol", "image_size", "num_queries",
+    "metrics": {patent_map, subclass_map, main_map, hier_ndcg@10} (mean over queries),
+    "macro": {...} (mean over patents, when the result has per-query values)}``."""
+    out = {
+        "corpus": corpus,
+        "protocol": result.get("protocol"),
+        "image_size": image_size,
+        "num_queries": result["metrics"].get("num_queries"),
+        "metrics": {k: result["metrics"].get(k) for k in SUMMARY_KEYS},
+    }
+    if "macro" in result:
+        out["macro"] = {k: result["macro"].get(k) for k in SUMMARY_KEYS}
+    return out

@@ -5,6 +5,8 @@ Drawings arrive as 8-bit grayscale PIL images (black ink on white paper), as
 ``[3, S, S]`` for an encoder with input size ``S`` and the encoder's channel mean/std.
 
 - :class:`DrawingEvalTransform`: grayscale, pad to a white square, resize to ``S``, normalise.
+- :func:`scan_like` (:class:`ScanConfig`): scan-like augmentations of generated drawings (1 bit, line
+  weight, page margin, "FIG. n" label, sheet header), applied before the train transform.
 - :class:`DrawingTrainTransform`: a mild random-resized crop (area 0.7–1.0, aspect 0.9–1.1), a small
   rotation (±5°) with white fill, line-thickness jitter (a min filter thickens dark lines, a max filter
   thins them) and, only when asked for, a horizontal flip: a mirrored design is another design, so
@@ -228,6 +230,90 @@ class DrawingTrainTransform:
 
     def __repr__(self) -> str:
         return f"DrawingTrainTransform(size={self.size}, mean={self.mean}, std={self.std}, augment={self.augment})"
+
+
+SCAN_CHOICES = ("binarize", "weight", "margin", "label", "header")
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """Augmentations that make a clean generated drawing look like a scanned USPTO drawing page, each
+    applied with its own probability: ``weight`` thickens or thins the lines (radius 1 at the source
+    resolution), ``label`` writes a "FIG. n" label under the drawing, ``header`` a sheet header line
+    above it ("U.S. Patent  Jan. 2, 2007  Sheet 1 of 5  US D534,331 S"), ``margin`` adds a white page
+    margin (up to 15% per side), and ``binarize`` thresholds to 1 bit (as the CCITT G4 pages are)."""
+
+    binarize: float = 0.0
+    weight: float = 0.0
+    margin: float = 0.0
+    label: float = 0.0
+    header: float = 0.0
+
+    @classmethod
+    def of(cls, choices: Sequence[str], prob: float = 0.5) -> ScanConfig:
+        """Each named choice (see ``SCAN_CHOICES``) at probability ``prob``; ``"all"`` names every one."""
+        names = list(SCAN_CHOICES) if "all" in choices else list(choices)
+        unknown = sorted(set(names) - set(SCAN_CHOICES))
+        if unknown:
+            raise ValueError(f"unknown scan augmentation(s) {unknown}; choose from {SCAN_CHOICES} or 'all'")
+        return cls(**{n: prob for n in names})
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, n) > 0 for n in SCAN_CHOICES)
+
+
+def _text_font(height: int):
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=max(8, height))
+
+
+def scan_like(
+    image: Image.Image, config: ScanConfig, generator: torch.Generator | None = None
+) -> Image.Image:
+    """``image`` (grayscale drawing) with the :class:`ScanConfig` augmentations drawn at random."""
+    from PIL import ImageDraw
+
+    def coin(p: float) -> bool:
+        return p > 0 and float(torch.rand((), generator=generator)) < p
+
+    img = to_gray(image)
+    if coin(config.weight):
+        img = adjust_thickness(img, 1 if float(torch.rand((), generator=generator)) < 0.5 else -1)
+    w, h = img.size
+    top = bottom = 0
+    font_h = max(8, round(0.05 * max(w, h)))
+    label = coin(config.label)
+    header = coin(config.header)
+    if label:
+        bottom = 2 * font_h
+    if header:
+        top = 2 * font_h
+    if label or header:
+        canvas = Image.new("L", (w, h + top + bottom), WHITE)
+        canvas.paste(img, (0, top))
+        draw = ImageDraw.Draw(canvas)
+        if label:
+            n = int(torch.randint(1, 10, (), generator=generator))
+            text = f"FIG. {n}"
+            width = draw.textlength(text, font=_text_font(font_h))
+            draw.text(((w - width) / 2, h + top + font_h // 2), text, fill=0, font=_text_font(font_h))
+        if header:
+            sheet = int(torch.randint(1, 8, (), generator=generator))
+            text = f"U.S. Patent    Jan. 2, 2007    Sheet {sheet} of 8    US D534,331 S"
+            draw.text((font_h // 2, font_h // 2), text, fill=0, font=_text_font(max(8, font_h * 2 // 3)))
+        img = canvas
+    if coin(config.margin):
+        w, h = img.size
+        pads = [round(_uniform(0.0, 0.15, generator) * side) for side in (w, h, w, h)]
+        canvas = Image.new("L", (w + pads[0] + pads[2], h + pads[1] + pads[3]), WHITE)
+        canvas.paste(img, (pads[0], pads[1]))
+        img = canvas
+    if coin(config.binarize):
+        threshold = round(_uniform(110.0, 200.0, generator))
+        img = img.point(lambda v: 0 if v < threshold else WHITE)
+    return img
 
 
 def make_transforms(

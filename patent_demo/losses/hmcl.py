@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from patent_demo.hierarchy import HMCLWeights
+
 __all__ = [
     "ContrastiveLoss",
     "HMCLLoss",
@@ -38,6 +40,7 @@ __all__ = [
 DEFAULT_TAU = 0.1
 DEFAULT_TEXT_LOGIT_SCALE = 1.0 / 0.07
 MAX_LOGIT_SCALE = 100.0
+_DEFAULT = HMCLWeights()
 
 
 def _check_embeddings(z: Tensor, name: str = "embeddings") -> None:
@@ -64,23 +67,25 @@ def hierarchical_weights(
     patent_ids: Tensor,
     subclass_ids: Tensor | None = None,
     main_ids: Tensor | None = None,
-    s_p: float = 1.0,
-    s_s: float = 0.35,
-    s_m: float = 0.2,
+    s_p: float = _DEFAULT.s_p,
+    s_s: float = _DEFAULT.s_s,
+    s_m: float = _DEFAULT.s_m,
     dtype: torch.dtype = torch.float32,
 ) -> Tensor:
-    """Relevance ``h_ij`` of item ``j`` to anchor ``i`` from the Locarno hierarchy (HMCL Eq. 2).
+    """Relevance ``h_ij`` of item ``j`` to anchor ``i`` from the classification hierarchy (HMCL Eq. 2).
 
-    ``h_ij = s_p`` if ``i`` and ``j`` come from the same patent, else ``s_s`` if they share a Locarno
-    subclass, else ``s_m`` if they share a main class, else 0. The diagonal is 0 (the anchor is never
-    its own positive).
+    ``h_ij = s_p`` if ``i`` and ``j`` come from the same patent, else ``s_s`` if they share a
+    subclass, else ``s_m`` if they share a main class, else 0 (``hierarchy.HMCLWeights.relevance``,
+    the one computation of Eq. 2; defaults from ``hierarchy.HMCLWeights``). The diagonal is 0 (the
+    anchor is never its own positive). Ids come from any hierarchy scheme (Locarno, USPC): encode
+    scheme-qualified keys (``hierarchy.hierarchy_keys``) so schemes never share an id.
 
     Args:
         patent_ids: ``[N]`` int, one id per item.
         subclass_ids: ``[N]`` int or None; ids must be unique across main classes (encode ``"06-01"``,
             not ``"01"``). Negative ids mean "unknown" and match nothing.
         main_ids: ``[N]`` int or None; negative ids mean "unknown".
-        s_p, s_s, s_m: the three weights, ``s_p > s_s > s_m >= 0`` in the paper.
+        s_p, s_s, s_m: the three weights, ``s_p >= s_s >= s_m >= 0``.
 
     Returns:
         ``[N, N]`` weights of ``dtype`` on the device of ``patent_ids``.
@@ -89,12 +94,10 @@ def hierarchical_weights(
     _check_ids(patent_ids, n, "patent_ids")
     _check_ids(subclass_ids, n, "subclass_ids")
     _check_ids(main_ids, n, "main_ids")
-    h = torch.zeros(n, n, dtype=dtype, device=patent_ids.device)
-    if main_ids is not None and s_m != 0:
-        h = torch.where(_same(main_ids), torch.full_like(h, s_m), h)
-    if subclass_ids is not None and s_s != 0:
-        h = torch.where(_same(subclass_ids), torch.full_like(h, s_s), h)
-    h = torch.where(_same(patent_ids), torch.full_like(h, s_p), h)
+    none = torch.zeros(n, n, dtype=torch.bool, device=patent_ids.device)
+    same_sub = _same(subclass_ids) if subclass_ids is not None else none
+    same_main = _same(main_ids) if main_ids is not None else none
+    h = HMCLWeights(s_p, s_s, s_m).relevance(_same(patent_ids), same_sub, same_main, dtype)
     h.fill_diagonal_(0.0)
     return h
 
@@ -379,9 +382,9 @@ class HMCLLoss(nn.Module):
     def __init__(
         self,
         tau: float = DEFAULT_TAU,
-        s_p: float = 1.0,
-        s_s: float = 0.35,
-        s_m: float = 0.2,
+        s_p: float = _DEFAULT.s_p,
+        s_s: float = _DEFAULT.s_s,
+        s_m: float = _DEFAULT.s_m,
         text_weight: float = 0.2,
         text_logit_scale: float = DEFAULT_TEXT_LOGIT_SCALE,
         learn_text_logit_scale: bool = True,
@@ -390,8 +393,7 @@ class HMCLLoss(nn.Module):
         super().__init__()
         if tau <= 0:
             raise ValueError(f"tau must be positive, got {tau}")
-        if min(s_p, s_s, s_m) < 0:
-            raise ValueError(f"weights must be non-negative, got s_p={s_p}, s_s={s_s}, s_m={s_m}")
+        HMCLWeights(s_p, s_s, s_m)  # validates s_p >= s_s >= s_m >= 0
         self.tau = tau
         self.s_p, self.s_s, self.s_m = s_p, s_s, s_m
         self.normalize = normalize

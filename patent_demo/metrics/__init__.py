@@ -13,6 +13,8 @@ from patent_demo.metrics.drawing import (
     ItemLabels,
     breakdown_by_class,
     drawing_metrics,
+    macro_means,
+    paired_bootstrap,
     silhouette_by_subclass,
 )
 from patent_demo.metrics.text import (
@@ -42,7 +44,9 @@ __all__ = [
     "breakdown_by_class",
     "drawing_metrics",
     "evaluate_run",
+    "macro_means",
     "ndcg_at_k",
+    "paired_bootstrap",
     "per_query_metrics",
     "pres_at_k",
     "rank_by_score",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from patent_demo.hierarchy import HMCLWeights, main_of, same_level
 from patent_demo.metrics.text import _check_ks
 
 LEVELS = ("patent", "subclass", "main")
@@ -17,9 +18,11 @@ LEVELS = ("patent", "subclass", "main")
 
 @dataclass
 class ItemLabels:
-    """Per-item labels ``[N]``: patent id, Locarno subclass ("06-01"), main class ("06").
+    """Per-item labels ``[N]``: patent id, subclass, main class, under any hierarchy scheme (Locarno
+    ``"06-01"`` / ``"06"``, USPC ``"D6/369"`` / ``"D6"``, or scheme-qualified keys from
+    ``hierarchy.hierarchy_keys``).
 
-    ``mains`` defaults to the first two characters of each subclass. An empty label never matches.
+    ``mains`` defaults to ``hierarchy.main_of`` of each subclass. An empty label never matches.
     """
 
     patents: Sequence[str]
@@ -29,7 +32,9 @@ class ItemLabels:
     def __post_init__(self) -> None:
         self.patents = [str(p) for p in self.patents]
         self.subclasses = [str(s) for s in self.subclasses]
-        self.mains = [s[:2] for s in self.subclasses] if self.mains is None else [str(m) for m in self.mains]
+        self.mains = (
+            [main_of(s) for s in self.subclasses] if self.mains is None else [str(m) for m in self.mains]
+        )
         if not (len(self.patents) == len(self.subclasses) == len(self.mains)):
             raise ValueError(
                 f"ItemLabels: {len(self.patents)} patents, {len(self.subclasses)} subclasses, "
@@ -90,10 +95,6 @@ def _codes(query: Sequence[str], gallery: Sequence[str]) -> tuple[np.ndarray, np
     return enc(query), enc(gallery)
 
 
-def _same(q: np.ndarray, g: np.ndarray) -> np.ndarray:
-    return (q[:, None] == g[None, :]) & (q[:, None] >= 0)
-
-
 def _discount_cumsum(n: int) -> np.ndarray:
     """D[m] = sum_{r=1}^{m} 1 / log2(r + 1), D[0] = 0; shape [n + 1]."""
     return np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, n + 2)))])
@@ -106,7 +107,7 @@ def drawing_metrics(
     ranked: np.ndarray | None = None,
     self_index: Sequence[int] | np.ndarray | None = None,
     ks: Sequence[int] = (10, 100),
-    weights: tuple[float, float, float] = (1.0, 0.35, 0.2),
+    weights: HMCLWeights | Sequence[float] | None = None,
 ) -> DrawingEval:
     """mAP and nDCG@k at patent, subclass and main-class level, and graded hierarchical nDCG@k.
 
@@ -123,15 +124,15 @@ def drawing_metrics(
       truncated ``ranked`` count as not retrieved);
     * nDCG@k = sum_{r<=k} rel_r / log2(r + 1)  /  sum_{r<=min(k, n)} 1 / log2(r + 1).
 
-    ``hier_ndcg@k`` uses the HMCL relevance of Eq. 2 as graded gains, ``weights = (s_p, s_s, s_m)``:
-    s_p for the same patent, s_s for the same subclass (other patent), s_m for the same main class
-    (other subclass), ideal ordering from those counts. Keys of ``per_query``: ``{level}_map``,
+    ``hier_ndcg@k`` uses the HMCL relevance of Eq. 2 as graded gains (``hierarchy.HMCLWeights.relevance``,
+    ``weights`` = ``(s_p, s_s, s_m)`` or ``HMCLWeights``, the paper's by default): s_p for the same
+    patent, s_s for the same subclass (other patent), s_m for the same main class (other subclass),
+    ideal ordering from those counts. Keys of ``per_query``: ``{level}_map``,
     ``{level}_ndcg@{k}``, ``hier_ndcg@{k}``; values NaN where n = 0 at that level.
     """
     ks = _check_ks(ks)
-    s_p, s_s, s_m = (float(w) for w in weights)
-    if not s_p >= s_s >= s_m >= 0:
-        raise ValueError(f"weights must satisfy s_p >= s_s >= s_m >= 0, got {weights}")
+    hw = HMCLWeights.coerce(weights)
+    s_p, s_s, s_m = hw.as_tuple()
     nq, ng = len(query), len(gallery)
     if (scores is None) == (ranked is None):
         raise ValueError("drawing_metrics: give exactly one of scores [Q, G] or ranked [Q, L]")
@@ -151,14 +152,15 @@ def drawing_metrics(
         raise ValueError(f"drawing_metrics: self_index has shape {selfs.shape}, expected ({nq},)")
 
     # full relevance [Q, G] per level, nested: patent ⊆ subclass ⊆ main; the query itself excluded
-    rel_full = {}
+    shared = {}
     for level, attr in zip(LEVELS, ("patents", "subclasses", "mains"), strict=True):
         qc, gc = _codes(getattr(query, attr), getattr(gallery, attr))
-        rel_full[level] = _same(qc, gc)
+        shared[level] = same_level(qc, gc)
+    rel_full = {level: m.copy() for level, m in shared.items()}
     rel_full["subclass"] |= rel_full["patent"]
     rel_full["main"] |= rel_full["subclass"]
     has_self = selfs >= 0
-    for m in rel_full.values():
+    for m in (*rel_full.values(), *shared.values()):
         m[np.flatnonzero(has_self), selfs[has_self]] = False
 
     rows = np.arange(nq)[:, None]
@@ -182,11 +184,7 @@ def drawing_metrics(
                 ideal = dsum[np.minimum(n_rel, k)]
                 out[f"{level}_ndcg@{k}"] = np.where(n_rel > 0, dcg / ideal, np.nan)
 
-    gains_full = (
-        s_p * rel_full["patent"]
-        + s_s * (rel_full["subclass"] & ~rel_full["patent"])
-        + s_m * (rel_full["main"] & ~rel_full["subclass"])
-    )
+    gains_full = hw.relevance(shared["patent"], shared["subclass"], shared["main"], np.float64)
     gains = np.where(valid, gains_full[rows, safe], 0.0)
     n_p, n_ps, n_all = counts["patent"], counts["subclass"], counts["main"]
     for k in ks:
@@ -196,6 +194,55 @@ def drawing_metrics(
         with np.errstate(divide="ignore", invalid="ignore"):
             out[f"hier_ndcg@{k}"] = np.where(ideal > 0, dcg / ideal, np.nan)
     return DrawingEval(per_query=out)
+
+
+def macro_means(per_query: Mapping[str, np.ndarray], groups: Sequence[str]) -> dict[str, float]:
+    """Per metric, the mean over groups (e.g. patents) of each group's mean over its queries; NaN
+    values are skipped and a group without a defined value does not count."""
+    out = {}
+    table = breakdown_by_class(per_query, groups)
+    for name in per_query:
+        vals = np.asarray([row[name] for row in table.values()], dtype=np.float64)
+        vals = vals[~np.isnan(vals)]
+        out[name] = float(vals.mean()) if vals.size else float("nan")
+    return out
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    groups: Sequence[str] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, float]:
+    """Paired bootstrap of ``mean(a) - mean(b)`` over queries scored by two systems (NaN pairs dropped).
+
+    With ``groups`` (e.g. each query's patent) whole groups are resampled (a cluster bootstrap: the pages
+    of one patent are not independent queries). Returns ``{"diff", "low", "high", "p_le_0"}``: the observed
+    difference, the percentile interval at ``level`` and the share of resamples with a difference <= 0.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired_bootstrap: {a.shape} and {b.shape} differ")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    d = (a - b)[keep]
+    if not d.size:
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "p_le_0": float("nan")}
+    g = np.asarray([str(x) for x in groups])[keep] if groups is not None else np.arange(d.size).astype(str)
+    names, inverse = np.unique(g, return_inverse=True)
+    sums = np.bincount(inverse, weights=d, minlength=len(names))
+    counts = np.bincount(inverse, minlength=len(names)).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    draw = rng.integers(0, len(names), size=(n_boot, len(names)))
+    boot = sums[draw].sum(axis=1) / counts[draw].sum(axis=1)
+    alpha = (1.0 - level) / 2
+    return {
+        "diff": float(d.mean()),
+        "low": float(np.quantile(boot, alpha)),
+        "high": float(np.quantile(boot, 1 - alpha)),
+        "p_le_0": float((boot <= 0).mean()),
+    }
 
 
 def silhouette_by_subclass(

@@ -1,0 +1,173 @@
+"""The whole record of one patent as the examiner opens it, and the links to it on public registers.
+
+``document_view`` gathers what the corpus knows: title, abstract, claims, every code with its title,
+the dates, every figure, the family members and the citations (both directions) that are in the
+corpus. ``document_html`` renders it as escaped HTML, with the query's BM25-matched words marked
+when a query and an index are given. ``register_links`` builds the address of the patent on
+Espacenet and Google Patents from its number; nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from patent_demo.data.corpus import Corpus, Patent
+
+_NUMBER = re.compile(r"^(?P<cc>[A-Z]{2})(?P<series>D|RE|PP|H|T)?(?P<digits>\d+)(?P<kind>[A-Z]\d?)?$")
+
+
+def publication_number(patent: Patent) -> str:
+    """The number as registers write it: ``USD0871717`` + kind ``S1`` → ``USD871717S``,
+    ``US06836899`` + ``B1`` → ``US6836899B1``, ``EP0049154B2`` unchanged; ``""`` when the id is not
+    a publication number (a generated corpus, office ``XX``)."""
+    m = _NUMBER.match(patent.id.upper())
+    if not m or m.group("cc") == "XX" or (patent.country or "").upper() == "XX":
+        return ""
+    digits = m.group("digits")
+    if m.group("cc") == "US":
+        digits = digits.lstrip("0") or "0"
+    kind = m.group("kind") or (patent.kind_code or "")
+    if m.group("cc") == "US" and m.group("series") == "D" and kind.startswith("S"):
+        kind = "S"  # US design patents print kind S (S1 in the grant XML)
+    return f"{m.group('cc')}{m.group('series') or ''}{digits}{kind}"
+
+
+def register_links(patent: Patent) -> list[tuple[str, str]]:
+    """``[(name, url)]`` of the patent on public registers (empty when it has no public number)."""
+    number = publication_number(patent)
+    if not number:
+        return []
+    return [
+        ("Espacenet", f"https://worldwide.espacenet.com/patent/search?q=pn%3D{quote(number)}"),
+        ("Google Patents", f"https://patents.google.com/patent/{quote(number)}/en"),
+    ]
+
+
+def code_title(scheme: str, code: str) -> str:
+    """The English title of a code (Locarno, IPC/CPC) from the built-in tables; ``""`` when unknown."""
+    from patent_demo import titles
+
+    try:
+        if scheme == "locarno":
+            return titles.locarno_title(code) or titles.locarno_title(code[:2])
+        if scheme in ("ipc", "cpc"):
+            return titles.ipc_title(code)
+    except (KeyError, ValueError):
+        return ""
+    return ""
+
+
+@dataclass
+class FigureView:
+    path: str  # absolute image path
+    label: str
+    view: str
+    description: str
+
+
+@dataclass
+class DocumentView:
+    id: str
+    kind: str
+    title: str
+    abstract: str
+    claims: str
+    dates: list[tuple[str, str]]  # (what, ISO date)
+    office: str
+    kind_code: str
+    codes: list[tuple[str, str, str]]  # (scheme, code, title)
+    figures: list[FigureView]
+    family: list[tuple[str, str]] = field(default_factory=list)  # (id, title) in the corpus
+    cites: list[tuple[str, str]] = field(default_factory=list)
+    cited_by: list[tuple[str, str]] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)
+
+
+def family_members(patent: Patent, corpus: Corpus) -> list[str]:
+    """Corpus ids of the patent's family: listed in ``extra["family_members"]`` or sharing its
+    ``extra["family"]`` id (the built-in corpus), the patent itself left out."""
+    listed = set(patent.extra.get("family_members") or [])
+    fam = patent.extra.get("family")
+    out = [
+        p.id
+        for p in corpus
+        if p.id != patent.id and (p.id in listed or (fam and p.extra.get("family") == fam))
+    ]
+    return out
+
+
+def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
+    """Everything the corpus holds about ``patent_id`` (``KeyError`` naming it when absent)."""
+    p = corpus[patent_id]
+
+    def titled(ids) -> list[tuple[str, str]]:
+        return [(i, corpus[i].title) for i in ids if i in corpus]
+
+    dates = [
+        (what, value)
+        for what, value in (("priority", p.priority_date), ("filed", p.filing_date), ("published", p.date))
+        if value
+    ]
+    codes = [(s, c, code_title(s, c)) for s, cs in p.codes.items() for c in cs]
+    figures = [FigureView(str(corpus.image_path(f)), f.label, f.view, f.description) for f in p.figures]
+    cited_by = [q.id for q in corpus if p.id in q.citations]
+    return DocumentView(
+        id=p.id,
+        kind=p.kind,
+        title=p.title,
+        abstract=p.text,
+        claims=p.claims,
+        dates=dates,
+        office=p.country,
+        kind_code=p.kind_code,
+        codes=codes,
+        figures=figures,
+        family=titled(family_members(p, corpus)),
+        cites=titled(p.citations),
+        cited_by=titled(cited_by),
+        links=register_links(p),
+    )
+
+
+def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
+    """The record as escaped HTML (figures are left to an image gallery). With ``query`` and a
+    ``BM25Index`` the words BM25 matched are marked in the title, abstract and claims."""
+    from patent_demo.text.highlight import highlight_html, matched_spans, query_tokens
+
+    e = html.escape
+    tokens = query_tokens(bm25, query) if (query and bm25 is not None) else set()
+
+    def text(t: str) -> str:
+        return highlight_html(t, matched_spans(bm25, t, tokens)) if tokens else e(t).replace("\n", "<br>")
+
+    def ids(rows: list[tuple[str, str]]) -> str:
+        return ", ".join(f"<b>{e(i)}</b> {e(t)}" for i, t in rows) or "none in this corpus"
+
+    parts = [f"<h3>{e(view.id)} · {text(view.title)}</h3>"]
+    meta = [f"{e(w)} {e(d)}" for w, d in view.dates]
+    meta += [f"office {e(view.office)}"] if view.office else []
+    meta += [f"kind {e(view.kind_code)}"] if view.kind_code else []
+    meta += [f"{e(view.kind)} patent, {len(view.figures)} figure(s)"]
+    parts.append(f"<p>{' · '.join(meta)}</p>")
+    if view.links:
+        parts.append(
+            "<p>On public registers: "
+            + " · ".join(
+                f'<a href="{e(u, quote=True)}" target="_blank" rel="noopener">{e(n)}</a>'
+                for n, u in view.links
+            )
+            + "</p>"
+        )
+    if view.codes:
+        rows = "".join(f"<tr><td>{e(s)}</td><td>{e(c)}</td><td>{e(t)}</td></tr>" for s, c, t in view.codes)
+        parts.append(f"<table><tr><th>scheme</th><th>code</th><th>title</th></tr>{rows}</table>")
+    parts.append(f"<h4>Abstract</h4><p>{text(view.abstract) or '–'}</p>")
+    if view.claims:
+        parts.append(f"<h4>Claims</h4><p>{text(view.claims)}</p>")
+    parts.append(f"<p><b>Family in the corpus:</b> {ids(view.family)}</p>")
+    parts.append(f"<p><b>Cites (in the corpus):</b> {ids(view.cites)}</p>")
+    parts.append(f"<p><b>Cited by (in the corpus):</b> {ids(view.cited_by)}</p>")
+    return "\n".join(parts)

@@ -1,0 +1,103 @@
+"""A whole drawing sheet as a query: split it into figures, search each, merge the lists.
+
+``search_sheet`` cuts the sheet into figures (``patent_demo.drawing.sheets.split_sheet``; "FIG. n"
+label positions guide it when given), embeds each figure as a drawing query is embedded (crop to
+ink, the encoder's preprocessing), searches the dense index with the same filter for every figure
+(inside FAISS, see ``DenseIndex.search_patents``) and merges the per-figure patent lists: a patent
+scores the best of its scores over the query figures (the max, as figures are aggregated into
+patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
+score each query figure gave it (``extras["figure_scores"]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from patent_demo.drawing.imageio import DrawingError, load_drawing
+from patent_demo.drawing.sheets import FigureLabel, SheetFigure, crop_figures, split_sheet
+from patent_demo.filters import SearchFilter
+
+
+@dataclass
+class SheetSearch:
+    """The figures found on a sheet (boxes, crops), the merged hits, and one line saying what happened."""
+
+    figures: list[SheetFigure]
+    crops: list[Image.Image]
+    hits: list  # list[patent_demo.workbench.Hit]
+    per_figure: list[list[str]]  # patent ids found for each query figure, best first
+    status: str
+    image_sha: str
+
+
+def figure_names(figures: Sequence[SheetFigure]) -> list[str]:
+    """A name per figure: its printed label, else ``"figure i of n"`` in reading order."""
+    n = len(figures)
+    return [f.label or f"figure {i} of {n}" for i, f in enumerate(figures, 1)]
+
+
+def search_sheet(
+    wb,
+    sheet: bytes | str | os.PathLike | Image.Image,
+    model: str,
+    k: int = 10,
+    search_filter: SearchFilter | None = None,
+    labels: Sequence[FigureLabel] | None = None,
+) -> SheetSearch:
+    """Search every figure of ``sheet`` against ``wb``'s corpus (a ``patent_demo.workbench.Workbench``)
+    and merge the lists into the top ``k`` patents. Raises ``DrawingError`` for an unreadable sheet
+    or one without ink."""
+    data = sheet if isinstance(sheet, bytes) else None
+    if isinstance(sheet, (str, os.PathLike)):
+        data = Path(sheet).read_bytes()
+    if isinstance(sheet, Image.Image):
+        buf = io.BytesIO()
+        sheet.save(buf, format="PNG")
+        data = buf.getvalue()
+    page = load_drawing(data, crop=False, square=False)
+    figures = split_sheet(page, labels)
+    if not figures:
+        raise DrawingError("the sheet holds no drawing (no ink found)")
+    crops = crop_figures(page, figures)
+    names = figure_names(figures)
+    spec = wb.model(model, "drawing")
+    index = wb.index(spec)
+    queries = np.asarray(
+        wb.encoder(spec).encode([load_drawing(c, crop=True) for c in crops]), dtype=np.float32
+    )
+    allowed = (search_filter or SearchFilter()).allowed_ids(wb.corpus)
+    n_patents = len(set(index.patent_ids))
+    k = max(1, min(int(k), n_patents))
+    lists = index.search_patents_batch(queries, k, allowed=allowed)
+    best: dict[str, tuple[float, int, str]] = {}
+    scores: dict[str, dict[str, float]] = {}
+    for fi, res in enumerate(lists):
+        for pid, s, extra in zip(res.ids, res.scores.tolist(), res.extras or [{}] * len(res), strict=True):
+            scores.setdefault(pid, {})[names[fi]] = round(float(s), 4)
+            if pid not in best or s > best[pid][0]:
+                best[pid] = (float(s), fi, extra.get("figure_id", ""))
+    order = sorted(best, key=lambda p: (-best[p][0], best[p][1]))[:k]
+    hits = [
+        wb._hit(
+            r,
+            pid,
+            best[pid][0],
+            figure=best[pid][2],
+            extras={"query_figure": names[best[pid][1]], "figure_scores": scores[pid]},
+        )
+        for r, pid in enumerate(order, 1)
+    ]
+    status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
+    if allowed is not None:
+        status += f"; {search_filter.describe()} ({len(allowed)} documents allowed)"  # type: ignore[union-attr]
+    return SheetSearch(
+        figures, crops, hits, [list(r.ids) for r in lists], status, hashlib.sha256(data).hexdigest()
+    )

@@ -1,0 +1,185 @@
+"""Titles of classification codes: the English names of Locarno classes and subclasses and of IPC/CPC
+sections, classes, subclasses and groups.
+
+A built-in table covers the 32 Locarno main classes with their subclasses (``data/locarno_classes.tsv``),
+the IPC sections and the IPC subclasses the demo uses; ``load_titles`` reads a fuller table (TSV or
+JSON, Locarno and IPC codes together) that ``locarno_title`` / ``ipc_title`` take instead. Codes are
+parsed with :mod:`patent_demo.taxonomy`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from patent_demo.taxonomy import IPC, Locarno, normalize, parse_ipc, parse_locarno
+
+_DATA = Path(__file__).resolve().parent / "data"
+
+_IPC_SECTION_TITLES = {
+    "A": "Human necessities",
+    "B": "Performing operations; transporting",
+    "C": "Chemistry; metallurgy",
+    "D": "Textiles; paper",
+    "E": "Fixed constructions",
+    "F": "Mechanical engineering; lighting; heating; weapons; blasting",
+    "G": "Physics",
+    "H": "Electricity",
+    "Y": "New technology developments across sections (CPC only)",
+}
+_IPC_SUBCLASS_TITLES = {
+    "A43B": "Footwear and its parts",
+    "A45C": "Purses, luggage, hand-carried bags",
+    "A47B": "Tables, desks, office furniture, cabinets, drawers",
+    "A47C": "Chairs, sofas, beds",
+    "A47G": "Household and table equipment",
+    "A47J": "Kitchen equipment; coffee mills; spice mills; beverage makers",
+    "A47L": "Domestic washing or cleaning; suction cleaners",
+    "A61B": "Diagnosis; surgery; identification",
+    "A61F": "Implantable filters, prostheses, bandages, orthopaedic and other body aids",
+    "A61K": "Preparations for medical, dental or toilet purposes",
+    "A63B": "Apparatus for physical training, gymnastics, ball games",
+    "A63H": "Toys",
+    "B25G": "Handles for hand implements",
+    "B26B": "Hand-held cutting tools",
+    "B60R": "Vehicle fittings or parts not otherwise provided for",
+    "B62J": "Cycle saddles and cycle accessories",
+    "B62K": "Cycles; cycle frames, steering and rider-operated controls",
+    "B65D": "Containers for storage or transport; packaging elements",
+    "E03C": "Domestic plumbing installations; sinks",
+    "E03D": "Water-closets or urinals with flushing devices",
+    "E05B": "Locks and their accessories",
+    "F21S": "Non-portable lighting devices",
+    "F21V": "Functional features or details of lighting devices",
+    "F24F": "Air conditioning; air humidification; ventilation",
+    "G06F": "Electric digital data processing",
+    "G06K": "Recognition, presentation and record carriers of data",
+    "G06Q": "Data processing for administrative, commercial or financial purposes",
+    "H01L": "Semiconductor devices; other electric solid-state devices",
+    "H01M": "Batteries and other direct conversion of chemical into electrical energy",
+    "H02J": "Circuits or systems for supplying or distributing electric power",
+    "H04L": "Transmission of digital information",
+    "H04N": "Pictorial communication, e.g. television",
+    "H04W": "Wireless communication networks",
+}
+
+
+def _title_key(code: Any) -> str:
+    """The lookup key of a title: Locarno ``"06"``/``"06-01"``; IPC ``"A"``, ``"A47"``, ``"A47C"``,
+    ``"A47C 7/02"``; ``""`` when ``code`` is none of these."""
+    if isinstance(code, int) and not isinstance(code, bool):
+        code = f"{code:02d}"
+    if isinstance(code, Locarno | IPC):
+        return str(code)
+    if not isinstance(code, str):
+        return ""
+    text = code.strip().upper()
+    if re.fullmatch(r"[A-HY](\d\d)?", text):
+        return text
+    for scheme in ("locarno", "cpc"):
+        try:
+            return normalize(scheme, text)
+        except ValueError:
+            continue
+    return ""
+
+
+@lru_cache(maxsize=1)
+def _builtin_titles() -> dict[str, str]:
+    titles = load_titles(_DATA / "locarno_classes.tsv")
+    titles.update(_IPC_SECTION_TITLES)
+    titles.update(_IPC_SUBCLASS_TITLES)
+    return titles
+
+
+def locarno_title(code: Any, titles: Mapping[str, str] | None = None) -> str:
+    """The English title of a Locarno main class (``"06"``) or subclass (``"06-01"``) from ``titles``
+    (see ``load_titles``) or the built-in table; ``""`` when the table lacks it. Malformed codes raise."""
+    key = str(parse_locarno(code))
+    return (titles if titles is not None else _builtin_titles()).get(key, "")
+
+
+def ipc_title(code: Any, titles: Mapping[str, str] | None = None) -> str:
+    """The title of an IPC/CPC section, class, subclass or symbol from ``titles`` or the built-in table
+    (sections and the subclasses the demo uses). A group symbol falls back to its main group, then its
+    subclass; ``""`` when unknown or malformed."""
+    table = titles if titles is not None else _builtin_titles()
+    key = _title_key(code)
+    if not key or key[0].isdigit():
+        return ""
+    candidates = [key]
+    if " " in key:
+        parsed = parse_ipc(key, "cpc")
+        candidates += [parsed.group, parsed.subclass]
+    return next((table[c] for c in candidates if c in table), "")
+
+
+_CODE_COLUMNS = ("code", "symbol", "subclass", "class", "main_class", "section")
+_TITLE_COLUMNS = ("title", "title_en", "en", "text", "label", "name")
+
+
+def _record_title(record: Mapping[str, Any]) -> str:
+    for name in _TITLE_COLUMNS:
+        value = record.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def _walk_json(node: Any, out: dict[str, str]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _walk_json(item, out)
+        return
+    if not isinstance(node, Mapping):
+        return
+    code = next((node[c] for c in (*_CODE_COLUMNS, "number") if c in node), None)
+    title = _record_title(node)
+    if code is not None and title and _title_key(code):
+        out[_title_key(code)] = title
+    for key, value in node.items():
+        if isinstance(value, str) and _title_key(key) and key not in _TITLE_COLUMNS:
+            out[_title_key(key)] = value.strip()
+        elif isinstance(value, Mapping) and _title_key(key) and _record_title(value):
+            out[_title_key(key)] = _record_title(value)
+        if isinstance(value, Mapping | list):
+            _walk_json(value, out)
+
+
+def load_titles(path: str | Path) -> dict[str, str]:
+    """Read a title table into ``{normalised code: title}`` (Locarno and IPC codes can share one table).
+
+    A TSV needs a header with a code column (``code``, ``symbol``, ``subclass``, ``class``,
+    ``main_class`` or ``section``, the first present wins) and a title column (``title``, ``title_en``,
+    ``en``, ``text``, ``label`` or ``name``). A JSON file may be ``{code: title}``, ``{code: {"en": title}}``,
+    a list of records, or a tree of records with ``children``; it is searched throughout.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no title table at {path}")
+    out: dict[str, str] = {}
+    if path.suffix.lower() == ".json":
+        with path.open(encoding="utf-8") as f:
+            _walk_json(json.load(f), out)
+        return out
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t")
+        header = reader.fieldnames or []
+        code_col = next((c for c in _CODE_COLUMNS if c in header), None)
+        title_col = next((c for c in _TITLE_COLUMNS if c in header), None)
+        if code_col is None or title_col is None:
+            raise ValueError(
+                f"{path}: a title table needs a code column ({', '.join(_CODE_COLUMNS)}) and a title "
+                f"column ({', '.join(_TITLE_COLUMNS)}); its header is {header}"
+            )
+        for line, row in enumerate(reader, start=2):
+            key = _title_key(row.get(code_col) or "")
+            if not key:
+                raise ValueError(f"{path}:{line}: {row.get(code_col)!r} is not a Locarno or IPC code")
+            out[key] = (row.get(title_col) or "").strip()
+    return out

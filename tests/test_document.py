@@ -1,0 +1,65 @@
+"""The whole-record view: codes with titles, dates, family and citations inside the corpus, register
+links from real numbers, escaped HTML with BM25-matched words marked."""
+
+from __future__ import annotations
+
+from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.document import document_html, document_view, publication_number, register_links
+from patent_demo.text.bm25 import BM25Index
+from tests.conftest import require_shared
+
+
+def test_numbers_and_links():
+    assert publication_number(Patent("USD0871717", kind_code="S1")) == "USD871717S"
+    assert publication_number(Patent("US06836899", kind="utility", kind_code="B1")) == "US6836899B1"
+    assert publication_number(Patent("EP0049154B2", kind="utility")) == "EP0049154B2"
+    assert publication_number(Patent("D0001", country="XX")) == ""
+    assert register_links(Patent("D0001", country="XX")) == []
+    assert register_links(Patent("USD0871717", kind_code="S1")) == [
+        ("Espacenet", "https://worldwide.espacenet.com/patent/search?q=pn%3DUSD871717S"),
+        ("Google Patents", "https://patents.google.com/patent/USD871717S/en"),
+    ]
+
+
+def test_view_of_a_tiny_corpus(tmp_path):
+    pats = [
+        Patent(
+            "US1",
+            kind="utility",
+            title="Pump <x>",
+            text="A pump & valve.",
+            claims="1. A pump.",
+            codes={"ipc": ["F04B 53/10"], "locarno": ["06-01"]},
+            date="2005-01-04",
+            filing_date="2003-02-01",
+            citations=["US2", "US9"],
+            figures=[Figure("a.png", view="front", label="FIG. 1")],
+            extra={"family": "F1"},
+        ),  # fmt: skip
+        Patent("US2", kind="utility", title="Valve", extra={"family": "F1"}),
+        Patent("US3", kind="utility", title="Seal", citations=["US1"]),
+    ]
+    v = document_view(Corpus(tmp_path, pats), "US1")
+    assert v.dates == [("filed", "2003-02-01"), ("published", "2005-01-04")]
+    assert v.codes[0][:2] == ("ipc", "F04B 53/10") and v.codes[1] == ("locarno", "06-01", "Seats")
+    assert (
+        v.family == [("US2", "Valve")] and v.cites == [("US2", "Valve")] and v.cited_by == [("US3", "Seal")]
+    )
+    assert v.figures[0].path == str(tmp_path / "a.png") and v.figures[0].label == "FIG. 1"
+    bm25 = BM25Index.build(pats)
+    page = document_html(v, "pump", bm25)
+    assert "Pump &lt;x&gt;" not in page and "<mark>Pump</mark> &lt;x&gt;" in page
+    assert "A <mark>pump</mark> &amp; valve." in page and "<h4>Claims</h4>" in page
+    assert "none in this corpus" not in page
+    assert "Espacenet" in page
+
+
+def test_real_grant_record():
+    from patent_demo.data.loaders.uspto import load_grant_xml
+
+    corpus = load_grant_xml(require_shared("uspto_grant_xml_samples") / "xml")
+    p = next(p for p in corpus if p.kind == "utility" and p.claims)
+    v = document_view(corpus, p.id)
+    assert v.claims == p.claims and ("published", p.date) in v.dates
+    assert v.links[0][1].endswith(publication_number(p)) and publication_number(p).startswith("US")
+    assert all(c in corpus for c, _ in v.cites)
