@@ -15,7 +15,18 @@ from typing import Any
 
 import gradio as gr
 
-from app_handlers import QUEUE_HEADERS, Handlers, annotator_from_profile
+import app_examiner
+from app_handlers import Handlers
+from app_labelling import (
+    COMBINED_HEADERS,
+    HIT_HEADERS,
+    QUEUE_HEADERS,
+    TEXT_HEADERS,
+    Identity,
+    LabelHandlers,
+    lenient,
+)
+from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -45,9 +56,11 @@ CSS = """
 #label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
+#d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
 """
-HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score"]
-TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score"]
+
+TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
 
 
 def default_labels_path() -> tuple[Path, str]:
@@ -65,16 +78,37 @@ def default_labels_path() -> tuple[Path, str]:
     return Path("data/labels.sqlite"), ""
 
 
-def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "") -> gr.Blocks:
-    """The workbench UI. Every event has an ``api_name``; see the README for the API."""
-    wb = workbench
-    store = store or LabelStore(default_labels_path()[0])
-    h = Handlers(wb, store)
-    drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
-    text_models = [(m.label, m.key) for m in wb.models("text")]
+def corpus_header(wb: Workbench) -> str:
+    """Where the corpus comes from, its size and classification schemes (the built-in one is generated)."""
     corpus = wb.corpus
     n_figures = sum(len(p.figures) for p in corpus.patents)
-    examples = wb.examples(6)
+    generated = wb.config.corpus is None or bool(corpus.meta.get("generated"))
+    source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
+        corpus.source_label or "corpus")  # fmt: skip
+    schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
+    return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
+            f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
+
+
+def on_space_with_sign_in() -> bool:
+    return bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
+
+
+def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "",
+               identity: Identity | None = None) -> gr.Blocks:  # fmt: skip
+    """The workbench UI. Every event has an ``api_name``; see the README for the API. ``identity`` says how
+    the annotator is known (sign-in on a Space, ``--annotators`` login, else the typed name)."""
+    wb = workbench
+    store = store or LabelStore(default_labels_path()[0])
+    identity = identity or Identity(oauth=on_space_with_sign_in())
+    h = Handlers(wb, store, identity)
+    lh = LabelHandlers(wb, store, identity)
+    ex = app_examiner.ExaminerHandlers(wb, store)
+    drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
+    text_models = [(m.label, m.key) for m in wb.models("text")]
+    example_figs = wb.example_figures(6)
+    example_paths = [str(wb.corpus.image_path(f)) for _, f in example_figs]
+    example_tiles = [(wb.display_path(f), f"{p.id} · {f.label or f.view}") for p, f in example_figs]
     keys_legend = " · ".join(
         f"<span class='kbd'>{k}</span> {v}"
         for k, v in (
@@ -89,17 +123,22 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
-        session = gr.State(None)
+        session = gr.State(None, delete_callback=lh.release)
+        crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
-            f"## Prior-art workbench\nCorpus **{corpus.name}**: {len(corpus)} patents, {n_figures} drawings · "
-            f"labels in `{store.path}`"
+            f"## Prior-art workbench\n{corpus_header(wb)} · labels in the store **{store.name}**",
+            elem_id="header",
         )
+        index_status = gr.Markdown(wb.index_status(), elem_id="index-status")
         if storage_warning:
             gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
         with gr.Row():
-            annotator = gr.Textbox(label="Annotator", placeholder="your name", scale=2, elem_id="annotator")
-            if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
+            signed = identity.oauth or identity.login
+            annotator = gr.Textbox(value="", label="Annotator" + (" (your sign-in)" if signed else ""), scale=2,
+                                   placeholder="your name", elem_id="annotator", interactive=not signed)  # fmt: skip
+            if identity.oauth:
                 gr.LoginButton(scale=1)
+        filters = app_examiner.build_filters().components()
         with gr.Tabs():
             with gr.Tab("Drawing search", id="drawing"):
                 with gr.Row():
@@ -110,24 +149,34 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             elem_id="d-file",
                             height=120,
                         )
-                        gr.Examples(
-                            examples=[[p] for p in examples], inputs=[d_file], label="Examples (test split)"
+                        d_examples = gr.Gallery(example_tiles, label="Examples (test split): click to use",
+                                                columns=2, height=280, allow_preview=False, elem_id="d-examples")  # fmt: skip
+                        d_query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
+                                           elem_id="d-query")  # fmt: skip
+                        d_model = gr.Dropdown(
+                            drawing_models, value=drawing_models[0][1], label="Model", elem_id="d-model"
                         )
-                        d_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
-                        d_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        d_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         with gr.Row():
                             d_group = gr.Checkbox(value=True, label="group by patent", min_width=120)
                             d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
                         d_loc = gr.Textbox(label="Query Locarno code (optional)", placeholder="e.g. 06-01")
                         d_btn = gr.Button("Search drawings", variant="primary", elem_id="d-search")
+                        d_sheet_btn = gr.Button(
+                            "Split a sheet into figures and search each", elem_id="d-sheet"
+                        )
+                        d_editor = gr.ImageEditor(label="Crop the query (optional; crop tool, then search)",
+                                                  type="pil", sources=(), transforms=("crop",), layers=False,
+                                                  brush=False, eraser=False, elem_id="d-editor", height=260)  # fmt: skip
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
                         d_gallery = gr.Gallery(
                             label="Results", columns=5, height=420, elem_id="d-gallery", object_fit="contain"
                         )
-                        d_table = gr.Dataframe(
-                            headers=HIT_HEADERS, label="Hits", interactive=False, max_height=260
-                        )
+                        d_table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
+                                               interactive=False, max_height=260, elem_id="d-table")  # fmt: skip
+                        d_sheet_img = gr.Image(label="Figures found on the sheet", type="pil", interactive=False,
+                                               height=300, elem_id="d-sheet-img")  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
                     t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
@@ -135,32 +184,46 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
                         t_model = gr.Dropdown(text_models, value=text_models[0][1], label="Re-ranker")
-                        t_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        t_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
                 with gr.Row():
                     t_bm25 = gr.Dataframe(
-                        headers=TEXT_HEADERS, label="BM25", interactive=False, elem_id="t-bm25"
+                        headers=TEXT_HEADERS,
+                        label="BM25",
+                        interactive=False,
+                        elem_id="t-bm25",
+                        datatype=TEXT_TYPES,
+                        wrap=True,
                     )
-                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)",
+                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
                                          interactive=False, elem_id="t-dss")  # fmt: skip
+                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
+                                           interactive=False, elem_id="t-fused")  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
-                    t_explain = gr.Markdown("Select a DSSDNet candidate to see why it moved.")
+                    t_explain = gr.Markdown(
+                        "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain"
+                    )
             with gr.Tab("Combined", id="combined"):
                 with gr.Row():
                     c_file = gr.File(label="Query drawing", type="filepath", height=120)
                     c_text = gr.Textbox(label="Abstract", lines=4)
                     with gr.Column(min_width=200):
                         c_codes = gr.Textbox(label="Query codes (optional)")
-                        c_k = gr.Slider(1, 50, value=10, step=1, label="top-k")
+                        c_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         c_btn = gr.Button("Search both", variant="primary")
                 c_status = gr.Markdown()
-                heads = ["rank", "patent", "Locarno", "title", "score"]
+                heads = COMBINED_HEADERS
                 with gr.Row():
-                    c_hm = gr.Dataframe(headers=heads, label="HMCL (drawing)", interactive=False)
-                    c_ds = gr.Dataframe(headers=heads, label="DSSDNet (text)", interactive=False)
-                    c_fu = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False)
+                    c_hm = gr.Dataframe(
+                        headers=heads, label="HMCL (drawing)", interactive=False, elem_id="c-hm"
+                    )
+                    c_ds = gr.Dataframe(
+                        headers=heads, label="DSSDNet (text)", interactive=False, elem_id="c-ds"
+                    )
+                    c_fu = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False, elem_id="c-fu")
+            ext = app_examiner.build_tabs()
             with gr.Tab("Embedding map", id="map"):
                 with gr.Row():
                     m_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Left model")
@@ -196,7 +259,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     e_gal_b = gr.Gallery(label="Model B", columns=4, height=260)
             with gr.Tab("Export", id="export"):
                 gr.Markdown(
-                    "Labels → TREC qrels, HMCL rows (`train/hmcl.py`), DSSDNet rows (`train/dssdnet.py`)."
+                    "Decided labels → TREC qrels (every modality), HMCL rows (`train/hmcl.py`, drawing judgements "
+                    "only), DSSDNet rows (`train/dssdnet.py`, text judgements only); tied pairs → `disputed.jsonl`."
                 )
                 x_btn = gr.Button("Export labels", variant="primary", elem_id="x-btn")
                 x_md = gr.Markdown()
@@ -215,6 +279,11 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                        interactive=False, max_height=300, wrap=True, elem_id="g-queue")  # fmt: skip
                 g_pair = gr.Markdown("Select a row of the queue.", elem_id="g-pair")
                 with gr.Row():
+                    g_qimg = gr.Image(label="Query drawing", type="pil", height=220, interactive=False)
+                    g_cimg = gr.Image(
+                        label="Candidate drawing", type="filepath", height=220, interactive=False
+                    )
+                with gr.Row():
                     g_qid = gr.Textbox(label="Query id", interactive=False, elem_id="g-qid", scale=1)
                     g_cid = gr.Textbox(label="Candidate", interactive=False, elem_id="g-cid", scale=1)
                     g_label = gr.Radio([("relevant", "relevant"), ("partly", "partly"), ("not relevant", "not")],
@@ -223,17 +292,32 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 g_btn = gr.Button("Adjudicate", variant="primary", elem_id="g-adjudicate")
                 g_status = gr.Markdown(elem_id="g-status")
         with gr.Group(elem_id="label-panel"):
-            gr.Markdown(f"**Label the current query** · keys (outside text fields): {keys_legend}")
+            gr.Markdown(
+                f"**Label the hit under the cursor** · keys (outside text fields): {keys_legend} · a label moves "
+                "the cursor on only when *auto-advance* is ticked; the category (text hits only) resets after each label"
+            )
             with gr.Row():
                 l_list = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
-                l_rank = gr.Number(value=1, precision=0, minimum=1, label="Rank", scale=1, elem_id="l-rank")
+                l_rank = lenient(
+                    gr.Number(value=1, minimum=1, step=1, label="Rank", scale=1, elem_id="l-rank")
+                )
                 l_cat = gr.Radio(
                     [("none", ""), ("X", "X"), ("Y", "Y"), ("A", "A")],
                     value="",
                     label="Search-report category (text)",
                     scale=2,
                 )
-            l_cursor = gr.Markdown("Run a search first.", elem_id="l-cursor")
+            with gr.Row():
+                l_preview = gr.Image(label="Cursor hit", type="filepath", height=160, interactive=False,
+                                     scale=1, elem_id="l-preview")  # fmt: skip
+                with gr.Column(scale=4):
+                    l_cursor = gr.Markdown("Run a search first.", elem_id="l-cursor")
+                    with gr.Row():
+                        l_auto = gr.Checkbox(value=True, label="auto-advance: after a label, move to the next hit",
+                                             elem_id="l-auto")  # fmt: skip
+                        l_unlabelled = gr.Checkbox(
+                            value=False, label="show unlabelled only", elem_id="l-unlabelled"
+                        )
             with gr.Row():
                 b_prev = gr.Button("◀ prev (k)", elem_id="lbl-prev", size="sm")
                 b_rel = gr.Button("Relevant (1)", variant="primary", elem_id="lbl-rel", size="sm")
@@ -246,22 +330,77 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 l_status = gr.Markdown(elem_id="l-status")
                 l_progress = gr.Markdown(elem_id="l-progress")
             l_value = gr.Radio(list(GRADES), value="relevant", visible=False)
+            l_key = gr.Textbox(value="", visible=False, label="request key")
             l_api = gr.Button(visible=False)
 
         # -- events --------------------------------------------------------------------------------------
+        # the cursor: every event that moves it, or changes what it shows, ends with lh.show
+        show_in = [session, l_list, l_rank, l_unlabelled, annotator]
+        show_out = [
+            d_gallery,
+            d_table,
+            t_bm25,
+            t_dss,
+            t_fused,
+            c_hm,
+            c_ds,
+            c_fu,
+            t_gate,
+            t_explain,
+            l_preview,
+            l_cursor,
+        ]
+        quiet = {"api_visibility": "private"}
+
+        def then_show(event):
+            return event.then(lh.show, show_in, show_out, **quiet)
+
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
-        d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator],
-                    [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing")  # fmt: skip
-        t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator],
-                    [t_bm25, t_dss, t_status, *label_panel], api_name="search_text")  # fmt: skip
-        t_dss.select(
-            h.select_text, [session], [t_gate, t_explain, l_list, l_rank, l_cursor], api_name="select_dssdnet"
-        )
-        t_bm25.select(h.select_bm25, [session], [l_list, l_rank, l_cursor], api_name="select_bm25")
-        d_gallery.select(h.select_gallery, [session], [l_list, l_rank, l_cursor], api_name="select_hit")
-        gr.Button(visible=False).click(h.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
-        c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator],
-                    [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined")  # fmt: skip
+
+        def pick_example(evt: gr.SelectData) -> str:
+            return example_paths[evt.index]
+
+        d_examples.select(pick_example, None, d_file, api_name=False)
+        d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
+        then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
+                                                 crop_state, *filters],
+                              [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
+        then_show(t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
+                              [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
+                  h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
+        then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session,
+                                                  *filters],
+                              [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
+
+        d_file.change(ex.editor_value, d_file, [d_editor, crop_state], api_name=False)
+        d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
+        then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator, session],
+                                    [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet"))  # fmt: skip
+        doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
+        d_gallery.select(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
+                         [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
+        for table, fn, name in ((t_dss, ex.open_dssdnet_hit, "dssdnet"), (t_bm25, ex.open_bm25_hit, "bm25"),
+                                (t_fused, ex.open_fused_hit, "fused")):  # fmt: skip
+            table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
+        ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
+        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include], [ext.r_files, ext.r_md, ext.r_frame],
+                        api_name="search_report")  # fmt: skip
+
+        def selector(list_name: str):
+            def select(session, evt: gr.SelectData):
+                return lh.select(list_name, session, evt)
+
+            return select
+
+        for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (t_bm25, "bm25", "select_bm25"),
+                                (t_dss, "dssdnet", "select_dssdnet"), (c_hm, "hmcl", "select_combined_hmcl"),
+                                (c_ds, "dssdnet", "select_combined_dssdnet"), (c_fu, "fused", "select_fused"),
+                                (t_fused, "fused", "select_text_fused")):  # fmt: skip
+            then_show(comp.select(selector(name), [session], [l_list, l_rank], api_name=api))
+        gr.Button(visible=False).click(lh.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
         m_btn.click(
             h.embedding_maps,
             [m_a, m_b, m_dims, session],
@@ -270,50 +409,84 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         )
         e_btn.click(h.evaluate, [e_model], [e_summary, e_table, e_fig], api_name="evaluate")
         e_cmp.click(h.compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
-        label_in = [l_list, l_rank, l_cat, l_note, annotator, session]
+
         label_out = [l_status, l_progress, l_rank, l_cursor, l_note]
-        l_api.click(h.do_label, [l_value, *label_in], label_out, api_name="label")
+
+        def after_label(event):  # the category goes back to none after every label
+            return then_show(event.then(lambda: "", None, l_cat, **quiet))
+
+        after_label(l_api.click(lh.do_label, [l_value, l_list, l_rank, l_cat, l_note, annotator, session, l_key,
+                                              l_auto], label_out, api_name="label"))  # fmt: skip
+
+        def button(value: str):
+            def label(list_name, rank, category, note, annotator, session, auto, request: gr.Request,
+                      profile: gr.OAuthProfile | None = None):  # fmt: skip
+                return lh.do_label(value, list_name, rank, category, note, annotator, session, "", auto, request,
+                                   profile)  # fmt: skip
+
+            return label
+
         for btn, value in ((b_rel, "relevant"), (b_part, "partly"), (b_not, "not")):
-            btn.click(lambda *a, v=value: h.do_label(v, *a), label_in, label_out, api_name=f"label_{value}")
-        b_undo.click(h.undo, [annotator, session], [l_status, l_progress], api_name="undo")
-        b_next.click(
-            lambda ln, r, s: h.move(ln, r, 1, s),
-            [l_list, l_rank, session],
-            [l_rank, l_cursor],
-            api_name="next_hit",
-        )
-        b_prev.click(
-            lambda ln, r, s: h.move(ln, r, -1, s),
-            [l_list, l_rank, session],
-            [l_rank, l_cursor],
-            api_name="prev_hit",
-        )
-        l_list.change(
-            lambda ln, s: h.move(ln, 1, 0, s), [l_list, session], [l_rank, l_cursor], api_name="choose_list"
-        )
-        x_btn.click(h.export_labels, None, [x_files, x_md], api_name="export_labels")
-        g_refresh.click(h.agreement, None, [g_report, g_queue], api_name="agreement")
-        g_tab.select(h.agreement, None, [g_report, g_queue], api_visibility="private")
-        g_queue.select(h.select_disagreement, None, [g_qid, g_cid, g_pair], api_name="select_disagreement")
-        g_btn.click(h.adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
+            after_label(btn.click(button(value), [l_list, l_rank, l_cat, l_note, annotator, session, l_auto],
+                                  label_out, api_name=f"label_{value}"))  # fmt: skip
+        then_show(b_undo.click(lh.undo, [annotator, session], [l_status, l_progress], api_name="undo"))
+
+        def mover(step: int):
+            def move(list_name, rank, session, unlabelled, annotator, request: gr.Request,
+                     profile: gr.OAuthProfile | None = None):  # fmt: skip
+                return lh.move(
+                    list_name, rank if step else 1, step, session, unlabelled, annotator, request, profile
+                )
+
+            return move
+
+        move_in = [l_list, l_rank, session, l_unlabelled, annotator]
+        then_show(b_next.click(mover(1), move_in, [l_rank, l_cursor], api_name="next_hit"))
+        then_show(b_prev.click(mover(-1), move_in, [l_rank, l_cursor], api_name="prev_hit"))
+        then_show(l_list.input(mover(0), move_in, [l_rank, l_cursor], api_name="choose_list"))
+        l_rank.input(lh.show, show_in, show_out, **quiet)
+        l_unlabelled.change(lh.show, show_in, show_out, **quiet)
+        x_btn.click(lh.export_labels, [annotator], [x_files, x_md], api_name="export_labels")
+        g_refresh.click(lh.agreement, None, [g_report, g_queue], api_name="agreement")
+        g_tab.select(lh.agreement, None, [g_report, g_queue], api_visibility="private")
+        g_queue.select(lh.select_disagreement, None, [g_qid, g_cid, g_pair, g_qimg, g_cimg],
+                       api_name="select_disagreement")  # fmt: skip
+        g_btn.click(lh.adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
 
         demo.load(h.refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
-        if os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"):
-            # On a Space with sign-in, the annotator is the Hugging Face profile of whoever is signed in.
-            demo.load(annotator_from_profile, None, annotator, api_name=False)
+        if identity.oauth or identity.login:
+            # the annotator box shows who is signed in; labels take the name from the sign-in, not the box
+            demo.load(signed_in_name, None, annotator, api_name=False)
     return demo
 
 
-def launch_kwargs(workbench: Workbench) -> dict:
-    """Theme, CSS, keyboard script and the paths the UI may serve (corpus drawings, cache)."""
+def signed_in_name(request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+    """The name labels are stored under: the Hugging Face account or the login (shown, not editable)."""
+    name = getattr(profile, "username", "") if profile is not None else ""
+    return name or getattr(request, "username", "") or ""
+
+
+def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dict:
+    """Theme, CSS, keyboard script, the paths the UI may serve (corpus drawings, cache) and, with
+    ``--annotators``, the login check."""
     import json
 
+    auth = identity.auth() if identity is not None else None
     return {
+        **(
+            {
+                "auth": auth,
+                "auth_message": "Log in with the name and password (or shared secret) you were given.",
+            }
+            if auth
+            else {}
+        ),  # fmt: skip
         "theme": gr.themes.Soft(),
         "css": CSS,
         "head": KEYS_JS % json.dumps(SHORTCUTS),
         "allowed_paths": [
+            str(Path(workbench.corpus.image_root).resolve()),
             str(Path(workbench.corpus.root).resolve()),
             str(workbench.config.cache_dir.resolve()),
         ],
@@ -351,6 +524,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
     )
+    p.add_argument("--annotators", default=_env("PATENT_DEMO_ANNOTATORS", ""),
+                   help="who may label: 'name:password,...', '@FILE' (one name:password a line) or '*:SECRET' "
+                        "(a shared secret, any login name); labels go under the login (PATENT_DEMO_ANNOTATORS)")  # fmt: skip
+    p.add_argument("--admin", default=_env("PATENT_DEMO_ADMIN", ""),
+                   help="names (comma-separated) who may adjudicate and export; needs --annotators or a Space "
+                        "with sign-in (PATENT_DEMO_ADMIN)")  # fmt: skip
     p.add_argument("--export-labels", metavar="DIR", default=None,
                    help="write qrels.txt, hmcl.jsonl, dssdnet.jsonl from the label database into DIR and exit")  # fmt: skip
     return p.parse_args(argv)
@@ -374,20 +553,29 @@ def main(argv: list[str] | None = None) -> int:
     store = LabelStore(labels_path)
     wb = make_workbench(args)
     if args.export_labels:
-        out = Path(args.export_labels)
-        counts = (store.export_qrels(out / "qrels.txt"), store.export_hmcl(out / "hmcl.jsonl"),
-                  store.export_dssdnet(out / "dssdnet.jsonl", corpus=wb.corpus))  # fmt: skip
-        print(
-            f"{store.count()} labels -> {counts[0]} qrels lines, {counts[1]} HMCL rows, {counts[2]} DSSDNet rows in {out}"
-        )
+        out = store.export_all(Path(args.export_labels), corpus=wb.corpus)
+        n = {k: v for k, (_, v) in out.items()}
+        print(f"{store.count()} labels -> {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows, "
+              f"{n['dssdnet.jsonl']} DSSDNet rows, {n['disputed.jsonl']} disputed pairs in {args.export_labels}")  # fmt: skip
         return 0
+    try:
+        identity = Identity.from_flags(args.annotators, args.admin, oauth=on_space_with_sign_in())
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    try:
+        wb.corpus  # noqa: B018 - a raw collection is refused here, in one line naming the build command
+    except CorpusError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    store.purge_staged_images()  # drawings of searches that ended with the last server
     if not args.no_warmup:
-        wb.warm_up()
-    demo = build_demo(wb, store, warning)
+        wb.warm_up_background()
+    demo = build_demo(wb, store, warning, identity)
     demo.queue(default_concurrency_limit=2).launch(
-        server_name=args.host, server_port=args.port, **launch_kwargs(wb)
+        server_name=args.host, server_port=args.port, **launch_kwargs(wb, identity)
     )
     return 0
 

@@ -1,228 +1,278 @@
-"""The workbench UI's event handlers: ``Handlers(workbench, store)``, one method per event of ``app.py``.
+"""The workbench UI's search handlers: ``Handlers(workbench, store)``, one method per search event of ``app.py``
+(the label panel, export and agreement handlers are ``app_labelling.LabelHandlers``).
 
 Gradio calls the bound methods; each takes the values of its event's input components and returns the
-values of its outputs. Errors the user can act on (``ERRORS``) come back as a ⚠️ message and a toast; the
-server carries on. The core package never imports this module.
+values of its outputs. Every failure comes back as a ⚠️ message and a toast (no server path, user text
+escaped) and the server carries on. A failed search clears the results it replaces, so no label can go
+to a stale list. A drawing model whose index is still being built is refused with the names of the
+ready ones while the index builds in the background. The core package never imports this module.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import numpy as np
 
-from patent_demo.data.corpus import Corpus, CorpusError
-from patent_demo.drawing.imageio import DrawingError
-from patent_demo.labels.sessions import add_list, label_from_session, new_session
-from patent_demo.labels.store import (
-    Label,
-    LabelError,
-    LabelStore,
-    combined_query_id,
-    image_query_id,
-    text_query_id,
-)
+from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
+from patent_demo import examiner
+from patent_demo.labels.sessions import add_list, new_session, owner_of
+from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.workbench import Workbench
 
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
-QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
+MAX_K = 50
 
 
 class BadInput(Exception):
     """Raised inside handlers for messages the user should see (the server carries on)."""
 
 
-ERRORS = (DrawingError, CorpusError, LabelError, ValueError, KeyError, FileNotFoundError, BadInput)
-"""What a handler turns into a ⚠️ message (and a toast) instead of a stack trace."""
+def _k(value: Any) -> int:
+    """top-k from a request: a whole number from 1 to ``MAX_K``."""
+    try:
+        k = float(value)
+    except (TypeError, ValueError):
+        raise BadInput(f"top-k must be a whole number from 1 to {MAX_K}, got {str(value)[:20]!r}") from None
+    if not k.is_integer() or not 1 <= k <= MAX_K:
+        raise BadInput(f"top-k must be a whole number from 1 to {MAX_K}, got {str(value)[:20]!r}")
+    return int(k)
 
 
-def _warn(err: BaseException) -> str:
-    msg = str(err).strip("'\"") or type(err).__name__
-    gr.Warning(msg)
-    return f"⚠️ {msg}"
+def _model(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(f"choose a {what} model")
+    return value
+
+
+def _upload(file: Any, what: str = "a drawing (PNG, JPEG or TIFF)") -> tuple[str, bytes, str]:
+    """(path, bytes, suffix) of an uploaded file."""
+    if not file:
+        raise BadInput(f"upload {what} or pick an example first")
+    if not isinstance(file, str):
+        raise BadInput("the drawing must be an uploaded file")
+    path = Path(file)
+    if not path.is_file():
+        raise BadInput(f"the uploaded file {path.name} is gone: upload it again")
+    return file, path.read_bytes(), path.suffix.lower() or ".png"
 
 
 def _fmt(x: Any, nd: int = 3) -> str:
     return "–" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
 
 
-def _movement(bm25_rank: int, rank: int) -> str:
-    d = bm25_rank - rank
-    return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
-
-
-def _row(corpus: Corpus, patent_id: str, score: float) -> list:
-    """The patent columns of a result table row: id, Locarno code, title, score."""
-    p = corpus[patent_id]
-    return [p.id, p.locarno, p.title, round(float(score), 4)]
-
-
-def _query_ref(lab: Label, width: int = 60) -> str:
-    """How a labelled query reads in the disagreement queue: its text (shortened), its drawing file, or both."""
-    text = " ".join(lab.query_text.split())
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    drawing = ""
-    if lab.query_image_file:
-        drawing = f"drawing {lab.query_image_file}" + (
-            f" ({lab.query_patent_id})" if lab.query_patent_id else ""
-        )
-    return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id
-
-
-def _progress_md(store: LabelStore, session: dict | None, annotator: str) -> str:
-    if not session or not session.get("lists"):
-        return "No query yet: run a search, then label its hits."
-    shown = {row["id"] for rows in session["lists"].values() for row in rows}
-    judged = store.judged(session["query_id"], (annotator or "").strip()) if annotator else {}
-    done = len(shown & set(judged))
-    return (
-        f"**{done} of {len(shown)}** candidates of this query labelled by {annotator or '(enter your name)'}"
-    )
-
-
-def _cursor_md(wb: Workbench, session: dict | None, list_name: str, rank: int) -> str:
-    if not session or not session.get("lists", {}).get(list_name):
-        return "Select a hit (click it) or choose a list and rank."
-    rows = session["lists"][list_name]
-    rank = max(1, min(int(rank or 1), len(rows)))
-    row = rows[rank - 1]
-    p = wb.corpus[row["id"]]
-    return f"**{list_name} #{rank}** · `{p.id}` · {p.title} · Locarno {p.locarno or '–'} · score {row['score']:.3f}"
+def _with_notes(status: str, notes: list[str]) -> str:
+    """The status line with the search's notes (``patent_demo.examiner``): a ⚠️ warning (no good
+    match) first, the others (filter, cut-off) after."""
+    warn_ = [n for n in notes if n.startswith("⚠️")]
+    rest = [n for n in notes if not n.startswith("⚠️")]
+    return " · ".join(dict.fromkeys([*warn_, status, *rest]))
 
 
 class Handlers:
-    """The event handlers of the workbench UI over one workbench and one label store."""
+    """The search handlers of the workbench UI over one workbench and one label store."""
 
-    def __init__(self, workbench: Workbench, store: LabelStore) -> None:
+    def __init__(self, workbench: Workbench, store: LabelStore, identity=None) -> None:
+        from app_labelling import Identity
+
         self.wb = workbench
         self.store = store
+        self.identity = identity or Identity()
+        self._building: dict[str, threading.Thread] = {}
+        self._building_lock = threading.Lock()
 
-    def search_drawing(self, file, model, k, group, crop, locarno, annotator, progress=TRACK_TQDM):
-        """Search the corpus drawings with an uploaded drawing; returns gallery, spread line, hit table."""
+    def _who(self, annotator, request, profile) -> str:
         try:
-            if not file:
-                raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
-            data = Path(file).read_bytes()
-            res = self.wb.search_drawing(file, model, int(k), bool(group), bool(crop), locarno or "")
-            sha, rel = self.store.save_query_image(data, Path(file).suffix.lower() or ".png")
+            return self.identity.who(annotator, request, profile)
+        except Exception:  # noqa: BLE001 - searching needs no name; labelling will ask for one
+            return ""
+
+    def query_preview(self, file, crop):
+        """The query drawing as the encoder reads it (cropped to its ink when ``crop``), or nothing."""
+        from patent_demo.drawing.imageio import DrawingError, load_drawing
+
+        if not file or not isinstance(file, str):
+            return None
+        try:
+            return load_drawing(file, crop=bool(crop), square=False, size=512, name=Path(file).name)
+        except (DrawingError, MemoryError):
+            return None
+
+    def _ready(self, model: str) -> None:
+        """Refuse a drawing model whose index is not built yet, naming the ready ones, and have it built
+        in the background (one build per model: the workbench's per-model lock)."""
+        spec = self.wb.model(model, "drawing")
+        if self.wb.index_ready(spec):
+            return
+        with self._building_lock:
+            build = self._building.get(spec.key)
+            if build is None or not build.is_alive():
+                build = threading.Thread(
+                    target=self.wb.index, args=(spec,), daemon=True, name=f"index-{spec.key}"
+                )
+                self._building[spec.key] = build
+                build.start()
+        ready = [m.label for m in self.wb.models("drawing") if self.wb.index_ready(m)]
+        raise BadInput(
+            f"the index of {spec.label} is being built in the background; search again in a moment"
+            + (f", or use a ready model: {', '.join(ready)}" if ready else "")
+        )
+
+    def _replace(self, previous: dict | None) -> None:
+        if previous and previous.get("image_file"):
+            self.store.release_query_image(previous["image_file"])
+
+    def _failed(self, previous: dict | None, err: BaseException) -> tuple[str, dict]:
+        """A search failed: the message, and an empty session (same owner) so no label goes to old hits."""
+        self._replace(previous)
+        return warn(err), {"owner": owner_of(previous), "lists": {}, "checkpoints": {}}
+
+    def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
+                       before="", own=False, classification="", country="", kind="", date_from="", date_to="",
+                       request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                       progress=TRACK_TQDM):  # fmt: skip
+        """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
+        ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
+        from app_examiner import cropped_query, display_path, parse_filter
+
+        try:
+            file, data, suffix = _upload(file)
+            model, k = _model(model, "drawing"), _k(k)
+            self._ready(model)
+            if locarno is not None and not isinstance(locarno, str):
+                raise BadInput("the Locarno code must be text")
+            query, cropped = cropped_query(file, crop_image)
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
+            res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
+                                                 bool(crop), locarno or "", f, own, own_patent)  # fmt: skip
+            for hit in res.hits:
+                hit.image_path = display_path(self.wb, hit.image_path)
             spec = self.wb.model(model, "drawing")
-            session = new_session("image", image_query_id(sha), image_sha=sha, image_file=rel,
+            sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
+            session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
                                   patent_id=res.query_patent_id)  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["embedding"] = res.query_embedding.tolist()
             session["model"] = spec.key
-            gallery = [
-                (h.image_path, f"#{h.rank} {h.patent_id} · {h.view} · {h.locarno} · {h.score:.3f}")
-                for h in res.hits
-            ]
-            table = [
-                [h.rank, h.patent_id, h.view, h.locarno, h.locarno_title, h.title, round(h.score, 4)]
-                for h in res.hits
-            ]
-            status = f"{len(res.hits)} results with {spec.label} · {res.spread}"
-            return (gallery, status, table, session, "hmcl", 1,
-                    _cursor_md(self.wb, session, "hmcl", 1), _progress_md(self.store, session, annotator))  # fmt: skip
-        except ERRORS as err:
-            return (gr.update(), _warn(err), gr.update(), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
+            self._replace(previous)
+            who = self._who(annotator, request, profile)
+            judged = self.store.judged(session["query_id"], who) if who else {}
+            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", notes)
+            return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
+                    session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
+                    progress_md(self.store, session, who))  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
+            msg, session = self._failed(previous, err)
+            return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
 
-    def _text_tables(self, bm25, dss):
-        corpus = self.wb.corpus
-        bm = [[r, "", *_row(corpus, pid, s)] for r, (pid, s) in enumerate(bm25, 1)]
-        ds = [
-            [r, _movement(e["bm25_rank"], r), *_row(corpus, pid, s)]
-            for r, ((pid, s), e) in enumerate(zip(dss, dss.extras or [], strict=True), 1)
-        ]
-        return bm, ds
+    def _snipped(self, res, text: str) -> list:
+        """The hits of a text list, each with a snippet (escaped HTML) of the words BM25 matched."""
+        from patent_demo.text.highlight import snippet_html
 
-    def search_text(self, abstract, codes, model, k, annotator):
-        """BM25 and DSSDNet lists for a pasted abstract (optional classification codes)."""
+        hits = self.wb.text_hits(res)
+        bm25 = self.wb.bm25()
+        for h in hits:
+            h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
+        return hits
+
+    def search_text(self, abstract, codes, model, k, annotator, previous=None,
+                    before="", own=False, classification="", country="", kind="", date_from="", date_to="",
+                    request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
+        restricted by the filter panel."""
+        from app_examiner import parse_filter
+
         try:
             text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes or "")
-            bm25, dss = self.wb.search_text(text, qcodes, int(k), model)
+            qcodes = parse_query_codes(codes)
+            model, k = _model(model, "text"), _k(k)
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own)
+            bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
-            session = new_session("text", text_query_id(text), text=text, codes=qcodes)
-            add_list(session, "bm25", self.wb.text_hits(bm25), "bm25")
-            add_list(session, "dssdnet", self.wb.text_hits(dss), spec.checkpoint_id)
-            bm, ds = self._text_tables(bm25, dss)
+            session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
+            add_list(session, "bm25", self._snipped(bm25, text), "bm25")
+            add_list(session, "dssdnet", self._snipped(dss, text), spec.checkpoint_id)
+            add_list(session, "fused", self._snipped(lists["fused"], text), f"{spec.checkpoint_id}+bm25")
+            self._replace(previous)
+            who = self._who(annotator, request, profile)
+            judged = self.store.judged(session["query_id"], who) if who else {}
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
+            status = _with_notes(status, notes)
             if not len(bm25):
-                status = "⚠️ no corpus text shares a word with this abstract"
-            return (bm, ds, status, session, "dssdnet", 1,
-                    _cursor_md(self.wb, session, "dssdnet", 1), _progress_md(self.store, session, annotator))  # fmt: skip
-        except ERRORS as err:
-            return (gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
+                status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)
+            return (table_value(self.wb, session, "bm25", judged, None),
+                    table_value(self.wb, session, "dssdnet", judged, 1), status, session, "dssdnet", 1,
+                    cursor_md(self.wb, session, "dssdnet", 1, judged), progress_md(self.store, session, who))  # fmt: skip
+        except Exception as err:  # noqa: BLE001
+            msg, session = self._failed(previous, err)
+            return None, None, msg, session, gr.update(), 1, "No results: the search failed.", gr.update()
 
-    def explain(self, session, rank):
-        """The DSSDNet explanation of hit ``rank`` of the current text query: gate plot and figures."""
-        from patent_demo.plots import gate_plot
+    def fused_table(
+        self, session, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None
+    ):
+        """``/fused_text``: the fused list (BM25 + DSSDNet scores) of the current text query as a table."""
+        if not session or session.get("kind") != "text" or "fused" not in session.get("lists", {}):
+            return None
+        who = self._who(annotator, request, profile)
+        judged = self.store.judged(session["query_id"], who) if who else {}
+        return table_value(self.wb, session, "fused", judged, None)
 
-        rows = (session or {}).get("lists", {}).get("dssdnet")
-        if not rows:
-            return None, "Run a text search, then select a DSSDNet candidate."
-        rank = max(1, min(int(rank or 1), len(rows)))
-        row = rows[rank - 1]
-        e = row["extras"]
-        p = self.wb.corpus[row["id"]]
-        fig = gate_plot(e["gate"]) if e.get("gate") else None
-        md = (
-            f"### {p.id} · {p.title}\n"
-            f"DSSDNet rank {rank} (BM25 rank {e.get('bm25_rank')}, {_movement(e.get('bm25_rank', rank), rank)})  \n"
-            f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
-            f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
-            f"**t** = {_fmt(e.get('t'))} ({e.get('t_source') or '–'}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
-            f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
-            f"**Query**: {session.get('text', '')}\n\n**Candidate** ({p.locarno or 'no code'}): {self.wb.candidate_text(p)}"
-        )
-        return fig, md
+    def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, previous=None,
+                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
+                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                        progress=TRACK_TQDM):  # fmt: skip
+        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
+        restricted by the filter panel inside its search."""
+        from app_examiner import parse_filter
+        from patent_demo.results import Results
 
-    def select_text(self, session, evt: gr.SelectData):
-        rank = int(evt.index[0]) + 1
-        fig, md = self.explain(session, rank)
-        return fig, md, "dssdnet", rank, _cursor_md(self.wb, session, "dssdnet", rank)
-
-    def select_bm25(self, session, evt: gr.SelectData):
-        rank = int(evt.index[0]) + 1
-        return "bm25", rank, _cursor_md(self.wb, session, "bm25", rank)
-
-    def select_gallery(self, session, evt: gr.SelectData):
-        rank = int(evt.index) + 1
-        return "hmcl", rank, _cursor_md(self.wb, session, "hmcl", rank)
-
-    def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, progress=TRACK_TQDM):
-        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion."""
         try:
-            if not file:
-                raise BadInput("upload a drawing as well as the abstract")
-            data = Path(file).read_bytes()
+            file, data, suffix = _upload(file, "a drawing as well as the abstract")
             text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes or "")
-            k = int(k)
-            dres = self.wb.search_drawing(file, dmodel, k, True, True, "")
-            _, dss = self.wb.search_text(text, qcodes, k, tmodel)
-            hm = self.wb.index(dmodel).search_patents(dres.query_embedding, min(k, len(self.wb.corpus)))
+            qcodes = parse_query_codes(codes)
+            dmodel, tmodel, k = _model(dmodel, "drawing"), _model(tmodel, "text"), _k(k)
+            self._ready(dmodel)
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own)
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own)
+            dss = lists["dssdnet"]
+            hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
-            sha, rel = self.store.save_query_image(data, Path(file).suffix.lower() or ".png")
-            session = new_session("combined", combined_query_id(sha, text), text=text, codes=qcodes,
+            sha, rel = self.store.stage_query_image(data, suffix)
+            session = new_session("combined", combined_query_id(sha, text), previous, text=text, codes=qcodes,
                                   image_sha=sha, image_file=rel, patent_id=dres.query_patent_id)  # fmt: skip
-            add_list(session, "hmcl", dres.hits, self.wb.model(dmodel, "drawing").checkpoint_id)
+            add_list(session, "hmcl", self.wb.text_hits(hm), self.wb.model(dmodel, "drawing").checkpoint_id)
             add_list(session, "dssdnet", self.wb.text_hits(dss), self.wb.model(tmodel, "text").checkpoint_id)
             add_list(session, "fused", self.wb.text_hits(fused), "rrf60")
-            tables = [
-                [[r, *_row(self.wb.corpus, pid, s)] for r, (pid, s) in enumerate(res, 1)]
-                for res in (hm, dss, fused)
-            ]
-            return (*tables, "Fused with reciprocal rank fusion (k = 60).", session, "fused", 1,
-                    _cursor_md(self.wb, session, "fused", 1), _progress_md(self.store, session, annotator))  # fmt: skip
-        except ERRORS as err:
-            return (gr.update(), gr.update(), gr.update(), _warn(err), gr.update(), gr.update(), gr.update(),
-                    gr.update(), gr.update())  # fmt: skip
+            self._replace(previous)
+            who = self._who(annotator, request, profile)
+            judged = self.store.judged(session["query_id"], who) if who else {}
+            tables = [table_value(self.wb, session, name, judged, 1 if name == "fused" else None)
+                      for name in ("hmcl", "dssdnet", "fused")]  # fmt: skip
+            status = _with_notes("Fused with reciprocal rank fusion (k = 60). Combined labels judge whole patents "
+                                 "(qrels only).", notes + tnotes)  # fmt: skip
+            return (*tables, status, session, "fused", 1, cursor_md(self.wb, session, "fused", 1, judged),
+                    progress_md(self.store, session, who))  # fmt: skip
+        except Exception as err:  # noqa: BLE001
+            msg, session = self._failed(previous, err)
+            return (
+                None,
+                None,
+                None,
+                msg,
+                session,
+                gr.update(),
+                1,
+                "No results: the search failed.",
+                gr.update(),
+            )
 
     def embedding_maps(self, model_a, model_b, dims, session, progress=TRACK_TQDM):
         """PCA maps of two drawing models side by side (query and its top-k highlighted when present)."""
@@ -242,8 +292,8 @@ class Handlers:
                     )
                 )
             return *figs, ""
-        except ERRORS as err:
-            return gr.update(), gr.update(), _warn(err)
+        except Exception as err:  # noqa: BLE001
+            return gr.update(), gr.update(), warn(err)
 
     def evaluate(self, model, progress=TRACK_TQDM):
         """Drawing metrics on the test split and the worst queries first."""
@@ -256,134 +306,24 @@ class Handlers:
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
             figures = [r.query_figure for r in rows]
             return md, table, gr.update(choices=figures, value=figures[0] if figures else None)
-        except ERRORS as err:
-            return _warn(err), gr.update(), gr.update()
+        except Exception as err:  # noqa: BLE001
+            return warn(err), gr.update(), gr.update()
 
     def compare(self, figure, model_a, model_b):
         """One test figure searched with two models."""
         try:
             if not figure:
                 raise BadInput("evaluate a model first, then pick a query figure")
+            for model in (model_a, model_b):
+                self._ready(_model(model, "drawing"))
             a, b = self.wb.compare(figure, model_a, model_b, k=8)
             gal_a, gal_b = (
                 [(h.image_path, f"#{h.rank} {h.patent_id} {h.locarno} {h.score:.3f}") for h in res.hits]
                 for res in (a, b)
             )
             return gal_a, gal_b, f"A: {a.spread}  \nB: {b.spread}"
-        except ERRORS as err:
-            return gr.update(), gr.update(), _warn(err)
-
-    def do_label(self, label, list_name, rank, category, note, annotator, session):
-        """Store one judgement of hit ``rank`` of ``list_name`` for the current query; moves to the next hit."""
-        try:
-            lab = self.store.add(
-                label_from_session(session, list_name, int(rank), label, annotator, category, note)
-            )
-            n = len(session["lists"][list_name])
-            nxt = min(int(rank) + 1, n)
-            msg = f"✓ {lab.label} · {lab.candidate_id} ({list_name} #{lab.rank}) · label #{lab.id}"
-            return (
-                msg,
-                _progress_md(self.store, session, annotator),
-                nxt,
-                _cursor_md(self.wb, session, list_name, nxt),
-                "",
-            )
-        except ERRORS as err:
-            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update()
-
-    def undo(self, annotator, session):
-        """Undo the annotator's last label for the current query."""
-        try:
-            if not (annotator or "").strip():
-                raise BadInput("enter your name first: undo removes your own last label")
-            lab = self.store.undo_last(annotator.strip(), (session or {}).get("query_id"))
-            msg = (
-                "nothing to undo"
-                if lab is None
-                else f"↶ undid {lab.label} · {lab.candidate_id} ({lab.list_name} #{lab.rank})"
-            )
-            return msg, _progress_md(self.store, session, annotator)
-        except ERRORS as err:
-            return _warn(err), gr.update()
-
-    def move(self, list_name, rank, step, session):
-        rows = (session or {}).get("lists", {}).get(list_name) or []
-        r = max(1, min(int(rank or 1) + step, max(1, len(rows))))
-        return r, _cursor_md(self.wb, session, list_name, r)
-
-    def export_labels(self):
-        """Write TREC qrels and the HMCL / DSSDNet training rows; returns the three files."""
-        out = self.store.path.parent / "exports"
-        n_q = self.store.export_qrels(out / "qrels.txt")
-        n_h = self.store.export_hmcl(out / "hmcl.jsonl")
-        n_d = self.store.export_dssdnet(out / "dssdnet.jsonl", corpus=self.wb.corpus)
-        md = f"{self.store.count()} labels → {n_q} qrels lines, {n_h} HMCL rows, {n_d} DSSDNet rows (in `{out}`)"
-        return [str(out / "qrels.txt"), str(out / "hmcl.jsonl"), str(out / "dssdnet.jsonl")], md
-
-    def _queue(self) -> dict:
-        """The open disagreements as a table: query id, query, candidate, title, one column per annotator."""
-        first = {}
-        for lab in self.store.labels():
-            first.setdefault((lab.query_id, lab.candidate_id), lab)
-        open_pairs = self.store.disagreements()
-        names = sorted({a for _, by in open_pairs for a in by})
-        rows = [
-            [
-                q,
-                _query_ref(first[(q, c)]),
-                c,
-                self.wb.corpus[c].title if c in self.wb.corpus else "(not in this corpus)",
-            ]
-            + [by.get(a, "–") for a in names]
-            for (q, c), by in open_pairs
-        ]
-        return {"headers": QUEUE_HEADERS + names, "data": rows}
-
-    def agreement(self):
-        """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue."""
-        from patent_demo.labels.agreement import agreement_markdown, agreement_report
-
-        return agreement_markdown(agreement_report(self.store)), self._queue()
-
-    def select_disagreement(self, evt: gr.SelectData):
-        """Fill the adjudication form from a queue row: query id, candidate, and each annotator's label and note."""
-        row = evt.row_value or ["", "", ""]
-        query_id, cand = str(row[0]), str(row[2])
-        labs = [
-            x for x in self.store.labels(query_id=query_id) if x.candidate_id == cand and not x.adjudicated
-        ]
-        if not labs:
-            return "", "", "Select a row of the queue."
-        latest = {x.annotator: x for x in labs}
-        who = "  \n".join(
-            f"**{a}**: {x.label}"
-            + (f" ({x.category})" if x.category else "")
-            + (f" — {x.note}" if x.note else "")
-            for a, x in sorted(latest.items())
-        )
-        title = self.wb.corpus[cand].title if cand in self.wb.corpus else "(not in this corpus)"
-        return (
-            query_id,
-            cand,
-            f"**Query**: {_query_ref(labs[-1], 300)}  \n**Candidate** `{cand}` · {title}  \n{who}",
-        )
-
-    def adjudicate(self, query_id, candidate_id, label, note, annotator):
-        """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports."""
-        try:
-            previous = [x for x in self.store.labels(query_id=(query_id or "").strip())
-                        if x.candidate_id == (candidate_id or "").strip()]  # fmt: skip
-            lab = self.store.adjudicate(
-                query_id or "", candidate_id or "", label, annotator or "", note or ""
-            )
-            by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
-            votes = ", ".join(f"{a}: {v}" for a, v in sorted(by_annotator.items()))
-            again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
-            msg = f"✓ adjudicated {lab.candidate_id} for {lab.query_id} as **{lab.label}**{again} · was {votes} · label #{lab.id}"
-            return (msg, *self.agreement(), "", "", "", "Select a row of the queue.")
-        except ERRORS as err:
-            return _warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+        except Exception as err:  # noqa: BLE001
+            return gr.update(), gr.update(), warn(err)
 
     def refresh_models(self):
         """Rescan the checkpoint folders on every page load, so a model retrained while the app runs
@@ -391,8 +331,3 @@ class Handlers:
         drawing = gr.update(choices=[(m.label, m.key) for m in self.wb.models("drawing")])
         text = gr.update(choices=[(m.label, m.key) for m in self.wb.models("text")])
         return drawing, text, drawing, drawing, drawing, drawing, drawing
-
-
-def annotator_from_profile(profile: gr.OAuthProfile | None):
-    """Fill the annotator box with the signed-in Hugging Face username (left as typed when signed out)."""
-    return profile.username if profile is not None else gr.update()

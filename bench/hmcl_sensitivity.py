@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from patent_demo.taxonomy import HMCLWeights  # noqa: E402
+from patent_demo.hierarchy import HMCLWeights  # noqa: E402
 from train.hmcl_real_runner import mean_std  # noqa: E402
 
 log = logging.getLogger("bench.hmcl_sensitivity")

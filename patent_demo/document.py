@@ -48,13 +48,13 @@ def register_links(patent: Patent) -> list[tuple[str, str]]:
 
 def code_title(scheme: str, code: str) -> str:
     """The English title of a code (Locarno, IPC/CPC) from the built-in tables; ``""`` when unknown."""
-    from patent_demo import taxonomy
+    from patent_demo import titles
 
     try:
         if scheme == "locarno":
-            return taxonomy.locarno_title(code) or taxonomy.locarno_title(code[:2])
+            return titles.locarno_title(code) or titles.locarno_title(code[:2])
         if scheme in ("ipc", "cpc"):
-            return taxonomy.ipc_title(code)
+            return titles.ipc_title(code)
     except (KeyError, ValueError):
         return ""
     return ""

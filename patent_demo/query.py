@@ -8,6 +8,7 @@ from __future__ import annotations
 from patent_demo import taxonomy
 
 MAX_ABSTRACT_CHARS = 20_000
+MAX_CODES_CHARS = 2_000  # the whole codes field: fifty codes and their separators fit easily
 
 
 def parse_query_codes(text: str) -> dict[str, list[str]]:
@@ -15,6 +16,15 @@ def parse_query_codes(text: str) -> dict[str, list[str]]:
 
     A code is tried as Locarno first, then as IPC; one that is neither raises ``ValueError`` naming it.
     """
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise ValueError(f"classification codes must be text, got {type(text).__name__}")
+    if len(text) > MAX_CODES_CHARS:
+        raise ValueError(
+            f"the codes field has {len(text):,} characters; give at most {MAX_CODES_CHARS:,} "
+            f"(codes such as 06-01; A47C 7/02)"
+        )
     out: dict[str, list[str]] = {}
     for raw in [c.strip() for c in text.replace("\n", ";").replace(",", ";").split(";")]:
         if not raw:
@@ -29,7 +39,7 @@ def parse_query_codes(text: str) -> dict[str, list[str]]:
             break
         else:
             raise ValueError(
-                f"unknown classification code {raw!r}: give a Locarno code such as 06-01 or an IPC/CPC "
+                f"unknown classification code {raw if len(raw) <= 40 else raw[:40] + '…'!r}: give a Locarno code such as 06-01 or an IPC/CPC "
                 f"symbol such as A47C 7/02, separated by ';'"
             )
     return out
@@ -37,7 +47,15 @@ def parse_query_codes(text: str) -> dict[str, list[str]]:
 
 def check_abstract(text: str) -> str:
     """The stripped abstract, or ``ValueError`` when it is empty or longer than ``MAX_ABSTRACT_CHARS``."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"the abstract must be text, got {type(text).__name__}")
     text = (text or "").strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "the abstract holds a character that is not valid Unicode (a lone surrogate)"
+        ) from None
     if not text:
         raise ValueError("the abstract is empty: paste the text of the application to search with")
     if len(text) > MAX_ABSTRACT_CHARS:

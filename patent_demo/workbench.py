@@ -22,7 +22,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
+from patent_demo.drawing.scale import index_settings
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -169,6 +170,8 @@ class Workbench:
         self._encoders: dict[str, DrawingEncoder] = {}
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
+        self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
+        self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
         self._figure_sha: dict[str, str] | None = None
 
@@ -235,6 +238,8 @@ class Workbench:
         """The dense index of the corpus figures under ``model``: loaded from the cache or built (progress bar)."""
         spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
         with self._lock:
+            lock = self._index_locks.setdefault(spec.key, threading.Lock())
+        with lock:
             if spec.key in self._indexes:
                 return self._indexes[spec.key]
             root = self.config.cache_dir / "index" / self.fingerprint / spec.fingerprint
@@ -247,24 +252,17 @@ class Workbench:
                     raise ValueError("the corpus has no figures to index")
                 corpus = self.corpus
                 images = (corpus.open_image(f) for _, f in figures)
-                emb = embed_figures(
-                    enc.encode,
-                    images,
-                    batch_size=self.config.batch_size,
-                    progress=self.progress,
-                    total=len(figures),
-                    desc=f"embedding {len(figures)} drawings with {spec.label}",
-                )
-                index = DenseIndex.build(
-                    emb,
-                    [f.path for _, f in figures],
-                    [p.id for p, _ in figures],
-                    model=spec.encoder,
-                    checkpoint=spec.checkpoint_id,
-                )
+                emb = embed_figures(enc.encode, images, batch_size=self.config.batch_size, progress=self.progress,
+                                    total=len(figures), desc=f"embedding {len(figures)} drawings with {spec.label}")  # fmt: skip
+                index = DenseIndex.build(emb, [f.path for _, f in figures], [p.id for p, _ in figures],
+                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb)))  # fmt: skip
                 index.save(root)
             self._indexes[spec.key] = index
             return index
+
+    def index_ready(self, model: str | ModelSpec) -> bool:
+        """Whether ``model``'s index is in memory (a search with it answers at once)."""
+        return (model if isinstance(model, ModelSpec) else self.model(model, "drawing")).key in self._indexes
 
     def bm25(self) -> BM25Index:
         with self._lock:
@@ -293,14 +291,34 @@ class Workbench:
                     os.replace(tmp, path)
             return self._figure_sha
 
-    def warm_up(self, drawing_model: str | None = None, text: bool = True) -> None:
-        """Build (or load) the corpus, the default dense index, BM25 and the figure hashes now."""
-        drawing = self.models("drawing")
-        if drawing:
-            self.index(drawing_model or drawing[0].key)
+    def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
+        """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
+        the figure hashes now."""
+        drawing = [m.key for m in self.models("drawing")]
+        for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
+            self.index(key)
         if text:
             self.bm25()
         self.figure_sha()
+
+    def warm_up_background(self) -> threading.Thread:
+        """``warm_up(every_model=True)`` in a daemon thread (the default model first); see ``index_status``."""
+        self._warm_thread = threading.Thread(target=self.warm_up, kwargs={"every_model": True}, daemon=True)
+        self._warm_thread.start()
+        return self._warm_thread
+
+    def index_status(self) -> str:
+        """``""`` once every drawing model's index is ready, else a line naming those being built."""
+        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
+        if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
+            return ""
+        return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
+
+    def display_path(self, figure: Figure) -> str:
+        """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
+        from patent_demo.data.build import display_image
+
+        return str(display_image(self.corpus, figure, self.config.cache_dir / "thumbs" / self.fingerprint))
 
     # -- lookups ----------------------------------------------------------------------------------------
     def patent_of_figure(self, figure_path: str) -> tuple[Patent, Figure]:
@@ -317,7 +335,7 @@ class Workbench:
         view, image = "", ""
         if figure:
             _, fig = self.patent_of_figure(figure)
-            view, image = fig.view, str(self.corpus.image_path(fig))
+            view, image = fig.view, self.display_path(fig)
         try:
             loc_title = locarno_title(p.locarno) if p.locarno else ""
         except (KeyError, ValueError):
@@ -342,9 +360,11 @@ class Workbench:
         group_by_patent: bool = True,
         crop: bool = True,
         query_locarno: str = "",
+        allowed: Collection[str] | None = None,
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes)."""
+        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes).
+        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
         from patent_demo import taxonomy
 
         data = image if isinstance(image, bytes) else Path(image).read_bytes()
@@ -361,13 +381,13 @@ class Workbench:
         if not loc and own_patent:
             loc = self.corpus[own_patent].locarno
         if group_by_patent:
-            res = index.search_patents(q, k)
+            res = index.search_patents(q, k, allowed=allowed)
             hits = [
                 self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
                 for r, (pid, s) in enumerate(res, 1)
             ]
         else:
-            res = index.search(q, k)
+            res = index.search(q, k, allowed=allowed)
             hits = [
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
@@ -398,17 +418,48 @@ class Workbench:
     def candidate_text(self, patent: Patent) -> str:
         return candidate_text(patent)
 
+    def default_text_model(self) -> ModelSpec:
+        """The text model used when none is named: a trained checkpoint whose domain scheme matches the
+        corpus's (``patent_demo.text.select``), else the first text model."""
+        from patent_demo.text.select import text_model_for_scheme
+
+        specs = self.models("text")
+        return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
+
     def search_text(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> tuple[Results, Results]:
         """(BM25 top-k, DSSDNet top-k) for an abstract: ``patent_demo.text.search.rerank_run``, the path the
         training evaluation and the benchmarks take, over BM25's top ``max(k, bm25_candidates)``, all of
-        them re-ranked.
+        them re-ranked. ``allowed`` (patent ids, see ``patent_demo.filters``) restricts BM25 to those
+        documents.
 
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
         (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
         orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
         """
+        lists = self.search_text_lists(abstract, codes, k, model, allowed)
+        return lists["bm25"], lists["dssdnet"]
+
+    def search_text_lists(
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
+    ) -> dict[str, Results]:
+        """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
+        ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
+        with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
+        ``search_text``."""
+        from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
+
         text = check_abstract(abstract)
         query_codes = (
             parse_query_codes(codes) if isinstance(codes, str) else {s: list(c) for s, c in codes.items()}
@@ -417,14 +468,17 @@ class Workbench:
             raise ValueError(f"k must be at least 1, got {k}")
         query = TextQuery("query", text, query_codes)
         n = max(k, self.config.bm25_candidates)
-        first = first_stage(self.bm25(), [query], k=n)["query"]
+        only = {"query": allowed} if allowed is not None else None
+        first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
         if not len(first):
-            return first, first
-        spec = self.model(model, "text") if model else self.models("text")[0]
+            return {"bm25": first, "dssdnet": first, "fused": first}
+        spec = self.model(model, "text") if model else self.default_text_model()
         run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
-                         keep_extras=True)["query"].top(k)  # fmt: skip
+                         keep_extras=True, allowed=only)["query"]  # fmt: skip
         scores = [e.pop(_KeepScore.KEY) for e in run.extras]
-        return first.top(k), Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
+        reranked = Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
+        fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))
+        return {"bm25": first.top(k), "dssdnet": reranked.top(k), "fused": fused.top(k)}
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
         """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""
@@ -565,8 +619,8 @@ class Workbench:
             self.search_drawing(path, model_b, k=k, query_locarno=patent.locarno),
         )
 
-    def examples(self, n: int = 6) -> list[str]:
-        """Paths of up to ``n`` query figures from the test split, one per Locarno subclass where possible."""
+    def example_figures(self, n: int = 6) -> list[tuple[Patent, Figure]]:
+        """Up to ``n`` query figures from the test split, one per Locarno subclass where possible."""
         q_rows, _ = self.protocol()
         figs = self._figures()
         out, seen = [], set()
@@ -574,7 +628,10 @@ class Workbench:
             p, f = figs[row]
             if p.locarno not in seen:
                 seen.add(p.locarno)
-                out.append(str(self.corpus.image_path(f)))
+                out.append((p, f))
             if len(out) >= n:
                 break
         return out
+
+    def examples(self, n: int = 6) -> list[str]:  # the image files of example_figures
+        return [str(self.corpus.image_path(f)) for _, f in self.example_figures(n)]

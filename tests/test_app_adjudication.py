@@ -27,6 +27,7 @@ Worked by hand (grades relevant 2, partly 1, not 0):
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 from pathlib import Path
@@ -136,7 +137,15 @@ def test_agreement_report_and_queue(client, served):
 def test_adjudication_leaves_the_queue_and_wins_in_the_export(client, served):
     _, store, q_img, _ = served
     before = _qrels(client)
-    assert before[(Q_TEXT, "D0009")] == 0  # a 1-1 tie: the latest label (bob's "not") wins
+    assert (Q_TEXT, "D0009") not in before  # a 1-1 tie: undecided, exported nowhere...
+    files, md = client.predict(api_name="/export_labels")
+    disputed = [
+        json.loads(x)
+        for x in Path(next(f for f in files if f.endswith("disputed.jsonl"))).read_text().splitlines()
+    ]
+    assert disputed == [{"query_id": Q_TEXT, "candidate_id": "D0009", "modality": "text",
+                         "votes": {"alice": "relevant", "bob": "not"}}]  # fmt: skip
+    assert "1 disputed pairs" in md  # ...but listed as disputed
     assert before[(q_img, "D0002")] == 2  # the majority
 
     out = client.predict(Q_TEXT, "D0009", "relevant", " the shade matches ", "dana", api_name="/adjudicate")
@@ -161,7 +170,7 @@ def test_adjudication_leaves_the_queue_and_wins_in_the_export(client, served):
                    "the shade matches", 1)  # fmt: skip
 
     after = _qrels(client)
-    assert after == {**before, (Q_TEXT, "D0009"): 2}
+    assert after == {**before, (Q_TEXT, "D0009"): 2}  # adjudicated: decided
 
     # Adjudicating against the majority also wins; a second adjudication replaces the first.
     client.predict(q_img, "D0002", "not", "", "dana", api_name="/adjudicate")

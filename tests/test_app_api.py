@@ -94,7 +94,7 @@ def test_search_drawing_label_undo_export(client, server):
 
     files, md = client.predict(api_name="/export_labels")
     by_name = {f.rsplit("/", 1)[-1]: f for f in files}
-    assert sorted(by_name) == ["dssdnet.jsonl", "hmcl.jsonl", "qrels.txt"]
+    assert sorted(by_name) == ["disputed.jsonl", "dssdnet.jsonl", "hmcl.jsonl", "qrels.txt"]
     hmcl_rows = [json.loads(line) for line in open(by_name["hmcl.jsonl"], encoding="utf-8")]
     mine = [r for r in hmcl_rows if r["anchor"]["patent_id"] == "D0006"]
     assert [p["patent_id"] for p in mine[0]["positives"]] == ["D0006"] and mine[0]["hard_negatives"] == []
@@ -158,3 +158,17 @@ def test_bad_drawing_input_is_reported_and_server_carries_on(client, server, tmp
 def test_label_without_a_query_or_name(client):
     msg, *_ = client.predict("relevant", "hmcl", 1, "", "", "ann", api_name="/label")
     assert msg == "⚠️ a label needs a query and a candidate: run a search first"
+
+
+def test_search_text_fused_list_and_explanation(client, server):
+    """The text tab's fused list (BM25 + DSSDNet scores) and the explanation of a DSSDNet candidate."""
+    _, wb, _ = server
+    client.predict(
+        "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
+    )
+    lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5, model="dssdnet-untrained")
+    fused = client.predict(api_name="/fused_text")
+    assert [r[2] for r in fused["data"]] == lists["fused"].ids
+    _, md = client.predict(1, api_name="/explain")
+    assert "⚠️ The gate is flat" in md or "Gate: " in md
+    assert "domain-sensitive head" in md and "flipping it would change the score by" in md

@@ -60,7 +60,8 @@ def test_drawing_search_and_keyboard_labels(browser, server):  # noqa: F811
     page.wait_for_timeout(500)
     page.locator("#d-search").click()
     page.locator("#d-gallery img").nth(9).wait_for(timeout=20_000)
-    assert page.locator("#d-gallery img").count() == 10  # k = 10 (the default), one per patent
+    # k = 10 (the default), one per patent; the preview of the cursor hit shows beside the grid
+    assert page.locator("#d-gallery .thumbnail-lg").count() == 10
     assert "in the query's subclass 06-03" in page.locator("#d-status").inner_text()
     page.screenshot(path=str(ARTIFACTS / "drawing-1366.png"), full_page=True)
 

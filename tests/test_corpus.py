@@ -135,7 +135,8 @@ def test_unknown_field_in_manifest(tmp_path):
 def test_not_a_corpus(tmp_path):
     with pytest.raises(CorpusError) as err:
         Corpus.load(tmp_path)
-    assert str(err.value) == f"{tmp_path} is not a corpus: manifest.jsonl not found"
+    assert str(err.value).startswith(f"{tmp_path} is not a built corpus (manifest.jsonl not found)")
+    assert "`patent-demo corpus build --source" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_images_are_read_lazily(tmp_path):
@@ -185,3 +186,28 @@ def test_manifest_is_written_with_normal_permissions(tmp_path):
     os.umask(umask)
     for name in ("manifest.jsonl", "splits.json", "qrels.txt"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
+
+
+def test_family_splits_keep_families_whole_and_are_stable():
+    from patent_demo.data.corpus import family_splits
+
+    family_of = {f"P{i:03d}": f"F{i // 3}" for i in range(300)}  # 100 families of 3
+    splits = family_splits(family_of, seed=1)
+    assert sorted(sum(splits.values(), [])) == sorted(family_of)
+    where = {pid: name for name, ids in splits.items() for pid in ids}
+    for i in range(0, 300, 3):
+        assert where[f"P{i:03d}"] == where[f"P{i + 1:03d}"] == where[f"P{i + 2:03d}"]
+    assert (len(splits["train"]), len(splits["val"]), len(splits["test"])) == (210, 45, 45)
+    # adding families later moves none of the existing patents
+    more = {**family_of, **{f"Q{i}": f"G{i}" for i in range(50)}}
+    where2 = {pid: name for name, ids in family_splits(more, seed=1).items() for pid in ids}
+    assert len([p for p in family_of if where2[p] != where[p]]) <= 0.2 * len(family_of)
+    assert family_splits(family_of, seed=2) != splits
+
+
+def test_family_splits_of_a_small_corpus_have_every_split():
+    from patent_demo.data.corpus import family_splits
+
+    for seed in range(20):
+        splits = family_splits({f"P{i}": f"P{i}" for i in range(20)}, seed=seed)
+        assert [len(splits[n]) for n in ("train", "val", "test")] == [14, 3, 3], seed

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from patent_demo import taxonomy
+from patent_demo import hierarchy, taxonomy
 from patent_demo.data.corpus import Corpus
 from patent_demo.data.democorpus import (
     TYPES,
@@ -164,7 +164,7 @@ def test_each_split_holds_pairs_at_every_hierarchy_level(corpus: Corpus):
         counts = Counter()
         for i, (pa, la) in enumerate(figs):
             for pb, lb in figs[i + 1 :]:
-                counts[taxonomy.relation(pa, la, pb, lb)] += 1
+                counts[hierarchy.relation(pa, la, pb, lb)] += 1
         assert min(counts["patent"], counts["subclass"], counts["main"]) >= 10, (split, counts)
 
 

@@ -58,6 +58,9 @@ def labelled(world):
     tmp, corpus, ck = world
     wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=(ck,), bm25_candidates=24),
                    corpus=corpus, progress=False)  # fmt: skip
+    wb.warm_up(
+        "parent"
+    )  # as the app does at start-up: a search with a model whose index is not ready is refused
     store = LabelStore(tmp / "labels" / "labels.sqlite")
     demo = app.build_demo(wb, store)
     port = free_port()
@@ -98,7 +101,12 @@ def labelled(world):
                 assert msg.startswith(f"✓ {label} · {pid} (dssdnet #{rank})")
                 judged["text:" + qpid][pid] = (label, rank)
         files, _ = client.predict(api_name="/export_labels")
-        assert sorted(f.rsplit("/", 1)[-1] for f in files) == ["dssdnet.jsonl", "hmcl.jsonl", "qrels.txt"]
+        assert sorted(f.rsplit("/", 1)[-1] for f in files) == [
+            "disputed.jsonl",
+            "dssdnet.jsonl",
+            "hmcl.jsonl",
+            "qrels.txt",
+        ]
     finally:
         demo.close()
         store.close()

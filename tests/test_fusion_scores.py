@@ -63,3 +63,26 @@ def test_checkpoint_weight(tmp_path):
     assert checkpoint_fusion_weight(tmp_path) == 0.35
     (tmp_path / "metrics.json").write_text('{"after": {}}')
     assert checkpoint_fusion_weight(tmp_path) == DEFAULT_FUSION_WEIGHT
+
+
+def test_workbench_text_lists_hold_the_fused_list(tmp_path):
+    from tests.test_pipeline import make_workbench
+
+    wb, _ = make_workbench(tmp_path)
+    lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5)
+    n = min(5, len(lists["bm25"]))
+    assert (
+        sorted(lists) == ["bm25", "dssdnet", "fused"] and n >= 2 and all(len(r) == n for r in lists.values())
+    )
+    bm25, dss = wb.search_text("lamp with a shade and bulb", "26-05", k=5)
+    assert lists["bm25"].ids == bm25.ids and lists["dssdnet"].ids == dss.ids
+    pool = wb.bm25().search("lamp with a shade and bulb", k=wb.config.bm25_candidates)
+    spec = wb.default_text_model()
+    reranked = wb.reranker(spec).rank(
+        "lamp with a shade and bulb",
+        [(p, wb.candidate_text(wb.corpus[p]), wb.corpus[p].codes) for p in pool.ids],
+        query_codes={"locarno": ["26-05"]},
+    )
+    want = score_fusion(pool, reranked, DEFAULT_FUSION_WEIGHT)  # no checkpoint: the default weight
+    assert lists["fused"].ids == want.ids[:n]
+    assert all("fused" in e and "bm25_rank" in e for e in lists["fused"].extras)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from patent_demo import taxonomy
+from patent_demo import hierarchy
 from patent_demo.losses import hierarchical_weights
 from patent_demo.metrics import ItemLabels, drawing_metrics, macro_means, paired_bootstrap
 
@@ -26,31 +26,35 @@ ITEMS = [
     ("U5", "uspc", "D6"),
     ("X1", "uspc", ""),
 ]
-WEIGHTS = [taxonomy.HMCLWeights(), taxonomy.HMCLWeights(1.0, 0.5, 0.1), taxonomy.HMCLWeights(2.0, 0.0, 0.0)]
+WEIGHTS = [
+    hierarchy.HMCLWeights(),
+    hierarchy.HMCLWeights(1.0, 0.5, 0.1),
+    hierarchy.HMCLWeights(2.0, 0.0, 0.0),
+]
 
 
 def _keys():
-    return [taxonomy.hierarchy_keys(s, c) for _, s, c in ITEMS]
+    return [hierarchy.hierarchy_keys(s, c) for _, s, c in ITEMS]
 
 
 def _ids():
-    pid = taxonomy.factorize([p for p, _, _ in ITEMS])
-    sub = taxonomy.factorize([k[0] for k in _keys()])
-    main = taxonomy.factorize([k[1] for k in _keys()])
+    pid = hierarchy.factorize([p for p, _, _ in ITEMS])
+    sub = hierarchy.factorize([k[0] for k in _keys()])
+    main = hierarchy.factorize([k[1] for k in _keys()])
     return torch.from_numpy(pid), torch.from_numpy(sub), torch.from_numpy(main)
 
 
-def _pairwise(w: taxonomy.HMCLWeights) -> np.ndarray:
+def _pairwise(w: hierarchy.HMCLWeights) -> np.ndarray:
     n = len(ITEMS)
     out = np.zeros((n, n))
     for i, (pa, sa, ca) in enumerate(ITEMS):
         for j, (pb, sb, cb) in enumerate(ITEMS):
-            out[i, j] = taxonomy.hmcl_weight(pa, (sa, ca), pb, (sb, cb), w)
+            out[i, j] = hierarchy.hmcl_weight(pa, (sa, ca), pb, (sb, cb), w)
     return out
 
 
 def test_defaults_are_defined_once():
-    w = taxonomy.HMCLWeights()
+    w = hierarchy.HMCLWeights()
     assert w.as_tuple() == (1.0, 0.35, 0.2)
     from patent_demo.losses import HMCLLoss
 
@@ -65,7 +69,7 @@ def test_loss_matrix_and_pairs_agree(w):
     h_pairs = _pairwise(w)
     np.fill_diagonal(h_pairs, 0.0)
     np.testing.assert_array_equal(h_loss, h_pairs)
-    h_matrix = taxonomy.hmcl_weight_matrix(
+    h_matrix = hierarchy.hmcl_weight_matrix(
         [p for p, _, _ in ITEMS], [(s, c) for _, s, c in ITEMS], w, np.float64
     )
     np.fill_diagonal(h_matrix, 0.0)
@@ -94,22 +98,22 @@ def test_hier_ndcg_gains_are_the_same_relevance(w):
 
 
 def test_schemes_relate_only_through_the_patent():
-    assert taxonomy.hierarchy_keys("uspc", "D6/369") == ("uspc:D6/369", "uspc:D6")
-    assert taxonomy.hierarchy_keys("uspc", "D6-369") == ("uspc:D6/369", "uspc:D6")
-    assert taxonomy.hierarchy_keys("uspc", "D 6369") == ("uspc:D6/369", "uspc:D6")
-    assert taxonomy.hierarchy_keys("uspc", "D6") == ("", "uspc:D6")
-    assert taxonomy.hierarchy_keys("locarno", "0601") == ("locarno:06-01", "locarno:06")
-    assert taxonomy.relation("A", ("uspc", "D6/369"), "B", ("uspc", "D6/380")) == taxonomy.Relation.MAIN
-    assert taxonomy.relation("A", ("uspc", "D6/369"), "B", ("uspc", "D6-369")) == taxonomy.Relation.SUBCLASS
-    assert taxonomy.relation("A", ("locarno", "06-01"), "B", ("uspc", "D6/369")) == taxonomy.Relation.NONE
-    assert taxonomy.relation("A", ("locarno", "06-01"), "A", ("uspc", "D6/369")) == taxonomy.Relation.PATENT
+    assert hierarchy.hierarchy_keys("uspc", "D6/369") == ("uspc:D6/369", "uspc:D6")
+    assert hierarchy.hierarchy_keys("uspc", "D6-369") == ("uspc:D6/369", "uspc:D6")
+    assert hierarchy.hierarchy_keys("uspc", "D 6369") == ("uspc:D6/369", "uspc:D6")
+    assert hierarchy.hierarchy_keys("uspc", "D6") == ("", "uspc:D6")
+    assert hierarchy.hierarchy_keys("locarno", "0601") == ("locarno:06-01", "locarno:06")
+    assert hierarchy.relation("A", ("uspc", "D6/369"), "B", ("uspc", "D6/380")) == hierarchy.Relation.MAIN
+    assert hierarchy.relation("A", ("uspc", "D6/369"), "B", ("uspc", "D6-369")) == hierarchy.Relation.SUBCLASS
+    assert hierarchy.relation("A", ("locarno", "06-01"), "B", ("uspc", "D6/369")) == hierarchy.Relation.NONE
+    assert hierarchy.relation("A", ("locarno", "06-01"), "A", ("uspc", "D6/369")) == hierarchy.Relation.PATENT
     # a patent with both schemes is placed under Locarno
     both = {"uspc": ["D2/969"], "locarno": ["02-04"]}
-    assert taxonomy.patent_hierarchy(both) == ("locarno:02-04", "locarno:02")
-    assert taxonomy.patent_hierarchy({"uspc": ["D2/969"]}) == ("uspc:D2/969", "uspc:D2")
-    assert taxonomy.patent_hierarchy({}) == ("", "")
+    assert hierarchy.patent_hierarchy(both) == ("locarno:02-04", "locarno:02")
+    assert hierarchy.patent_hierarchy({"uspc": ["D2/969"]}) == ("uspc:D2/969", "uspc:D2")
+    assert hierarchy.patent_hierarchy({}) == ("", "")
     with pytest.raises(ValueError, match="hierarchy scheme"):
-        taxonomy.hierarchy_keys("ipc", "A47C 7/02")
+        hierarchy.hierarchy_keys("ipc", "A47C 7/02")
 
 
 def test_item_labels_main_class_of_uspc():

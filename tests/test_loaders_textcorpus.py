@@ -128,7 +128,7 @@ def test_labelled_pairs_errors_name_the_line(tmp_path):
     path.write_text(TSV.replace("1\tEP4", "2\tEP4"))
     with pytest.raises(CorpusError) as err:
         load_labelled_pairs(path)
-    assert str(err.value) == f"{path}:5: Quality '2' is not 0 or 1"
+    assert str(err.value) == f"{path}:5: Quality '2' is not in [0, 1]"
     path.write_text(TSV.replace("A valve\t1\t1\t0", "A valve\t1\tyes\t0"))
     with pytest.raises(CorpusError) as err:
         load_labelled_pairs(path)

@@ -114,7 +114,7 @@ def test_parse_grant_utility_with_entities_cpc_and_citations():
     assert p.codes == {"ipc": ["A47C 7/02"], "cpc": ["B26B 21/4012"]}
     assert p.date == "2013-04-16"
     assert p.citations == ["USD0428532", "EP0123456"]
-    assert p.extra == {"cited_by_examiner": ["USD0428532"]}
+    assert p.extra == {"cited_by_examiner": ["USD0428532"], "application_number": "1"}
     assert (p.country, p.kind_code) == ("US", "B2")
 
 
@@ -194,6 +194,14 @@ def test_redbook_spot_check_usd0907292():
     assert (p.filing_date, p.priority_date) == ("2019-02-20", "2013-09-25")
     assert (p.country, p.kind_code) == ("US", "S1")
     assert p.claims == "The ornamental design for a shaving blade cartridge, as shown and described."
+    # continuation of application 29/606,243 (granted as D845,543) and of 15/275,884 (US 9,925,677)
+    assert p.extra["application_number"] == "29680800"
+    assert p.extra["related"][:4] == [
+        "application:29606243",
+        "grant:USD0845543",
+        "application:15275884",
+        "grant:US09925677",
+    ]
 
 
 def test_redbook_dates_are_ordered_and_every_design_has_its_claim():

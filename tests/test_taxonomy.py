@@ -8,8 +8,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from patent_demo import hierarchy as hx
 from patent_demo import taxonomy as tx
-from patent_demo.taxonomy import IPC, USPC, HMCLWeights, Locarno, Relation
+from patent_demo.hierarchy import HMCLWeights, Relation
+from patent_demo.taxonomy import IPC, USPC, Locarno
 from patent_demo.titles import locarno_title
 from tests.conftest import require_shared
 
@@ -262,21 +264,21 @@ def test_hmcl_weights_validation():
 
 
 def test_relation_and_weight():
-    assert tx.relation("p1", "06-01", "p1", "14-02") is Relation.PATENT
-    assert tx.relation("p1", "0601", "p2", "LOC (13) Cl. 06-01") is Relation.SUBCLASS
-    assert tx.relation("p1", "06-01", "p2", "06-03") is Relation.MAIN
-    assert tx.relation("p1", "06", "p2", "06") is Relation.MAIN
-    assert tx.relation("p1", "06-01", "p2", "14-01") is Relation.NONE
-    assert tx.relation("p1", "", "p2", "06-01") is Relation.NONE
-    assert tx.relation("p1", None, "p2", None) is Relation.NONE
+    assert hx.relation("p1", "06-01", "p1", "14-02") is Relation.PATENT
+    assert hx.relation("p1", "0601", "p2", "LOC (13) Cl. 06-01") is Relation.SUBCLASS
+    assert hx.relation("p1", "06-01", "p2", "06-03") is Relation.MAIN
+    assert hx.relation("p1", "06", "p2", "06") is Relation.MAIN
+    assert hx.relation("p1", "06-01", "p2", "14-01") is Relation.NONE
+    assert hx.relation("p1", "", "p2", "06-01") is Relation.NONE
+    assert hx.relation("p1", None, "p2", None) is Relation.NONE
     assert Relation.SUBCLASS == "subclass"
     w = HMCLWeights(0.9, 0.5, 0.1)
-    assert tx.hmcl_weight("p1", "06-01", "p1", "06-01") == 1.0
-    assert tx.hmcl_weight("p1", "06-01", "p2", "06-01") == 0.35
-    assert tx.hmcl_weight("p1", "06-01", "p2", "06-09") == 0.2
-    assert tx.hmcl_weight("p1", "06-01", "p2", "07-01") == 0.0
+    assert hx.hmcl_weight("p1", "06-01", "p1", "06-01") == 1.0
+    assert hx.hmcl_weight("p1", "06-01", "p2", "06-01") == 0.35
+    assert hx.hmcl_weight("p1", "06-01", "p2", "06-09") == 0.2
+    assert hx.hmcl_weight("p1", "06-01", "p2", "07-01") == 0.0
     assert [
-        tx.hmcl_weight("a", "0601", b, c, w) for b, c in [("a", ""), ("b", "6-1"), ("b", "6"), ("b", "7")]
+        hx.hmcl_weight("a", "0601", b, c, w) for b, c in [("a", ""), ("b", "6-1"), ("b", "6"), ("b", "7")]
     ] == [
         0.9,
         0.5,
@@ -291,18 +293,18 @@ def test_weight_matrix_matches_scalar_function():
     pids = [f"p{int(i)}" for i in rng.integers(0, 6, size=40)]
     subs = [codes[int(i)] for i in rng.integers(0, len(codes), size=40)]
     for weights in (HMCLWeights(), HMCLWeights(1.0, 0.5, 0.5), HMCLWeights(2.0, 0.0, 0.0)):
-        m = tx.hmcl_weight_matrix(pids, subs, weights)
+        m = hx.hmcl_weight_matrix(pids, subs, weights)
         assert m.shape == (40, 40) and m.dtype == np.float32
         ref = np.array(
             [
-                [tx.hmcl_weight(pa, sa, pb, sb, weights) for pb, sb in zip(pids, subs, strict=True)]
+                [hx.hmcl_weight(pa, sa, pb, sb, weights) for pb, sb in zip(pids, subs, strict=True)]
                 for pa, sa in zip(pids, subs, strict=True)
             ],
             dtype=np.float32,
         )
         np.testing.assert_array_equal(m, ref)
         np.testing.assert_array_equal(np.diag(m), np.full(40, weights.s_p, dtype=np.float32))
-    small = tx.hmcl_weight_matrix(
+    small = hx.hmcl_weight_matrix(
         ["a", "a", "b", "c", "d"], ["06-01", "06-01", "06-01", "06-02", "14-01"], dtype=np.float64
     )
     np.testing.assert_array_equal(
@@ -316,31 +318,31 @@ def test_weight_matrix_matches_scalar_function():
         ],
     )
     with pytest.raises(ValueError, match=r"^3 patent ids but 2 subclasses$"):
-        tx.hmcl_weight_matrix(["a", "b", "c"], ["06-01", "06-02"])
+        hx.hmcl_weight_matrix(["a", "b", "c"], ["06-01", "06-02"])
 
 
 # -- domain label -----------------------------------------------------------------------------------
 
 
 def test_domain_label_levels():
-    assert tx.domain_label(["A47C 7/02", "G06F 3/00"], ["A47C 1/00"]) == 1
-    assert tx.domain_label("A47C 7/02", "A47B 13/00") == 0
-    assert tx.domain_label("A47C 7/02", "A47B 13/00", level="class") == 1
-    assert tx.domain_label("A47C 7/02", "A61B 5/00", level="class") == 0
-    assert tx.domain_label("A47C 7/02", "A61B 5/00", level="section") == 1
-    assert tx.domain_label("A47C 7/02", "A47C 7/04", level="group") == 1
-    assert tx.domain_label("A47C", "A47C 7/04", level="group") == 0
-    assert tx.domain_label([], ["A47C"]) == 0
-    assert tx.domain_label("", "A47C") == 0
-    assert tx.domain_label(["A47C0007020000"], {"A47C"}) == 1
-    assert tx.domain_label("06-01", "06-03", scheme="locarno") == 0
-    assert tx.domain_label("06-01", "06-03", level="main", scheme="locarno") == 1
+    assert hx.domain_label(["A47C 7/02", "G06F 3/00"], ["A47C 1/00"]) == 1
+    assert hx.domain_label("A47C 7/02", "A47B 13/00") == 0
+    assert hx.domain_label("A47C 7/02", "A47B 13/00", level="class") == 1
+    assert hx.domain_label("A47C 7/02", "A61B 5/00", level="class") == 0
+    assert hx.domain_label("A47C 7/02", "A61B 5/00", level="section") == 1
+    assert hx.domain_label("A47C 7/02", "A47C 7/04", level="group") == 1
+    assert hx.domain_label("A47C", "A47C 7/04", level="group") == 0
+    assert hx.domain_label([], ["A47C"]) == 0
+    assert hx.domain_label("", "A47C") == 0
+    assert hx.domain_label(["A47C0007020000"], {"A47C"}) == 1
+    assert hx.domain_label("06-01", "06-03", scheme="locarno") == 0
+    assert hx.domain_label("06-01", "06-03", level="main", scheme="locarno") == 1
     with pytest.raises(ValueError, match=r"^unknown IPC level 'main'"):
-        tx.domain_label("A47C", "A47C", level="main")
+        hx.domain_label("A47C", "A47C", level="main")
     with pytest.raises(
         ValueError, match=r"^domain labels need scheme 'ipc', 'cpc' or 'locarno', got 'uspc'$"
     ):
-        tx.domain_label("D6/369", "D6/369", scheme="uspc")
+        hx.domain_label("D6/369", "D6/369", scheme="uspc")
 
 
 # -- every code in the real USPTO XML samples --------------------------------------------------------

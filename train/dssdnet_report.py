@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo import checkpoint
-from patent_demo.metrics import per_query_metrics, read_run
+from patent_demo.metrics import per_query_metrics
 from patent_demo.results import Results
 from patent_demo.text.fusion import FUSION_METRICS, fuse_run, tune_fusion_weight
 from train import dssdnet_data
@@ -46,24 +46,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
     p.add_argument("--json", default=None, help="write the figures here")
     p.add_argument("--md", default=None, help="write the markdown table here")
+    p.add_argument(
+        "--ship",
+        default=None,
+        help="copy the run with the best validation objective (DSSDNet's, never the test's) to this checkpoint "
+        "directory, with its tuned fusion weight in metrics.json and the scheme in config.json",
+    )
     p.add_argument("data", nargs=argparse.REMAINDER, help="after --: the training runs' data options")
     return p
 
 
-def ranked(scores: dict[str, float]) -> Results:
-    """A TREC run's {doc: score} as a list, by score and then doc id descending (trec_eval's order)."""
-    ids = sorted(scores, key=lambda d: (-scores[d], tuple(-ord(c) for c in d)))
-    return Results(ids, [scores[d] for d in ids])
+def read_ranked(path: Path) -> dict[str, Results]:
+    """A TREC run file as lists in its rank column's order (so ties keep the order they were ranked in;
+    ``metrics.read_run`` re-sorts by score as trec_eval does, which reorders tied duplicates)."""
+    rows: dict[str, list[tuple[int, str, float]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 6:
+            rows.setdefault(parts[0], []).append((int(parts[3]), parts[2], float(parts[4])))
+    return {q: Results([d for _, d, _ in sorted(r)], [s for _, _, s in sorted(r)]) for q, r in rows.items()}
 
 
 def split_lists(run_dir: Path, split: str, k_rerank: int) -> tuple[dict, dict]:
     """(BM25 run, re-ranker scores of each query's BM25 top ``k_rerank``) of one split of one run."""
-    bm25 = {q: ranked(s) for q, s in read_run(run_dir / f"bm25.{split}.txt").items()}
-    rerun = read_run(run_dir / f"run.{split}.txt")
+    bm25 = read_ranked(run_dir / f"bm25.{split}.txt")
+    rerun = read_ranked(run_dir / f"run.{split}.txt")
     head = {}
     for q, first in bm25.items():
         ids = first.ids[:k_rerank]
-        head[q] = Results.from_unsorted(ids, [rerun[q][d] for d in ids])
+        score = dict(zip(rerun[q].ids, rerun[q].scores.tolist(), strict=True))
+        head[q] = Results(
+            [d for d in rerun[q].ids if d in set(ids)], [score[d] for d in rerun[q].ids if d in set(ids)]
+        )
     return bm25, head
 
 
@@ -165,7 +179,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.md:
         checkpoint.write_text(args.md, text)
     log.info("\n%s", text)
+    if args.ship:
+        ship(result, Path(args.ship), command)
     return 0
+
+
+def ship(result: dict, out: Path, command: str) -> Path:
+    """Copy the best run by validation nDCG@10 of DSSDNet (ties: the first) to ``out``: weights, tokenizer,
+    config (plus ``"scheme"``), metrics (plus ``"fusion"``: the weight tuned on that run's validation
+    queries) and its command."""
+    import shutil
+
+    def val_score(entry: dict) -> float:
+        m = checkpoint.load_metrics(entry["run"]).get("splits", {}).get("val", {}).get("after", {})
+        return float(m.get("ndcg@10", float("-inf")))
+
+    best = max(result["per_seed"], key=val_score)
+    src = Path(best["run"])
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in ("model.safetensors", "command.txt"):
+        shutil.copy2(src / name, out / name)
+    shutil.copytree(src / "tokenizer", out / "tokenizer")
+    config = checkpoint.load_config(src)
+    config["scheme"] = config["model"]["domain_scheme"]
+    checkpoint.write_json(out / checkpoint.CONFIG, config)
+    metrics = checkpoint.load_metrics(src)
+    metrics["fusion"] = {"weight": best["weight"], "tuned_on": "val", "objective": list(FUSION_METRICS),
+                         "test": best["test"], "report": command, "selected_from": [s["run"] for s in result["per_seed"]],
+                         "selected_by": "validation nDCG@10 of the re-ranked list"}  # fmt: skip
+    checkpoint.write_json(out / checkpoint.METRICS, metrics)
+    log.info("shipped %s as %s (BM25 weight %.2f)", src, out, best["weight"])
+    return out
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ to a JSON file and a markdown file (tables per metric group; text after the line
 Example::
 
     python -m train.dssdnet_runner --datasets demo cs3245 --seeds 0 1 2 --out runs/ablation \\
-        --json docs/results_dssdnet.json --md docs/results_dssdnet.md -- --epochs 3 --k-rerank 100
+        --json docs/results_dssdnet_ablation.json --md docs/results_dssdnet_ablation.md -- --epochs 3 --k-rerank 100
 
 The standard deviation is the sample one (n - 1) over seeds.
 """
@@ -17,6 +17,7 @@ The standard deviation is the sample one (n - 1) over seeds.
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import statistics
 import sys
@@ -25,6 +26,8 @@ from pathlib import Path
 
 from patent_demo import checkpoint
 from train import dssdnet
+
+log = logging.getLogger("train.dssdnet_runner")
 
 REPO = Path(__file__).resolve().parent.parent
 CS3245 = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels"
@@ -42,7 +45,7 @@ DATASET_TITLES = {
     "cs3245": "cs3245 PatSnap corpus (2,244 patents; citing patent -> in-corpus cited patents; IPC subclass as the domain)",
 }
 VARIANT_ORDER = ["bert_c", "ds_sd", "ds_sd_mr", "dssdnet"]
-METRICS = ("recall", "map", "map_retrieved", "pres")
+METRICS = ("recall", "map", "map_retrieved", "ndcg")
 NOTES_MARK = "<!-- notes -->"
 
 
@@ -124,7 +127,7 @@ def markdown(result: dict, seeds) -> str:
         for group in ([k for k in ks if k <= 50], [k for k in ks if k > 50]):
             if not group:
                 continue
-            header = ["model"] + [f"{name}@{k}" for k in group for name in ("R", "MAP", "MAP†", "PRES")]
+            header = ["model"] + [f"{name}@{k}" for k in group for name in ("R", "MAP", "MAP†", "nDCG")]
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "---|" * len(header))
             row = ["BM25"] + [f"{entry['bm25'][f'{m}@{k}']:.3f}" for k in group for m in METRICS]
@@ -163,6 +166,8 @@ def write_outputs(result: dict, args, commands: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     extra = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
     out = Path(args.out)
     commands = {"runner": shlex.join(["python", "-m", "train.dssdnet_runner", *argv])}
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 for v in args.variants:
                     path = run_dir(out, ds, v, seed)
                     if finished(path):
-                        print(f"[runner] {path}: done, skipped")
+                        log.info("[runner] %s: done, skipped", path)
                         continue
                     run_args = [
                         *DATASETS[ds],
@@ -185,10 +190,10 @@ def main(argv: list[str] | None = None) -> int:
                         "--no-eval-before",
                         *extra,
                     ]
-                    print(f"[runner] {shlex.join(run_args)}", flush=True)
+                    log.info("[runner] %s", shlex.join(run_args))
                     t0 = time.perf_counter()
                     dssdnet.main(run_args)
-                    print(f"[runner] {path}: {time.perf_counter() - t0:.0f} s", flush=True)
+                    log.info("[runner] %s: %.0f s", path, time.perf_counter() - t0)
                     result = aggregate(out, args.datasets, args.variants, args.seeds)
                     write_outputs(result, args, commands)
     result = aggregate(out, args.datasets, args.variants, args.seeds)
@@ -197,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         for v, agg in entry["variants"].items():
             k = min(_ks(entry))
             r, m = agg[f"recall@{k}"], agg[f"map@{k}"]
-            print(
-                f"{ds} {v}: recall@{k} {r[0]:.4f} ± {r[1]:.4f}, map@{k} {m[0]:.4f} ± {m[1]:.4f} (bm25 {entry['bm25'][f'recall@{k}']:.4f}, {entry['bm25'][f'map@{k}']:.4f})"
-            )
+            log.info(
+                "%s %s: recall@%d %.4f ± %.4f, map@%d %.4f ± %.4f (bm25 %.4f, %.4f)", ds, v, k, r[0], r[1], k, m[0], m[1],
+                entry["bm25"][f"recall@{k}"], entry["bm25"][f"map@{k}"],
+            )  # fmt: skip
     return 0
 
 

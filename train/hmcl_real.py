@@ -38,7 +38,7 @@ from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, val
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig
-from patent_demo.taxonomy import HMCLWeights
+from patent_demo.hierarchy import HMCLWeights
 from train.hmcl import lr_factor, make_optimizer
 from train.hmcl_data import TrainModule
 from train.hmcl_real_data import (

@@ -3,7 +3,7 @@ frozen part of the vision tower cached over both.
 
 * ``training_items``: the 1,000 USPC drawings (``metadata_2007.txt``: patent, ``D2-969``, title), the
   DeepPatent2 figures (patent only, no class) and the training split of the generated corpus (Locarno),
-  each item with scheme-qualified hierarchy keys (``taxonomy.hierarchy_keys``), so USPC and Locarno items
+  each item with scheme-qualified hierarchy keys (``hierarchy.hierarchy_keys``), so USPC and Locarno items
   relate only through the patent.
 * ``validation_items``: every drawing page of the Red Book samples (Locarno), kept apart from training.
 * ``SplitTower``: the vision tower cut before its first trainable block; ``prefix`` (frozen) runs once per
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from patent_demo import taxonomy
+from patent_demo import hierarchy
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.drawing.transforms import ScanConfig, scan_like
@@ -63,7 +63,7 @@ def uspc_items(folder: str | os.PathLike) -> list[Item]:
             image = folder / "images" / f"{pid}.png"
             if not image.is_file():
                 raise FileNotFoundError(f"{folder / 'metadata_2007.txt'}:{lineno}: no image {image}")
-            sub, main = taxonomy.hierarchy_keys("uspc", code)
+            sub, main = hierarchy.hierarchy_keys("uspc", code)
             items.append(Item(pid, str(image), sub, main, title, "uspc", sub.partition(":")[2]))
     return items
 
@@ -81,10 +81,10 @@ def deeppatent2_items(folder: str | os.PathLike) -> list[Item]:
 
 def corpus_items(corpus: Corpus, patents: list[Patent], source: str, max_figures: int = 0) -> list[Item]:
     """The figures of ``patents`` (the first ``max_figures`` of each when > 0) with the patent's hierarchy
-    keys (``taxonomy.patent_hierarchy``)."""
+    keys (``hierarchy.patent_hierarchy``)."""
     items = []
     for p in patents:
-        sub, main = taxonomy.patent_hierarchy(p.codes)
+        sub, main = hierarchy.patent_hierarchy(p.codes)
         text = ". ".join(t for t in (p.title.strip(), p.text.strip()) if t)
         for f in p.figures[: max_figures or None]:
             items.append(Item(p.id, str(corpus.image_path(f)), sub, main, text, source, p.locarno))
@@ -128,7 +128,7 @@ def shuffle_hierarchy(items: list[Item], seed: int) -> list[Item]:
     for it in items:
         if it.patent in new_of:
             sub = new_of[it.patent]
-            it = Item(it.patent, it.path, sub, taxonomy.main_of(sub), it.text, it.source, it.code)
+            it = Item(it.patent, it.path, sub, hierarchy.main_of(sub), it.text, it.source, it.code)
         out.append(it)
     return out
 

@@ -3,10 +3,17 @@
 On disk a corpus is a directory::
 
     root/
-      manifest.jsonl     one JSON object per patent (see ``Patent.to_dict``); image paths relative to root
+      manifest.jsonl     one JSON object per patent (see ``Patent.to_dict``)
       splits.json        optional: {"train": [ids], "val": [ids], "test": [ids]}
       qrels.txt          optional: TREC qrels for the text task ("qid 0 docid rel")
-      <images>           anywhere under root
+      corpus.json        optional: where the corpus came from (``patent-demo corpus build`` writes it):
+                         {"source", "source_label", "image_root", "generated", "splits", "summary", ...}
+      thumbs/            optional: browser-ready PNG thumbnails (``Figure.thumb``)
+      <images>           under root, or under ``image_root`` when corpus.json names one
+
+Figure paths are relative to the image root: ``corpus.json``'s ``image_root`` (absolute, or relative
+to the corpus directory), else the corpus directory itself, so a corpus can describe a read-only
+collection without copying it.
 
 Images are never opened when a corpus is loaded; ``Corpus.open_image`` reads one on demand.
 """
@@ -24,6 +31,7 @@ from pathlib import Path
 MANIFEST = "manifest.jsonl"
 SPLITS = "splits.json"
 QRELS = "qrels.txt"
+META = "corpus.json"
 KINDS = ("design", "utility")
 SCHEMES = ("locarno", "ipc", "cpc", "uspc")
 
@@ -34,13 +42,15 @@ class CorpusError(ValueError):
 
 @dataclass
 class Figure:
-    """One drawing of a patent: ``path`` is relative to the corpus root; ``view`` a view label
-    such as ``"front"``, ``"perspective"`` or ``"page"``; ``label`` the printed label (``"FIG. 3"``)."""
+    """One drawing of a patent: ``path`` is relative to the image root; ``view`` a view label
+    such as ``"front"``, ``"perspective"`` or ``"page"``; ``label`` the printed label (``"FIG. 3"``);
+    ``thumb`` a browser-ready PNG thumbnail relative to the corpus directory (``""``: none)."""
 
     path: str
     view: str = ""
     label: str = ""
     description: str = ""
+    thumb: str = ""
 
 
 @dataclass
@@ -120,10 +130,22 @@ class Corpus:
     splits: dict[str, list[str]] = field(default_factory=dict)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     name: str = ""
+    meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
         self._by_id: dict[str, Patent] | None = None
+
+    @property
+    def image_root(self) -> Path:
+        """The folder figure paths are relative to (``meta["image_root"]``, else ``root``)."""
+        where = self.meta.get("image_root")
+        return self.root / where if where else self.root  # an absolute image_root replaces root
+
+    @property
+    def source_label(self) -> str:
+        """Where the corpus comes from, for people: ``"USPTO Red Book"``, ``"generated demo corpus"``…"""
+        return str(self.meta.get("source_label") or "")
 
     # -- access -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -152,7 +174,11 @@ class Corpus:
         return [(p, f) for p in self.patents for f in p.figures]
 
     def image_path(self, figure: Figure) -> Path:
-        return self.root / figure.path
+        return self.image_root / figure.path
+
+    def thumb_path(self, figure: Figure) -> Path:
+        """The figure's browser-ready thumbnail, or its image when the corpus has no thumbnails."""
+        return self.root / figure.thumb if figure.thumb else self.image_path(figure)
 
     def open_image(self, figure: Figure, **kwargs):
         """Read one figure as an 8-bit grayscale PIL image (see ``patent_demo.drawing.imageio.load_drawing``)."""
@@ -179,21 +205,7 @@ class Corpus:
         """
         if self.splits:
             return self
-        if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-9:
-            raise CorpusError(
-                f"split fractions must be three non-negative numbers summing to 1, got {fractions}"
-            )
-        import hashlib
-
-        ranked = sorted(self.patents, key=lambda p: hashlib.sha1(f"{seed}:{p.id}".encode()).hexdigest())
-        n = len(ranked)
-        n_train, n_val = round(fractions[0] * n), round(fractions[1] * n)
-        cut = {
-            "train": ranked[:n_train],
-            "val": ranked[n_train : n_train + n_val],
-            "test": ranked[n_train + n_val :],
-        }
-        self.splits = {name: sorted(p.id for p in group) for name, group in cut.items()}
+        self.splits = family_splits({p.id: p.id for p in self.patents}, fractions, seed)
         return self
 
     # -- validation ---------------------------------------------------------------------------
@@ -235,7 +247,8 @@ class Corpus:
     def save(self, root: str | os.PathLike | None = None) -> Path:
         """Write manifest (and splits/qrels when present) under ``root`` (default: ``self.root``).
 
-        Images are not copied: figure paths must already be relative to ``root``. Writes are atomic.
+        Images are not copied: figure paths must already be relative to the image root (``root``, or
+        ``meta["image_root"]``, written to corpus.json). Writes are atomic, with normal permissions.
         """
         root = Path(root) if root is not None else self.root
         root.mkdir(parents=True, exist_ok=True)
@@ -247,6 +260,8 @@ class Corpus:
             _atomic_write(root / SPLITS, json.dumps(self.splits, indent=1, sort_keys=True) + "\n")
         if self.qrels:
             _atomic_write(root / QRELS, format_qrels(self.qrels))
+        if self.meta:
+            _atomic_write(root / META, json.dumps(self.meta, indent=1, sort_keys=True) + "\n")
         return root
 
     @classmethod
@@ -254,7 +269,7 @@ class Corpus:
         root = Path(root)
         manifest = root / MANIFEST
         if not manifest.is_file():
-            raise CorpusError(f"{root} is not a corpus: {MANIFEST} not found")
+            raise CorpusError(not_a_corpus_message(root))
         patents = []
         with open(manifest, encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
@@ -268,7 +283,10 @@ class Corpus:
                     raise CorpusError(f"{manifest}:{lineno}: {err}") from None
         splits = json.loads((root / SPLITS).read_text()) if (root / SPLITS).is_file() else {}
         qrels = read_qrels(root / QRELS) if (root / QRELS).is_file() else {}
-        corpus = cls(root=root, patents=patents, splits=splits, qrels=qrels, name=name or root.name)
+        meta = json.loads((root / META).read_text(encoding="utf-8")) if (root / META).is_file() else {}
+        corpus = cls(
+            root=root, patents=patents, splits=splits, qrels=qrels, name=name or root.name, meta=meta
+        )
         if validate:
             corpus.validate()
         return corpus
@@ -290,6 +308,56 @@ def kind_code_of(patent_id: str) -> str:
     or ``""`` (``"US4382867"``)."""
     m = _ID_KIND.search(patent_id or "")
     return m.group(1) if m else ""
+
+
+def not_a_corpus_message(root: str | os.PathLike) -> str:
+    """One line for a folder that is not a built corpus, naming the command that builds one from it."""
+    root = Path(root)
+    hint = "SRC"
+    if root.is_dir():
+        names = [p.name for p in root.iterdir()][:200]
+        sources = {
+            "redbook": any(re.search(r"(\.tar|\.zip|\.xml)$", n, re.I) or n.startswith("US") for n in names),
+            "text": any(n.endswith(".jsonl") for n in names),
+            "images": any(re.search(r"\.(csv|tsv|txt)$", n, re.I) for n in names),
+        }
+        kind = next((k for k, v in sources.items() if v), "images")
+        hint = f"--source {kind} {root}"
+    else:
+        hint = f"--source redbook|deeppatent2|images|text {root}"
+    return (
+        f"{root} is not a built corpus ({MANIFEST} not found): build one with "
+        f"`patent-demo corpus build {hint} --out CORPUS_DIR`"
+    )
+
+
+def family_splits(
+    family_of: dict[str, str], fractions: tuple[float, float, float] = (0.7, 0.15, 0.15), seed: int = 0
+) -> dict[str, list[str]]:
+    """Train/val/test ids drawn by family: ``family_of`` maps each patent id to its family key, and a
+    family goes whole into one split.
+
+    Families are ordered by a hash of (seed, family key) and cut where the patent count passes the
+    cumulative fractions, so the split does not depend on input order, the split sizes follow the
+    fractions, and adding patents later moves only families near the cut points.
+    """
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-9:
+        raise CorpusError(f"split fractions must be three non-negative numbers summing to 1, got {fractions}")
+    import hashlib
+
+    members: dict[str, list[str]] = {}
+    for pid, fam in family_of.items():
+        members.setdefault(fam, []).append(pid)
+    ranked = sorted(members, key=lambda f: hashlib.sha1(f"{seed}:{f}".encode()).hexdigest())
+    n = len(family_of)
+    bounds = (round(fractions[0] * n), round((fractions[0] + fractions[1]) * n))
+    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    done = 0
+    for fam in ranked:
+        name = "train" if done < bounds[0] else "val" if done < bounds[1] else "test"
+        out[name] += members[fam]
+        done += len(members[fam])
+    return {k: sorted(v) for k, v in out.items()}
 
 
 # -- JSON lines ---------------------------------------------------------------------------------

@@ -38,9 +38,14 @@ def owner_of(session: dict | None) -> str:
 
 
 def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) -> None:
+    """Record one shown list: per hit its patent, figure, score and extras, and what the UI displays of it
+    (``image`` path, ``view``, ``locarno_title``, gallery ``caption``)."""
     session["lists"][name] = [
-        {"id": h.patent_id, "figure": h.figure, "score": h.score, "extras": h.extras} for h in hits
-    ]
+        {"id": h.patent_id, "figure": h.figure, "score": h.score, "extras": h.extras, "image": h.image_path,
+         "view": h.view, "locarno_title": h.locarno_title,
+         "caption": f"{h.view} · {h.locarno} · {h.score:.3f}" if h.figure else f"{h.locarno} · {h.score:.3f}"}
+        for h in hits
+    ]  # fmt: skip
     session["checkpoints"][name] = checkpoint_id
 
 
@@ -76,10 +81,11 @@ def label_from_session(
     if not session or not session.get("lists"):
         raise LabelError("a label needs a query and a candidate: run a search first")
     rows = session["lists"].get(list_name) if isinstance(list_name, str) else None
+    if rows is None:
+        have = ", ".join(sorted(session["lists"]))
+        raise LabelError(f"the current query has no {str(list_name)[:20]!r} list; it has {have}")
     if not rows:
-        raise LabelError(
-            f"the current query has no {str(list_name)[:20]!r} list; it has {sorted(session['lists'])}"
-        )
+        raise LabelError(f"the {list_name} list of the current query is empty: nothing to label")
     r = parse_rank(rank)
     if r > len(rows):
         raise LabelError(f"rank {r} is outside the {list_name} list (1..{len(rows)})")

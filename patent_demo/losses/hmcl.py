@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from patent_demo.taxonomy import HMCLWeights
+from patent_demo.hierarchy import HMCLWeights
 
 __all__ = [
     "ContrastiveLoss",
@@ -75,10 +75,10 @@ def hierarchical_weights(
     """Relevance ``h_ij`` of item ``j`` to anchor ``i`` from the classification hierarchy (HMCL Eq. 2).
 
     ``h_ij = s_p`` if ``i`` and ``j`` come from the same patent, else ``s_s`` if they share a
-    subclass, else ``s_m`` if they share a main class, else 0 (``taxonomy.HMCLWeights.relevance``,
-    the one computation of Eq. 2; defaults from ``taxonomy.HMCLWeights``). The diagonal is 0 (the
+    subclass, else ``s_m`` if they share a main class, else 0 (``hierarchy.HMCLWeights.relevance``,
+    the one computation of Eq. 2; defaults from ``hierarchy.HMCLWeights``). The diagonal is 0 (the
     anchor is never its own positive). Ids come from any hierarchy scheme (Locarno, USPC): encode
-    scheme-qualified keys (``taxonomy.hierarchy_keys``) so schemes never share an id.
+    scheme-qualified keys (``hierarchy.hierarchy_keys``) so schemes never share an id.
 
     Args:
         patent_ids: ``[N]`` int, one id per item.

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from patent_demo.hierarchy import HMCLWeights, main_of, same_level
 from patent_demo.metrics.text import _check_ks
-from patent_demo.taxonomy import HMCLWeights, main_of, same_level
 
 LEVELS = ("patent", "subclass", "main")
 
@@ -20,9 +20,9 @@ LEVELS = ("patent", "subclass", "main")
 class ItemLabels:
     """Per-item labels ``[N]``: patent id, subclass, main class, under any hierarchy scheme (Locarno
     ``"06-01"`` / ``"06"``, USPC ``"D6/369"`` / ``"D6"``, or scheme-qualified keys from
-    ``taxonomy.hierarchy_keys``).
+    ``hierarchy.hierarchy_keys``).
 
-    ``mains`` defaults to ``taxonomy.main_of`` of each subclass. An empty label never matches.
+    ``mains`` defaults to ``hierarchy.main_of`` of each subclass. An empty label never matches.
     """
 
     patents: Sequence[str]
@@ -124,7 +124,7 @@ def drawing_metrics(
       truncated ``ranked`` count as not retrieved);
     * nDCG@k = sum_{r<=k} rel_r / log2(r + 1)  /  sum_{r<=min(k, n)} 1 / log2(r + 1).
 
-    ``hier_ndcg@k`` uses the HMCL relevance of Eq. 2 as graded gains (``taxonomy.HMCLWeights.relevance``,
+    ``hier_ndcg@k`` uses the HMCL relevance of Eq. 2 as graded gains (``hierarchy.HMCLWeights.relevance``,
     ``weights`` = ``(s_p, s_s, s_m)`` or ``HMCLWeights``, the paper's by default): s_p for the same
     patent, s_s for the same subclass (other patent), s_m for the same main class (other subclass),
     ideal ordering from those counts. Keys of ``per_query``: ``{level}_map``,

@@ -47,7 +47,7 @@ def domain_t(
     """Eq. 4 over ``scheme``: 1.0 when the two code sets overlap at ``level``, 0.0 when they do not,
     NaN when either side has no code of the scheme (the label is unknown). Codes are a
     ``{scheme: [codes]}`` mapping like ``Patent.codes`` or a list of the scheme's codes."""
-    from patent_demo.taxonomy import domain_label
+    from patent_demo.hierarchy import domain_label
 
     a, b = _codes(codes_a, scheme), _codes(codes_b, scheme)
     if not a or not b:

@@ -246,6 +246,20 @@ def parse_grant(
         extra["drawing_notes"] = notes
     if by_examiner:
         extra["cited_by_examiner"] = by_examiner
+    appl_no = appl.findtext("document-id/doc-number", "").strip() if appl is not None else ""
+    if appl_no:
+        extra["application_number"] = appl_no
+    related = []
+    for doc in bib.iterfind("us-related-documents//parent-doc"):
+        app = doc.findtext("document-id/doc-number", "").strip()
+        grant = doc.find("parent-grant-document/document-id")
+        refs = [f"application:{app}" if app else ""]
+        if grant is not None and grant.findtext("doc-number", "").strip():
+            number = grant.findtext("doc-number", "").strip()
+            refs.append("grant:" + normalize_patent_id(number, grant.findtext("country", "US")))
+        related += [r for r in refs if r and r not in related]
+    if related:  # parent applications and grants (continuations, divisions): the patent's family
+        extra["related"] = related
     n_sheets = bib.findtext("figures/number-of-drawing-sheets", "").strip()
     if n_sheets.isdigit():
         extra["n_sheets"] = int(n_sheets)
@@ -307,7 +321,8 @@ def load_grant_xml(
                   name=name or files[0].parent.name)  # fmt: skip
 
 
-def _redbook_figures(xml_path: Path, root: Path, root_el: ET.Element, patent: Patent) -> list[Figure]:
+def _pages_in_folder(xml_path: Path, root_el: ET.Element) -> list[Path]:
+    """The drawing-page files of a Red Book folder: those the XML names, else those named after it."""
     folder = xml_path.parent
     names = [img.get("file", "") for img in root_el.iterfind("drawings/figure/img")]
     files = [folder / n for n in names if n and (folder / n).is_file()]
@@ -315,6 +330,18 @@ def _redbook_figures(xml_path: Path, root: Path, root_el: ET.Element, patent: Pa
         files = [
             f for f in folder.iterdir() if f.name.startswith(xml_path.stem + "-D") and _PAGE.search(f.name)
         ]
+    return files
+
+
+def page_stem(name: str) -> str:
+    """The document stem of a drawing-page file name (``USD0907292-20210105-D00001.TIF`` →
+    ``USD0907292-20210105``), or ``""`` when the name is not a page."""
+    m = _PAGE.search(name)
+    return name[: m.start()] if m else ""
+
+
+def attach_pages(patent: Patent, files: Iterable[Path], root: Path) -> None:
+    """Give ``patent`` its drawing pages as figures (paths relative to ``root``; see ``load_redbook``)."""
     pages = sorted((int(_PAGE.search(f.name).group(1)), f) for f in files if _PAGE.search(f.name))
     og = [f for n, f in pages if n == 0]
     if og:
@@ -332,7 +359,36 @@ def _redbook_figures(xml_path: Path, root: Path, root_el: ET.Element, patent: Pa
             )
         else:
             figures.append(Figure(path=rel, view="page", label=f"sheet {n}"))
-    return figures
+    patent.figures = figures
+
+
+def page_names(root_el: ET.Element) -> list[str]:
+    """The drawing-page file names a grant document lists (``drawings/figure/img/@file``)."""
+    return [n for n in (img.get("file", "") for img in root_el.iterfind("drawings/figure/img")) if n]
+
+
+def parse_xml(text: str, where: str) -> ET.Element:
+    """Parse one grant document without its DTD (``ValueError`` naming ``where`` when malformed)."""
+    return _parse_xml(text, where)
+
+
+def read_redbook_xml(xml_path: Path, root: Path, report: LoadReport | None = None) -> Patent | None:
+    """One Red Book grant folder's XML → ``Patent`` with its pages as figures (relative to ``root``),
+    or ``None`` for a document that is not a design or utility grant (counted in ``report``)."""
+    root_el = _parse_xml(xml_path.read_text(encoding="utf-8", errors="replace"), str(xml_path))
+    patent = parse_grant(root_el, where=str(xml_path), report=report)
+    if patent is not None:
+        attach_pages(patent, _pages_in_folder(xml_path, root_el), root)
+    return patent
+
+
+def iter_redbook_xml(root: Path) -> Iterator[Path]:
+    """Red Book grant XML files under ``root`` (recursively, sorted within each folder)."""
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if _REDBOOK_XML.match(name):
+                yield Path(folder) / name
 
 
 def load_redbook(root: str | os.PathLike, report: LoadReport | None = None, name: str = "") -> Corpus:
@@ -345,19 +401,17 @@ def load_redbook(root: str | os.PathLike, report: LoadReport | None = None, name
     """
     root = Path(root)
     report = report if report is not None else LoadReport()
-    xml_files = sorted(f for f in root.rglob("*") if f.is_file() and _REDBOOK_XML.match(f.name))
+    xml_files = sorted(iter_redbook_xml(root))
     if not xml_files:
         raise FileNotFoundError(f"no Red Book grant XML (US…-YYYYMMDD.XML) under {root}")
     patents: dict[str, Patent] = {}
     for xml_path in xml_files:
-        root_el = _parse_xml(xml_path.read_text(encoding="utf-8", errors="replace"), str(xml_path))
-        patent = parse_grant(root_el, where=str(xml_path), report=report)
+        patent = read_redbook_xml(xml_path, root, report)
         if patent is None:
             continue
         if patent.id in patents:
             report.skip("duplicate")
             continue
-        patent.figures = _redbook_figures(xml_path, root, root_el, patent)
         patents[patent.id] = patent
     report.loaded = len(patents)
     log.info("Red Book %s: %s", root, report.summary())

@@ -1,0 +1,576 @@
+"""Labelling in the workbench UI: who labels (``Identity``), the one cursor and everything that follows it,
+labels, undo, export, agreement and adjudication (``LabelHandlers``).
+
+**One cursor.** The label panel's list and rank name the hit being labelled. Every view follows it: the
+gallery selects that drawing (its preview shows it), the result table highlights its row, the label
+panel shows its drawing and title, and the explanation panel explains it. Labelled hits carry a badge
+with the grade (the current annotator's latest label); "show unlabelled only" hides the others and makes
+next / previous skip them. After a label the cursor moves on only when "auto-advance" is ticked, and
+the search-report category goes back to none.
+
+**Identity.** On a Space with sign-in the annotator is the signed-in Hugging Face account; with
+``--annotators`` it is the user who logged in (Gradio's login page); otherwise the typed name. Values
+sent in a request never override the first two. ``--admin`` names who may adjudicate and export.
+Undo only acts on the last label of the browser session (``session["owner"]``) that made it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from patent_demo.labels.fields import LabelError, clean_line
+from patent_demo.labels.sessions import label_from_session, parse_rank
+from patent_demo.labels.store import Label, LabelStore
+from patent_demo.text.explain import explain_markdown
+from patent_demo.workbench import Workbench
+
+BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
+HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score", "label"]
+TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)", "label"]
+COMBINED_HEADERS = ["rank", "patent", "Locarno", "title", "score", "label"]
+QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
+CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
+_MD_SPECIAL = re.compile(r"([\\`\[\]|])")  # links and images need [ ], tables |, code `
+_ABS_PATH = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/:]+){2,}[\\/]?")
+
+
+def esc(value: Any) -> str:
+    """User or corpus text made inert for Markdown: HTML characters as entities, and the brackets of links
+    and images, table bars and backticks escaped, so a name, note, abstract or title never renders as
+    HTML, a link, an image or a table cell."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False))
+
+
+def scrub_paths(message: str) -> str:
+    """A message with every absolute path replaced by its file name (no server path reaches a page)."""
+    return _ABS_PATH.sub(lambda m: re.split(r"[\\/]", m.group(0).rstrip("\\/"))[-1] or "(path)", message)
+
+
+def warn(err: BaseException) -> str:
+    """A handler failure as the ⚠️ message shown in the page (and a toast): paths scrubbed, text escaped,
+    at most 500 characters."""
+    if isinstance(err, MemoryError):
+        msg = "not enough memory for this request; try a smaller input"
+    else:
+        text = str(err)
+        if isinstance(err, KeyError) and len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]  # KeyError quotes its message
+        msg = scrub_paths(text) or type(err).__name__
+    msg = msg if len(msg) <= 500 else msg[:499] + "…"
+    gr.Warning(html.escape(msg))
+    return f"⚠️ {esc(msg)}"
+
+
+# -- lenient inputs -------------------------------------------------------------------------------------------
+def lenient(component):
+    """``component`` (a Number or Slider) with bad values (text, out of range, fractions) passed to the
+    handler unchanged, so the handler answers with a ⚠️ message saying what is wrong instead of Gradio's
+    bare error."""
+    strict = component.preprocess
+
+    def preprocess(payload):
+        try:
+            return strict(payload)
+        except Exception:  # noqa: BLE001 - the handler explains the value
+            return payload
+
+    component.preprocess = preprocess
+    return component
+
+
+# -- identity ---------------------------------------------------------------------------------------------
+@dataclass
+class Identity:
+    """Who may label, adjudicate and export, and how the annotator of a request is found."""
+
+    oauth: bool = False  # a Space with Hugging Face sign-in
+    users: dict[str, str] = field(default_factory=dict)  # login name -> password (``--annotators``)
+    shared_secret: str = ""  # any login name with this password (``--annotators '*:SECRET'``)
+    admins: frozenset[str] = frozenset()  # ``--admin``: who adjudicates and exports
+
+    @classmethod
+    def from_flags(cls, annotators: str = "", admin: str = "", oauth: bool = False) -> Identity:
+        """``annotators``: ``name:password`` entries separated by commas, ``@FILE`` with one per line, or
+        ``*:SECRET`` (a shared secret: any login name); ``admin``: names separated by commas."""
+        spec = (annotators or "").strip()
+        if spec.startswith("@"):
+            spec = ",".join(Path(spec[1:]).read_text(encoding="utf-8").split())
+        users, secret = {}, ""
+        for entry in filter(None, (e.strip() for e in spec.split(","))):
+            name, sep, password = entry.partition(":")
+            if not sep or not password:
+                raise ValueError(f"--annotators entry {name!r} needs the form name:password (or '*:SECRET')")
+            if name == "*":
+                secret = password
+            else:
+                users[clean_line(name, "annotator name")] = password
+        admins = frozenset(clean_line(a, "admin name") for a in (admin or "").split(",") if a.strip())
+        ident = cls(oauth=oauth, users=users, shared_secret=secret, admins=admins)
+        if admins and not (ident.login or oauth):
+            raise ValueError(
+                "--admin needs --annotators (or a Space with sign-in): a typed name proves nothing"
+            )
+        return ident
+
+    @property
+    def login(self) -> bool:
+        return bool(self.users or self.shared_secret)
+
+    def auth(self):
+        """The ``auth`` argument of ``launch``: a password check, or None without ``--annotators``."""
+        if not self.login:
+            return None
+
+        def check(username: str, password: str) -> bool:
+            try:
+                name = clean_line(username, "login name")
+            except LabelError:
+                return False
+            if not name:
+                return False
+            if name in self.users:
+                return hmac.compare_digest(self.users[name].encode(), (password or "").encode())
+            return bool(self.shared_secret) and hmac.compare_digest(
+                self.shared_secret.encode(), (password or "").encode()
+            )
+
+        return check
+
+    def who(self, typed: Any, request: gr.Request | None, profile: Any = None) -> str:
+        """The annotator of a request: the signed-in account, the logged-in user, else the typed name."""
+        if self.oauth:
+            name = getattr(profile, "username", "") if profile is not None else ""
+            if not name:
+                raise LabelError("sign in with Hugging Face first: labels are stored under your account")
+            return clean_line(name, "annotator")
+        if self.login:
+            name = getattr(request, "username", None) or ""
+            if not name:
+                raise LabelError("log in first: labels are stored under your login")
+            return clean_line(name, "annotator")
+        return clean_line(typed if typed is not None else "", "annotator")
+
+    def check_admin(self, who: str, action: str) -> None:
+        if self.admins and who not in self.admins:
+            raise LabelError(
+                f"{who or 'this user'} may not {action}; ask one of: {', '.join(sorted(self.admins))}"
+            )
+
+
+# -- what the cursor shows -----------------------------------------------------------------------------------
+def cursor_of(session: dict | None, list_name: Any, rank: Any) -> tuple[str, int] | None:
+    """(list, rank) clamped to the session's lists, or None without results."""
+    lists = (session or {}).get("lists") or {}
+    if not isinstance(list_name, str) or list_name not in lists or not lists[list_name]:
+        return None
+    try:
+        r = parse_rank(rank)
+    except LabelError:
+        r = 1
+    return list_name, max(1, min(r, len(lists[list_name])))
+
+
+def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
+    """The table rows of one list of a session (without the label column)."""
+    corpus, kind = wb.corpus, session.get("kind")
+    rows = []
+    for r, row in enumerate(session["lists"].get(list_name) or [], 1):
+        p = corpus[row["id"]]
+        score = round(float(row["score"]), 4)
+        if kind == "image":
+            rows.append(
+                [r, p.id, row.get("view", ""), p.locarno, row.get("locarno_title", ""), p.title, score]
+            )
+        elif kind == "text":
+            e = row.get("extras") or {}
+            move = _movement(e["bm25_rank"], r) if list_name != "bm25" and "bm25_rank" in e else ""
+            rows.append([r, move, p.id, p.locarno, p.title, score, e.get("snippet", "")])
+        else:
+            rows.append([r, p.id, p.locarno, p.title, score])
+    return rows
+
+
+def _movement(bm25_rank: int, rank: int) -> str:
+    d = bm25_rank - rank
+    return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
+
+
+def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, str], cursor_rank: int | None,
+                unlabelled_only: bool = False):  # fmt: skip
+    """A result table with the label badge column, the cursor row highlighted (a pandas Styler)."""
+    import pandas as pd
+
+    headers = {"image": HIT_HEADERS, "text": TEXT_HEADERS}.get(session.get("kind"), COMBINED_HEADERS)
+    ids = [row["id"] for row in session["lists"].get(list_name) or []]
+    rows = []
+    for row, pid in zip(hit_rows(wb, session, list_name), ids, strict=True):
+        if unlabelled_only and pid in judged:
+            continue
+        rows.append([*row, BADGES.get(judged.get(pid, ""), "")])
+    frame = pd.DataFrame(rows, columns=headers)
+    if cursor_rank is None or frame.empty:
+        return frame
+    hot = frame["rank"] == cursor_rank
+    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1)
+
+
+def gallery_items(
+    session: dict, judged: dict[str, str], unlabelled_only: bool = False
+) -> list[tuple[str, str]]:
+    items = []
+    for r, row in enumerate(session["lists"].get("hmcl") or [], 1):
+        if unlabelled_only and row["id"] in judged:
+            continue
+        badge = f" · {BADGES[judged[row['id']]]}" if row["id"] in judged else ""
+        items.append((row["image"], f"#{r} {row['id']} · {row.get('caption', '')}{badge}"))
+    return items
+
+
+def progress_md(store: LabelStore, session: dict | None, who: str) -> str:
+    if not session or not session.get("lists"):
+        return "No query yet: run a search, then label its hits."
+    shown = {row["id"] for rows in session["lists"].values() for row in rows}
+    judged = store.judged(session["query_id"], who) if who else {}
+    done = len(shown & set(judged))
+    return f"**{done} of {len(shown)}** candidates of this query labelled by {esc(who) if who else '(enter your name)'}"
+
+
+def cursor_md(
+    wb: Workbench, session: dict | None, list_name: Any, rank: Any, judged: dict | None = None
+) -> str:
+    at = cursor_of(session, list_name, rank)
+    if at is None:
+        return "Select a hit (click it) or choose a list and rank."
+    list_name, r = at
+    row = session["lists"][list_name][r - 1]
+    p = wb.corpus[row["id"]]
+    badge = f" · **{BADGES[judged[p.id]]}**" if judged and p.id in judged else ""
+    return (
+        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · Locarno {esc(p.locarno or '–')} · "
+        f"score {row['score']:.3f}{badge}"
+    )
+
+
+# -- handlers --------------------------------------------------------------------------------------------------
+class LabelHandlers:
+    """Event handlers of the label panel, the export and the agreement tab."""
+
+    def __init__(self, workbench: Workbench, store: LabelStore, identity: Identity | None = None) -> None:
+        self.wb, self.store = workbench, store
+        self.identity = identity or Identity()
+        self._export_dir: Path | None = None
+
+    def _who(self, typed, request, profile) -> str:
+        return self.identity.who(typed, request, profile)
+
+    def _judged(self, session: dict | None, who: str) -> dict[str, str]:
+        if not session or not session.get("query_id") or not who:
+            return {}
+        return self.store.judged(session["query_id"], who)
+
+    def _soft_who(self, typed, request, profile) -> str:
+        try:
+            return self._who(typed, request, profile)
+        except LabelError:
+            return ""
+
+    # -- cursor -------------------------------------------------------------------------------------------------
+    def show(self, session, list_name, rank, unlabelled_only, annotator, request: gr.Request,
+             profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """Everything that follows the cursor: gallery (selection and badges), the tables (badges, cursor
+        row), the label panel's drawing and line, the explanation. Views of other search kinds are cleared."""
+        try:
+            return self._show(session, list_name, rank, unlabelled_only, annotator, request, profile)
+        except Exception as err:  # noqa: BLE001 - the views stay as they are, the cursor line says why
+            return (*(gr.update() for _ in range(11)), warn(err))
+
+    def _show(self, session, list_name, rank, unlabelled_only, annotator, request, profile):
+        who = self._soft_who(annotator, request, profile)
+        judged = self._judged(session, who)
+        at = cursor_of(session, list_name, rank)
+        kind = (session or {}).get("kind")
+        only = bool(unlabelled_only)
+        out: dict[str, Any] = {}
+        if kind == "image":
+            items = gallery_items(session, judged, only)
+            ranks = [int(c.split(" ", 1)[0][1:]) for _, c in items]
+            sel = ranks.index(at[1]) if at and at[0] == "hmcl" and at[1] in ranks else None
+            out["gallery"] = gr.update(value=items, selected_index=sel)
+            out["d_table"] = table_value(self.wb, session, "hmcl", judged, at[1] if at else None, only)
+        else:
+            out["gallery"], out["d_table"] = gr.update(value=[], selected_index=None), None
+        for key, name in (("t_bm25", "bm25"), ("t_dss", "dssdnet"), ("t_fused", "fused")):
+            hot = at[1] if at and at[0] == name else None
+            out[key] = table_value(self.wb, session, name, judged, hot, only) if kind == "text" else None
+        for key, name in (("c_hm", "hmcl"), ("c_ds", "dssdnet"), ("c_fu", "fused")):
+            hot = at[1] if at and at[0] == name else None
+            out[key] = table_value(self.wb, session, name, judged, hot, only) if kind == "combined" else None
+        out["gate"], out["explain"] = self.explain_at(session, at)
+        out["preview"] = self._preview(session, at)
+        out["cursor"] = cursor_md(self.wb, session, list_name, rank, judged)
+        return tuple(out[k] for k in ("gallery", "d_table", "t_bm25", "t_dss", "t_fused", "c_hm", "c_ds", "c_fu", "gate",
+                                      "explain", "preview", "cursor"))  # fmt: skip
+
+    def _preview(self, session, at) -> str | None:
+        if at is None:
+            return None
+        row = session["lists"][at[0]][at[1] - 1]
+        if row.get("image"):
+            return row["image"]
+        p = self.wb.corpus[row["id"]]
+        return str(self.wb.corpus.image_path(p.figures[0])) if p.figures else None
+
+    def explain_at(self, session, at):
+        """The explanation panel for the cursor hit: DSSDNet's gate and components, or the candidate text."""
+        from patent_demo.plots import gate_plot
+
+        if at is None or session.get("kind") != "text":
+            return None, "Run a text search, then select a candidate to see why it ranks where it does."
+        list_name, r = at
+        row = session["lists"][list_name][r - 1]
+        p = self.wb.corpus[row["id"]]
+        head = f"### {esc(p.id)} · {esc(p.title)}\n"
+        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(p.locarno or 'no code')}): {esc(self.wb.candidate_text(p))}"
+        if list_name != "dssdnet":
+            name = "BM25" if list_name == "bm25" else "Fused (BM25 + DSSDNet)"
+            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + body
+        e = row.get("extras") or {}
+        fig = gate_plot(e["gate"]) if e.get("gate") else None
+        md = (
+            head
+            + f"DSSDNet rank {r} (BM25 rank {e.get('bm25_rank')}, {_movement(e.get('bm25_rank', r), r)})  \n"
+            f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
+            f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
+            f"**t** = {_fmt(e.get('t'))} ({esc(e.get('t_source') or '–')}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
+            f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
+            f"{explain_markdown(e)}\n\n" + body
+        )
+        return fig, md
+
+    def explain(self, session, rank):
+        """``/explain``: the explanation of DSSDNet hit ``rank`` of the current text query."""
+        return self.explain_at(session, cursor_of(session, "dssdnet", rank))
+
+    def move(self, list_name, rank, step, session, unlabelled_only=False, annotator="", request: gr.Request = None,
+             profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """The cursor ``step`` hits on (0: stay), skipping labelled hits when "show unlabelled only" is on."""
+        at = cursor_of(session, list_name, rank)
+        if at is None:
+            return 1, cursor_md(self.wb, session, list_name, rank)
+        rows = session["lists"][at[0]]
+        who = self._soft_who(annotator, request, profile)
+        judged = self._judged(session, who) if unlabelled_only else {}
+        r = at[1]
+        if step:
+            r2 = r + step
+            while 1 <= r2 <= len(rows) and rows[r2 - 1]["id"] in judged:
+                r2 += step
+            r = r2 if 1 <= r2 <= len(rows) else r
+        return r, cursor_md(self.wb, session, at[0], r, self._judged(session, who))
+
+    def select(self, list_name: str, session, evt: gr.SelectData):
+        """A click on a gallery item or a table row puts the cursor on that hit."""
+        if list_name == "hmcl" and session and session.get("kind") == "image":
+            caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
+            m = re.match(r"#(\d+) ", caption or "")
+            rank = int(m.group(1)) if m else int(evt.index) + 1
+        else:
+            row = evt.row_value or [None]
+            rank = int(row[0]) if isinstance(row[0], int | float) else int(evt.index[0]) + 1
+        return list_name, rank
+
+    # -- labels ----------------------------------------------------------------------------------------------
+    def do_label(self, label, list_name, rank, category, note, annotator, session, request_key="",
+                 auto_advance=True, request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """Store one judgement of hit ``rank`` of ``list_name`` for the current query. With ``auto_advance``
+        the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once."""
+        try:
+            who = self._who(annotator, request, profile)
+            at = cursor_of(session, list_name, rank)
+            kind_ok = at is not None and (session.get("kind") == "text")
+            lab = self.store.add(label_from_session(session, list_name, rank, label, who,
+                                                    category if kind_ok else "", note, request_key or ""))  # fmt: skip
+            if category and not kind_ok and lab is not None:
+                extra = " · (the category applies to text hits only and was not stored)"
+            else:
+                extra = ""
+            n = len(session["lists"][list_name])
+            nxt = min(lab.rank + 1, n) if auto_advance else lab.rank
+            again = " (already stored: this request was sent before)" if lab.replayed else ""
+            msg = f"✓ {lab.label} · {esc(lab.candidate_id)} ({list_name} #{lab.rank}) · label #{lab.id}{again}{extra}"
+            judged = self._judged(session, who)
+            return (msg, progress_md(self.store, session, who), nxt,
+                    cursor_md(self.wb, session, list_name, nxt, judged), "")  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def undo(self, annotator, session, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
+        """Undo the last label this browser session made (whatever name it was made under)."""
+        try:
+            who = self._soft_who(annotator, request, profile)
+            owner = (session or {}).get("owner")
+            lab = self.store.undo_last(owner) if owner else None
+            msg = (
+                "nothing to undo: this session has no label left to undo"
+                if lab is None
+                else f"↶ undid {lab.label} · {esc(lab.candidate_id)} ({lab.list_name} #{lab.rank})"
+            )
+            return msg, progress_md(self.store, session, who)
+        except Exception as err:  # noqa: BLE001
+            return warn(err), gr.update()
+
+    # -- export -------------------------------------------------------------------------------------------------
+    def export_labels(self, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None):
+        """Write TREC qrels, HMCL / DSSDNet training rows and the disputed pairs; returns the files."""
+        try:
+            who = self._soft_who(annotator, request, profile)
+            if self.identity.admins:
+                self.identity.check_admin(who, "export the labels")
+            out = self.store.export_all(self.store.path.parent / "exports", corpus=self.wb.corpus)
+            served = self._served_copy([p for p, _ in out.values()])
+            n = {k: v for k, (_, v) in out.items()}
+            md = (
+                f"{self.store.count()} labels → {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows (drawing "
+                f"judgements), {n['dssdnet.jsonl']} DSSDNet rows (text judgements), {n['disputed.jsonl']} disputed "
+                f"pairs (tied, exported nowhere until adjudicated) · written to `exports/` beside {esc(self.store.name)}"
+            )
+            return served, md
+        except Exception as err:  # noqa: BLE001
+            return gr.update(), warn(err)
+
+    def _served_copy(self, paths: list[Path]) -> list[str]:
+        """Copies of the exports in a private temporary folder, which Gradio may serve wherever the label
+        database lives (``/data`` on a Space is outside its allowed paths)."""
+        if self._export_dir is None or not self._export_dir.is_dir():
+            self._export_dir = Path(tempfile.mkdtemp(prefix="label-exports-"))
+        out = []
+        for p in paths:
+            dst = self._export_dir / p.name
+            shutil.copyfile(p, dst)
+            os.chmod(dst, 0o600)
+            out.append(str(dst))
+        return out
+
+    # -- agreement and adjudication --------------------------------------------------------------------------
+    def _queue(self) -> dict:
+        first: dict[tuple[str, str], Label] = {}
+        for lab in self.store.labels():
+            first.setdefault((lab.query_id, lab.candidate_id), lab)
+        open_pairs = self.store.disagreements()
+        names = sorted({a for _, by in open_pairs for a in by})
+        corpus = self.wb.corpus
+        rows = [
+            [q, _query_ref(first[(q, c)]), c, corpus[c].title if c in corpus else "(not in this corpus)"]
+            + [by.get(a, "–") for a in names]
+            for (q, c), by in open_pairs
+        ]
+        return {"headers": QUEUE_HEADERS + names, "data": rows}
+
+    def agreement(self):
+        """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue."""
+        from patent_demo.labels.agreement import agreement_markdown, agreement_report
+
+        try:
+            return agreement_markdown(agreement_report(self.store)), self._queue()
+        except Exception as err:  # noqa: BLE001
+            return warn(err), gr.update()
+
+    def select_disagreement(self, evt: gr.SelectData):
+        try:
+            return self._select_disagreement(evt)
+        except Exception as err:  # noqa: BLE001
+            return "", "", warn(err), None, None
+
+    def _select_disagreement(self, evt: gr.SelectData):
+        """Fill the adjudication form from a queue row: query id, candidate, each annotator's label and note,
+        and both sides in full (query drawing and text, candidate drawing and text)."""
+        row = evt.row_value or ["", "", ""]
+        query_id, cand = str(row[0]), str(row[2])
+        labs = [
+            x for x in self.store.labels(query_id=query_id) if x.candidate_id == cand and not x.adjudicated
+        ]
+        if not labs:
+            return "", "", "Select a row of the queue.", None, None
+        latest = {x.annotator: x for x in labs}
+        who = "  \n".join(
+            f"**{esc(a)}**: {x.label}"
+            + (f" ({x.category})" if x.category else "")
+            + (f" — {esc(x.note)}" if x.note else "")
+            for a, x in sorted(latest.items())
+        )
+        corpus = self.wb.corpus
+        p = corpus[cand] if cand in corpus else None
+        q = labs[-1]
+        q_text = esc(q.query_text) if q.query_text else "(a drawing only)"
+        c_text = f"{esc(p.title)}: {esc(self.wb.candidate_text(p))}" if p else "(not in this corpus)"
+        md = (f"**Query** ({q.modality} judgement): {q_text}  \n**Candidate** `{esc(cand)}` · {c_text}  \n"
+              f"{who}")  # fmt: skip
+        return query_id, cand, md, self._query_image(q), self._candidate_image(q, p)
+
+    def _query_image(self, lab: Label):
+        from PIL import Image
+
+        if not lab.query_image_file:
+            return None
+        path = self.store.path.parent / lab.query_image_file
+        if not path.is_file():
+            return None
+        with Image.open(path) as im:  # a copy in memory: the label folder is not served
+            im.thumbnail((512, 512))
+            return im.convert("L")
+
+    def _candidate_image(self, lab: Label, patent) -> str | None:
+        if patent is None or not patent.figures:
+            return None
+        fig = next((f for f in patent.figures if f.path == lab.candidate_figure), patent.figures[0])
+        return str(self.wb.corpus.image_path(fig))
+
+    def adjudicate(self, query_id, candidate_id, label, note, annotator, request: gr.Request = None,
+                   profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports.
+        Refused to a party of the disagreement unless no one else may adjudicate (``--admin``)."""
+        try:
+            who = self._who(annotator, request, profile)
+            self.identity.check_admin(who, "adjudicate")
+            qid, cid = str(query_id or "").strip(), str(candidate_id or "").strip()
+            previous = [x for x in self.store.labels(query_id=qid) if x.candidate_id == cid]
+            lab = self.store.adjudicate(qid, cid, label, who, note or "", adjudicators=self.identity.admins)
+            by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
+            votes = ", ".join(f"{esc(a)}: {v}" for a, v in sorted(by_annotator.items()))
+            again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
+            msg = (f"✓ adjudicated {esc(lab.candidate_id)} for {esc(lab.query_id)} as **{lab.label}**{again} · "
+                   f"was {votes} · label #{lab.id}")  # fmt: skip
+            return (msg, *self.agreement(), "", "", "", "Select a row of the queue.")
+        except Exception as err:  # noqa: BLE001
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def release(self, session: dict | None) -> None:
+        """A browser session ended: its staged query drawing goes unless a label kept it."""
+        if session and session.get("image_file"):
+            self.store.release_query_image(session["image_file"])
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    return "–" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else esc(x))
+
+
+def _query_ref(lab: Label, width: int = 60) -> str:
+    """How a labelled query reads in the disagreement queue: its text (shortened), its drawing, or both."""
+    text = " ".join(lab.query_text.split())
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    drawing = ""
+    if lab.query_image_file:
+        drawing = f"drawing {lab.query_image_file}" + (
+            f" ({lab.query_patent_id})" if lab.query_patent_id else ""
+        )
+    return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id

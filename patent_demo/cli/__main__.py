@@ -1,0 +1,5 @@
+import sys
+
+from patent_demo.cli.main import main
+
+sys.exit(main())

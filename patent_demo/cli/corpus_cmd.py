@@ -1,0 +1,74 @@
+"""``patent-demo corpus build|info``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from patent_demo.data.sources import KINDS
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("corpus", help="build a corpus from a raw collection, or describe one")
+    cs = p.add_subparsers(dest="corpus_command", required=True, metavar="SUBCOMMAND")
+
+    b = cs.add_parser(
+        "build",
+        help="build a corpus directory from a raw collection (never writes into it)",
+        description="Build a corpus directory from a raw collection. The source is only read; the "
+        "corpus records where its images are, writes a PNG thumbnail of every figure, draws "
+        "train/val/test once by family and saves them. Started again with the same arguments it "
+        "resumes where it stopped.",
+    )
+    b.add_argument("--source", required=True, choices=KINDS,
+                   help="redbook: USPTO Red Book folders, weekly .tar archives or weekly grant XML; images: "
+                        "drawings + a CSV/TSV of id, code(s), title; deeppatent2: DeepPatent2 figures "
+                        "(+ JSON records); text: a JSONL of patents + citation/family pair TSVs")  # fmt: skip
+    b.add_argument("src", help="the collection: a folder (or one archive / XML / JSONL file)")
+    b.add_argument("--out", required=True, help="the corpus directory to write")
+    b.add_argument(
+        "--images", default=None, help="redbook weekly XML: the folder of drawing pages (default: beside it)"
+    )
+    b.add_argument(
+        "--metadata", default=None, help="images: the CSV/TSV table (default: the one table in SRC)"
+    )
+    b.add_argument("--scheme", default=None, choices=("locarno", "uspc", "ipc", "cpc"),
+                   help="images: the scheme of the code column (default: from the header or the codes' shape)")  # fmt: skip
+    b.add_argument("--seed", type=int, default=0, help="seed of the family split (default 0)")
+    b.add_argument("--split", type=float, nargs=3, default=(0.7, 0.15, 0.15), metavar=("TRAIN", "VAL", "TEST"),
+                   help="split fractions (default 0.7 0.15 0.15)")  # fmt: skip
+    b.add_argument("--thumb-size", type=int, default=384, help="longer side of the thumbnails in pixels")
+    b.add_argument("--workers", type=int, default=1, help="processes writing thumbnails (default 1)")
+    b.add_argument("--restart", action="store_true", help="forget an earlier, unfinished build in --out")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--json", default=None, help="also write the summary as JSON here")
+    b.set_defaults(handler=run_build)
+
+    i = cs.add_parser("info", help="the summary of a built corpus", description="The summary of a built "
+                      "corpus: source, patents, figures, codes by scheme, splits and what the build skipped.")  # fmt: skip
+    i.add_argument("corpus", help="a corpus directory")
+    i.add_argument("--json", action="store_true", help="print JSON instead of text")
+    i.set_defaults(handler=run_info)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from patent_demo.data.build import build_corpus
+
+    summary = build_corpus(
+        args.source, args.src, args.out, images=args.images, metadata=args.metadata, scheme=args.scheme,
+        seed=args.seed, fractions=tuple(args.split), thumb_size=args.thumb_size, workers=args.workers,
+        progress=not args.quiet, restart=args.restart,
+    )  # fmt: skip
+    print(summary.to_text())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(summary.to_dict(), fh, indent=1)
+    return 0
+
+
+def run_info(args: argparse.Namespace) -> int:
+    from patent_demo.data.build import corpus_summary
+
+    summary = corpus_summary(args.corpus)
+    print(json.dumps(summary.to_dict(), indent=1) if args.json else summary.to_text())
+    return 0

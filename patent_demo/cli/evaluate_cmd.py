@@ -1,0 +1,311 @@
+"""``patent-demo evaluate drawings|text``: the evaluation protocols, per query and per patent, with a paired
+bootstrap against a baseline model.
+
+Drawings use the one protocol of ``patent_demo.drawing.evaluate`` (the app's Error-analysis tab and
+``train.evaluate`` call it too): the corpus's saved test split, each figure a query against every other
+figure of the split (``all``), or one marked query figure per patent (``queries``, the demo corpus). On a
+corpus without a test split every figure is evaluated against all others, and the output says so.
+
+Text uses ``patent_demo.text.search.rerank_run``: BM25 top ``--candidates`` (the query patent left out),
+re-ranked by the model (``bm25``: none), scored against the corpus qrels (citations) or ``--qrels``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from patent_demo.cli.common import BM25, add_checkpoints, add_corpus, load_corpus, model_name, resolve_model
+from patent_demo.data.corpus import Corpus, read_qrels
+from patent_demo.metrics import macro_means, paired_bootstrap
+
+DRAWING_KEYS = ("patent_map", "subclass_map", "main_map")
+TEXT_KS = (10, 100)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("evaluate", help="evaluate a model on a corpus (drawings or text)")
+    es = p.add_subparsers(dest="task", required=True, metavar="TASK")
+    for task in ("drawings", "text"):
+        e = es.add_parser(task, help=f"evaluate {task} retrieval", description=__doc__.split("\n\n", 1)[1],
+                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        add_corpus(e, required=task == "drawings")
+        default_model = "default"
+        e.add_argument("--model", default=default_model,
+                       help="default, zero-shot (drawings), bm25 (text), or a name from `patent-demo models`")  # fmt: skip
+        e.add_argument("--against", default=None, help="a baseline model: paired bootstrap of the difference")
+        e.add_argument("--split", default=None, help="split to evaluate (default: test when the corpus has one; 'all': every patent)")  # fmt: skip
+        e.add_argument("--k", type=int, nargs="+", default=[10] if task == "drawings" else list(TEXT_KS),
+                       help="cut-offs")  # fmt: skip
+        e.add_argument("--json", default=None, help="write the full result (per-query values included) here")
+        e.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)")
+        e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        add_checkpoints(e)
+        if task == "drawings":
+            e.add_argument(
+                "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
+            )
+            e.add_argument("--protocol", choices=("all", "queries"), default=None,
+                           help="all: every figure a query; queries: one marked query figure per patent "
+                                "(default: queries when the corpus marks them, else all)")  # fmt: skip
+            e.add_argument("--batch-size", type=int, default=32, help="figures per embedding batch")
+            e.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+            e.set_defaults(handler=run_drawings)
+        else:
+            e.add_argument("--qrels", default=None, help="TREC qrels (default: the corpus's qrels.txt)")
+            e.add_argument("--pairs", default=None,
+                           help="a labelled-pair file (DSSDNet TSV or label-export JSONL): rank each query's own "
+                                "candidates instead of searching the corpus (--corpus then only supplies texts)")  # fmt: skip
+            e.add_argument("--queries", default=None, help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)")  # fmt: skip
+            e.add_argument("--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100, as the app)")  # fmt: skip
+            e.add_argument(
+                "--cache-dir", default="cache", help="where the BM25 index is cached (shared with the app)"
+            )
+            e.set_defaults(handler=run_text)
+
+
+# -- shared ------------------------------------------------------------------------------------------------------
+def _split(corpus: Corpus, asked: str | None) -> tuple[str | None, str]:
+    """(split name or None for every patent, a note for the reader)."""
+    if asked == "all":
+        return None, "every patent of the corpus (asked with --split all)"
+    if asked:
+        corpus.split(asked)  # raises naming the splits it has
+        return asked, f"split {asked!r} ({len(corpus.splits[asked])} patents)"
+    test = corpus.splits.get("test") or []
+    if test:
+        return "test", f"the corpus's saved test split ({len(test)} patents)"
+    return None, "this corpus has no test split: every figure is evaluated against all others"
+
+
+def _arrays(per_query: dict, keys: list[str]) -> dict[str, np.ndarray]:
+    return {k: np.array([np.nan if v is None else v for v in per_query[k]], dtype=np.float64) for k in keys}
+
+
+def _none(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else float(x)
+
+
+def _summaries(per_query: dict, groups: list[str], keys: list[str]) -> dict:
+    """Per metric: the mean over queries and the mean over patents of each patent's query mean."""
+    arrays = _arrays(per_query, keys)
+    macro = macro_means(arrays, groups) if groups else {}
+    return {k: {"per_query": _none(np.nanmean(v)) if np.isfinite(v).any() else None,
+                "per_patent": _none(macro.get(k, np.nan))} for k, v in arrays.items()}  # fmt: skip
+
+
+def _compare(a: dict, b: dict, groups: list[str], keys: list[str], resamples: int, seed: int) -> dict:
+    """Paired bootstrap of model - baseline: queries resampled independently, and whole patents resampled
+    (the pages of one patent are not independent queries)."""
+    xa, xb = _arrays(a, keys), _arrays(b, keys)
+    return {k: {"per_query": paired_bootstrap(xa[k], xb[k], n_boot=resamples, seed=seed),
+                "per_patent": paired_bootstrap(xa[k], xb[k], groups=groups, n_boot=resamples, seed=seed)}
+            for k in keys}  # fmt: skip
+
+
+def _table(result: dict, keys: list[str]) -> str:
+    lines = [f"{result['task']} · corpus {result['corpus']} ({result['source']}) · {result['evaluated']}"]
+    lines.append(f"model {result['model']}" + (f" vs {result['against']}" if result.get("against") else ""))
+    lines.append(f"queries {result['num_queries']} from {result['num_patents']} patents" +
+                 (f", gallery {result['num_gallery']}" if result.get("num_gallery") else ""))  # fmt: skip
+    head = f"{'metric':18s} {'per query':>10s} {'per patent':>11s}"
+    if result.get("against"):
+        head += f"  {'baseline':>9s} {'diff [95% CI, patents resampled]':>34s} {'P(<=0)':>6s}"
+    lines += ["", head, "-" * len(head)]
+    for k in keys:
+        s = result["summary"][k]
+        fmt = lambda v: f"{v:.4f}" if v is not None else "n/a"  # noqa: E731
+        row = f"{k:18s} {fmt(s['per_query']):>10s} {fmt(s['per_patent']):>11s}"
+        if result.get("against"):
+            c = result["comparison"][k]["per_patent"]
+            ci = f"{c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}]"
+            row += f"  {fmt(result['baseline_summary'][k]['per_query']):>9s} {ci:>34s} {c['p_le_0']:6.3f}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def _write(result: dict, path: str | None) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# -- drawings -------------------------------------------------------------------------------------------------
+def drawing_run(corpus: Corpus, spec, split: str | None, protocol: str, ks: list[int], image_size: int | None,
+                batch_size: int, device: str) -> dict:  # fmt: skip
+    """``evaluate_drawings`` of one model with per-query values."""
+    from patent_demo.cli.common import load_drawing_model
+    from patent_demo.drawing.evaluate import evaluate_drawings
+
+    model, tf = load_drawing_model(spec, image_size, device)
+    res = evaluate_drawings(model, tf, corpus, split, ks=ks, protocol=protocol, batch_size=batch_size,
+                            silhouette=False, progress=sys.stderr.isatty(), per_query=True)  # fmt: skip
+    res["image_size"] = tf.size
+    return res
+
+
+def run_drawings(args: argparse.Namespace) -> int:
+    corpus = load_corpus(args.corpus)
+    split, note = _split(corpus, args.split)
+    patents = corpus.patents if split is None else corpus.split(split)
+    protocol = args.protocol or ("queries" if any("query_figure" in p.extra for p in patents) else "all")
+    spec = resolve_model(args.model, "drawing", args.checkpoints)
+    res = drawing_run(corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device)
+    keys = [*DRAWING_KEYS, *(f"{lvl}_ndcg@{k}" for k in args.k for lvl in ("patent", "subclass", "main"))]
+    keys = [k for k in keys if k in res["per_query"]]
+    groups = list(res["query_patents"])
+    result = {
+        "task": "drawings", "corpus": str(corpus.root), "source": corpus.source_label or corpus.name,
+        "evaluated": note + f"; protocol {protocol}", "split": split or "all", "protocol": protocol,
+        "model": spec.key, "image_size": res["image_size"], "num_queries": len(groups),
+        "num_patents": len(set(groups)), "num_gallery": res["num_gallery"],
+        "summary": _summaries(res["per_query"], groups, keys), "metrics": res["metrics"],
+        "per_class": res["per_class"], "query_patents": groups, "per_query": res["per_query"],
+    }  # fmt: skip
+    if args.against:
+        base = resolve_model(args.against, "drawing", args.checkpoints)
+        bres = drawing_run(
+            corpus, base, split, protocol, args.k, args.image_size, args.batch_size, args.device
+        )
+        result["against"] = base.key
+        result["baseline_summary"] = _summaries(bres["per_query"], groups, keys)
+        result["baseline_per_query"] = bres["per_query"]
+        result["comparison"] = _compare(
+            res["per_query"], bres["per_query"], groups, keys, args.bootstrap, args.seed
+        )
+    print(_table(result, keys))
+    _write(result, args.json)
+    return 0
+
+
+# -- text ---------------------------------------------------------------------------------------------------------
+def text_run(
+    corpus: Corpus, spec, queries, ks: list[int], candidates: int, cache_dir: str, dirs: list[str]
+) -> dict:
+    """The run of one text model over ``queries`` and its per-query metrics source."""
+    from patent_demo.text.search import rerank_run
+    from patent_demo.workbench import Workbench, WorkbenchConfig
+
+    wb = Workbench(WorkbenchConfig(cache_dir=Path(cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(dirs)),
+                   corpus=corpus, progress=False)  # fmt: skip
+    reranker = wb.reranker(spec) if spec is not None else None
+    k_first = max(candidates, max(ks))
+    return rerank_run(
+        wb.bm25(), reranker, queries, corpus, k_first=k_first, k_rerank=min(candidates, k_first)
+    )
+
+
+def text_queries(corpus: Corpus, qrels: dict, extra_texts: dict[str, str]):
+    from patent_demo.text.search import TextQuery, patent_query
+
+    out, missing = [], []
+    for qid in sorted(qrels):
+        if qid in extra_texts:
+            out.append(TextQuery(qid, extra_texts[qid]))
+        elif qid in corpus:
+            out.append(patent_query(corpus[qid]))
+        else:
+            missing.append(qid)
+    if missing:
+        raise ValueError(
+            f"{len(missing)} qrels queries are neither corpus patents nor in --queries, e.g. {missing[0]!r}"
+        )
+    return out
+
+
+def _pair_reranker(spec, corpus: Corpus | None):
+    if spec is None:
+        return None
+    from patent_demo.registry import default_reranker
+
+    return default_reranker(spec)
+
+
+def run_pairs(args: argparse.Namespace) -> int:
+    """``--pairs``: each query's labelled candidates ranked by the model (``patent_demo.text.evaluate``)."""
+    from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
+    from patent_demo.text.evaluate import pair_run
+    from patent_demo.text.pairs import pair_qrels, read_pair_file
+
+    corpus = load_corpus(args.corpus) if args.corpus else None
+    pairs = read_pair_file(args.pairs, library=corpus)
+    if not pairs:
+        raise ValueError(f"{args.pairs}: no labelled pairs")
+    qrels = pair_qrels(pairs)
+    keys = [f"{m}@{k}" for k in args.k for m in TEXT_METRICS]
+
+    def scored(name: str) -> tuple[str, dict]:
+        spec = resolve_model(name, "text", args.checkpoints)
+        pq = per_query_metrics(pair_run(pairs, _pair_reranker(spec, corpus)), qrels, args.k)
+        return model_name(spec), pq
+
+    name, pq = scored(args.model)
+    qids = sorted(pq)
+    per_query = {k: [pq[q][k] for q in qids] for k in keys}
+    result = {
+        "task": "text", "corpus": args.pairs, "source": "labelled pairs",
+        "evaluated": f"{len(pairs)} labelled pairs, each query's own candidates ranked", "model": name,
+        "num_queries": len(qids), "num_patents": len(qids), "summary": _summaries(per_query, qids, keys),
+        "queries": qids, "per_query": per_query,
+    }  # fmt: skip
+    if args.against:
+        bname, bq = scored(args.against)
+        bper = {k: [bq[q][k] for q in qids] for k in keys}
+        result.update(against=bname, baseline_summary=_summaries(bper, qids, keys), baseline_per_query=bper,
+                      comparison=_compare(per_query, bper, qids, keys, args.bootstrap, args.seed))  # fmt: skip
+    print(_table(result, keys))
+    _write(result, args.json)
+    return 0
+
+
+def run_text(args: argparse.Namespace) -> int:
+    from patent_demo.cli.search_cmd import read_text_queries
+    from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
+
+    if args.pairs:
+        return run_pairs(args)
+    if not args.corpus:
+        raise ValueError("give --corpus (a built corpus) or --pairs (a labelled-pair file)")
+    corpus = load_corpus(args.corpus)
+    qrels = read_qrels(args.qrels) if args.qrels else corpus.qrels
+    if not qrels:
+        raise ValueError(
+            f"{corpus.root} has no qrels.txt; give judgements with --qrels (see `patent-demo qrels convert`)"
+        )
+    split, note = _split(corpus, args.split)
+    if split is not None and not args.qrels:
+        ids = set(corpus.splits[split])
+        qrels = {q: d for q, d in qrels.items() if q in ids}
+        note = f"qrels queries in {note}"
+    elif split is not None:
+        note = "every query of --qrels"
+    extra = dict(read_text_queries(args.queries)) if args.queries else {}
+    queries = text_queries(corpus, qrels, extra)
+    spec = resolve_model(args.model, "text", args.checkpoints)
+    run = text_run(corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints)
+    pq = per_query_metrics(run, qrels, args.k)
+    qids = sorted(pq)
+    keys = [f"{m}@{k}" for k in args.k for m in TEXT_METRICS]
+    per_query = {k: [pq[q][k] for q in qids] for k in keys}
+    result = {
+        "task": "text", "corpus": str(corpus.root), "source": corpus.source_label or corpus.name,
+        "evaluated": note + f"; BM25 top {max(args.candidates, max(args.k))}, the first {args.candidates} re-ranked",
+        "model": model_name(spec), "num_queries": len(qids), "num_patents": len(qids),
+        "summary": _summaries(per_query, qids, keys), "queries": qids, "per_query": per_query,
+    }  # fmt: skip
+    if args.against:
+        base = resolve_model(args.against, "text", args.checkpoints)
+        brun = text_run(corpus, base, queries, args.k, args.candidates, args.cache_dir, args.checkpoints)
+        bq = per_query_metrics(brun, qrels, args.k)
+        bper = {k: [bq[q][k] for q in qids] for k in keys}
+        result["against"] = model_name(base) if base is not None else BM25
+        result["baseline_summary"] = _summaries(bper, qids, keys)
+        result["baseline_per_query"] = bper
+        result["comparison"] = _compare(per_query, bper, qids, keys, args.bootstrap, args.seed)
+    print(_table(result, keys))
+    _write(result, args.json)
+    return 0

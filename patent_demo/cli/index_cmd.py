@@ -1,0 +1,92 @@
+"""``patent-demo index embed|merge``: the drawing index of a large corpus, embedded in resumable shards.
+
+``embed`` writes the figure embeddings of one model in shards of ``--shard-size`` figures under
+``CACHE/shards/<corpus>/<model>/``; a shard on disk is kept, so a killed run resumes. Run it under
+``torchrun --nproc_per_node N -m patent_demo.cli index embed ...`` and each process takes every N-th
+shard (on GPU ``cuda:LOCAL_RANK`` with ``--device cuda``). ``merge`` builds one index over all shards,
+of the kind ``patent_demo.drawing.scale.choose_kind`` picks for its size, where the app looks for it
+(``CACHE/index/<corpus>/<model>/``), so ``app.py --corpus DIR --cache-dir CACHE`` serves it at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, resolve_model
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("index", help="embed a large corpus in resumable shards and merge them into one index")
+    xs = p.add_subparsers(dest="index_command", required=True, metavar="SUBCOMMAND")
+    for name, help_ in (("embed", "embed the figures into shards (resumable; torchrun-aware)"),
+                        ("merge", "build the app's index from every shard")):  # fmt: skip
+        x = xs.add_parser(name, help=help_, description=__doc__.split("\n\n", 1)[1],
+                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        add_corpus(x)
+        x.add_argument("--model", default="default", help="a drawing model (see `patent-demo models`)")
+        x.add_argument("--cache-dir", default="cache", help="the app's cache folder (default: cache)")
+        add_checkpoints(x)
+        if name == "embed":
+            x.add_argument("--shard-size", type=int, default=10_000, help="figures per shard (default 10000)")
+            x.add_argument("--batch-size", type=int, default=32, help="figures per encoder batch")
+            x.add_argument("--device", default="cpu", help="cpu or cuda (cuda:LOCAL_RANK under torchrun)")
+            x.set_defaults(handler=run_embed)
+        else:
+            x.add_argument("--kind", default=None, choices=("flat", "ivf", "ivfpq", "hnsw"),
+                           help="index kind (default: chosen by size, see README)")  # fmt: skip
+            x.set_defaults(handler=run_merge)
+
+
+def _workbench(args: argparse.Namespace):
+    from patent_demo.workbench import Workbench, WorkbenchConfig
+
+    corpus = load_corpus(args.corpus)
+    spec = resolve_model(args.model, "drawing", args.checkpoints)
+    dirs = [*args.checkpoints, *([str(spec.path.parent)] if spec.path is not None else [])]
+    config = WorkbenchConfig(
+        cache_dir=Path(args.cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(Path(d) for d in dirs)
+    )
+    wb = Workbench(config, corpus=corpus, progress=False)
+    return wb, wb.model(spec.key, "drawing")
+
+
+def _shards(wb, spec) -> Path:
+    return wb.config.cache_dir / "shards" / wb.fingerprint / spec.fingerprint
+
+
+def run_embed(args: argparse.Namespace) -> int:
+    from patent_demo.drawing.scale import dist_rank, embed_shards
+    from patent_demo.registry import OpenClipDrawingEncoder
+
+    wb, spec = _workbench(args)
+    rank, world = dist_rank()
+    device = args.device
+    if device == "cuda" and world > 1:
+        device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
+    if device == "cpu":
+        encoder = wb.encoder(spec)  # exactly the app's encoder
+    else:
+        encoder = OpenClipDrawingEncoder(spec.encoder, device=device, checkpoint=spec.path)
+    corpus = wb.corpus
+    figures = [f for _, f in corpus.figures()]
+    out = _shards(wb, spec)
+    done = embed_shards(encoder.encode, corpus.open_image, figures, out, args.shard_size, rank, world,
+                        args.batch_size, progress=sys.stderr.isatty())  # fmt: skip
+    print(f"rank {rank}/{world}: embedded {len(done)} shard(s) {done} into {out}")
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from patent_demo.drawing.scale import merge_shards
+
+    wb, spec = _workbench(args)
+    figures = wb.corpus.figures()
+    index = merge_shards(_shards(wb, spec), [f.path for _, f in figures], [p.id for p, _ in figures],
+                         kind=args.kind, model=spec.encoder, checkpoint=spec.checkpoint_id)  # fmt: skip
+    root = wb.config.cache_dir / "index" / wb.fingerprint / spec.fingerprint
+    index.save(root)
+    print(f"index of {index.count:,} figures ({index.kind}) built in {index.build_seconds:.1f} s: {root}")
+    return 0

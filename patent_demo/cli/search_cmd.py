@@ -1,0 +1,232 @@
+"""``patent-demo search drawings|text``: batch search of a built corpus, as a table or a TREC run.
+
+Drawing queries are image files (PNG, JPEG, TIFF pages); ``--queries`` is a folder of them or a text file
+with one path per line. Results are patents ranked by their best figure, from the same dense index the
+app builds (cached under ``--cache-dir``).
+
+Text queries (``--query FILE``) are a PatSnap ``<doc><str name=…>`` record, a USPTO grant XML, or plain
+text; ``--queries FILE`` is a TSV of id and text. BM25 top ``--candidates`` is re-ranked by the model
+(``bm25``: none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, model_name, resolve_model
+from patent_demo.data.sources import IMAGE_SUFFIXES
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("search", help="search a corpus with drawings or texts")
+    ss = p.add_subparsers(dest="task", required=True, metavar="TASK")
+    for task in ("drawings", "text"):
+        s = ss.add_parser(task, help=f"search with {task}", description=__doc__.split("\n\n", 1)[1],
+                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        add_corpus(s)
+        s.add_argument("--model", default="default",
+                       help="default, zero-shot (drawings), bm25 (text), or a name from `patent-demo models`")  # fmt: skip
+        q = s.add_mutually_exclusive_group(required=True)
+        q.add_argument("--query", nargs="+", default=None, help="query file(s)")
+        q.add_argument("--queries", default=None,
+                       help="a folder of images / a list of image paths" if task == "drawings" else "a TSV of id<TAB>text")  # fmt: skip
+        s.add_argument("--k", type=int, default=10, help="results per query (default 10)")
+        s.add_argument("--run", default=None, help="write a TREC run here instead of printing a table")
+        s.add_argument("--tag", default=None, help="run tag of the TREC run (default: the model name)")
+        s.add_argument(
+            "--cache-dir", default="cache", help="index cache, shared with the app (default: cache)"
+        )
+        add_checkpoints(s)
+        if task == "drawings":
+            s.add_argument(
+                "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
+            )
+            s.add_argument("--no-crop", action="store_true", help="do not crop query drawings to their ink")
+            s.set_defaults(handler=run_drawings)
+        else:
+            s.add_argument(
+                "--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100)"
+            )
+            s.set_defaults(handler=run_text)
+
+
+# -- queries ----------------------------------------------------------------------------------------------------
+def image_queries(query: list[str] | None, queries: str | None) -> list[tuple[str, Path]]:
+    """``[(qid, path)]``: the qid is the file name without suffix."""
+    if query:
+        paths = [Path(q) for q in query]
+    else:
+        src = Path(queries)
+        if src.is_dir():
+            paths = sorted(p for p in src.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+        else:
+            lines = src.read_text(encoding="utf-8").splitlines()
+            paths = [(src.parent / line.strip()) if not Path(line.strip()).is_absolute() else Path(line.strip())
+                     for line in lines if line.strip()]  # fmt: skip
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"query image {missing[0]} not found")
+    if not paths:
+        raise ValueError(f"no query images in {queries}")
+    return [(p.stem, p) for p in paths]
+
+
+def _xml_text(root: ET.Element) -> str:
+    """Title and abstract of a PatSnap ``<doc><str name=…>`` record or a USPTO grant document."""
+    fields = {
+        (e.get("name") or "").lower(): " ".join("".join(e.itertext()).split()) for e in root.iter("str")
+    }
+    if fields:
+        parts = [fields.get(k, "") for k in ("title", "description", "abstract")]
+        return ". ".join(p for p in parts if p)
+    title = root.find(".//invention-title")
+    abstract = root.find(".//abstract")
+    parts = [" ".join("".join(e.itertext()).split()) for e in (title, abstract) if e is not None]
+    return ". ".join(p for p in parts if p)
+
+
+def text_query(path: Path) -> str:
+    """The query text of one file: XML (PatSnap or USPTO grant) or plain text."""
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if raw.lstrip().startswith("<"):
+        from patent_demo.data.loaders.uspto import parse_xml
+
+        text = _xml_text(parse_xml(raw, str(path)))
+        if not text:
+            raise ValueError(f"{path}: no title, description or abstract found in the XML")
+        return text
+    return " ".join(raw.split())
+
+
+def read_text_queries(path: str | Path) -> list[tuple[str, str]]:
+    """``[(qid, text)]`` from a TSV of id and text (a header line ``id<TAB>text`` is skipped)."""
+    path = Path(path)
+    rows = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        for lineno, row in enumerate(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) < 2:
+                raise ValueError(f"{path}:{lineno}: expected id<TAB>text")
+            if lineno == 1 and row[0].strip().lower() in ("id", "qid", "query_id"):
+                continue
+            rows.append((row[0].strip(), " ".join(" ".join(row[1:]).split())))
+    if not rows:
+        raise ValueError(f"{path}: no queries")
+    return rows
+
+
+# -- output -----------------------------------------------------------------------------------------------------
+def write_run(path: str, rows: list[tuple[str, str, float]], tag: str) -> None:
+    """TREC run ``qid Q0 docid rank score tag`` (ranks restart at 1 for each query)."""
+    from patent_demo.data.corpus import _atomic_write
+
+    rank: dict[str, int] = {}
+    lines = []
+    for qid, doc, score in rows:
+        rank[qid] = rank.get(qid, 0) + 1
+        lines.append(f"{qid} Q0 {doc} {rank[qid]} {score:.6f} {tag}\n")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(Path(path), "".join(lines))
+    print(f"wrote {path}: {len(rank)} queries, {len(lines)} lines", file=sys.stderr)
+
+
+def _print_table(rows: list[tuple[str, int, str, float, str, str, str]]) -> None:
+    print(f"{'query':24s} {'rank':>4s}  {'patent':14s} {'score':>7s}  {'codes':18s} title / figure")
+    last = None
+    for qid, rank, pid, score, codes, title, fig in rows:
+        if last is not None and qid != last:
+            print()
+        last = qid
+        print(
+            f"{qid[:24]:24s} {rank:4d}  {pid:14s} {score:7.4f}  {codes[:18]:18s} {title}"
+            + (f"  [{fig}]" if fig else "")
+        )
+
+
+def _codes(patent) -> str:
+    for scheme in ("locarno", "uspc", "ipc", "cpc"):
+        if patent.codes.get(scheme):
+            return patent.codes[scheme][0]
+    return ""
+
+
+# -- drawings ---------------------------------------------------------------------------------------------------
+def drawing_workbench(args: argparse.Namespace, corpus, spec):
+    """A ``Workbench`` over ``corpus`` whose index for ``spec`` is the app's (or, with ``--image-size``,
+    one of its own size, cached apart)."""
+    from patent_demo.workbench import Workbench, WorkbenchConfig
+
+    dirs = [*args.checkpoints, *([str(spec.path.parent)] if spec.path is not None else [])]
+    cache = Path(args.cache_dir) / (f"px{args.image_size}" if args.image_size else "")
+    factory = None
+    if args.image_size:
+        from patent_demo.cli.common import SizedEncoder
+
+        def factory(s):
+            return SizedEncoder(s, args.image_size)
+
+    config = WorkbenchConfig(
+        cache_dir=cache, corpus=corpus.root, checkpoint_dirs=tuple(Path(d) for d in dirs)
+    )
+    return Workbench(config, corpus=corpus, drawing_encoder_factory=factory, progress=sys.stderr.isatty())
+
+
+def run_drawings(args: argparse.Namespace) -> int:
+    corpus = load_corpus(args.corpus)
+    spec = resolve_model(args.model, "drawing", args.checkpoints)
+    queries = image_queries(args.query, args.queries)
+    wb = drawing_workbench(args, corpus, spec)
+    out, table = [], []
+    for qid, path in queries:
+        res = wb.search_drawing(path, spec.key, k=args.k, crop=not args.no_crop)
+        for h in res.hits:
+            out.append((qid, h.patent_id, h.score))
+            table.append(
+                (
+                    qid,
+                    h.rank,
+                    h.patent_id,
+                    h.score,
+                    _codes(corpus[h.patent_id]),
+                    corpus[h.patent_id].title,
+                    h.figure,
+                )
+            )
+    if args.run:
+        write_run(args.run, out, args.tag or spec.key)
+    else:
+        _print_table(table)
+    return 0
+
+
+# -- text -------------------------------------------------------------------------------------------------------
+def run_text(args: argparse.Namespace) -> int:
+    from patent_demo.cli.evaluate_cmd import text_run
+    from patent_demo.text.search import TextQuery
+
+    corpus = load_corpus(args.corpus)
+    if args.query:
+        pairs = [(Path(q).stem, text_query(Path(q))) for q in args.query]
+    else:
+        pairs = read_text_queries(args.queries)
+    queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
+               for qid, text in pairs]  # fmt: skip
+    spec = resolve_model(args.model, "text", args.checkpoints)
+    run = text_run(corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints)
+    out, table = [], []
+    for q in queries:
+        res = run[q.qid].top(args.k)
+        for rank, (pid, score) in enumerate(res, 1):
+            out.append((q.qid, pid, float(score)))
+            table.append((q.qid, rank, pid, float(score), _codes(corpus[pid]), corpus[pid].title, ""))
+    if args.run:
+        write_run(args.run, out, args.tag or model_name(spec))
+    else:
+        _print_table(table)
+    return 0

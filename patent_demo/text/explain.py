@@ -1,0 +1,102 @@
+"""What moved a DSSDNet score: a summary of the gate and of each part's contribution, from the extras
+``Reranker.rank`` attaches to every candidate (``gate``, ``ds``, ``di``, ``fusion``, ``t``,
+``t_source``, ``t_hat``, ``score_t_flipped``).
+
+* :func:`gate_summary`: how spread the gate ``g = sigmoid(W_g e_s + b_g)`` (Eq. 5) is over the ``d``
+  dimensions: mean (the domain-sensitive share), standard deviation, range, the share of dimensions
+  routed mostly to the domain-sensitive part (``g > 0.5``), and the mean binary entropy of the gate
+  values in bits (1.0: every dimension split half and half). ``flat`` is set when the gate barely
+  varies (std < :data:`FLAT_STD`), as an untrained head's does (0.500 everywhere): then the
+  decomposition explains nothing.
+* :func:`contributions`: the probability of the domain-sensitive head ``g_ds`` and of the
+  domain-invariant head ``g_di`` (Eq. 7), the fused score ``h_R`` (Eq. 12) and the effect of the
+  domain label: the score minus the score with ``t`` flipped.
+* :func:`explain_markdown`: both as a short text for the app's panel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+FLAT_STD = 0.02  # gate standard deviation over the dimensions below which it is called flat
+
+
+def gate_summary(gate: Sequence[float] | None) -> dict | None:
+    """Spread of one candidate's gate vector (``None`` for a variant without a gate)."""
+    if gate is None or len(gate) == 0:
+        return None
+    g = np.clip(np.asarray(gate, dtype=np.float64), 1e-12, 1 - 1e-12)
+    entropy = -(g * np.log2(g) + (1 - g) * np.log2(1 - g))
+    std = float(g.std())
+    return {
+        "dims": int(g.size),
+        "mean": float(g.mean()),
+        "std": std,
+        "min": float(g.min()),
+        "max": float(g.max()),
+        "share_domain_sensitive": float((g > 0.5).mean()),
+        "entropy_bits": float(entropy.mean()),
+        "flat": std < FLAT_STD,
+    }
+
+
+def contributions(extra: Mapping) -> dict:
+    """The parts of one candidate's score: ``ds``/``di`` head probabilities, ``fusion`` (``h_R``), the
+    domain label used and where it came from, and ``t_effect`` = score - score with ``t`` flipped."""
+    score = extra.get("fusion")
+    if score is None and extra.get("ds") is not None and extra.get("di") is not None:
+        score = 0.5 * (extra["ds"] + extra["di"])
+    flipped = extra.get("score_t_flipped")
+    t_effect = None if score is None or flipped is None else float(score) - float(flipped)
+    return {
+        "score": score,
+        "ds": extra.get("ds"),
+        "di": extra.get("di"),
+        "fusion": extra.get("fusion"),
+        "t": extra.get("t"),
+        "t_source": extra.get("t_source"),
+        "t_hat": extra.get("t_hat"),
+        "t_effect": t_effect,
+    }
+
+
+def gate_spread_over_candidates(extras: Sequence[Mapping]) -> float:
+    """Standard deviation of the gate mean over a list's candidates (0: every candidate gated alike)."""
+    means = [e["gate_mean"] for e in extras if e and e.get("gate_mean") is not None]
+    return float(np.std(means)) if len(means) > 1 else 0.0
+
+
+def explain_markdown(extra: Mapping) -> str:
+    """A few lines for the panel: the gate's spread (or that it is flat) and the parts of the score."""
+    lines = []
+    g = gate_summary(extra.get("gate"))
+    if g is None:
+        lines.append("This variant has no gate (plain cross-encoder): the score is one head's output.")
+    elif g["flat"]:
+        lines.append(f"⚠️ The gate is flat ({g['mean']:.3f} ± {g['std']:.3f} over {g['dims']} dimensions): "
+                     "the model does not separate domain-sensitive from domain-invariant features, so the split "
+                     "below explains little (an untrained head, or a model trained for another scheme).")  # fmt: skip
+    else:
+        lines.append(f"Gate: {100 * g['share_domain_sensitive']:.0f} % of {g['dims']} dimensions lean domain-sensitive; "
+                     f"mean {g['mean']:.3f}, std {g['std']:.3f}, range {g['min']:.2f}–{g['max']:.2f}, "
+                     f"entropy {g['entropy_bits']:.2f} bits (1 = undecided).")  # fmt: skip
+    c = contributions(extra)
+    parts = []
+    if c["ds"] is not None:
+        parts.append(f"domain-sensitive head {c['ds']:.3f}")
+    if c["di"] is not None:
+        parts.append(f"domain-invariant head {c['di']:.3f}")
+    if c["fusion"] is not None:
+        parts.append(f"fused score h_R {c['fusion']:.3f}")
+    if parts:
+        lines.append("Parts: " + ", ".join(parts) + ".")
+    if c["t_effect"] is not None and c["t"] is not None:
+        source = {"codes": "from the codes", "predicted": f"predicted, P(t=1) = {c['t_hat']:.2f}"}.get(
+            c["t_source"], ""
+        )
+        same = "same" if c["t"] else "different"
+        lines.append(f"Domain t = {c['t']} ({same} subclass; {source}): flipping it would change the score by "
+                     f"{-c['t_effect']:+.3f}.")  # fmt: skip
+    return "\n\n".join(lines)

@@ -1,0 +1,194 @@
+"""``patent-demo`` search, evaluate, qrels and models on corpora built from the shared real data."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import tomllib
+
+import numpy as np
+import pytest
+
+from patent_demo.cli import main
+from patent_demo.data.build import build_corpus
+from patent_demo.data.corpus import Corpus, read_qrels
+from patent_demo.metrics import read_run
+from tests.conftest import REPO_ROOT, require_shared
+
+CKPT = str(REPO_ROOT / "checkpoints")
+
+
+@pytest.fixture(scope="module")
+def dp2(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "dp2"
+    build_corpus(
+        "deeppatent2", require_shared("deeppatent2_techdrawfinder_samples") / "images", out, progress=False
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "text"
+    build_corpus("text", require_shared("cs3245_patsnap_corpus_qrels"), out, progress=False)
+    return out
+
+
+def test_console_script_is_registered():
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, func = scripts["patent-demo"].split(":")
+    assert getattr(importlib.import_module(module), func) is main
+    out = subprocess.run([sys.executable, "-m", "patent_demo.cli", "--help"], capture_output=True, text=True,
+                         cwd=REPO_ROOT, check=True).stdout  # fmt: skip
+    for command in ("corpus", "search", "evaluate", "qrels", "models"):
+        assert command in out
+
+
+def test_models_lists_what_the_app_offers(capsys):
+    assert main(["models", "--checkpoints", CKPT, "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {"zero-shot", "bm25", "dssdnet-untrained"} <= set(rows)
+    hmcl = rows.get("hmcl-lite-clip")
+    if hmcl is not None:  # the shipped checkpoint: figures from its metrics.json
+        metrics = json.loads((REPO_ROOT / "checkpoints/hmcl-lite-clip/metrics.json").read_text())
+        assert hmcl["measured"]["subclass_map"] == round(
+            metrics["after"]["test"]["metrics"]["subclass_map"], 4
+        )
+        assert hmcl["image_size"] == 128 and hmcl["scheme"] == "locarno"
+    assert rows["zero-shot"]["image_size"] == 224 and rows["zero-shot"]["kind"] == "zero-shot"
+    assert main(["models", "--checkpoints", CKPT]) == 0
+    assert "default: drawing" in capsys.readouterr().out
+
+
+def test_qrels_convert_one_id_per_line(tmp_path, capsys):
+    pos, neg = tmp_path / "q1-qrels+ve.txt", tmp_path / "q1-qrels-ve.txt"
+    pos.write_text("US5960481\nUS5253496\n")
+    neg.write_text("US6094768\n\n")
+    out = tmp_path / "q1.qrels"
+    assert main(["qrels", "convert", str(pos), str(neg), "--out", str(out)]) == 0
+    assert read_qrels(out) == {"q1": {"US5960481": 1, "US5253496": 1, "US6094768": 0}}
+    assert "1 queries, 3 judgements (2 relevant)" in capsys.readouterr().out
+    bad = tmp_path / "q2-qrels+ve.txt"
+    bad.write_text("US1 US2\n")
+    assert main(["qrels", "convert", str(bad), "--out", str(out)]) == 2
+    assert "one document id per line" in capsys.readouterr().err
+
+
+def test_evaluate_drawings_per_query_per_patent_and_bootstrap(dp2, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--split", "all",
+            "--against", "hmcl-lite-clip", "--checkpoints", CKPT, "--json", str(out)]  # fmt: skip
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "every patent of the corpus" in table and "per patent" in table
+    result = json.loads(out.read_text())
+    assert result["num_queries"] == 13 and result["num_patents"] == 12
+    # second computation: the per-query and per-patent means from the per-query values
+    vals = np.array([np.nan if v is None else v for v in result["per_query"]["patent_map"]])
+    assert result["summary"]["patent_map"]["per_query"] == pytest.approx(np.nanmean(vals))
+    assert result["metrics"]["patent_map"] == pytest.approx(np.nanmean(vals))
+    by_patent: dict[str, list[float]] = {}
+    for v, p in zip(result["per_query"]["subclass_map"], result["query_patents"], strict=True):
+        if v is not None:
+            by_patent.setdefault(p, []).append(v)
+    macro = np.mean([np.mean(v) for v in by_patent.values()])
+    assert result["summary"]["subclass_map"]["per_patent"] == pytest.approx(macro)
+    c = result["comparison"]["patent_map"]["per_patent"]
+    assert c["low"] <= c["diff"] <= c["high"]
+    diff = np.nanmean(
+        vals - np.array([np.nan if v is None else v for v in result["baseline_per_query"]["patent_map"]])
+    )
+    assert c["diff"] == pytest.approx(diff)
+
+
+def test_evaluate_drawings_without_a_test_split_says_so(dp2, tmp_path, capsys):
+    corpus = Corpus.load(dp2)
+    corpus.splits = {}
+    (dp2 / "splits.json").rename(tmp_path / "splits.json")
+    try:
+        assert (
+            main(
+                ["evaluate", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--checkpoints", CKPT]
+            )
+            == 0
+        )
+    finally:
+        (tmp_path / "splits.json").rename(dp2 / "splits.json")
+    assert "no test split: every figure is evaluated against all others" in capsys.readouterr().out
+
+
+def test_search_drawings_finds_the_query_patent(dp2, tmp_path, capsys):
+    corpus = Corpus.load(dp2)
+    patent = corpus["USD0739807"]
+    query = corpus.image_path(patent.figures[0])
+    run = tmp_path / "d.trec"
+    args = ["search", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--query", str(query),
+            "--k", "5", "--cache-dir", str(tmp_path / "cache"), "--checkpoints", CKPT]  # fmt: skip
+    assert main([*args, "--run", str(run)]) == 0
+    ranked = read_run(run)[query.stem]
+    assert max(ranked, key=ranked.get) == "USD0739807" and len(ranked) == 5
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[1].split()[1:3] == ["1", "USD0739807"]
+
+
+def test_search_and_evaluate_text_agree_with_ir_measures(text, tmp_path, capsys):
+    ir_measures = pytest.importorskip("ir_measures")
+    corpus = Corpus.load(text)
+    test = set(corpus.splits["test"])
+    qrels = {q: d for q, d in corpus.qrels.items() if q in test}
+    tsv = tmp_path / "queries.tsv"
+    from patent_demo.text.search import candidate_text
+
+    tsv.write_text("".join(f"{q}\t{candidate_text(corpus[q])}\n" for q in sorted(qrels)))
+    run = tmp_path / "bm25.trec"
+    common = ["--corpus", str(text), "--model", "bm25", "--cache-dir", str(tmp_path / "cache")]
+    assert main(["search", "text", *common, "--queries", str(tsv), "--k", "100", "--run", str(run)]) == 0
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "text", *common, "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["num_queries"] == len(qrels) and "test split" in result["evaluated"]
+    qrels_file = tmp_path / "test.qrels"
+    qrels_file.write_text("".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items()))
+    # the TREC run as written (BM25 scores, ties re-ordered by trec_eval's rules): recall over the whole list
+    ref = ir_measures.calc_aggregate([ir_measures.R @ 100], ir_measures.read_trec_qrels(str(qrels_file)),
+                                     ir_measures.read_trec_run(str(run)))  # fmt: skip
+    assert result["summary"]["recall@100"]["per_query"] == pytest.approx(ref[ir_measures.R @ 100], abs=1e-6)
+
+
+def test_search_text_with_a_patsnap_xml_query(text, tmp_path, capsys):
+    data = require_shared("cs3245_patsnap_corpus_qrels") / "patsnap-corpus" / "EP0049154B2.xml"
+    args = ["search", "text", "--corpus", str(text), "--model", "bm25", "--query", str(data), "--k", "3",
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # the query patent itself is left out; its US family member (same title) comes first
+    assert len(lines) == 4 and all("EP0049154B2" not in line.split()[2] for line in lines[1:])
+    top = Corpus.load(text)[lines[1].split()[2]]
+    assert top.title == "In place gas cleaning of diffusion elements"
+
+
+def test_unknown_model_and_raw_folder_are_one_line_errors(tmp_path, capsys):
+    raw = require_shared("impact_design_patent_samples") / "patents"
+    assert main(["evaluate", "drawings", "--corpus", str(raw), "--model", "zero-shot"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "patent-demo corpus build --source redbook" in err
+    assert main(["search", "text", "--corpus", str(raw), "--query", "x.txt"]) == 2
+    assert main(["models", "--checkpoints", CKPT]) == 0
+    capsys.readouterr()
+    dp = tmp_path / "x"
+    dp.mkdir()
+    (dp / "manifest.jsonl").write_text("")
+    assert main(["evaluate", "drawings", "--corpus", str(dp), "--model", "nope", "--checkpoints", CKPT]) == 2
+    assert "unknown drawing model 'nope'" in capsys.readouterr().err
+
+
+def test_app_refuses_a_raw_collection_in_one_line(tmp_path, capsys):
+    import app
+
+    raw = require_shared("impact_design_patent_samples") / "patents"
+    assert app.main(["--corpus", str(raw), "--labels", str(tmp_path / "l.sqlite"), "--no-warmup"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"patent-demo corpus build --source redbook {raw}" in err

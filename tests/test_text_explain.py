@@ -1,0 +1,118 @@
+"""Explanation of DSSDNet scores, checkpoint choice by scheme, and the inference precision."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from patent_demo.text.explain import (
+    contributions,
+    explain_markdown,
+    gate_spread_over_candidates,
+    gate_summary,
+)
+from patent_demo.text.precision import apply_precision, choose_precision, cpu_flags
+from patent_demo.text.select import checkpoint_scheme, text_model_for_scheme
+
+REPO = Path(__file__).resolve().parents[1]
+IPC_CHECKPOINT = REPO / "checkpoints" / "dssdnet-minilm-ipc"
+PATSNAP = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels" / "patsnap_docs.jsonl"
+
+
+def test_gate_summary_flat_and_spread():
+    flat = gate_summary([0.5] * 384)
+    assert flat["flat"] and flat["entropy_bits"] == pytest.approx(1.0) and flat["std"] == 0.0
+    g = gate_summary([0.1, 0.9, 0.8, 0.2])
+    assert not g["flat"] and g["share_domain_sensitive"] == 0.5 and g["mean"] == pytest.approx(0.5)
+
+    def bits(p):
+        return -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
+
+    h = (2 * bits(0.1) + 2 * bits(0.2)) / 4
+    assert g["entropy_bits"] == pytest.approx(h) and (g["min"], g["max"]) == (0.1, 0.9)
+    assert gate_summary(None) is None
+
+
+def test_contributions_and_text():
+    extra = {"gate": [0.2, 0.9, 0.7], "ds": 0.8, "di": 0.3, "fusion": 0.75, "t": 1, "t_source": "codes",
+             "t_hat": 0.9, "score_t_flipped": 0.25, "gate_mean": 0.6}  # fmt: skip
+    c = contributions(extra)
+    assert c["t_effect"] == pytest.approx(0.5) and c["score"] == 0.75
+    text = explain_markdown(extra)
+    assert "67 % of 3 dimensions" in text and "domain-sensitive head 0.800" in text
+    assert (
+        "Domain t = 1 (same subclass; from the codes): flipping it would change the score by -0.500" in text
+    )
+    assert explain_markdown({**extra, "gate": [0.5] * 8}).startswith("⚠️ The gate is flat (0.500 ± 0.000")
+    assert "no gate" in explain_markdown({"gate": None, "fusion": None, "ds": None, "di": None})
+    assert gate_spread_over_candidates([{"gate_mean": 0.4}, {"gate_mean": 0.6}]) == pytest.approx(0.1)
+
+
+def test_checkpoint_scheme_and_choice(tmp_path):
+    from patent_demo.registry import ModelSpec
+
+    for name, scheme in (("loc", "locarno"), ("ipc", "ipc")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(
+            f'{{"kind": "dssdnet", "model": {{"domain_scheme": "{scheme}"}}}}'
+        )
+    specs = [ModelSpec("untrained", "u", "text", "dssdnet", "minilm", trained=False),
+             ModelSpec("loc", "l", "text", "dssdnet", "minilm", tmp_path / "loc"),
+             ModelSpec("ipc", "i", "text", "dssdnet", "minilm", tmp_path / "ipc")]  # fmt: skip
+    assert checkpoint_scheme(tmp_path / "ipc") == "ipc" and checkpoint_scheme(tmp_path / "none") is None
+    assert text_model_for_scheme(specs, "ipc").key == "ipc"
+    assert text_model_for_scheme(specs, "locarno").key == "loc"
+    assert text_model_for_scheme(specs, "cpc") is None
+    assert checkpoint_scheme(REPO / "checkpoints" / "dssdnet-minilm") == "locarno"
+
+
+def test_precision_choice_from_cpu_flags(tmp_path, monkeypatch):
+    monkeypatch.delenv("PATENT_DEMO_PRECISION", raising=False)
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n")
+    assert "avx512_bf16" in cpu_flags(info)
+    assert choose_precision("auto", cpu_flags(info)) == "bf16"
+    assert choose_precision("auto", {"avx2", "avx512_vnni"}) == "fp32"
+    assert choose_precision("auto", {"amx_bf16"}) == "bf16"
+    assert choose_precision("int8", set()) == "int8"
+    monkeypatch.setenv("PATENT_DEMO_PRECISION", "int8")
+    assert choose_precision("auto", {"avx512_bf16"}) == "int8"
+    with pytest.raises(ValueError, match="unknown precision 'fp16'"):
+        choose_precision("fp16")
+    assert cpu_flags(tmp_path / "missing") == set()
+
+
+def test_precisions_rank_alike_on_a_tiny_model():
+    from tests.test_reranker import CANDIDATES, QUERY, QUERY_CODES, tiny_reranker
+
+    ref = tiny_reranker("DSSDNet")
+    assert ref.precision == "fp32"
+    want = ref.rank(QUERY, CANDIDATES, QUERY_CODES)
+    for precision, tol in (("bf16", 0.05), ("int8", 0.05)):
+        model = apply_precision(tiny_reranker("DSSDNet"), precision)
+        assert model.precision == precision
+        got = model.rank(QUERY, CANDIDATES, QUERY_CODES)
+        got_scores = dict(zip(got.ids, got.scores.tolist(), strict=True))
+        np.testing.assert_allclose([got_scores[d] for d in want.ids], want.scores, atol=tol)
+
+
+@pytest.mark.skipif(not PATSNAP.is_file(), reason="cs3245 data not available")
+def test_trained_ipc_checkpoint_gate_is_not_constant():
+    """On real cs3245 text the shipped IPC checkpoint's gate varies over dimensions and candidates."""
+    from patent_demo.data.loaders.textcorpus import load_text_corpus
+    from patent_demo.text.reranker import Reranker
+    from patent_demo.text.search import candidate_text
+
+    torch.set_num_threads(1)
+    library = load_text_corpus(PATSNAP)
+    patents = [p for p in library if p.text][:9]
+    model = Reranker.load(IPC_CHECKPOINT)
+    assert model.config.domain_scheme == "ipc"
+    q = patents[0]
+    res = model.rank(candidate_text(q), [(p.id, candidate_text(p), p.codes) for p in patents[1:]], q.codes)
+    summaries = [gate_summary(e["gate"]) for e in res.extras]
+    assert all(not s["flat"] for s in summaries), [s["std"] for s in summaries]
+    assert gate_spread_over_candidates(res.extras) > 0.0
+    assert max(res.scores) - min(res.scores) > 0.05  # scores are spread, not all ~0.98
+    assert all(e["t_source"] == "codes" for e in res.extras)
