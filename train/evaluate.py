@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--no-silhouette", action="store_true", help="skip the silhouette score")
     a("--out", default=None, help="write the JSON result here (else it goes to stdout)")
     a("--record", nargs="?", const="", default=None, metavar="KEY",
-      help="store the summary in the checkpoint's config.json and metrics.json under KEY (default: "
-           "real_validation with --redbook, generated_test otherwise)")  # fmt: skip
+      help="store the summary in the checkpoint's config.json and metrics.json under KEY (dots nest: after.test; "
+           "default: real_validation with --redbook, after.test otherwise)")  # fmt: skip
     return p
 
 
@@ -98,7 +98,11 @@ def record(checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size:
     for fname in ("config.json", "metrics.json"):
         path = checkpoint / fname
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        data[key] = summary
+        *parents, last = key.split(".")  # "after.test": the layout train.hmcl writes its test figures in
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = summary
         write_json(path, data)
     log.info("recorded %s in %s", key, checkpoint)
 
@@ -136,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         batch_size=args.batch_size, silhouette=not args.no_silhouette, per_query=args.record is not None,
     )  # fmt: skip
     if args.record is not None:
-        key = args.record or ("real_validation" if args.redbook else "generated_test")
+        key = args.record or ("real_validation" if args.redbook else f"after.{split or 'all'}")
         record(Path(args.model), key, result, corpus, eval_tf.size, protocol)
     result = {
         "model": str(args.model),
