@@ -36,7 +36,7 @@ from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score", "label"]
-TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "label"]
+TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)", "label"]
 COMBINED_HEADERS = ["rank", "patent", "Locarno", "title", "score", "label"]
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
@@ -194,7 +194,7 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
         elif kind == "text":
             e = row.get("extras") or {}
             move = _movement(e["bm25_rank"], r) if list_name != "bm25" and "bm25_rank" in e else ""
-            rows.append([r, move, p.id, p.locarno, p.title, score])
+            rows.append([r, move, p.id, p.locarno, p.title, score, e.get("snippet", "")])
         else:
             rows.append([r, p.id, p.locarno, p.title, score])
     return rows
@@ -289,6 +289,12 @@ class LabelHandlers:
              profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Everything that follows the cursor: gallery (selection and badges), the tables (badges, cursor
         row), the label panel's drawing and line, the explanation. Views of other search kinds are cleared."""
+        try:
+            return self._show(session, list_name, rank, unlabelled_only, annotator, request, profile)
+        except Exception as err:  # noqa: BLE001 - the views stay as they are, the cursor line says why
+            return (*(gr.update() for _ in range(11)), warn(err))
+
+    def _show(self, session, list_name, rank, unlabelled_only, annotator, request, profile):
         who = self._soft_who(annotator, request, profile)
         judged = self._judged(session, who)
         at = cursor_of(session, list_name, rank)
@@ -480,6 +486,12 @@ class LabelHandlers:
             return warn(err), gr.update()
 
     def select_disagreement(self, evt: gr.SelectData):
+        try:
+            return self._select_disagreement(evt)
+        except Exception as err:  # noqa: BLE001
+            return "", "", warn(err), None, None
+
+    def _select_disagreement(self, evt: gr.SelectData):
         """Fill the adjudication form from a queue row: query id, candidate, each annotator's label and note,
         and both sides in full (query drawing and text, candidate drawing and text)."""
         row = evt.row_value or ["", "", ""]

@@ -22,7 +22,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,7 +171,6 @@ class Workbench:
         self._rerankers: dict[str, TextReranker] = {}
         self._indexes: dict[str, DenseIndex] = {}
         self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
-        self._index_threads: dict[str, threading.Thread] = {}
         self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
         self._figure_sha: dict[str, str] | None = None
@@ -263,30 +262,7 @@ class Workbench:
 
     def index_ready(self, model: str | ModelSpec) -> bool:
         """Whether ``model``'s index is in memory (a search with it answers at once)."""
-        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
-        with self._lock:
-            return spec.key in self._indexes
-
-    def ready_models(self) -> list[ModelSpec]:
-        """The drawing models whose index is in memory."""
-        with self._lock:
-            keys = set(self._indexes)
-        return [m for m in self.models("drawing") if m.key in keys]
-
-    def build_index_in_background(self, model: str | ModelSpec) -> threading.Thread | None:
-        """Start building ``model``'s index in a daemon thread (once); None when it is ready already. A
-        build that fails prints its error; the next search with the model starts another."""
-        spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
-        with self._lock:
-            if spec.key in self._indexes:
-                return None
-            thread = self._index_threads.get(spec.key)
-            if thread is not None and thread.is_alive():
-                return thread
-            thread = threading.Thread(target=self.index, args=(spec,), daemon=True, name=f"index-{spec.key}")
-            self._index_threads[spec.key] = thread
-        thread.start()
-        return thread
+        return (model if isinstance(model, ModelSpec) else self.model(model, "drawing")).key in self._indexes
 
     def bm25(self) -> BM25Index:
         with self._lock:
@@ -336,10 +312,7 @@ class Workbench:
         pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
         if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
             return ""
-        return (
-            f"⏳ building the drawing index of {', '.join(pending)}; a search with it is refused, naming the "
-            "ready models, until it is ready"
-        )
+        return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
 
     def display_path(self, figure: Figure) -> str:
         """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
@@ -387,9 +360,11 @@ class Workbench:
         group_by_patent: bool = True,
         crop: bool = True,
         query_locarno: str = "",
+        allowed: Collection[str] | None = None,
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes)."""
+        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes).
+        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
         from patent_demo import taxonomy
 
         data = image if isinstance(image, bytes) else Path(image).read_bytes()
@@ -406,13 +381,13 @@ class Workbench:
         if not loc and own_patent:
             loc = self.corpus[own_patent].locarno
         if group_by_patent:
-            res = index.search_patents(q, k)
+            res = index.search_patents(q, k, allowed=allowed)
             hits = [
                 self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
                 for r, (pid, s) in enumerate(res, 1)
             ]
         else:
-            res = index.search(q, k)
+            res = index.search(q, k, allowed=allowed)
             hits = [
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
@@ -452,25 +427,37 @@ class Workbench:
         return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
 
     def search_text(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> tuple[Results, Results]:
         """(BM25 top-k, DSSDNet top-k) for an abstract: ``patent_demo.text.search.rerank_run``, the path the
         training evaluation and the benchmarks take, over BM25's top ``max(k, bm25_candidates)``, all of
-        them re-ranked.
+        them re-ranked. ``allowed`` (patent ids, see ``patent_demo.filters``) restricts BM25 to those
+        documents.
 
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
         (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
         orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
         """
-        lists = self.search_text_lists(abstract, codes, k, model)
+        lists = self.search_text_lists(abstract, codes, k, model, allowed)
         return lists["bm25"], lists["dssdnet"]
 
     def search_text_lists(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> dict[str, Results]:
         """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
         ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
-        with the BM25 weight the checkpoint was tuned with on its validation queries)."""
+        with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
+        ``search_text``."""
         from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
 
         text = check_abstract(abstract)
@@ -481,12 +468,13 @@ class Workbench:
             raise ValueError(f"k must be at least 1, got {k}")
         query = TextQuery("query", text, query_codes)
         n = max(k, self.config.bm25_candidates)
-        first = first_stage(self.bm25(), [query], k=n)["query"]
+        only = {"query": allowed} if allowed is not None else None
+        first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
         if not len(first):
             return {"bm25": first, "dssdnet": first, "fused": first}
         spec = self.model(model, "text") if model else self.default_text_model()
         run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
-                         keep_extras=True)["query"]  # fmt: skip
+                         keep_extras=True, allowed=only)["query"]  # fmt: skip
         scores = [e.pop(_KeepScore.KEY) for e in run.extras]
         reranked = Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
         fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))

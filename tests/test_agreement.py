@@ -296,3 +296,13 @@ def test_cli_prints_json(store, tmp_path, capsys):
     assert main([str(missing)]) == 2
     assert capsys.readouterr().err == f"error: label store {missing} does not exist\n"
     assert not missing.exists()
+
+
+def test_markdown_names_are_inert(tmp_path):
+    s = LabelStore(tmp_path / "names.sqlite")
+    for i in range(1, 4):
+        _add(s, "<img src=x>", Q1, f"P{i}", "relevant" if i % 2 else "not")
+        _add(s, "a|b [c](d)", Q1, f"P{i}", "relevant")
+    md = agreement_markdown(agreement_report(s))
+    assert "<img" not in md and "&lt;img src=x&gt;" in md
+    assert "| &lt;img src=x&gt; | a\\|b \\[c\\](d) | 3 |" in md

@@ -383,3 +383,22 @@ def test_on_a_space_with_sign_in_the_profile_decides(live):
     assert ident.who("mallory", request, SimpleNamespace(username="hf-user")) == "hf-user"
     with pytest.raises(LabelError, match="sign in with Hugging Face first"):
         ident.who("mallory", request, None)
+
+
+def test_a_query_drawing_is_kept_only_when_labelled(live):
+    from gradio_client import Client
+
+    url, _, store, _ = live
+    pending = store.path.parent / "query_images" / ".pending"
+    kept = store.path.parent / "query_images"
+    cl = Client(url, verbose=False)
+    assert cl.predict(*_drawing(live)[1], api_name="/search_drawing")[1].startswith("4 results")
+    staged = sorted(p.name for p in pending.iterdir())
+    assert len(staged) == 1 and not (kept / staged[0]).exists()  # held, not kept
+    cl.predict(*_text()[1], api_name="/search_text")  # the drawing search is over, nothing was labelled
+    assert list(pending.iterdir()) == [] and not (kept / staged[0]).exists()
+    cl.predict(*_drawing(live)[1], api_name="/search_drawing")
+    assert cl.predict(*_label(list_name="hmcl", annotator="keeper")[1], api_name="/label")[0].startswith("✓")
+    assert (kept / staged[0]).is_file() and stat.S_IMODE((kept / staged[0]).stat().st_mode) == 0o600
+    cl.predict(*_text()[1], api_name="/search_text")
+    assert (kept / staged[0]).is_file()  # labelled: it stays

@@ -251,6 +251,12 @@ def agreement_report(store_or_labels: LabelStore | Iterable[Label]) -> dict:
     return report
 
 
+def _cell(text: str) -> str:
+    """An annotator name as inert Markdown table text: HTML characters as entities, bars and brackets escaped."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "".join("\\" + ch if ch in "\\|[]`" else ch for ch in text)
+
+
 def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.3f}"
 
@@ -282,7 +288,7 @@ def agreement_markdown(report: dict) -> str:
         ]
         for p in report["pairs"]:
             lines.append(
-                f"| {p['a']} | {p['b']} | {p['n']} | {p['observed_agreement']:.3f} | {_fmt(p['kappa'])} "
+                f"| {_cell(p['a'])} | {_cell(p['b'])} | {p['n']} | {p['observed_agreement']:.3f} | {_fmt(p['kappa'])} "
                 f"| {_fmt(p['kappa_linear'])} | {p['reason'] or ''} |"
             )
     return "\n".join(lines) + "\n"
