@@ -15,6 +15,7 @@ from typing import Any
 
 import gradio as gr
 
+import app_examiner
 from app_handlers import Handlers
 from app_labelling import (
     COMBINED_HEADERS,
@@ -59,6 +60,8 @@ CSS = """
   overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
 """
 
+TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
+
 
 def default_labels_path() -> tuple[Path, str]:
     """The label database path and a warning ("" when none): ``/data`` on a Space with persistent storage."""
@@ -100,6 +103,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     identity = identity or Identity(oauth=on_space_with_sign_in())
     h = Handlers(wb, store, identity)
     lh = LabelHandlers(wb, store, identity)
+    ex = app_examiner.ExaminerHandlers(wb, store)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
     text_models = [(m.label, m.key) for m in wb.models("text")]
     example_figs = wb.example_figures(6)
@@ -120,6 +124,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
         session = gr.State(None, delete_callback=lh.release)
+        crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
             f"## Prior-art workbench\n{corpus_header(wb)} · labels in the store **{store.name}**",
             elem_id="header",
@@ -133,6 +138,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                    placeholder="your name", elem_id="annotator", interactive=not signed)  # fmt: skip
             if identity.oauth:
                 gr.LoginButton(scale=1)
+        filters = app_examiner.build_filters().components()
         with gr.Tabs():
             with gr.Tab("Drawing search", id="drawing"):
                 with gr.Row():
@@ -156,6 +162,12 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
                         d_loc = gr.Textbox(label="Query Locarno code (optional)", placeholder="e.g. 06-01")
                         d_btn = gr.Button("Search drawings", variant="primary", elem_id="d-search")
+                        d_sheet_btn = gr.Button(
+                            "Split a sheet into figures and search each", elem_id="d-sheet"
+                        )
+                        d_editor = gr.ImageEditor(label="Crop the query (optional; crop tool, then search)",
+                                                  type="pil", sources=(), transforms=("crop",), layers=False,
+                                                  brush=False, eraser=False, elem_id="d-editor", height=260)  # fmt: skip
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
                         d_gallery = gr.Gallery(
@@ -163,6 +175,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         )
                         d_table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
                                                interactive=False, max_height=260, elem_id="d-table")  # fmt: skip
+                        d_sheet_img = gr.Image(label="Figures found on the sheet", type="pil", interactive=False,
+                                               height=300, elem_id="d-sheet-img")  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
                     t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
@@ -175,11 +189,16 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 t_status = gr.Markdown(elem_id="t-status")
                 with gr.Row():
                     t_bm25 = gr.Dataframe(
-                        headers=TEXT_HEADERS, label="BM25", interactive=False, elem_id="t-bm25"
+                        headers=TEXT_HEADERS,
+                        label="BM25",
+                        interactive=False,
+                        elem_id="t-bm25",
+                        datatype=TEXT_TYPES,
+                        wrap=True,
                     )
-                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)",
+                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
                                          interactive=False, elem_id="t-dss")  # fmt: skip
-                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores",
+                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
                                            interactive=False, elem_id="t-fused")  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
@@ -204,6 +223,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         headers=heads, label="DSSDNet (text)", interactive=False, elem_id="c-ds"
                     )
                     c_fu = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False, elem_id="c-fu")
+            ext = app_examiner.build_tabs()
             with gr.Tab("Embedding map", id="map"):
                 with gr.Row():
                     m_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Left model")
@@ -344,13 +364,30 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
-        then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session],
+        then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
+                                                 crop_state, *filters],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
-        then_show(t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session],
+        then_show(t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
                               [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
                   h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
-        then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session],
+        then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session,
+                                                  *filters],
                               [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
+
+        d_file.change(ex.editor_value, d_file, [d_editor, crop_state], api_name=False)
+        d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
+        then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator, session],
+                                    [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet"))  # fmt: skip
+        doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
+        d_gallery.select(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
+                         [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
+        for table, fn, name in ((t_dss, ex.open_dssdnet_hit, "dssdnet"), (t_bm25, ex.open_bm25_hit, "bm25"),
+                                (t_fused, ex.open_fused_hit, "fused")):  # fmt: skip
+            table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
+        ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
+        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include], [ext.r_files, ext.r_md, ext.r_frame],
+                        api_name="search_report")  # fmt: skip
 
         def selector(list_name: str):
             def select(session, evt: gr.SelectData):

@@ -18,6 +18,7 @@ import gradio as gr
 import numpy as np
 
 from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
+from patent_demo import examiner
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.query import check_abstract, parse_query_codes
@@ -62,6 +63,14 @@ def _upload(file: Any, what: str = "a drawing (PNG, JPEG or TIFF)") -> tuple[str
 
 def _fmt(x: Any, nd: int = 3) -> str:
     return "–" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def _with_notes(status: str, notes: list[str]) -> str:
+    """The status line with the search's notes (``patent_demo.examiner``): a ⚠️ warning (no good
+    match) first, the others (filter, cut-off) after."""
+    warn_ = [n for n in notes if n.startswith("⚠️")]
+    rest = [n for n in notes if not n.startswith("⚠️")]
+    return " · ".join(dict.fromkeys([*warn_, status, *rest]))
 
 
 class Handlers:
@@ -122,19 +131,29 @@ class Handlers:
         self._replace(previous)
         return warn(err), {"owner": owner_of(previous), "lists": {}, "checkpoints": {}}
 
-    def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None,
+    def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
+                       before="", own=False, classification="", country="", kind="", date_from="", date_to="",
                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                        progress=TRACK_TQDM):  # fmt: skip
-        """Search the corpus drawings with an uploaded drawing; returns gallery, spread line, hit table."""
+        """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
+        ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
+        from app_examiner import cropped_query, display_path, parse_filter
+
         try:
             file, data, suffix = _upload(file)
             model, k = _model(model, "drawing"), _k(k)
             self._ready(model)
             if locarno is not None and not isinstance(locarno, str):
                 raise BadInput("the Locarno code must be text")
-            res = self.wb.search_drawing(file, model, k, bool(group), bool(crop), locarno or "")
+            query, cropped = cropped_query(file, crop_image)
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
+            res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
+                                                 bool(crop), locarno or "", f, own, own_patent)  # fmt: skip
+            for hit in res.hits:
+                hit.image_path = display_path(self.wb, hit.image_path)
             spec = self.wb.model(model, "drawing")
-            sha, rel = self.store.stage_query_image(data, suffix)
+            sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
                                   patent_id=res.query_patent_id)  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
@@ -143,7 +162,7 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
-            status = f"{len(res.hits)} results with {spec.label} · {res.spread}"
+            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", notes)
             return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
                     session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
                     progress_md(self.store, session, who))  # fmt: skip
@@ -151,27 +170,43 @@ class Handlers:
             msg, session = self._failed(previous, err)
             return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
 
-    def search_text(self, abstract, codes, model, k, annotator, previous=None, request: gr.Request = None,
-                    profile: gr.OAuthProfile | None = None):  # fmt: skip
-        """BM25 and DSSDNet lists for a pasted abstract (optional classification codes)."""
+    def _snipped(self, res, text: str) -> list:
+        """The hits of a text list, each with a snippet (escaped HTML) of the words BM25 matched."""
+        from patent_demo.text.highlight import snippet_html
+
+        hits = self.wb.text_hits(res)
+        bm25 = self.wb.bm25()
+        for h in hits:
+            h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
+        return hits
+
+    def search_text(self, abstract, codes, model, k, annotator, previous=None,
+                    before="", own=False, classification="", country="", kind="", date_from="", date_to="",
+                    request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
+        restricted by the filter panel."""
+        from app_examiner import parse_filter
+
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
             model, k = _model(model, "text"), _k(k)
-            lists = self.wb.search_text_lists(text, qcodes, k, model)
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own)
             bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
-            add_list(session, "bm25", self.wb.text_hits(bm25), "bm25")
-            add_list(session, "dssdnet", self.wb.text_hits(dss), spec.checkpoint_id)
-            add_list(session, "fused", self.wb.text_hits(lists["fused"]), f"{spec.checkpoint_id}+bm25")
+            add_list(session, "bm25", self._snipped(bm25, text), "bm25")
+            add_list(session, "dssdnet", self._snipped(dss, text), spec.checkpoint_id)
+            add_list(session, "fused", self._snipped(lists["fused"], text), f"{spec.checkpoint_id}+bm25")
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
+            status = _with_notes(status, notes)
             if not len(bm25):
-                status = "⚠️ no corpus text shares a word with this abstract"
+                status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)
             return (table_value(self.wb, session, "bm25", judged, None),
                     table_value(self.wb, session, "dssdnet", judged, 1), status, session, "dssdnet", 1,
                     cursor_md(self.wb, session, "dssdnet", 1, judged), progress_md(self.store, session, who))  # fmt: skip
@@ -190,18 +225,25 @@ class Handlers:
         return table_value(self.wb, session, "fused", judged, None)
 
     def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, previous=None,
+                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
                         request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                         progress=TRACK_TQDM):  # fmt: skip
-        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion."""
+        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
+        restricted by the filter panel inside its search."""
+        from app_examiner import parse_filter
+        from patent_demo.results import Results
+
         try:
             file, data, suffix = _upload(file, "a drawing as well as the abstract")
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
             dmodel, tmodel, k = _model(dmodel, "drawing"), _model(tmodel, "text"), _k(k)
             self._ready(dmodel)
-            dres = self.wb.search_drawing(file, dmodel, k, True, True, "")
-            _, dss = self.wb.search_text(text, qcodes, k, tmodel)
-            hm = self.wb.index(dmodel).search_patents(dres.query_embedding, min(k, len(self.wb.corpus)))
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own)
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own)
+            dss = lists["dssdnet"]
+            hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
             sha, rel = self.store.stage_query_image(data, suffix)
             session = new_session("combined", combined_query_id(sha, text), previous, text=text, codes=qcodes,
@@ -214,7 +256,8 @@ class Handlers:
             judged = self.store.judged(session["query_id"], who) if who else {}
             tables = [table_value(self.wb, session, name, judged, 1 if name == "fused" else None)
                       for name in ("hmcl", "dssdnet", "fused")]  # fmt: skip
-            status = "Fused with reciprocal rank fusion (k = 60). Combined labels judge whole patents (qrels only)."
+            status = _with_notes("Fused with reciprocal rank fusion (k = 60). Combined labels judge whole patents "
+                                 "(qrels only).", notes + tnotes)  # fmt: skip
             return (*tables, status, session, "fused", 1, cursor_md(self.wb, session, "fused", 1, judged),
                     progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001

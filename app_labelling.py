@@ -36,7 +36,7 @@ from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
 HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score", "label"]
-TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "label"]
+TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)", "label"]
 COMBINED_HEADERS = ["rank", "patent", "Locarno", "title", "score", "label"]
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
@@ -194,7 +194,7 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
         elif kind == "text":
             e = row.get("extras") or {}
             move = _movement(e["bm25_rank"], r) if list_name != "bm25" and "bm25_rank" in e else ""
-            rows.append([r, move, p.id, p.locarno, p.title, score])
+            rows.append([r, move, p.id, p.locarno, p.title, score, e.get("snippet", "")])
         else:
             rows.append([r, p.id, p.locarno, p.title, score])
     return rows

@@ -2,12 +2,11 @@
 at a time around the paper's values (s_p 1, s_s 0.35, s_m 0.2, lambda 0.2, tau 0.1), everything else as in
 the config. Writes a markdown table, the JSON and a plotly figure (HTML).
 
-    python bench/hmcl_sensitivity.py --config train/configs/hmcl-real.json --seeds 0 --steps 150 \\
+    python bench/hmcl_sensitivity.py --config train/configs/hmcl-real.json --seeds 0 --steps 300 \\
         --out runs/real --doc docs/results_hmcl_sensitivity
 
-Every run (the centre included) takes ``--steps`` steps (150 by default, half the main table's budget, so
-the sweep fits 2 shared CPU cores). A finished run is reused, so an interrupted sweep is finished by
-running the same command again.
+Every run (the centre included) takes ``--steps`` steps and is reported at ``--size`` px. A finished run
+is reused, so an interrupted sweep is finished by running the same command again.
 """
 
 from __future__ import annotations
@@ -44,7 +43,8 @@ def points() -> list[tuple[str, float, dict]]:
     return out
 
 
-def run(config: str, out: Path, param: str, value: float, point: dict, seed: int, steps: int) -> dict:
+def run(config: str, out: Path, param: str, value: float, point: dict, seed: int, steps: int,
+        sizes: list[int], size: int | None) -> dict:  # fmt: skip
     from train import hmcl_real
 
     label = "centre" if param == "centre" else f"{param}{value:g}"
@@ -52,10 +52,11 @@ def run(config: str, out: Path, param: str, value: float, point: dict, seed: int
     path = out / name / "metrics.json"
     if not (path.is_file() and "real_validation" in json.loads(path.read_text())):
         argv = ["--config", config, *flags(point), "--steps", str(steps), "--seed", str(seed), "--out", str(out),
-                "--name", name, "--eval-sizes"]  # fmt: skip
+                "--name", name, "--eval-sizes", *map(str, sizes)]  # fmt: skip
         if hmcl_real.main(argv) != 0:
             raise RuntimeError(f"run {name} failed")
-    return json.loads(path.read_text())["real_validation"]
+    metrics = json.loads(path.read_text())
+    return metrics["real_validation_at"][str(size)] if size else metrics["real_validation"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="train/configs/hmcl-real.json")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--steps", type=int, default=150, help="optimiser steps of every run (a reduced budget)")
+    p.add_argument("--steps", type=int, default=300, help="optimiser steps of every run")
+    p.add_argument(
+        "--size", type=int, default=224, help="input size the table reports (runs train at the config's)"
+    )
     p.add_argument("--only", nargs="*", choices=["centre", *GRID], default=[],
                    help="run only these points (e.g. to split the sweep over processes); no table")  # fmt: skip
     p.add_argument("--out", default="runs/real")
@@ -75,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = [pt for pt in points() if not args.only or pt[0] in args.only]
     for param, value, point in todo:
         results_of[(param, value)] = [
-            run(args.config, Path(args.out), param, value, point, s, args.steps) for s in args.seeds
+            run(args.config, Path(args.out), param, value, point, s, args.steps, [args.size], args.size)
+            for s in args.seeds
         ]
     if args.only:
         log.info(
@@ -92,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     caption = (
         f"HMCL + text sensitivity on the real validation pages (Red Book samples, every page against all "
         f"others), one parameter varied at a time around s_s {CENTRE['s_s']}, s_m {CENTRE['s_m']}, "
-        f"lambda {CENTRE['lambda']}, tau {CENTRE['tau']} (s_p 1); {args.steps} steps per run (a reduced budget: the "
-        f"main table's runs take 300), seeds {args.seeds}, config `{args.config}`."
+        f"lambda {CENTRE['lambda']}, tau {CENTRE['tau']} (s_p 1); {args.steps} steps per run, figures at {args.size} px, "
+        f"one seed ({args.seeds}: the budget of 2 shared CPU cores), config `{args.config}`."
     )
     lines = [caption, "", "| parameter | value | " + " | ".join(COLUMNS) + " | " +
              " | ".join(f"{c} (patents)" for c in COLUMNS) + " |", "|" + "---|" * (2 + 2 * len(COLUMNS))]  # fmt: skip

@@ -49,6 +49,7 @@ class ModelSpec:
     n_labels: int | None = None
     trained: bool = True
     metrics: dict = field(default_factory=dict)
+    default: bool = False
 
     @property
     def checkpoint_id(self) -> str:
@@ -90,8 +91,11 @@ def _n_labels(config: dict) -> int | None:
 
 
 def _drawing_kind(config: dict) -> str:
-    """ "cl" for a plain contrastive run (no hierarchy weights), else "hmcl"."""
+    """ "zero-shot" for a checkpoint made without training steps (e.g. a whitened projection), "cl" for a
+    plain contrastive run (no hierarchy weights), else "hmcl"."""
     train = config.get("train") or {}
+    if train.get("steps") == 0:
+        return "zero-shot"
     loss = str(train.get("loss", train.get("variant", ""))).lower()
     if loss in ("cl", "contrastive", "plain"):
         return "cl"
@@ -127,7 +131,7 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
             (config.get("model") or {}).get("name") or config.get("encoder") or DEFAULT_DRAWING_ENCODER
         )
         return ModelSpec(path.name, f"{dk.upper()}: {path.name}{suffix}", "drawing", dk, encoder, path,
-                         version, n_labels, True, metrics)  # fmt: skip
+                         version, n_labels, True, metrics, config.get("default") is True)  # fmt: skip
     if kind == "dssdnet":
         base = str(config.get("base") or DEFAULT_RERANKER)
         return ModelSpec(path.name, f"DSSDNet: {path.name}{suffix}", "text", "dssdnet", base, path,
@@ -137,7 +141,8 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
 
 def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
     """Checkpoints found in ``dirs`` (each a checkpoint or a folder of them), trained drawing models
-    first (HMCL before CL, then by name), then the built-in defaults, then text models."""
+    first (one whose ``config.json`` says ``"default": true`` leads; then HMCL before CL, then by name),
+    then the built-in defaults, then text models. The first drawing model is the app's default."""
     found: dict[str, ModelSpec] = {}
     for d in dirs:
         d = Path(d)
@@ -149,7 +154,9 @@ def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
                 found[spec.key] = spec
     order = {"hmcl": 0, "cl": 1, "zero-shot": 2}
     specs = list(found.values()) + builtin_models()
-    drawing = sorted((s for s in specs if s.task == "drawing"), key=lambda s: (order.get(s.kind, 3), s.key))
+    drawing = sorted(
+        (s for s in specs if s.task == "drawing"), key=lambda s: (not s.default, order.get(s.kind, 3), s.key)
+    )
     text = sorted((s for s in specs if s.task == "text"), key=lambda s: (not s.trained, s.key))
     return drawing + text
 

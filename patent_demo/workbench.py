@@ -22,7 +22,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
+from patent_demo.drawing.scale import index_settings
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -254,7 +255,7 @@ class Workbench:
                 emb = embed_figures(enc.encode, images, batch_size=self.config.batch_size, progress=self.progress,
                                     total=len(figures), desc=f"embedding {len(figures)} drawings with {spec.label}")  # fmt: skip
                 index = DenseIndex.build(emb, [f.path for _, f in figures], [p.id for p, _ in figures],
-                                         model=spec.encoder, checkpoint=spec.checkpoint_id)  # fmt: skip
+                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb)))  # fmt: skip
                 index.save(root)
             self._indexes[spec.key] = index
             return index
@@ -359,9 +360,11 @@ class Workbench:
         group_by_patent: bool = True,
         crop: bool = True,
         query_locarno: str = "",
+        allowed: Collection[str] | None = None,
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes)."""
+        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes).
+        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
         from patent_demo import taxonomy
 
         data = image if isinstance(image, bytes) else Path(image).read_bytes()
@@ -378,13 +381,13 @@ class Workbench:
         if not loc and own_patent:
             loc = self.corpus[own_patent].locarno
         if group_by_patent:
-            res = index.search_patents(q, k)
+            res = index.search_patents(q, k, allowed=allowed)
             hits = [
                 self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
                 for r, (pid, s) in enumerate(res, 1)
             ]
         else:
-            res = index.search(q, k)
+            res = index.search(q, k, allowed=allowed)
             hits = [
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
@@ -424,25 +427,37 @@ class Workbench:
         return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
 
     def search_text(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> tuple[Results, Results]:
         """(BM25 top-k, DSSDNet top-k) for an abstract: ``patent_demo.text.search.rerank_run``, the path the
         training evaluation and the benchmarks take, over BM25's top ``max(k, bm25_candidates)``, all of
-        them re-ranked.
+        them re-ranked. ``allowed`` (patent ids, see ``patent_demo.filters``) restricts BM25 to those
+        documents.
 
         DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
         (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
         orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
         """
-        lists = self.search_text_lists(abstract, codes, k, model)
+        lists = self.search_text_lists(abstract, codes, k, model, allowed)
         return lists["bm25"], lists["dssdnet"]
 
     def search_text_lists(
-        self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = ""
+        self,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        k: int = 10,
+        model: str = "",
+        allowed: Collection[str] | None = None,
     ) -> dict[str, Results]:
         """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
         ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
-        with the BM25 weight the checkpoint was tuned with on its validation queries)."""
+        with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
+        ``search_text``."""
         from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
 
         text = check_abstract(abstract)
@@ -453,12 +468,13 @@ class Workbench:
             raise ValueError(f"k must be at least 1, got {k}")
         query = TextQuery("query", text, query_codes)
         n = max(k, self.config.bm25_candidates)
-        first = first_stage(self.bm25(), [query], k=n)["query"]
+        only = {"query": allowed} if allowed is not None else None
+        first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
         if not len(first):
             return {"bm25": first, "dssdnet": first, "fused": first}
         spec = self.model(model, "text") if model else self.default_text_model()
         run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
-                         keep_extras=True)["query"]  # fmt: skip
+                         keep_extras=True, allowed=only)["query"]  # fmt: skip
         scores = [e.pop(_KeepScore.KEY) for e in run.extras]
         reranked = Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
         fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))

@@ -9,6 +9,7 @@ import os
 import shutil
 import tarfile
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -280,3 +281,18 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(CorpusError, match="not a built corpus"):
         Corpus.load(raw)
+
+
+def test_redbook_weekly_grant_xml_without_images(tmp_path, read_only):
+    src = read_only(require_shared("uspto_grant_xml_samples") / "xml")
+    summary = build_corpus("redbook", src, tmp_path / "out", progress=False)
+    corpus = Corpus.load(tmp_path / "out")
+    # the utility grants are kept as text records; design grants without their pages are reported
+    assert summary.patents == len(corpus) and all(p.kind == "utility" for p in corpus)
+    reasons = Counter(r for _, r in summary.skipped)
+    text = "".join(f.read_text(encoding="utf-8", errors="replace") for f in sorted(src.glob("*.xml")))
+    assert reasons["design grant without drawing pages"] == text.count('appl-type="design"')
+    assert summary.patents == text.count('appl-type="utility"')
+    assert set(reasons) <= {"design grant without drawing pages", "<sequence-cwu> document", "appl-type sir",
+                            "appl-type plant", "appl-type reissue"}  # fmt: skip
+    assert all(p.filing_date and p.filing_date < p.date and p.kind_code.startswith("B") for p in corpus)

@@ -72,7 +72,11 @@ def test_tiff_query_and_every_result_render(browser, redbook_app):  # noqa: F811
     status = page.locator("#d-status").inner_text()
     assert status.startswith("10 results with zero-shot")
     captions = page.locator("#d-gallery .caption-label").all_inner_texts()
-    assert captions and not any(c.endswith("…") for c in captions)
+    assert len(captions) == 10 and not any(c.endswith("…") for c in captions)
+    clipped = page.eval_on_selector_all(
+        "#d-gallery .caption-label", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length"
+    )
+    assert clipped == 0  # every caption shown whole (wrapped, not cut with an ellipsis)
     assert captions[0].startswith("#1 USD0913174")  # the page's own patent first
     page.screenshot(path=str(ARTIFACTS / "redbook-drawing-search.png"), full_page=True)
     page.close()

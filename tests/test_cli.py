@@ -183,3 +183,12 @@ def test_unknown_model_and_raw_folder_are_one_line_errors(tmp_path, capsys):
     (dp / "manifest.jsonl").write_text("")
     assert main(["evaluate", "drawings", "--corpus", str(dp), "--model", "nope", "--checkpoints", CKPT]) == 2
     assert "unknown drawing model 'nope'" in capsys.readouterr().err
+
+
+def test_app_refuses_a_raw_collection_in_one_line(tmp_path, capsys):
+    import app
+
+    raw = require_shared("impact_design_patent_samples") / "patents"
+    assert app.main(["--corpus", str(raw), "--labels", str(tmp_path / "l.sqlite"), "--no-warmup"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"patent-demo corpus build --source redbook {raw}" in err

@@ -96,3 +96,25 @@ def test_real_sheets_figure_precision_recall():
     OCR labels (precision 34/34), 32 of 35 without (precision 32/36)."""
     assert _score(True) == (34, 34, 35)
     assert _score(False) == (32, 36, 35)
+
+
+def test_split_corpus_sheets_on_real_sheets(tmp_path):
+    from patent_demo.data.corpus import Corpus, Figure, Patent
+    from patent_demo.drawing.sheets import split_corpus_sheets
+
+    root = require_shared("deeppatent2_segmentor_samples")
+    names = ["USD0871719-20200107-D00005", "USD0871728-20200107-D00001"]
+    pats = [Patent(n[:10], figures=[Figure(f"images/{n}.png", label="sheet")]) for n in names]
+    corpus = Corpus(root, pats)
+
+    def labels(p, f, img):
+        return labels_from_rekognition(
+            root / "amazon_rekognition_json" / (Path(f.path).stem + ".json"), img.width, img.height
+        )
+
+    out, counts = split_corpus_sheets(corpus, tmp_path / "split", labels_for=labels)
+    assert counts == {"sheets": 2, "split": 2, "figures": 7}
+    assert [f.label for f in out["USD0871719"].figures] == ["FIG. 5", "FIG. 6", "FIG. 7", "FIG. 8"]
+    out.save()
+    again = Corpus.load(tmp_path / "split")
+    assert all(again.image_path(f).is_file() for _, f in again.figures())

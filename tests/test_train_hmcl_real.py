@@ -129,3 +129,41 @@ def test_config_rejects_architecture_keys(tmp_path):
     cfg.write_text(json.dumps({"tau": 0.2}))
     args = hmcl_real.parse_args(["--config", str(cfg), "--encoder", "lite-clip"])
     assert args.tau == 0.2 and args.model == "lite-clip"
+
+
+def test_whitened_projection_decorrelates_the_training_features(tower):
+    from train.hmcl_real import whiten_projection
+    from train.hmcl_real_data import SplitTower
+
+    model, _ = tower
+    pooled = SplitTower(model, 0)
+    saved = model.visual.head.proj.weight.detach().clone()
+    try:
+        g = torch.Generator().manual_seed(0)
+        mix = torch.randn(1280, 1280, generator=g) / 40
+        feats = (torch.randn(600, 2, 1280, generator=g) @ mix).abs()  # [N, V, C], correlated, non-negative
+        whiten_projection(pooled, feats)
+        w = model.visual.head.proj.weight.detach().double()  # [D, C]
+        x = feats.flatten(0, 1).double()
+        cov = (x @ w.T).T @ (x @ w.T) / x.shape[0]  # second moment of the outputs
+        scale = cov.diagonal().mean()
+        assert torch.allclose(cov / scale, torch.eye(w.shape[0], dtype=torch.float64), atol=1e-6)
+    finally:
+        with torch.no_grad():
+            model.visual.head.proj.weight.copy_(saved)
+    with pytest.raises(SystemExit, match="train-blocks 0"):
+        whiten_projection(SplitTower(model, 2), feats)
+
+
+def test_registry_default_marker_leads(tmp_path):
+    from patent_demo.registry import scan_models
+
+    for name, extra in (("a-hmcl", {}), ("b-cl", {"default": True})):
+        d = tmp_path / name
+        d.mkdir()
+        train = {"loss": "cl", "s_s": 0.0, "s_m": 0.0} if name == "b-cl" else {"loss": "hmcl"}
+        (d / "config.json").write_text(json.dumps({"kind": "hmcl", "model": {"name": "lite-clip"}, "train": train,
+                                                   **extra}))  # fmt: skip
+        (d / "model.safetensors").write_bytes(b"")
+    drawing = [m.key for m in scan_models([tmp_path]) if m.task == "drawing"]
+    assert drawing[:2] == ["b-cl", "a-hmcl"] and drawing[-1] == "zero-shot"

@@ -108,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     a("--eval-before", action="store_true", help="also evaluate the pretrained encoder (zero_shot)")
     a("--eval-sizes", type=int, nargs="*", default=[160, 224],
       help="also validate at these input sizes (the tower is convolutional: weights trained at one size apply at any)")  # fmt: skip
+    a("--serve-size", type=int, default=0,
+      help="input size the checkpoint is used at (config model.image_size; one of --eval-sizes; 0: --image-size)")  # fmt: skip
+    a(
+        "--default",
+        action="store_true",
+        help='mark the checkpoint as the app\'s default drawing model ("default": true in config.json)',
+    )
     a("--eval-k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--threads", type=int, default=1, help="torch CPU threads")
     a("--out", default="runs/real", help="parent of the run directory")
@@ -394,10 +401,19 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
     log.info("after %d steps (%.0f s): %s", step, train_seconds, brief(metrics["real_validation"]))
     metrics["train"] = {"steps": step, "train_seconds": round(train_seconds, 1), "final_losses": last,
                         "wall_seconds": round(time.time() - t_start, 1), "epochs": epoch}  # fmt: skip
+    served = metrics["real_validation"]
+    if args.serve_size and args.serve_size != args.image_size:
+        if str(args.serve_size) not in metrics["real_validation_at"]:
+            raise SystemExit(f"--serve-size {args.serve_size} must be one of --eval-sizes {args.eval_sizes}")
+        served = metrics["real_validation_at"][str(args.serve_size)]
     current = {n: p.detach() for n, p in model.named_parameters() if n in base}
     config = {
         "kind": KIND,
-        "model": {"name": args.model, "image_size": args.image_size},
+        "model": {
+            "name": args.model,
+            "image_size": args.serve_size or args.image_size,
+            "train_image_size": args.image_size,
+        },
         "base": "default",
         "delta": True,
         "trained_parameters": trainable,
@@ -409,8 +425,9 @@ def _run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) ->
             "train_figures": len(items),
             "validation": metrics["validation"],
         },  # fmt: skip
-        "real_validation": validation_summary(metrics["real_validation"], REDBOOK_NAME, args.image_size),
+        "real_validation": validation_summary(served, REDBOOK_NAME, args.serve_size or args.image_size),
         "real_validation_at": summaries_at(metrics["real_validation_at"]),
+        **({"default": True} if args.default else {}),
     }
     save_checkpoint(
         run_dir, delta(current, base), config, metrics, ["python", "-m", "train.hmcl_real", *argv]

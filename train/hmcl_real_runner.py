@@ -6,6 +6,8 @@
 Variants (``train.hmcl_real`` flags on top of the config; arguments after ``--`` go to every run):
 
 ``zero-shot-128`` / ``-160`` / ``-224``  the pretrained encoder at that input size (no seed)
+``whitened``        no training: the projection set to the whitening of the training drawings' pooled
+                    features (``--init-projection whiten``, the start of every trained run of the config)
 ``cl``              plain contrastive loss (Eq. 1), no text term
 ``hmcl``            HMCL (Eqs. 2-4), no text term
 ``hmcl-text``       HMCL plus the image-text term (Eq. 5)
@@ -13,6 +15,7 @@ Variants (``train.hmcl_real`` flags on top of the config; arguments after ``--``
 ``hmcl-text-160`` / ``-224``  HMCL + text at 160 / 224 px
 ``hmcl-text-scan-<choice>``   HMCL + text with one scan-like augmentation of the generated drawings
 ``hmcl-text-real-only`` / ``-generated-only``  HMCL + text on one kind of training drawings
+``hmcl-text-package-init`` / ``cl-package-init``  from the package projection (no whitening), lr 3e-4
 
 Every run is evaluated on the real validation pages (every page against all others), at its training size
 and, as rows ``<variant>@<size>``, at each of ``--sizes`` (the vision tower is convolutional, so weights
@@ -40,9 +43,10 @@ from patent_demo.metrics import paired_bootstrap
 log = logging.getLogger("train.hmcl_real_runner")
 
 VARIANTS: dict[str, list[str]] = {
-    "zero-shot-128": ["--steps", "0", "--image-size", "128"],
-    "zero-shot-160": ["--steps", "0", "--image-size", "160"],
-    "zero-shot-224": ["--steps", "0", "--image-size", "224"],
+    "zero-shot-128": ["--steps", "0", "--image-size", "128", "--init-projection", "package"],
+    "zero-shot-160": ["--steps", "0", "--image-size", "160", "--init-projection", "package"],
+    "zero-shot-224": ["--steps", "0", "--image-size", "224", "--init-projection", "package"],
+    "whitened": ["--steps", "0", "--init-projection", "whiten"],
     "cl": ["--loss", "cl", "--text-weight", "0"],
     "hmcl": ["--loss", "hmcl", "--text-weight", "0"],
     "hmcl-text": ["--loss", "hmcl"],
@@ -51,9 +55,12 @@ VARIANTS: dict[str, list[str]] = {
     "hmcl-text-224": ["--loss", "hmcl", "--image-size", "224", "--views", "2"],
     "hmcl-text-real-only": ["--loss", "hmcl", "--sources", "uspc", "deeppatent2"],
     "hmcl-text-generated-only": ["--loss", "hmcl", "--sources", "generated"],
+    "hmcl-text-package-init": ["--loss", "hmcl", "--init-projection", "package", "--lr", "3e-4"],
+    "cl-package-init": ["--loss", "cl", "--text-weight", "0", "--init-projection", "package", "--lr", "3e-4"],
     "hmcl-text-scan-all": ["--loss", "hmcl", "--scan", "all"],
     **{f"hmcl-text-scan-{c}": ["--loss", "hmcl", "--scan", c] for c in SCAN_CHOICES},
 }
+UNSEEDED = ("zero-shot-128", "zero-shot-160", "zero-shot-224", "whitened")
 COLUMNS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
 
 
@@ -71,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
       help="also report every trained run at these input sizes (rows <variant>@<size>; weights trained at 128 px)")  # fmt: skip
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     a("--report-only", action="store_true", help="only summarise runs that exist")
+    a("--collect", nargs="+", default=None, metavar="RUN_DIR",
+      help="instead: one row per finished run directory (single runs, e.g. exploratory ones), with its command")  # fmt: skip
     a("extra", nargs=argparse.REMAINDER, help="after '--': flags passed to every train.hmcl_real run")
     return p
 
@@ -87,7 +96,7 @@ def mean_std(values: Sequence[float | None]) -> tuple[float, float]:
 
 
 def run_names(variant: str, seeds: Sequence[int]) -> list[str]:
-    return [variant] if variant.startswith("zero-shot") else [f"{variant}-s{s}" for s in seeds]
+    return [variant] if variant in UNSEEDED else [f"{variant}-s{s}" for s in seeds]
 
 
 def ensure_run(
@@ -158,10 +167,50 @@ def format_table(summary: dict, reference: str, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def collect(run_dirs: Sequence[str], sizes: Sequence[int]) -> tuple[str, list[dict]]:
+    """Markdown and rows of single finished runs: figures at the training size and at ``sizes``."""
+    rows = []
+    head = ["run", "px", *COLUMNS[:3], "command"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for d in run_dirs:
+        d = Path(d)
+        metrics = json.loads((d / "metrics.json").read_text())
+        command = (d / "command.txt").read_text().strip() if (d / "command.txt").is_file() else ""
+        model = (
+            json.loads((d / "config.json").read_text()).get("model", {})
+            if (d / "config.json").is_file()
+            else {}
+        )
+        trained_at = model.get("train_image_size") or model.get("image_size") or "train"
+        results = {str(trained_at): metrics["real_validation"]}
+        results.update({s: metrics.get("real_validation_at", {}).get(s) for s in map(str, sizes)})
+        for size, res in results.items():
+            if res is None:
+                continue
+            row = {
+                "run": d.name,
+                "size": size,
+                **{c: res["metrics"].get(c) for c in COLUMNS},
+                "command": command,
+            }
+            rows.append(row)
+            cells = [d.name, size, *(f"{row[c]:.3f}" for c in COLUMNS[:3]), f"`{command}`"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n", rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     log.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
+    if args.collect:
+        md, rows = collect(args.collect, args.sizes)
+        table = Path(args.table)
+        table.parent.mkdir(parents=True, exist_ok=True)
+        table.with_suffix(".md").write_text(md, encoding="utf-8")
+        table.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        log.info("wrote %s.md and .json\n%s", table, md)
+        return 0
     extra = [a for a in args.extra if a != "--"]
     base = ["--config", args.config, *extra]
     out = Path(args.out)
@@ -169,7 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for variant in args.variants:
         results[variant] = {}
         at = {str(size): {} for size in args.sizes} if not variant.startswith("zero-shot") else {}
-        for seed, name in zip(args.seeds, run_names(variant, args.seeds), strict=False):
+        seeds = args.seeds[:1] if variant in UNSEEDED else args.seeds
+        for seed, name in zip(seeds, run_names(variant, seeds), strict=True):
             metrics = ensure_run(variant, name, seed, base, out, args.report_only)
             if metrics is None:
                 continue

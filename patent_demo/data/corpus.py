@@ -247,7 +247,8 @@ class Corpus:
     def save(self, root: str | os.PathLike | None = None) -> Path:
         """Write manifest (and splits/qrels when present) under ``root`` (default: ``self.root``).
 
-        Images are not copied: figure paths must already be relative to ``root``. Writes are atomic.
+        Images are not copied: figure paths must already be relative to the image root (``root``, or
+        ``meta["image_root"]``, written to corpus.json). Writes are atomic, with normal permissions.
         """
         root = Path(root) if root is not None else self.root
         root.mkdir(parents=True, exist_ok=True)

@@ -89,8 +89,8 @@ def open_source(kind: str, src: str | os.PathLike, out: Path, images: str | os.P
 def _report_skips(report: LoadReport, key: str) -> Iterator[Item]:
     """Items for the skips a loader counted since the last call (they carry no patent)."""
     for reason, n in list(report.skipped.items()):
-        for i in range(n):
-            yield Item(f"{key}#{reason}#{i}", None, reason)
+        for _ in range(n):
+            yield Item(key, None, reason)
     report.skipped.clear()
 
 

@@ -277,3 +277,47 @@ def match_boxes(
         used_r.add(j)
         out.append((i, j, v))
     return out
+
+
+def split_corpus_sheets(corpus, out_root, labels_for=None, min_figures: int = 2):
+    """A copy of ``corpus`` in which every figure that is a sheet of ``min_figures`` or more figures
+    is replaced by one PNG per figure, written under ``out_root / "figures"`` (what a corpus build's
+    ``--split-sheets`` does). ``labels_for(patent, figure, image) -> [FigureLabel]`` may supply OCR
+    label positions (``labels_from_rekognition``); figures are then named by their label. The new
+    corpus is rooted at ``out_root``; kept figures point back to their original files (relative
+    paths, ``..`` where needed). Returns ``(corpus, {"sheets": n, "split": n, "figures": n})``."""
+    import copy
+    import os as _os
+
+    from patent_demo.data.corpus import Corpus, Figure
+
+    out_root = Path(out_root)
+    (out_root / "figures").mkdir(parents=True, exist_ok=True)
+    counts = {"sheets": 0, "split": 0, "figures": 0}
+    patents = []
+    for p in corpus:
+        q = copy.deepcopy(p)
+        q.figures = []
+        for fig in p.figures:
+            counts["sheets"] += 1
+            src = corpus.image_path(fig)
+            img = load_drawing(src, crop=False, square=False)
+            labels = labels_for(p, fig, img) if labels_for else None
+            found = split_sheet(img, labels)
+            if len(found) < min_figures:
+                rel = _os.path.relpath(Path(src).resolve(), out_root.resolve())
+                q.figures.append(Figure(rel, fig.view, fig.label, fig.description))
+                counts["figures"] += 1
+                continue
+            counts["split"] += 1
+            for i, (f, crop) in enumerate(zip(found, crop_figures(img, found), strict=True), 1):
+                rel = f"figures/{Path(fig.path).stem}_{i}.png"
+                crop.save(out_root / rel)
+                q.figures.append(
+                    Figure(rel, fig.view, f.label or f"{fig.label or 'sheet'} part {i}", fig.description)
+                )
+                counts["figures"] += 1
+        patents.append(q)
+    return Corpus(
+        out_root, patents, splits=dict(corpus.splits), qrels=dict(corpus.qrels), name=corpus.name
+    ), counts

@@ -281,7 +281,9 @@ def build_corpus(
     else:
         records = [_work(j) for j in jobs]
     splits = {s: [p.id for p in plans if p.split == s] for s in SPLIT_FRACTIONS}
-    corpus = Corpus(root=root, patents=records, splits=splits, qrels=make_qrels(records), name="democorpus")
+    meta = {"source": "democorpus", "source_label": "generated demo corpus", "generated": True, "seed": seed}
+    corpus = Corpus(root=root, patents=records, splits=splits, qrels=make_qrels(records), name="democorpus",
+                    meta=meta)  # fmt: skip
     corpus.save(root)
     queries, gallery = retrieval_protocol(corpus)
     protocol = {

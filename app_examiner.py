@@ -1,0 +1,347 @@
+"""The examiner's parts of the workbench UI: search filters and prior-art cut-off, query crop, drawing
+sheets, the whole record of a hit, side-by-side views, the search report.
+
+``build_filters()`` and ``build_tabs()`` create the components inside ``app.build_demo``'s layout;
+``ExaminerHandlers`` holds their event handlers; ``wire(...)`` connects them. The core work is in
+``patent_demo.examiner``, ``patent_demo.sheet_search``, ``patent_demo.document`` and
+``patent_demo.labels.search_report``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+from PIL import Image, ImageDraw
+
+from app_handlers import TRACK_TQDM, BadInput
+from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
+from patent_demo import examiner
+from patent_demo.document import document_html, document_view
+from patent_demo.drawing.imageio import load_drawing
+from patent_demo.filters import SearchFilter
+from patent_demo.labels.search_report import build_report, queries, to_html, write_report
+from patent_demo.labels.sessions import add_list, new_session
+from patent_demo.labels.store import LabelStore, image_query_id
+from patent_demo.text.highlight import snippet_html, snippet_text
+from patent_demo.workbench import Workbench
+
+
+@dataclass
+class FilterInputs:
+    before: gr.Textbox
+    own: gr.Checkbox
+    classification: gr.Textbox
+    country: gr.Textbox
+    kind: gr.Textbox
+    date_from: gr.Textbox
+    date_to: gr.Textbox
+
+    def components(self) -> list:
+        return [
+            self.before,
+            self.own,
+            self.classification,
+            self.country,
+            self.kind,
+            self.date_from,
+            self.date_to,
+        ]
+
+
+def build_filters() -> FilterInputs:
+    """The filter panel every search reads (an accordion under the annotator box)."""
+    with gr.Accordion(
+        "Search filters and prior-art cut-off (apply to every search)", open=False, elem_id="filters"
+    ):
+        with gr.Row():
+            before = gr.Textbox(value="", label="Prior-art cut-off (YYYY-MM-DD)", placeholder="2019-06-30",
+                                elem_id="f-before", scale=2)  # fmt: skip
+            own = gr.Checkbox(label="no date typed: use the query patent's own priority / filing date",
+                              value=False, elem_id="f-own", scale=3)  # fmt: skip
+        with gr.Row():
+            cls = gr.Textbox(
+                value="", label="Classification prefix", placeholder="06-01, A47C 7/, D6", elem_id="f-class"
+            )
+            country = gr.Textbox(value="", label="Office", placeholder="US, EP", elem_id="f-country")
+            kind = gr.Textbox(value="", label="Kind code", placeholder="S, B", elem_id="f-kind")
+            d_from = gr.Textbox(value="", label="Published from", placeholder="YYYY-MM-DD", elem_id="f-from")
+            d_to = gr.Textbox(value="", label="Published to", placeholder="YYYY-MM-DD", elem_id="f-to")
+    return FilterInputs(before, own, cls, country, kind, d_from, d_to)
+
+
+def parse_filter(before, own, classification, country, kind, date_from, date_to) -> tuple[SearchFilter, bool]:
+    f = SearchFilter.parse(
+        before=before or "",
+        classification=classification or "",
+        country=country or "",
+        kind_code=kind or "",
+        date_from=date_from or "",
+        date_to=date_to or "",
+    )
+    return f, bool(own)
+
+
+BROWSER_FORMATS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def display_path(wb: Workbench, path: str) -> str:
+    """A file the browser can show for a drawing: the file itself, or for TIFF (USPTO Red Book pages)
+    a PNG copy made once under ``cache_dir/display/``."""
+    import hashlib
+
+    if Path(path).suffix.lower() in BROWSER_FORMATS:
+        return path
+    out = Path(wb.config.cache_dir) / "display" / (hashlib.sha1(str(path).encode()).hexdigest()[:16] + ".png")
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        img = load_drawing(path, crop=False, square=False)
+        img.thumbnail((1600, 1600))
+        tmp = out.with_suffix(".tmp.png")
+        img.save(tmp)
+        tmp.replace(out)
+    return str(out)
+
+
+def _data_uri(path: str, size: int = 160) -> str:
+    im = load_drawing(path, crop=True, square=False, size=size)
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def crop_of(editor):
+    """What the image editor holds (its composite), kept in a state for the searches."""
+    composite = editor.get("composite") if isinstance(editor, dict) else None
+    return composite if isinstance(composite, Image.Image) else None
+
+
+def cropped_query(file: str | None, composite) -> tuple[bytes, bool]:
+    """The query bytes: the examiner's crop (the editor's composite) when it changed the picture's
+    size, else the uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
+    if not file:
+        raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
+    data = Path(file).read_bytes()
+    if isinstance(composite, Image.Image):
+        original = load_drawing(data, crop=False, square=False)
+        if composite.size != original.size:
+            buf = io.BytesIO()
+            composite.convert("L").save(buf, format="PNG")
+            return buf.getvalue(), True
+    return data, False
+
+
+def sheet_overlay(page: Image.Image, boxes, names) -> Image.Image:
+    rgb = page.convert("RGB")
+    d = ImageDraw.Draw(rgb)
+    w = max(2, max(rgb.size) // 300)
+    for box, name in zip(boxes, names, strict=True):
+        d.rectangle(box, outline=(220, 30, 30), width=w)
+        d.text((box[0] + 4, box[1] + 4), name, fill=(220, 30, 30))
+    rgb.thumbnail((900, 900))
+    return rgb
+
+
+class ExaminerHandlers:
+    """Handlers of the examiner's events over one workbench and one label store."""
+
+    def __init__(self, workbench: Workbench, store: LabelStore) -> None:
+        self.wb = workbench
+        self.store = store
+
+    def editor_value(self, file):
+        """The uploaded drawing for the crop editor, decoded (TIFF pages too) at full size, so an
+        uncropped picture keeps the upload's size; the previous crop is cleared."""
+        from patent_demo.drawing.imageio import DrawingError
+
+        if not file:
+            return None, None
+        try:
+            return load_drawing(file, crop=False, square=False), None
+        except DrawingError:
+            return None, None
+
+    # -- searches ------------------------------------------------------------------------------------
+    def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
+                     kind="", date_from="", date_to="", annotator="", previous=None, progress=TRACK_TQDM):  # fmt: skip
+        """Split an uploaded sheet into figures, search each with the filters, merge the lists."""
+        from patent_demo.sheet_search import figure_names, search_sheet
+
+        try:
+            data, _ = cropped_query(file, crop_image)
+            f, _own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            res = search_sheet(self.wb, data, model, int(k), search_filter=f)
+            spec = self.wb.model(model, "drawing")
+            for h in res.hits:
+                h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
+                h.image_path = display_path(self.wb, h.image_path)
+            sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png")
+            session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
+                                  patent_id="")  # fmt: skip
+            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
+            session["model"] = spec.key
+            if previous and previous.get("image_file") and previous["image_file"] != rel:
+                self.store.release_query_image(previous["image_file"])
+            page = load_drawing(data, crop=False, square=False)
+            overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
+            judged = self.store.judged(session["query_id"], annotator) if annotator else {}
+            return (gallery_items(session, judged), res.status, table_value(self.wb, session, "hmcl", judged, 1),
+                    overlay, session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
+                    progress_md(self.store, session, annotator or ""))  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return ([], warn(err), None, None, previous, gr.update(), 1, "No results: the search failed.",
+                    gr.update())  # fmt: skip
+
+    # -- the whole record and the side-by-side views --------------------------------------------------
+    def document(self, patent_id, query_text: str = ""):
+        """The record of ``patent_id`` (HTML) and all its figures (gallery, zoomable)."""
+        try:
+            pid = (patent_id or "").strip()
+            if not pid:
+                raise BadInput("type a patent id or select a hit first")
+            view = document_view(self.wb.corpus, pid)
+            page = document_html(view, query_text, self.wb.bm25() if query_text else None)
+            gallery = [(display_path(self.wb, f.path), " · ".join(x for x in (f.label, f.view) if x) or view.id)
+                       for f in view.figures]  # fmt: skip
+            return page, gallery, pid
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return warn(err), gr.update(), gr.update()
+
+    def _hit_row(self, session, list_name: str, rank: int) -> dict:
+        rows = (session or {}).get("lists", {}).get(list_name) or []
+        if not rows:
+            raise BadInput("run a search and select a hit first")
+        return rows[max(1, min(int(rank), len(rows))) - 1]
+
+    def open_drawing_hit(self, session, file, crop_image, crop, evt: gr.SelectData):
+        """Selecting a drawing hit: its record, and the query next to its figure at the same scale."""
+        try:
+            row = self._hit_row(session, "hmcl", int(evt.index) + 1)
+            page, gallery, pid = self.document(row["id"])
+            q, h = None, None
+            caption = ""
+            if file and row.get("figure"):
+                data, cropped = cropped_query(file, crop_image)
+                q, h = examiner.side_by_side(data, self.wb.corpus.root / row["figure"], crop=bool(crop))
+                caption = (f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
+                           f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}")  # fmt: skip
+            return page, gallery, pid, q, h, caption
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def open_text_hit(self, list_name: str, session, evt: gr.SelectData):
+        """Selecting a text hit: its record with the query's words marked, and query vs candidate."""
+        try:
+            row = self._hit_row(session, list_name, int(evt.index[0]) + 1)
+            query = (session or {}).get("text", "")
+            page, gallery, pid = self.document(row["id"], query)
+            qh, ch = examiner.text_pair_html(self.wb, query, pid)
+            return page, gallery, pid, f"<h4>Query</h4><p>{qh}</p>", f"<h4>{html.escape(pid)}</h4><p>{ch}</p>"
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def open_dssdnet_hit(self, session, evt: gr.SelectData):
+        return self.open_text_hit("dssdnet", session, evt)
+
+    def open_bm25_hit(self, session, evt: gr.SelectData):
+        return self.open_text_hit("bm25", session, evt)
+
+    def open_fused_hit(self, session, evt: gr.SelectData):
+        return self.open_text_hit("fused", session, evt)
+
+    def snippets(self, query: str, ids) -> list[str]:
+        """One highlighted snippet (escaped HTML) per text hit."""
+        bm25 = self.wb.bm25()
+        return [snippet_html(bm25, self.wb.corpus[i].text, query, width=140) for i in ids]
+
+    # -- the search report -----------------------------------------------------------------------------
+    def report_queries(self):
+        rows = queries(self.store)
+        choices = [(f"{what[:50]} · {kind} · {n} labels · {qid}", qid) for qid, kind, what, n in rows]
+        return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+    def report(self, query_id, before, include_not):
+        """Write the search report of one query (CSV + HTML) and preview it."""
+        try:
+            if not query_id:
+                raise BadInput("label some hits, press Refresh, then pick a query")
+            bm25 = self.wb.bm25()
+            corpus = self.wb.corpus
+            passage = lambda q, d: snippet_text(bm25, corpus[d].text, q) if d in corpus else ""  # noqa: E731
+            rep = build_report(self.store, query_id, corpus, passage, include_not=bool(include_not),
+                               cutoff=SearchFilter.parse(before=before or "").before)  # fmt: skip
+            images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
+            csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)
+            preview = to_html(rep, images)
+            frame = (f'<iframe id="r-frame" style="width:100%;height:520px;border:1px solid #ccc" '
+                     f'srcdoc="{html.escape(preview, quote=True)}"></iframe>')  # fmt: skip
+            md = f"{len(rep.rows)} documents in the report of `{query_id}` · open the HTML file and print it to PDF"
+            return [str(csv_path), str(html_path)], md, frame
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return gr.update(), warn(err), gr.update()
+
+
+@dataclass
+class ExaminerTabs:
+    doc_id: gr.Textbox
+    doc_btn: gr.Button
+    doc_html: gr.HTML
+    doc_gallery: gr.Gallery
+    sbs_query: gr.Image
+    sbs_hit: gr.Image
+    sbs_md: gr.Markdown
+    tq_html: gr.HTML
+    tc_html: gr.HTML
+    r_query: gr.Dropdown
+    r_refresh: gr.Button
+    r_include: gr.Checkbox
+    r_btn: gr.Button
+    r_files: gr.File
+    r_md: gr.Markdown
+    r_frame: gr.HTML
+
+
+def build_tabs() -> ExaminerTabs:
+    """The Document, Side by side and Search report tabs (inside the app's ``gr.Tabs``)."""
+    with gr.Tab("Document", id="document"):
+        with gr.Row():
+            doc_id = gr.Textbox(
+                label="Patent", placeholder="select a hit, or type an id", elem_id="doc-id", scale=3
+            )
+            doc_btn = gr.Button("Open", elem_id="doc-open", scale=1)
+        with gr.Row():
+            doc_html = gr.HTML(
+                "Select a hit in a result list to open its whole record here.", elem_id="doc-html"
+            )
+            doc_gallery = gr.Gallery(label="All figures (click to zoom)", columns=3, height=460,
+                                     elem_id="doc-gallery", object_fit="contain")  # fmt: skip
+    with gr.Tab("Side by side", id="sbs"):
+        sbs_md = gr.Markdown("Select a drawing hit to compare it with the query; a text hit to compare the texts.",
+                             elem_id="sbs-md")  # fmt: skip
+        with gr.Row():
+            sbs_query = gr.Image(
+                label="Query", type="pil", elem_id="sbs-query", interactive=False, height=448
+            )
+            sbs_hit = gr.Image(
+                label="Selected hit", type="pil", elem_id="sbs-hit", interactive=False, height=448
+            )
+        with gr.Row():
+            tq_html = gr.HTML(elem_id="sbs-tq")
+            tc_html = gr.HTML(elem_id="sbs-tc")
+    with gr.Tab("Search report", id="report"):
+        gr.Markdown("The labelled documents of one query with their X / Y / A category, notes and what matched: "
+                    "CSV and a printable HTML page (print it to PDF from the browser).")  # fmt: skip
+        with gr.Row():
+            r_query = gr.Dropdown([], label="Query", scale=4, elem_id="r-query")
+            r_refresh = gr.Button("Refresh", scale=1, elem_id="r-refresh")
+            r_include = gr.Checkbox(label="include 'not relevant'", value=False, scale=1)
+        r_btn = gr.Button("Make the search report", variant="primary", elem_id="r-make")
+        r_md = gr.Markdown(elem_id="r-md")
+        r_files = gr.File(label="Report files", file_count="multiple", elem_id="r-files")
+        r_frame = gr.HTML(elem_id="r-preview")
+    return ExaminerTabs(doc_id, doc_btn, doc_html, doc_gallery, sbs_query, sbs_hit, sbs_md, tq_html, tc_html,
+                        r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame)  # fmt: skip

@@ -1,0 +1,190 @@
+"""The examiner's tools in chromium on a real corpus: the 20 Red Book design patents (106 drawing
+pages, real dates and Locarno codes) plus the 419 grant XML records (text), searched with the
+zero-shot drawing encoder and the default re-ranker. Prior-art cut-off and class filter, the whole
+record of a hit, side by side, a drawing sheet split into figures, highlighted text rows, and the
+search report. Screenshots go to ``test-artifacts/examiner-*.png``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from patent_demo.data.corpus import merge
+from patent_demo.filters import prior_art_date
+from patent_demo.labels.store import LabelStore
+from patent_demo.workbench import Workbench, WorkbenchConfig
+from tests.conftest import REPO_ROOT, require_shared
+from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """(url, workbench, store) serving the real corpus."""
+    import app
+    from patent_demo.data.loaders.deeppatent2 import load_deeppatent2_names
+    from patent_demo.data.loaders.uspto import load_grant_xml, load_redbook
+
+    shared = require_shared()
+    red = load_redbook(shared / "impact_design_patent_samples" / "patents")
+    dp2_root = shared / "deeppatent2_techdrawfinder_samples"
+    dp2 = load_deeppatent2_names(sorted(p.name for p in (dp2_root / "images").glob("*.png")))
+    xml = load_grant_xml(shared / "uspto_grant_xml_samples" / "xml")
+    for c, prefix in (
+        (red, "impact_design_patent_samples/patents/"),
+        (dp2, "deeppatent2_techdrawfinder_samples/images/"),
+    ):
+        for p in c:
+            for f in p.figures:
+                f.path = prefix + f.path
+    corpus = merge([red, dp2, xml], shared, name="redbook+deeppatent2+grants")
+    corpus.validate()
+    tmp = tmp_path_factory.mktemp("real")
+    config = WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=(REPO_ROOT / "checkpoints",))
+    wb = Workbench(config, corpus=corpus, progress=False)
+    wb.warm_up()
+    store = LabelStore(tmp / "labels" / "labels.sqlite")
+    demo = app.build_demo(wb, store)
+    port = _port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **app.launch_kwargs(wb))  # fmt: skip
+    yield f"http://127.0.0.1:{port}/", wb, store
+    demo.close()
+    store.close()
+
+
+def _open(browser, url, width=1366):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(url)
+    page.locator("#annotator textarea, #annotator input").first.fill("examiner")
+    return page
+
+
+def _fill(page, elem: str, value: str) -> None:
+    page.locator(f"{elem} textarea, {elem} input").first.fill(value)
+
+
+def test_drawing_cutoff_class_document_and_side_by_side(browser, real):  # noqa: F811
+    url, wb, _ = real
+    drawn = set(wb.index("zero-shot").patent_ids)
+    page = _open(browser, url)
+    page.locator("#filters").get_by_text("Search filters").click()
+    # 1. the query patent's own date: USD0919623 (a 2021 grant filed 2020-01-03) -> only older drawings
+    query = wb.corpus["USD0919623"]
+    cutoff = prior_art_date(query)
+    page.locator("#f-own input").check()
+    page.locator("#d-file input[type=file]").set_input_files(str(wb.corpus.image_path(query.figures[0])))
+    page.wait_for_timeout(800)
+    page.locator("#d-search").click()
+    status = page.locator("#d-status")
+    status.get_by_text("patents with drawings searched").wait_for(timeout=60_000)
+    text = status.inner_text()
+    assert f"cut-off {cutoff}: the priority / filing date of the query patent USD0919623" in text
+    allowed = {p for p in drawn if wb.corpus[p].date and wb.corpus[p].date < cutoff}
+    assert f"{len(allowed)} of {len(drawn)} patents with drawings searched" in text
+    assert page.locator("#d-gallery img").count() == min(10, len(allowed)) == 10
+    captions = page.locator("#d-gallery").inner_text()
+    assert "USD0919623" not in captions and all(
+        p.startswith("USD05") or p.startswith("USD06") or p.startswith("USD07") or p.startswith("USD08")
+        for p in allowed
+    )
+    page.screenshot(path=str(ARTIFACTS / "examiner-drawing-own-cutoff.png"), full_page=True)
+
+    # 2. a typed cut-off and a Locarno class: the 2021 grants of class 14 published before 2021-03-20
+    page.locator("#f-own input").uncheck()
+    _fill(page, "#f-before", "2021-03-20")
+    _fill(page, "#f-class", "14")
+    page.locator("#d-search").click()
+    page.wait_for_timeout(500)
+    want = {p for p in drawn if wb.corpus[p].date < "2021-03-20" and wb.corpus[p].locarno.startswith("14")}
+    status.get_by_text(f"{len(want)} of {len(drawn)} patents with drawings searched").wait_for(timeout=60_000)
+    assert page.locator("#d-gallery img").count() == len(want) == 3
+    page.screenshot(path=str(ARTIFACTS / "examiner-drawing-cutoff-class.png"), full_page=True)
+    _fill(page, "#f-before", "")
+    _fill(page, "#f-class", "")
+
+    # without the filters: the query patent itself comes first; open its record and the side by side
+    page.locator("#d-search").click()
+    page.locator("#d-status").get_by_text("in the query's subclass 14-02").wait_for(timeout=60_000)
+    page.wait_for_timeout(500)
+    page.locator("#d-gallery img").first.click()
+    page.get_by_role("tab", name="Document").click()
+    doc = page.locator("#doc-html")
+    doc.get_by_text("USD0919623").first.wait_for(timeout=20_000)
+    assert "Espacenet" in doc.inner_text() and "filed 2020-01-03" in doc.inner_text()
+    assert page.locator("#doc-gallery img").count() == len(query.figures)
+    # the Red Book TIFF pages are shown through PNG copies the browser can decode
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#doc-gallery img')].every(i => i.complete && i.naturalWidth > 0)",
+        timeout=20_000,
+    )
+    page.screenshot(path=str(ARTIFACTS / "examiner-document.png"), full_page=True)
+    page.get_by_role("tab", name="Side by side").click()
+    page.locator("#sbs-md").get_by_text("as the encoder sees them").wait_for(timeout=20_000)
+    assert page.locator("#sbs-query img").count() == 1 and page.locator("#sbs-hit img").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "examiner-side-by-side.png"), full_page=True)
+    page.close()
+
+
+def test_sheet_split_and_search(browser, real):  # noqa: F811
+    url, wb, _ = real
+    sheet = require_shared("deeppatent2_segmentor_samples") / "images" / "USD0871728-20200107-D00001.png"
+    page = _open(browser, url)
+    page.locator("#d-file input[type=file]").set_input_files(str(sheet))
+    page.wait_for_timeout(800)
+    page.locator("#d-sheet").click()
+    page.locator("#d-status").get_by_text("figure(s) on the sheet").wait_for(timeout=60_000)
+    assert page.locator("#d-status").inner_text().startswith("3 figure(s) on the sheet")
+    page.locator("#d-sheet-img img").wait_for(timeout=10_000)
+    assert page.get_by_text("matched by figure").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "examiner-sheet.png"), full_page=True)
+    page.close()
+
+
+def test_text_filter_snippets_compare_and_report(browser, real):  # noqa: F811
+    url, wb, store = real
+    query = "a heat exchanger cooling a processor of an information handling system"
+    page = _open(browser, url)
+    page.locator("#filters").get_by_text("Search filters").click()
+    _fill(page, "#f-before", "2010-01-01")
+    page.get_by_role("tab", name="Text search").click()
+    _fill(page, "#t-text", query)
+    page.locator("#t-search").click()
+    page.locator("#t-status").get_by_text("documents searched").wait_for(timeout=120_000)
+    page.locator("#t-bm25 mark").first.wait_for(state="attached", timeout=20_000)  # highlighted snippets
+    bm25, _ = wb.search_text(
+        query, k=10, allowed={p.id for p in wb.corpus if p.date and p.date < "2010-01-01"}
+    )
+    for pid in bm25.ids:
+        assert wb.corpus[pid].date < "2010-01-01"
+    page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).last.wait_for(timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "examiner-text.png"), full_page=True)
+
+    page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).last.click()
+    page.locator("#t-status").click()
+    page.keyboard.press("1")  # label it relevant
+    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=10_000)
+    page.get_by_role("tab", name="Side by side").click()
+    page.locator("#sbs-tc mark").first.wait_for(timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "examiner-text-compare.png"), full_page=True)
+
+    page.get_by_role("tab", name="Search report").click()
+    page.locator("#r-refresh").click()
+    time.sleep(1.0)
+    page.locator("#r-make").click()
+    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=20_000)
+    frame = page.frame_locator("#r-frame")
+    frame.get_by_text(bm25.ids[0]).first.wait_for(timeout=10_000)
+    assert page.locator("#r-files").get_by_text(".csv").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "examiner-report.png"), full_page=True)
+    page.close()

@@ -1,0 +1,42 @@
+"""Background warm-up: every drawing model's index is built in a thread while searches with a ready model
+go on; the status line names the models still building and is empty once all are ready."""
+
+from __future__ import annotations
+
+import threading
+
+from patent_demo.registry import ZERO_SHOT
+from tests.test_pipeline import PixelEncoder, make_workbench
+
+
+def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):
+    wb, fast = make_workbench(tmp_path)
+    wb.index(ZERO_SHOT)  # the default model is ready
+    gate = threading.Event()
+
+    class Slow(PixelEncoder):
+        def encode(self, images):
+            gate.wait(30)
+            return super().encode(images)
+
+    zero_shot = wb.model(ZERO_SHOT, "drawing")
+    slow_spec = type(zero_shot)("slow", "slow model", "drawing", "zero-shot", "lite-clip", trained=False)
+    wb.models = lambda task=None: [zero_shot, slow_spec] if task in (None, "drawing") else []
+    wb.model = lambda key, task: next(m for m in wb.models(task) if m.key == key)
+    wb._drawing_factory = lambda spec: Slow() if spec.key == "slow" else fast
+    thread = wb.warm_up_background()
+    assert "slow model" in _wait_status(wb) and "zero-shot" not in wb.index_status()
+    fig = wb.corpus["D0004"].figures[1]
+    hits = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=2).hits  # not held up by the slow build
+    assert hits[0].patent_id == "D0004"
+    gate.set()
+    thread.join(30)
+    assert wb.index_status() == "" and {m.key for m in wb.ready_models()} == {ZERO_SHOT, "slow"}
+
+
+def _wait_status(wb) -> str:
+    for _ in range(100):
+        if wb.index_status():
+            return wb.index_status()
+        threading.Event().wait(0.05)
+    return wb.index_status()

@@ -1,0 +1,138 @@
+"""The examiner's searches and handlers on the tiny corpus: own-date cut-off, filters inside the
+search, the query crop, the sheet handler, the no-good-match note, the document and report handlers."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from patent_demo import examiner
+from patent_demo.filters import SearchFilter
+from patent_demo.labels.store import LabelStore
+from tests.test_pipeline import make_workbench
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ex")
+    wb, _ = make_workbench(tmp)
+    for i, p in enumerate(wb.corpus.patents):  # D0000 published 2010-01-01, D0001 2011-01-01, ...
+        p.date = f"{2010 + i}-01-01"
+        p.filing_date = f"{2009 + i}-06-01"
+    return wb, LabelStore(tmp / "labels.sqlite")
+
+
+def test_own_date_cutoff_and_filter_inside_the_search(bench):
+    wb, _ = bench
+    fig = wb.corpus.image_path(wb.corpus["D0006"].figures[0])
+    res, notes = examiner.drawing_search(wb, fig, "zero-shot", k=10, own_date=True)
+    assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in notes
+    assert {h.patent_id for h in res.hits} == {
+        f"D000{i}" for i in range(6)
+    }  # all six earlier ones, k not cut
+    res, notes = examiner.drawing_search(
+        wb, fig, "zero-shot", k=3, search_filter=SearchFilter.parse(classification="07")
+    )
+    assert len(res.hits) == 3 and all(h.locarno.startswith("07") for h in res.hits)
+    assert res.hits[0].patent_id == "D0006"
+    with pytest.raises(ValueError, match="no patent with drawings passes the filter"):
+        examiner.drawing_search(wb, fig, "zero-shot", search_filter=SearchFilter.parse(before="2000-01-01"))
+
+
+def test_text_own_date_drops_the_query_patent(bench):
+    from patent_demo.text.search import candidate_text
+
+    wb, _ = bench
+    text = candidate_text(wb.corpus["D0008"])
+    lists, notes = examiner.text_search(wb, text, k=5, own_date=True)
+    bm25, dss = lists["bm25"], lists["dssdnet"]
+    assert "cut-off 2017-06-01: the priority / filing date of the query patent D0008" in notes
+    assert "D0008" not in bm25.ids and all(
+        wb.corpus[d].date < "2017-06-01" for d in bm25.ids + dss.ids + lists["fused"].ids
+    )
+
+
+def test_handlers_crop_sheet_document_report(bench):
+    import app_examiner
+    from app_handlers import Handlers
+
+    wb, store = bench
+    h = Handlers(wb, store)
+    ex = app_examiner.ExaminerHandlers(wb, store)
+    path = str(wb.corpus.image_path(wb.corpus["D0002"].figures[0]))
+    full = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann")
+    assert full[1].startswith("4 results with") and full[3]["lists"]["hmcl"][0]["id"] == "D0002"
+    # a crop (the left half) is searched instead of the file, and the stored query image is the crop
+    im = Image.open(path).convert("L")
+    crop = im.crop((0, 0, im.width // 2, im.height))
+    out = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, crop)
+    session = out[3]
+    import hashlib
+
+    cropped_bytes, was_cropped = app_examiner.cropped_query(path, crop)
+    assert was_cropped and Image.open(io.BytesIO(cropped_bytes)).size == crop.size
+    assert "4 results with" in out[1] and session["query_id"] != full[3]["query_id"]
+    assert session["image_sha"] == hashlib.sha256(cropped_bytes).hexdigest()  # the crop is the query
+    # a filter typed with a bad date is a ⚠️ message, not a stack trace
+    bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, None, "2021-02-30")
+    assert bad[1].startswith("⚠️ cut-off date '2021-02-30' is not a calendar date")
+    # a sheet of two corpus drawings
+    a = wb.corpus.open_image(wb.corpus["D0000"].figures[1], crop=False, square=False)
+    b = wb.corpus.open_image(wb.corpus["D0006"].figures[1], crop=False, square=False)
+    sheet = Image.new("L", (a.width + b.width + 120, max(a.height, b.height) + 80), 255)
+    sheet.paste(a, (40, 40))
+    sheet.paste(b, (a.width + 80, 40))
+    sheet_path = wb.config.cache_dir / "sheet.png"
+    sheet.save(sheet_path)
+    gallery, status, table, overlay, session, *_ = ex.search_sheet(str(sheet_path), None, "zero-shot", 4)
+    assert status.startswith("2 figure(s) on the sheet") and overlay.size[0] > 0
+    assert any("matched by figure 2 of 2" in row["view"] for row in session["lists"]["hmcl"])
+    assert any("matched by figure 2 of 2" in caption for _, caption in gallery)
+    page, figs, pid = ex.document("D0006")
+    assert pid == "D0006" and len(figs) == 3 and "<h3>D0006" in page
+    assert ex.document("NOPE")[0].startswith("⚠️ ")
+    # label a hit, then the report of that query
+    from patent_demo.labels.sessions import label_from_session
+
+    store.add(label_from_session(full[3], "hmcl", 1, "relevant", "ann", "", "same <b>bowl</b>"))
+    files, md, frame = ex.report(full[3]["query_id"], "", False)
+    assert md.startswith("1 documents in the report") and files[0].endswith(".csv")
+    assert "same &amp;lt;b&amp;gt;bowl" in frame  # escaped in the page, and again for srcdoc
+    with open(files[0], encoding="utf-8") as fh:
+        assert [row.split(",")[1] for row in fh.read().splitlines()[1:]] == ["D0002"]
+
+
+def test_no_good_match_note_for_an_unrelated_drawing(bench):
+    from PIL import ImageDraw
+
+    wb, _ = bench
+    im = Image.new("L", (64, 64), 255)
+    ImageDraw.Draw(im).text((4, 20), "zz 123", fill=0)  # text, unlike every corpus drawing
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    th = examiner.no_match_threshold(wb, "drawing", "zero-shot")
+    res, notes = examiner.drawing_search(wb, buf.getvalue(), "zero-shot", k=3)
+    weak = th.is_weak(res.hits[0].score)
+    assert any(n.startswith("⚠️ no good match") for n in notes) == weak
+    own = wb.corpus.image_path(wb.corpus["D0004"].figures[0])
+    res, notes = examiner.drawing_search(wb, own, "zero-shot", k=3)
+    assert not any(n.startswith("⚠️") for n in notes)  # its own drawing: a perfect match
+
+
+def test_combined_search_takes_the_filters(bench):
+    from app_handlers import Handlers
+    from patent_demo.text.search import candidate_text
+
+    wb, store = bench
+    h = Handlers(wb, store)
+    path = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))
+    text = candidate_text(wb.corpus["D0006"])
+    out = h.search_combined(path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", None, "", True)
+    status, session = out[3], out[4]
+    assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in status
+    for name in ("hmcl", "dssdnet", "fused"):
+        rows = session["lists"][name]
+        assert rows and all(wb.corpus[row["id"]].date < "2015-06-01" for row in rows)
+    assert len(session["lists"]["hmcl"]) == 5  # five of the six earlier patents, filled inside the search
