@@ -19,6 +19,7 @@ import numpy as np
 
 from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
+from patent_demo.analysis import describe_protocol
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.query import check_abstract, parse_query_codes
@@ -301,7 +302,7 @@ class Handlers:
             summary, rows = self.wb.evaluate(model, k=10)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries"
+            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb)}"
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
             figures = [r.query_figure for r in rows]
