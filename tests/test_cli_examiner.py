@@ -64,3 +64,33 @@ def test_labels_report_command(tmp_path, capsys):
     assert (tmp_path / "out" / f"search_report_{qid}.csv").read_text().splitlines()[1].startswith("X,US1")
     with pytest.raises(SystemExit):
         main(["labels", "report"])  # --labels is required
+
+
+def test_corpus_build_split_sheets_on_real_sheets(tmp_path, capsys):
+    from tests.conftest import require_shared
+
+    src = require_shared("deeppatent2_segmentor_samples") / "images"
+    out = tmp_path / "sheets"
+    assert (
+        main(
+            [
+                "corpus",
+                "build",
+                "--source",
+                "deeppatent2",
+                str(src),
+                "--out",
+                str(out),
+                "--split-sheets",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    corpus = Corpus.load(out)
+    n = sum(len(p.figures) for p in corpus)
+    assert f"{n} figures now" in printed and n > 15  # 15 sheets, most of them hold two or more figures
+    assert all(corpus.image_path(f).is_file() for _, f in corpus.figures())
+    split = [f for _, f in corpus.figures() if f.path.startswith("figures/")]
+    assert split and all(" part " in f.label for f in split)
