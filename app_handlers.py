@@ -138,7 +138,7 @@ class Handlers:
                        progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
         ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
-        from app_examiner import cropped_query, display_path, parse_filter
+        from app_examiner import cropped_query, parse_filter
 
         try:
             file, data, suffix = _upload(file)
@@ -151,8 +151,6 @@ class Handlers:
             own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
             res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
                                                  bool(crop), locarno or "", f, own, own_patent)  # fmt: skip
-            for hit in res.hits:
-                hit.image_path = display_path(self.wb, hit.image_path)
             spec = self.wb.model(model, "drawing")
             sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,

@@ -56,7 +56,8 @@ def test_models_lists_what_the_app_offers(capsys):
         assert hmcl["measured"]["subclass_map"] == round(
             metrics["after"]["test"]["metrics"]["subclass_map"], 4
         )
-        assert hmcl["image_size"] == 128 and hmcl["scheme"] == "locarno"
+        config = json.loads((REPO_ROOT / "checkpoints/hmcl-lite-clip/config.json").read_text())
+        assert hmcl["image_size"] == config["model"]["image_size"] and hmcl["scheme"] == "locarno"
     assert rows["zero-shot"]["image_size"] == 224 and rows["zero-shot"]["kind"] == "zero-shot"
     assert main(["models", "--checkpoints", CKPT]) == 0
     assert "default: drawing" in capsys.readouterr().out
