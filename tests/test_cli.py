@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from patent_demo.cli import main
+from patent_demo.cli.common import models
 from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus, read_qrels
 from patent_demo.metrics import read_run
@@ -77,10 +78,15 @@ def test_qrels_convert_one_id_per_line(tmp_path, capsys):
     assert "one document id per line" in capsys.readouterr().err
 
 
+def _baseline() -> str:
+    """A trained drawing checkpoint to compare with when one ships, else the zero-shot model itself."""
+    return next((m.key for m in models([CKPT]) if m.task == "drawing" and m.trained), "zero-shot")
+
+
 def test_evaluate_drawings_per_query_per_patent_and_bootstrap(dp2, tmp_path, capsys):
     out = tmp_path / "eval.json"
     args = ["evaluate", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--split", "all",
-            "--against", "hmcl-lite-clip", "--checkpoints", CKPT, "--json", str(out)]  # fmt: skip
+            "--against", _baseline(), "--checkpoints", CKPT, "--json", str(out)]  # fmt: skip
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "every patent of the corpus" in table and "per patent" in table
