@@ -78,18 +78,6 @@ def default_labels_path() -> tuple[Path, str]:
     return Path("data/labels.sqlite"), ""
 
 
-def corpus_header(wb: Workbench) -> str:
-    """Where the corpus comes from, its size and classification schemes (the built-in one is generated)."""
-    corpus = wb.corpus
-    n_figures = sum(len(p.figures) for p in corpus.patents)
-    generated = wb.config.corpus is None or bool(corpus.meta.get("generated"))
-    source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
-        corpus.source_label or "corpus")  # fmt: skip
-    schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
-    return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
-            f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
-
-
 def on_space_with_sign_in() -> bool:
     return bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
 
@@ -126,7 +114,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         session = gr.State(None, delete_callback=lh.release)
         crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
-            f"## Prior-art workbench\n{corpus_header(wb)} · labels in the store **{store.name}**",
+            f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
             elem_id="header",
         )
         index_status = gr.Markdown(wb.index_status(), elem_id="index-status")

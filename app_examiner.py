@@ -86,27 +86,6 @@ def parse_filter(before, own, classification, country, kind, date_from, date_to)
     return f, bool(own)
 
 
-BROWSER_FORMATS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
-
-
-def display_path(wb: Workbench, path: str) -> str:
-    """A file the browser can show for a drawing: the file itself, or for TIFF (USPTO Red Book pages)
-    a PNG copy made once under ``cache_dir/display/``."""
-    import hashlib
-
-    if Path(path).suffix.lower() in BROWSER_FORMATS:
-        return path
-    out = Path(wb.config.cache_dir) / "display" / (hashlib.sha1(str(path).encode()).hexdigest()[:16] + ".png")
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        img = load_drawing(path, crop=False, square=False)
-        img.thumbnail((1600, 1600))
-        tmp = out.with_suffix(".tmp.png")
-        img.save(tmp)
-        tmp.replace(out)
-    return str(out)
-
-
 def _data_uri(path: str, size: int = 160) -> str:
     im = load_drawing(path, crop=True, square=False, size=size)
     buf = io.BytesIO()
@@ -178,7 +157,6 @@ class ExaminerHandlers:
             spec = self.wb.model(model, "drawing")
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
-                h.image_path = display_path(self.wb, h.image_path)
             sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png")
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
                                   patent_id="")  # fmt: skip
@@ -205,8 +183,8 @@ class ExaminerHandlers:
                 raise BadInput("type a patent id or select a hit first")
             view = document_view(self.wb.corpus, pid)
             page = document_html(view, query_text, self.wb.bm25() if query_text else None)
-            gallery = [(display_path(self.wb, f.path), " · ".join(x for x in (f.label, f.view) if x) or view.id)
-                       for f in view.figures]  # fmt: skip
+            gallery = [(self.wb.display_path(f), " · ".join(x for x in (f.label, f.view) if x) or view.id)
+                       for f in self.wb.corpus[pid].figures]  # fmt: skip
             return page, gallery, pid
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update()

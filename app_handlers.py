@@ -19,6 +19,7 @@ import numpy as np
 
 from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
+from patent_demo.analysis import describe_protocol
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.query import check_abstract, parse_query_codes
@@ -137,7 +138,7 @@ class Handlers:
                        progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
         ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
-        from app_examiner import cropped_query, display_path, parse_filter
+        from app_examiner import cropped_query, parse_filter
 
         try:
             file, data, suffix = _upload(file)
@@ -150,8 +151,6 @@ class Handlers:
             own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
             res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
                                                  bool(crop), locarno or "", f, own, own_patent)  # fmt: skip
-            for hit in res.hits:
-                hit.image_path = display_path(self.wb, hit.image_path)
             spec = self.wb.model(model, "drawing")
             sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
@@ -301,7 +300,7 @@ class Handlers:
             summary, rows = self.wb.evaluate(model, k=10)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries"
+            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb)}"
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
             figures = [r.query_figure for r in rows]

@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     b.add_argument("--thumb-size", type=int, default=384, help="longer side of the thumbnails in pixels")
     b.add_argument("--workers", type=int, default=1, help="processes writing thumbnails (default 1)")
     b.add_argument("--restart", action="store_true", help="forget an earlier, unfinished build in --out")
+    b.add_argument("--split-sheets", action="store_true",
+                   help="cut drawing sheets holding several figures into one image per figure "
+                        "(patent_demo.drawing.sheets; written under OUT/figures)")  # fmt: skip
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", default=None, help="also write the summary as JSON here")
     b.set_defaults(handler=run_build)
@@ -60,6 +63,15 @@ def run_build(args: argparse.Namespace) -> int:
         progress=not args.quiet, restart=args.restart,
     )  # fmt: skip
     print(summary.to_text())
+    if args.split_sheets:
+        from patent_demo.data.corpus import Corpus
+        from patent_demo.drawing.sheets import split_corpus_sheets
+
+        corpus, counts = split_corpus_sheets(Corpus.load(args.out, validate=False), args.out)
+        corpus.save(args.out)
+        print(
+            f"sheets: {counts['split']} of {counts['sheets']} drawings split, {counts['figures']} figures now"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(summary.to_dict(), fh, indent=1)

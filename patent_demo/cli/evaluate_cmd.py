@@ -184,9 +184,17 @@ def run_drawings(args: argparse.Namespace) -> int:
 
 # -- text ---------------------------------------------------------------------------------------------------------
 def text_run(
-    corpus: Corpus, spec, queries, ks: list[int], candidates: int, cache_dir: str, dirs: list[str]
+    corpus: Corpus,
+    spec,
+    queries,
+    ks: list[int],
+    candidates: int,
+    cache_dir: str,
+    dirs: list[str],
+    allowed=None,
 ) -> dict:
-    """The run of one text model over ``queries`` and its per-query metrics source."""
+    """The run of one text model over ``queries`` and its per-query metrics source; ``allowed`` maps a
+    qid to the ids its search may return (``patent_demo.filters.allowed_per_query``)."""
     from patent_demo.text.search import rerank_run
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -195,7 +203,13 @@ def text_run(
     reranker = wb.reranker(spec) if spec is not None else None
     k_first = max(candidates, max(ks))
     return rerank_run(
-        wb.bm25(), reranker, queries, corpus, k_first=k_first, k_rerank=min(candidates, k_first)
+        wb.bm25(),
+        reranker,
+        queries,
+        corpus,
+        k_first=k_first,
+        k_rerank=min(candidates, k_first),
+        allowed=allowed,
     )
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from patent_demo.cli import corpus_cmd, evaluate_cmd, index_cmd, models_cmd, qrels_cmd, search_cmd
+from patent_demo.cli import corpus_cmd, evaluate_cmd, index_cmd, labels_cmd, models_cmd, qrels_cmd, search_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     index_cmd.add_parser(sub)
     qrels_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
+    labels_cmd.add_parser(sub)
     return p
 
 

@@ -42,6 +42,7 @@ def add_parser(sub) -> None:
             "--cache-dir", default="cache", help="index cache, shared with the app (default: cache)"
         )
         add_checkpoints(s)
+        add_filters(s)
         if task == "drawings":
             s.add_argument(
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
@@ -53,6 +54,30 @@ def add_parser(sub) -> None:
                 "--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100)"
             )
             s.set_defaults(handler=run_text)
+
+
+def add_filters(s) -> None:
+    """The search filters (``patent_demo.filters``), applied inside retrieval."""
+    s.add_argument("--before", default="", metavar="YYYY-MM-DD|own",
+                   help="prior-art cut-off: only documents published before it; 'own' = each query patent's "
+                        "priority / filing date (queries that are corpus patents)")  # fmt: skip
+    s.add_argument("--classification", default="", metavar="PREFIX",
+                   help="classification prefixes, comma-separated, any scheme (06-01, A47C 7/, D6, ipc:A47C)")  # fmt: skip
+    s.add_argument("--country", default="", metavar="CC", help="offices, comma-separated (US, EP)")
+    s.add_argument("--kind", default="", metavar="CODE", help="kind-code prefixes, comma-separated (S, B2)")
+    s.add_argument("--published-from", default="", metavar="YYYY-MM-DD", help="publication date range start")
+    s.add_argument("--published-to", default="", metavar="YYYY-MM-DD", help="publication date range end")
+
+
+def search_filter(args: argparse.Namespace):
+    """(``SearchFilter`` of the flags, whether ``--before own``)."""
+    from patent_demo.filters import SearchFilter
+
+    own = args.before.strip().lower() == "own"
+    f = SearchFilter.parse(before="" if own else args.before, classification=args.classification,
+                           country=args.country, kind_code=args.kind, date_from=args.published_from,
+                           date_to=args.published_to)  # fmt: skip
+    return f, own
 
 
 # -- queries ----------------------------------------------------------------------------------------------------
@@ -137,16 +162,15 @@ def write_run(path: str, rows: list[tuple[str, str, float]], tag: str) -> None:
 
 
 def _print_table(rows: list[tuple[str, int, str, float, str, str, str]]) -> None:
-    print(f"{'query':24s} {'rank':>4s}  {'patent':14s} {'score':>7s}  {'codes':18s} title / figure")
+    w = min(40, max([5, *(len(r[0]) for r in rows)]))
+    print(f"{'query':{w}s} {'rank':>4s}  {'patent':14s} {'score':>7s}  {'codes':18s} title / figure")
     last = None
     for qid, rank, pid, score, codes, title, fig in rows:
         if last is not None and qid != last:
             print()
         last = qid
-        print(
-            f"{qid[:24]:24s} {rank:4d}  {pid:14s} {score:7.4f}  {codes[:18]:18s} {title}"
-            + (f"  [{fig}]" if fig else "")
-        )
+        figure = f"  [{fig}]" if fig else ""
+        print(f"{qid[:w]:{w}s} {rank:4d}  {pid:14s} {score:7.4f}  {codes[:18]:18s} {title}{figure}")
 
 
 def _codes(patent) -> str:
@@ -182,9 +206,14 @@ def run_drawings(args: argparse.Namespace) -> int:
     spec = resolve_model(args.model, "drawing", args.checkpoints)
     queries = image_queries(args.query, args.queries)
     wb = drawing_workbench(args, corpus, spec)
+    f, own = search_filter(args)
     out, table = [], []
+    from patent_demo.examiner import drawing_search
+
     for qid, path in queries:
-        res = wb.search_drawing(path, spec.key, k=args.k, crop=not args.no_crop)
+        res, notes = drawing_search(wb, path, spec.key, args.k, True, not args.no_crop, "", f, own)
+        for note in notes:
+            print(f"{qid}: {note}", file=sys.stderr)
         for h in res.hits:
             out.append((qid, h.patent_id, h.score))
             table.append(
@@ -218,7 +247,15 @@ def run_text(args: argparse.Namespace) -> int:
     queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
                for qid, text in pairs]  # fmt: skip
     spec = resolve_model(args.model, "text", args.checkpoints)
-    run = text_run(corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints)
+    from patent_demo.filters import allowed_per_query, cutoff_of_queries
+
+    f, own = search_filter(args)
+    qids = [q.qid for q in queries]
+    cutoffs = cutoff_of_queries(qids, corpus) if own else dict.fromkeys(qids, f.before)
+    allowed = allowed_per_query(qids, corpus, cutoffs, f)
+    run = text_run(
+        corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints, allowed
+    )
     out, table = [], []
     for q in queries:
         res = run[q.qid].top(args.k)

@@ -305,8 +305,11 @@ def split_corpus_sheets(corpus, out_root, labels_for=None, min_figures: int = 2)
             labels = labels_for(p, fig, img) if labels_for else None
             found = split_sheet(img, labels)
             if len(found) < min_figures:
-                rel = _os.path.relpath(Path(src).resolve(), out_root.resolve())
-                q.figures.append(Figure(rel, fig.view, fig.label, fig.description))
+                kept = copy.copy(fig)
+                kept.path = _os.path.relpath(Path(src).resolve(), out_root.resolve())
+                if fig.thumb:
+                    kept.thumb = _os.path.relpath((corpus.root / fig.thumb).resolve(), out_root.resolve())
+                q.figures.append(kept)
                 counts["figures"] += 1
                 continue
             counts["split"] += 1
@@ -318,6 +321,8 @@ def split_corpus_sheets(corpus, out_root, labels_for=None, min_figures: int = 2)
                 )
                 counts["figures"] += 1
         patents.append(q)
-    return Corpus(
-        out_root, patents, splits=dict(corpus.splits), qrels=dict(corpus.qrels), name=corpus.name
-    ), counts
+    meta = {k: v for k, v in corpus.meta.items() if k != "image_root"}  # every path is now under out_root
+    out = Corpus(
+        out_root, patents, splits=dict(corpus.splits), qrels=dict(corpus.qrels), name=corpus.name, meta=meta
+    )
+    return out, counts
