@@ -99,7 +99,8 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     run = out / "tiny"
     metrics = json.loads((run / "metrics.json").read_text())
     config = json.loads((run / "config.json").read_text())
-    assert config["kind"] == "hmcl" and config["model"] == {"name": "lite-clip", "image_size": 64}
+    assert config["kind"] == "hmcl"
+    assert config["model"] == {"name": "lite-clip", "image_size": 64, "train_image_size": 64}
     assert (
         config["real_validation"]["metrics"]["patent_map"]
         == metrics["real_validation"]["metrics"]["patent_map"]

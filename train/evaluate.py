@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = json.dumps(result, indent=1, sort_keys=True)
     m = result["metrics"]
     log.info("%s on %s (%s, %s): patent mAP %.4f, subclass mAP %.4f, main mAP %.4f", args.model, result["corpus"],
-             split, protocol, m["patent_map"] or float("nan"), m["subclass_map"] or float("nan"),
+             split or "all", protocol, m["patent_map"] or float("nan"), m["subclass_map"] or float("nan"),
              m["main_map"] or float("nan"))  # fmt: skip
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
