@@ -355,7 +355,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
                                                  crop_state, *filters],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
-        then_show(t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
+        bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
+                                 [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
+        then_show(bm25_first.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
                               [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
                   h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
         then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session,

@@ -179,6 +179,25 @@ class Handlers:
             h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
         return hits
 
+    def search_bm25(self, abstract, codes, model, k, before="", own=False, classification="", country="",
+                    kind="", date_from="", date_to=""):  # fmt: skip
+        """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
+        the DSSDNet and fused tables emptied, and a status saying the re-ranking follows."""
+        from app_examiner import parse_filter
+
+        try:
+            text = check_abstract(abstract)
+            qcodes = parse_query_codes(codes)
+            spec = self.wb.model(_model(model, "text"), "text")
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False)
+            session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
+            add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
+            status = f"BM25 found {len(lists['bm25'])}; {spec.label} is re-ranking its top {self.wb.config.bm25_candidates}…"
+            return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes)
+        except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
+            return None, None, None, warn(err)
+
     def search_text(self, abstract, codes, model, k, annotator, previous=None,
                     before="", own=False, classification="", country="", kind="", date_from="", date_to="",
                     request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip

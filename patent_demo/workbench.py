@@ -448,11 +448,12 @@ class Workbench:
         k: int = 10,
         model: str = "",
         allowed: Collection[str] | None = None,
+        rerank: bool = True,
     ) -> dict[str, Results]:
         """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
         ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
         with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
-        ``search_text``."""
+        ``search_text``. ``rerank=False`` returns the BM25 list alone (what the app shows at once)."""
         from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
 
         text = check_abstract(abstract)
@@ -465,6 +466,8 @@ class Workbench:
         n = max(k, self.config.bm25_candidates)
         only = {"query": allowed} if allowed is not None else None
         first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
+        if not rerank:
+            return {"bm25": first.top(k)}
         if not len(first):
             return {"bm25": first, "dssdnet": first, "fused": first}
         spec = self.model(model, "text") if model else self.default_text_model()
