@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from patent_demo.drawing import faiss_kinds  # noqa: E402
 from patent_demo.drawing import index as dense  # noqa: E402
 from patent_demo.drawing.encoders import encode_images  # noqa: E402
 from patent_demo.drawing.finetune import load_encoder  # noqa: E402
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
-    dense.set_num_threads(1)
+    faiss_kinds.set_num_threads(1)
     from patent_demo.data.democorpus import ensure_demo_corpus
 
     corpus = ensure_demo_corpus(args.cache_dir, patents=args.demo_patents)

@@ -20,11 +20,12 @@ import sys
 import time
 from pathlib import Path
 
+import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from patent_demo.drawing import index as dense  # noqa: E402
+from patent_demo.drawing import faiss_kinds  # noqa: E402
 from patent_demo.drawing.index import KINDS, DenseIndex, recall_against_exact  # noqa: E402
 
 
@@ -137,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"--kinds: unknown {unknown}; choose from {list(KINDS)}")
     sets = parse_sets(args.set, kinds)
-    threads = dense.set_num_threads(args.threads or None)
+    threads = faiss_kinds.set_num_threads(args.threads or None)
     x, q, what = make_vectors(args)
-    print(f"# {what}; {len(q)} queries; k={args.k}; faiss threads={threads}; faiss {dense.faiss.__version__}")
+    print(f"# {what}; {len(q)} queries; k={args.k}; faiss threads={threads}; faiss {faiss.__version__}")
     # flat goes first: it is the exact reference for every other kind's recall
     order = ["flat"] + [kind for kind in kinds if kind != "flat"]
     exact: DenseIndex | None = None

@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import faiss  # noqa: E402
 
-from patent_demo.drawing.index import DenseIndex, set_num_threads  # noqa: E402
+from patent_demo.drawing.faiss_kinds import set_num_threads  # noqa: E402
+from patent_demo.drawing.index import DenseIndex  # noqa: E402
 from patent_demo.drawing.scale import choose_kind  # noqa: E402
 
 DIM = 256

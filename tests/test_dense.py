@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import sys
 
+import faiss
 import numpy as np
 import pytest
 
+from patent_demo.drawing import faiss_kinds
 from patent_demo.drawing import index as dense
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.index import DenseIndex, aggregate_by_patent, recall_against_exact
@@ -18,10 +20,10 @@ from patent_demo.results import Results
 @pytest.fixture(autouse=True)
 def one_thread():
     """One FAISS thread: builds (HNSW insertion order, k-means) are then deterministic."""
-    before = dense.get_num_threads()
-    dense.set_num_threads(1)
+    before = faiss_kinds.get_num_threads()
+    faiss_kinds.set_num_threads(1)
     yield
-    dense.set_num_threads(before)
+    faiss_kinds.set_num_threads(before)
 
 
 def clustered(n: int, n_queries: int, dim: int = 32, clusters: int = 40, noise: float = 1.0, seed: int = 0):
@@ -106,7 +108,7 @@ RECALL_BOUNDS = [
 def test_approximate_recall_against_exact(data, exact, kind, params, bound):
     x, q, ids, pids = data
     index = DenseIndex.build(x, ids, pids, kind, **params)
-    assert index.params == dense._resolve_params(kind, params, len(x), x.shape[1])
+    assert index.params == dense.resolve_params(kind, params, len(x), x.shape[1])
     recall = recall_against_exact(index, exact, q, k=10)
     assert recall >= bound, f"{kind} {params}: recall@10 {recall:.3f} < {bound}"
 
@@ -312,7 +314,7 @@ def test_search_errors():
 
 
 def test_search_on_empty_index():
-    empty = DenseIndex(dense.faiss.IndexFlatIP(2), [], [], np.zeros((0, 2), np.float32), "flat", {})
+    empty = DenseIndex(faiss.IndexFlatIP(2), [], [], np.zeros((0, 2), np.float32), "flat", {})
     message = "the index is empty: build it from at least one embedding"
     assert error(empty.search, np.ones(2), 1) == message
     assert error(empty.search_patents, np.ones(2), 1) == message
@@ -423,6 +425,6 @@ def test_embed_figures_errors():
 
 
 def test_num_threads():
-    assert dense.set_num_threads(2) == 2
-    assert dense.get_num_threads() == 2
-    assert error(dense.set_num_threads, 0) == "thread count must be at least 1, got 0"
+    assert faiss_kinds.set_num_threads(2) == 2
+    assert faiss_kinds.get_num_threads() == 2
+    assert error(faiss_kinds.set_num_threads, 0) == "thread count must be at least 1, got 0"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
-from patent_demo.drawing import index as dense
+from patent_demo.drawing import faiss_kinds
 from patent_demo.drawing.index import DenseIndex
 from patent_demo.filters import (
     ClassPrefix,
@@ -29,10 +29,10 @@ from tests.conftest import require_shared
 
 @pytest.fixture(autouse=True)
 def one_thread():
-    before = dense.get_num_threads()
-    dense.set_num_threads(1)
+    before = faiss_kinds.get_num_threads()
+    faiss_kinds.set_num_threads(1)
     yield
-    dense.set_num_threads(before)
+    faiss_kinds.set_num_threads(before)
 
 
 def test_parse_date_forms_and_errors():

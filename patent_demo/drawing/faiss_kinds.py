@@ -1,0 +1,140 @@
+"""The FAISS index kinds of ``DenseIndex``: their parameters (defaults chosen from N and D at build time),
+how each is constructed and how its search-time parameters are applied, and the OpenMP threads FAISS uses.
+Which kind a corpus of a given size gets is ``patent_demo.drawing.scale.index_settings``."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import faiss
+
+KINDS = ("flat", "ivf", "ivfpq", "hnsw")
+
+# Parameters each kind accepts; ``None`` means "chosen from N and D at build time".
+KIND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "flat": {},
+    "ivf": {"nlist": None, "nprobe": None, "seed": 1234},
+    "ivfpq": {"nlist": None, "nprobe": None, "m": None, "nbits": None, "refine": 0, "seed": 1234},
+    "hnsw": {"M": 32, "efConstruction": 80, "efSearch": 64},
+}
+# Parameters that only change search, so ``set_search_params`` may change them on a built index.
+SEARCH_PARAMS: dict[str, tuple[str, ...]] = {
+    "flat": (),
+    "ivf": ("nprobe",),
+    "ivfpq": ("nprobe", "refine"),
+    "hnsw": ("efSearch",),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# threads
+
+
+def default_num_threads() -> int:
+    """The thread count ``set_num_threads()`` uses: ``$OMP_NUM_THREADS`` when set, else the CPU count."""
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1
+
+
+def set_num_threads(n: int | None = None) -> int:
+    """Set the OpenMP threads FAISS uses for build and search; returns the count now in effect.
+
+    ``None`` picks ``default_num_threads()``. For one query at a time (the app) 1 thread is often
+    fastest; batched search and IVF training gain from more.
+    """
+    if n is None:
+        n = default_num_threads()
+    if n < 1:
+        raise ValueError(f"thread count must be at least 1, got {n}")
+    faiss.omp_set_num_threads(int(n))
+    return get_num_threads()
+
+
+def get_num_threads() -> int:
+    """The OpenMP thread count FAISS currently uses."""
+    return int(faiss.omp_get_max_threads())
+
+
+def default_pq_m(dim: int) -> int:
+    """Sub-quantisers so that each covers 8 dimensions (4, 2 or 1 when 8 does not divide D)."""
+    for sub in (8, 4, 2, 1):
+        if dim % sub == 0:
+            return dim // sub
+    return 1  # unreachable: 1 divides every D
+
+
+def resolve_params(kind: str, params: dict[str, Any], n: int, dim: int) -> dict[str, Any]:
+    """Fill defaults chosen from N and D, and reject unknown or invalid values with a clear message."""
+    if kind not in KIND_DEFAULTS:
+        raise ValueError(f"unknown index kind {kind!r}; choose one of {list(KINDS)}")
+    allowed = KIND_DEFAULTS[kind]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) for kind {kind!r}: {unknown}; allowed: {sorted(allowed)}")
+    p = {**allowed, **{key: value for key, value in params.items() if value is not None}}
+    if kind in ("ivf", "ivfpq"):
+        if p["nlist"] is None:  # ~sqrt(N) lists, with at least 39 training points per list
+            p["nlist"] = max(1, min(int(round(math.sqrt(n))), n // 39))
+        if not 1 <= p["nlist"] <= n:
+            raise ValueError(f"nlist={p['nlist']} must be between 1 and the number of embeddings ({n})")
+        if p["nprobe"] is None:
+            p["nprobe"] = min(p["nlist"], max(1, p["nlist"] // 8))
+        if not 1 <= p["nprobe"] <= p["nlist"]:
+            raise ValueError(f"nprobe={p['nprobe']} must be between 1 and nlist={p['nlist']}")
+    if kind == "ivfpq":
+        if p["m"] is None:
+            p["m"] = default_pq_m(dim)
+        if p["m"] < 1 or dim % p["m"] != 0:
+            raise ValueError(f"m={p['m']} sub-quantisers must divide the dimension {dim}")
+        if p["nbits"] is None:
+            p["nbits"] = max(1, min(8, int(math.log2(n))))
+        if not 1 <= p["nbits"] <= 16:
+            raise ValueError(f"nbits={p['nbits']} must be between 1 and 16")
+        if 2 ** p["nbits"] > n:
+            raise ValueError(
+                f"nbits={p['nbits']} needs at least {2 ** p['nbits']} training embeddings, got {n}; "
+                f"use nbits <= {int(math.log2(n))}"
+            )
+        if p["refine"] < 0:
+            raise ValueError(f"refine={p['refine']} must be 0 (off) or a positive re-scoring factor")
+    if kind == "hnsw":
+        for key in ("M", "efConstruction", "efSearch"):
+            if p[key] < 1:
+                raise ValueError(f"{key}={p[key]} must be at least 1")
+    return p
+
+
+def make_faiss_index(kind: str, p: dict[str, Any], dim: int) -> faiss.Index:
+    ip = faiss.METRIC_INNER_PRODUCT
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim)
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, int(p["M"]), ip)
+        index.hnsw.efConstruction = int(p["efConstruction"])
+        return index
+    quantizer = faiss.IndexFlatIP(dim)
+    if kind == "ivf":
+        index = faiss.IndexIVFFlat(quantizer, dim, int(p["nlist"]), ip)
+    else:
+        index = faiss.IndexIVFPQ(quantizer, dim, int(p["nlist"]), int(p["m"]), int(p["nbits"]), ip)
+        index.pq.cp.seed = int(p["seed"])
+        index.pq.cp.min_points_per_centroid = 1  # small corpora are expected; no warning spam
+    index.cp.seed = int(p["seed"])
+    index.cp.min_points_per_centroid = 1
+    # the faiss Python wrappers keep ``quantizer`` (and below ``index``) alive with their owner
+    if kind == "ivfpq" and p["refine"] > 0:
+        return faiss.IndexRefineFlat(index)
+    return index
+
+
+def apply_search_params(index: faiss.Index, kind: str, p: dict[str, Any]) -> None:
+    if kind in ("ivf", "ivfpq"):
+        faiss.extract_index_ivf(index).nprobe = int(p["nprobe"])
+    if kind == "ivfpq" and p.get("refine", 0) > 0:
+        faiss.downcast_index(index).k_factor = float(p["refine"])
+    if kind == "hnsw":
+        faiss.downcast_index(index).hnsw.efSearch = int(p["efSearch"])
