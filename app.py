@@ -78,18 +78,6 @@ def default_labels_path() -> tuple[Path, str]:
     return Path("data/labels.sqlite"), ""
 
 
-def corpus_header(wb: Workbench) -> str:
-    """Where the corpus comes from, its size and classification schemes (the built-in one is generated)."""
-    corpus = wb.corpus
-    n_figures = sum(len(p.figures) for p in corpus.patents)
-    generated = wb.config.corpus is None or bool(corpus.meta.get("generated"))
-    source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
-        corpus.source_label or "corpus")  # fmt: skip
-    schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
-    return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
-            f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
-
-
 def on_space_with_sign_in() -> bool:
     return bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
 
@@ -126,7 +114,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         session = gr.State(None, delete_callback=lh.release)
         crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
-            f"## Prior-art workbench\n{corpus_header(wb)} · labels in the store **{store.name}**",
+            f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
             elem_id="header",
         )
         index_status = gr.Markdown(wb.index_status(), elem_id="index-status")
@@ -367,7 +355,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
                                                  crop_state, *filters],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
-        then_show(t_btn.click(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
+        bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
+                                 [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
+        then_show(bm25_first.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
                               [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
                   h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
         then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session,

@@ -19,6 +19,7 @@ import numpy as np
 
 from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
+from patent_demo.analysis import describe_protocol
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.query import check_abstract, parse_query_codes
@@ -178,6 +179,25 @@ class Handlers:
             h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
         return hits
 
+    def search_bm25(self, abstract, codes, model, k, before="", own=False, classification="", country="",
+                    kind="", date_from="", date_to=""):  # fmt: skip
+        """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
+        the DSSDNet and fused tables emptied, and a status saying the re-ranking follows."""
+        from app_examiner import parse_filter
+
+        try:
+            text = check_abstract(abstract)
+            qcodes = parse_query_codes(codes)
+            spec = self.wb.model(_model(model, "text"), "text")
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False)
+            session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
+            add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
+            status = f"BM25 found {len(lists['bm25'])}; {spec.label} is re-ranking its top {self.wb.config.bm25_candidates}…"
+            return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes)
+        except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
+            return None, None, None, warn(err)
+
     def search_text(self, abstract, codes, model, k, annotator, previous=None,
                     before="", own=False, classification="", country="", kind="", date_from="", date_to="",
                     request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
@@ -299,7 +319,7 @@ class Handlers:
             summary, rows = self.wb.evaluate(model, k=10)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries"
+            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb)}"
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
             figures = [r.query_figure for r in rows]

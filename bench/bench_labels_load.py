@@ -109,7 +109,7 @@ class Annotator:
         self.warned = self.silent = 0
         self.latency: list[float] = []
 
-    def call(self, *args, api_name: str, timeout: float = 60):
+    def call(self, *args, api_name: str, timeout: float = 600):
         return self.client.submit(*args, api_name=api_name).result(timeout=timeout)
 
     def search(self) -> None:

@@ -129,9 +129,10 @@ def text_search(
     model: str = "",
     search_filter: SearchFilter | None = None,
     own_date: bool = False,
+    rerank: bool = True,
 ):
-    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``) restricted by
-    ``search_filter``; with
+    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``; ``bm25`` alone
+    with ``rerank=False``) restricted by ``search_filter``; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
     date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
     from patent_demo.query import check_abstract
@@ -148,7 +149,7 @@ def text_search(
     notes += _filter_note(f, allowed, len(wb.corpus))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
-    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed)
+    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     best = normalized_text_score(wb.bm25(), text, float(bm25.scores[0])) if len(bm25) else 0.0

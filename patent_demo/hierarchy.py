@@ -133,6 +133,13 @@ def patent_hierarchy(codes: Mapping[str, Sequence[str]]) -> tuple[str, str]:
     return "", ""
 
 
+def patent_classes(codes: Mapping[str, Sequence[str]]) -> tuple[str, str]:
+    """``patent_hierarchy`` without the scheme prefix, for display and per-class grouping:
+    ``("06-01", "06")``, ``("D6/369", "D6")`` or ``("", "")``."""
+    sub, main = patent_hierarchy(codes)
+    return sub.split(":", 1)[-1], main.split(":", 1)[-1]
+
+
 def main_of(subclass: str) -> str:
     """The main class of a subclass string: ``"06-01"`` → ``"06"``, ``"D6/369"`` → ``"D6"``,
     ``"uspc:D6/369"`` → ``"uspc:D6"``, ``"locarno:06-01"`` → ``"locarno:06"``; ``""`` stays ``""``."""

@@ -32,6 +32,8 @@ UNTRAINED_TEXT = "dssdnet-untrained"
 DEFAULT_DRAWING_ENCODER = "lite-clip"
 DEFAULT_RERANKER = "minilm"
 LABEL_COUNT_KEYS = ("num_labels", "n_labels", "labels", "label_count")
+DRAWING_FIGURES = ("patent_map", "subclass_map", "main_map")
+TEXT_FIGURES = ("recall@10", "map@10", "ndcg@10")
 
 
 @dataclass
@@ -70,6 +72,43 @@ class ModelSpec:
                 st = p.stat()
                 h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
         return f"{self.key}-{h.hexdigest()[:12]}"
+
+
+def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
+    """The figures a checkpoint's ``metrics.json`` records, by where they were measured.
+
+    Drawing models: ``real`` (``real_validation``, the real drawings ``train.evaluate --record`` scored,
+    every page against all others) and ``generated`` (``after.test``, the generated corpus's test split).
+    Text models: ``test`` (``after``, BM25 + re-ranking on its corpus's test queries) beside ``bm25``
+    (plain BM25 on the same queries) and ``fused`` when the checkpoint has a fusion weight.
+    """
+
+    def pick(d: Any, keys: tuple[str, ...]) -> dict[str, float]:
+        d = d if isinstance(d, dict) else {}
+        return {k: round(float(d[k]), 4) for k in keys if isinstance(d.get(k), int | float)}
+
+    if task == "drawing":
+        real = (metrics.get("real_validation") or {}).get("metrics")
+        generated = ((metrics.get("after") or {}).get("test") or {}).get("metrics")
+        out = {"real": pick(real, DRAWING_FIGURES), "generated": pick(generated, DRAWING_FIGURES)}
+    else:
+        fused = ((metrics.get("fusion") or {}).get("test") or {}).get("fused")
+        out = {"test": pick(metrics.get("after"), TEXT_FIGURES), "bm25": pick(metrics.get("bm25"), TEXT_FIGURES),
+               "fused": pick(fused, TEXT_FIGURES)}  # fmt: skip
+    return {k: v for k, v in out.items() if v}
+
+
+def figures_note(task: str, metrics: dict) -> str:
+    """The short form of :func:`measured_figures` the model lists show after a model's name."""
+    m = measured_figures(task, metrics)
+    if task == "drawing":
+        parts = [f"{where} subclass mAP {m[where]['subclass_map']:.3f}" for where in ("real", "generated")
+                 if "subclass_map" in m.get(where, {})]  # fmt: skip
+    else:
+        parts = [f"test nDCG@10 {m['test']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("test", {}) else []
+        parts += [f"fused {m['fused']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("fused", {}) else []
+        parts += [f"BM25 {m['bm25']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("bm25", {}) else []
+    return " · ".join(parts)
 
 
 def builtin_models() -> list[ModelSpec]:
@@ -125,6 +164,8 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
     suffix = "".join(
         [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else ""]
     )
+    note = figures_note("drawing" if kind == "hmcl" else "text", metrics)
+    suffix += f" ({note})" if note else ""
     if kind == "hmcl":
         dk = _drawing_kind(config)
         encoder = str(

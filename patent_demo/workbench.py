@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from patent_demo import analysis
+from patent_demo.analysis import ErrorRow
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
@@ -98,26 +100,7 @@ class DrawingSearch:
     checkpoint_id: str
 
 
-@dataclass
-class ErrorRow:
-    """One test query of an evaluation: its metrics, what was expected, what came back."""
-
-    query_patent: str
-    query_figure: str
-    locarno: str
-    patent_ap: float
-    subclass_ap: float
-    first_relevant_rank: int  # rank of the first same-subclass figure (1 = top)
-    expected: list[str]
-    returned: list[str]
-
-
 # -- helpers -------------------------------------------------------------------------------------------
-def _nan(x: float | None) -> float:
-    """A per-query metric as a float (``None``, undefined, becomes NaN)."""
-    return float("nan") if x is None else float(x)
-
-
 def corpus_fingerprint(corpus: Corpus) -> str:
     """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
     h = hashlib.sha256()
@@ -198,6 +181,18 @@ class Workbench:
         if not hasattr(self, "_fp"):
             self._fp = corpus_fingerprint(self.corpus)
         return self._fp
+
+    def corpus_description(self) -> str:
+        """Where the corpus comes from, its size and classification schemes (the built-in one is said to be
+        generated): the app's header and the Error-analysis tab show it."""
+        corpus = self.corpus
+        n_figures = sum(len(p.figures) for p in corpus.patents)
+        generated = self.config.corpus is None or bool(corpus.meta.get("generated"))
+        source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
+            corpus.source_label or "corpus")  # fmt: skip
+        schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
+        return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
+                f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
 
     def models(self, task: str | None = None) -> list[ModelSpec]:
         """Available models (``task`` "drawing" or "text"), rescanned on each call so new checkpoints appear."""
@@ -453,11 +448,12 @@ class Workbench:
         k: int = 10,
         model: str = "",
         allowed: Collection[str] | None = None,
+        rerank: bool = True,
     ) -> dict[str, Results]:
         """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
         ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
         with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
-        ``search_text``."""
+        ``search_text``. ``rerank=False`` returns the BM25 list alone (what the app shows at once)."""
         from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
 
         text = check_abstract(abstract)
@@ -470,6 +466,8 @@ class Workbench:
         n = max(k, self.config.bm25_candidates)
         only = {"query": allowed} if allowed is not None else None
         first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
+        if not rerank:
+            return {"bm25": first.top(k)}
         if not len(first):
             return {"bm25": first, "dssdnet": first, "fused": first}
         spec = self.model(model, "text") if model else self.default_text_model()
@@ -499,114 +497,17 @@ class Workbench:
         dims: int = 2,
         max_points: int | None = None,
     ) -> dict:
-        """PCA of the corpus figure embeddings ``[N, D] -> [N, dims]`` with the query projected alike.
-
-        Returns {"coords" [N, dims], "ids", "patents", "titles", "subclasses", "mains", "query" [dims] or
-        None, "highlight" [bool N] (figures of the ``highlight`` patents), "silhouette" (cosine, by
-        subclass, on the full-dimensional embeddings of the points shown), "sampled" (points shown,
-        total), "explained" (variance ratio per component), "model"}.
-        """
-        from sklearn.decomposition import PCA
-
-        from patent_demo.metrics import silhouette_by_subclass
-
-        if dims not in (2, 3):
-            raise ValueError(f"dims must be 2 or 3, got {dims}")
-        spec = self.model(model, "drawing")
-        index = self.index(spec)
-        n = index.count
-        limit = max_points or self.config.map_points
-        keep = np.arange(n)
-        hl = set(highlight)
-        if n > limit:  # sample, always keeping the highlighted patents' figures
-            rng = np.random.default_rng(self.config.seed)
-            forced = np.array([i for i, p in enumerate(index.patent_ids) if p in hl], dtype=np.int64)
-            rest = np.setdiff1d(np.arange(n), forced)
-            pick = rng.choice(rest, size=max(0, limit - forced.size), replace=False)
-            keep = np.sort(np.concatenate([forced, pick]))
-        x = index.embeddings[keep]
-        pca = PCA(n_components=dims, random_state=self.config.seed).fit(x)
-        ids = [index.ids[i] for i in keep]
-        patents = [index.patent_ids[i] for i in keep]
-        subclasses = [self.corpus[p].locarno for p in patents]
-        try:
-            sil, _ = silhouette_by_subclass(x, subclasses)
-        except ValueError:
-            sil = float("nan")
-        qc = None
-        if query is not None:
-            qv = np.asarray(query, dtype=np.float32).reshape(1, -1)
-            qv = qv / max(float(np.linalg.norm(qv)), 1e-12) if index.normalize else qv
-            qc = pca.transform(qv)[0]
-        return {
-            "coords": pca.transform(x),
-            "ids": ids,
-            "patents": patents,
-            "titles": [self.corpus[p].title for p in patents],
-            "subclasses": subclasses,
-            "mains": [s[:2] for s in subclasses],
-            "query": qc,
-            "highlight": [p in hl for p in patents],
-            "silhouette": sil,
-            "sampled": (len(keep), n),
-            "explained": pca.explained_variance_ratio_.tolist(),
-            "model": spec.label,
-        }
+        """PCA map of the corpus drawings (``patent_demo.analysis.embedding_map``)."""
+        return analysis.embedding_map(self, model, query, highlight, dims, max_points)
 
     # -- error analysis --------------------------------------------------------------------------------
     def protocol(self) -> tuple[list[int], list[int]]:
-        """Query/gallery rows of the index under the one drawing-evaluation protocol
-        (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
-        query figures against its other figures, or, without a test split, every figure against all others."""
-        from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
-
-        split, protocol = resolve_split(self.corpus)
-        queries, gallery, _ = drawing_protocol(self.corpus, split, protocol)
-        row = {f.path: i for i, (_, f) in enumerate(self._figures())}
-        return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
+        """Query/gallery rows of the index under the one protocol (``patent_demo.analysis.protocol``)."""
+        return analysis.protocol(self)
 
     def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float | None], list[ErrorRow]]:
-        """Drawing metrics of ``model`` on the protocol (``score_embeddings`` over the index embeddings, the
-        numbers ``train.evaluate`` reports) and one row per query, worst first (lowest subclass AP, then
-        patent AP). A query never retrieves itself."""
-        from patent_demo.drawing.evaluate import score_embeddings
-
-        index = self.index(model)
-        q_rows, g_rows = self.protocol()
-        if not q_rows or not g_rows or q_rows == g_rows and len(q_rows) < 2:
-            raise ValueError("the evaluated patents need at least two figures in all to evaluate")
-        figs = self._figures()
-        in_gallery = {r: j for j, r in enumerate(g_rows)}
-        self_index = np.array([in_gallery.get(r, -1) for r in q_rows], dtype=np.int64)
-        qx, gx = index.embeddings[q_rows], index.embeddings[g_rows]
-        ev = score_embeddings([figs[i] for i in q_rows], [figs[i] for i in g_rows], qx, gx, self_index,
-                              ks=(k,), silhouette=False, per_query=True)  # fmt: skip
-        scores = qx.astype(np.float64) @ gx.astype(np.float64).T
-        rows = []
-        for qi, row in enumerate(q_rows):
-            p, f = figs[row]
-            order = [j for j in np.argsort(-scores[qi], kind="stable") if j != self_index[qi]]
-            ranked = [figs[g_rows[j]][0] for j in order]
-            same = [r for r, g in enumerate(ranked, 1) if g.locarno == p.locarno]
-            expected = sorted({g.id for g in ranked if g.id == p.id or g.locarno == p.locarno})
-            returned = list(dict.fromkeys(g.id for g in ranked))[:k]
-            rows.append(
-                ErrorRow(
-                    p.id,
-                    f.path,
-                    p.locarno,
-                    _nan(ev["per_query"]["patent_map"][qi]),
-                    _nan(ev["per_query"]["subclass_map"][qi]),
-                    same[0] if same else 0,
-                    expected[:k],
-                    returned,
-                )
-            )
-
-        def key(r: ErrorRow) -> tuple:
-            return np.nan_to_num(r.subclass_ap, nan=2.0), np.nan_to_num(r.patent_ap, nan=2.0), r.query_patent
-
-        return ev["metrics"], sorted(rows, key=key)
+        """Metrics and per-query rows, worst first (``patent_demo.analysis.evaluate``)."""
+        return analysis.evaluate(self, model, k)
 
     def compare(
         self, figure: str, model_a: str, model_b: str, k: int = 10

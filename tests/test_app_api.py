@@ -119,6 +119,21 @@ def test_search_text_lists_and_movement(client, server):
     assert f"**t̂** = {dss.extras[1]['t_hat']:.3f}" in md
 
 
+def test_bm25_list_comes_first(client, server):
+    """The text button's first step: the BM25 list alone (the re-ranked and fused tables emptied until the
+    re-ranker answers), the same list the full search shows."""
+    _, wb, _ = server
+    bm, ds, fused, status = client.predict(
+        "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, api_name="/search_bm25"
+    )
+    expected = wb.search_text("lamp with a shade and bulb", "26-05", k=5)[0].ids
+    assert [r[2] for r in bm["data"]] == expected
+    assert ds["data"] == [] and fused["data"] == []
+    assert status.startswith(f"BM25 found {len(expected)}; ") and "is re-ranking its top 100" in status
+    *_, status = client.predict("   ", "", "dssdnet-untrained", 5, api_name="/search_bm25")
+    assert status.startswith("⚠️ the abstract is empty")
+
+
 @pytest.mark.parametrize(
     ("abstract", "codes", "message"),
     [

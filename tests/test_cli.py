@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from patent_demo.cli import main
+from patent_demo.cli.common import models
 from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus, read_qrels
 from patent_demo.metrics import read_run
@@ -56,7 +57,8 @@ def test_models_lists_what_the_app_offers(capsys):
         assert hmcl["measured"]["subclass_map"] == round(
             metrics["after"]["test"]["metrics"]["subclass_map"], 4
         )
-        assert hmcl["image_size"] == 128 and hmcl["scheme"] == "locarno"
+        config = json.loads((REPO_ROOT / "checkpoints/hmcl-lite-clip/config.json").read_text())
+        assert hmcl["image_size"] == config["model"]["image_size"] and hmcl["scheme"] == "locarno"
     assert rows["zero-shot"]["image_size"] == 224 and rows["zero-shot"]["kind"] == "zero-shot"
     assert main(["models", "--checkpoints", CKPT]) == 0
     assert "default: drawing" in capsys.readouterr().out
@@ -76,10 +78,15 @@ def test_qrels_convert_one_id_per_line(tmp_path, capsys):
     assert "one document id per line" in capsys.readouterr().err
 
 
+def _baseline() -> str:
+    """A trained drawing checkpoint to compare with when one ships, else the zero-shot model itself."""
+    return next((m.key for m in models([CKPT]) if m.task == "drawing" and m.trained), "zero-shot")
+
+
 def test_evaluate_drawings_per_query_per_patent_and_bootstrap(dp2, tmp_path, capsys):
     out = tmp_path / "eval.json"
     args = ["evaluate", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--split", "all",
-            "--against", "hmcl-lite-clip", "--checkpoints", CKPT, "--json", str(out)]  # fmt: skip
+            "--against", _baseline(), "--checkpoints", CKPT, "--json", str(out)]  # fmt: skip
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "every patent of the corpus" in table and "per patent" in table

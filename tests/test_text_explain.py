@@ -112,7 +112,7 @@ def test_trained_ipc_checkpoint_gate_is_not_constant():
     q = patents[0]
     res = model.rank(candidate_text(q), [(p.id, candidate_text(p), p.codes) for p in patents[1:]], q.codes)
     summaries = [gate_summary(e["gate"]) for e in res.extras]
-    assert all(not s["flat"] for s in summaries), [s["std"] for s in summaries]
+    assert all(not s["flat"] and s["std"] > 0.01 and s["max"] - s["min"] > 0.05 for s in summaries), summaries
     assert gate_spread_over_candidates(res.extras) > 0.0
     assert max(res.scores) - min(res.scores) > 0.05  # scores are spread, not all ~0.98
     assert all(e["t_source"] == "codes" for e in res.extras)

@@ -99,7 +99,8 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     run = out / "tiny"
     metrics = json.loads((run / "metrics.json").read_text())
     config = json.loads((run / "config.json").read_text())
-    assert config["kind"] == "hmcl" and config["model"] == {"name": "lite-clip", "image_size": 64}
+    assert config["kind"] == "hmcl"
+    assert config["model"] == {"name": "lite-clip", "image_size": 64, "train_image_size": 64}
     assert (
         config["real_validation"]["metrics"]["patent_map"]
         == metrics["real_validation"]["metrics"]["patent_map"]
@@ -167,3 +168,31 @@ def test_registry_default_marker_leads(tmp_path):
         (d / "model.safetensors").write_bytes(b"")
     drawing = [m.key for m in scan_models([tmp_path]) if m.task == "drawing"]
     assert drawing[:2] == ["b-cl", "a-hmcl"] and drawing[-1] == "zero-shot"
+
+
+def test_whitened_checkpoint_served_at_another_size(tmp_path):
+    require_shared("impact_design_patent_samples")
+    from patent_demo.data.loaders.uspto import load_redbook
+    from patent_demo.drawing.evaluate import evaluate_drawings
+    from patent_demo.drawing.finetune import load_encoder
+    from patent_demo.registry import read_checkpoint_spec
+    from train import hmcl_real
+
+    argv = ["--image-size", "64", "--steps", "0", "--train-blocks", "0", "--init-projection", "whiten",
+            "--views", "2", "--max-per-source", "150", "--sources", "uspc", "--text-weight", "0",
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path), "--name", "w", "--eval-sizes", "80",
+            "--serve-size", "80", "--default"]  # fmt: skip
+    assert hmcl_real.main(argv) == 0
+    run = tmp_path / "w"
+    config = json.loads((run / "config.json").read_text())
+    assert config["default"] is True and config["model"]["image_size"] == 80
+    assert config["model"]["train_image_size"] == 64
+    assert config["trained_parameters"] == ["visual.head.proj.weight"]
+    spec = read_checkpoint_spec(run)
+    assert spec.default and spec.kind == "zero-shot"  # nothing was trained
+    model, eval_tf, _ = load_encoder(run)
+    assert eval_tf.size == 80
+    corpus = load_redbook(require_shared("impact_design_patent_samples"))
+    full = evaluate_drawings(model, eval_tf, corpus, None, protocol="all", silhouette=False)
+    for key in ("patent_map", "subclass_map", "main_map"):
+        assert full["metrics"][key] == pytest.approx(config["real_validation"]["metrics"][key], abs=1e-4)

@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # evaluation before
     splits = list(dict.fromkeys(args.eval_splits))
+    headline = "test" if "test" in splits else splits[0]  # the top-level bm25/before/after figures
     if rank == 0 and eval_task is not None and state is None:
         metrics["splits"] = {s: {} for s in splits}
         for s in splits:
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_eval_before:
                 metrics["splits"][s]["before"], _ = dssdnet_eval.evaluate(scorer, eval_task, args, s)
                 log.info("%-5s before %s", s, dssdnet_eval.fmt(metrics["splits"][s]["before"]))
-        metrics.update({k: v for k, v in metrics["splits"][splits[0]].items()})
+        metrics.update({k: v for k, v in metrics["splits"][headline].items()})
 
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
@@ -398,14 +399,14 @@ def main(argv: list[str] | None = None) -> int:
                 log.info("%-5s after  %s", s, dssdnet_eval.fmt(after))
                 if args.write_run:
                     dssdnet_eval.write_run(out / f"run.{s}.txt", run, run_name)
-            metrics["after"] = metrics["splits"][splits[0]]["after"]
+            metrics["after"] = metrics["splits"][headline]["after"]
             if cache is not None:
                 cache.save()
         metrics.update(
             history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
             train_seconds=round(train_seconds, 1), train_cpu_seconds=round(train_cpu_seconds, 1),
             total_seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu_started, 1),
-            map_definitions=dssdnet_eval.MAP_DEFINITIONS, evaluation=dssdnet_eval.eval_description(args, eval_task, splits[0]),
+            map_definitions=dssdnet_eval.MAP_DEFINITIONS, evaluation=dssdnet_eval.eval_description(args, eval_task, headline),
         )  # fmt: skip
         train_info = {
             "run_name": run_name, "args": vars(args), "variant": variant, "alpha": alpha, "domain_scheme": scheme,

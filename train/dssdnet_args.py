@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=["test"],
         choices=["val", "test"],
-        help="splits evaluated before/after training (the first is the headline)",
+        help="splits evaluated before/after training (test, when among them, is the headline of metrics.json)",
     )
     e.add_argument("--eval-batch-size", type=int, default=128, help="pairs per forward pass at evaluation")
     e.add_argument("--no-eval-before", action="store_true", help="skip the evaluation of the untrained model")

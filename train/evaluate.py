@@ -66,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     a("--no-silhouette", action="store_true", help="skip the silhouette score")
     a("--out", default=None, help="write the JSON result here (else it goes to stdout)")
-    a("--record", action="store_true",
-      help="store the summary in the checkpoint's config.json and metrics.json as real_validation (with --redbook)")  # fmt: skip
+    a("--record", nargs="?", const="", default=None, metavar="KEY",
+      help="store the summary in the checkpoint's config.json and metrics.json under KEY (dots nest: after.test; "
+           "default: real_validation with --redbook, after.test otherwise)")  # fmt: skip
     return p
 
 
@@ -85,21 +86,25 @@ def load_eval_corpus(args: argparse.Namespace) -> Corpus:
     )
 
 
-def record(checkpoint: Path, result: dict, corpus: Corpus, image_size: int) -> None:
-    """Write the real-validation summary into a checkpoint's ``config.json`` and ``metrics.json``."""
+def record(checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size: int, protocol: str) -> None:
+    """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``."""
     from patent_demo.checkpoint import write_json
     from patent_demo.drawing.evaluate import validation_summary
 
     if not (checkpoint / "config.json").is_file():
         raise SystemExit(f"--record needs a checkpoint directory, got {checkpoint}")
-    name = f"{corpus.name} (Red Book pages, every page against all others)"
-    summary = validation_summary(result, name, image_size)
+    what = "every page against all others" if protocol == "all" else f"split {result.get('split')}"
+    summary = validation_summary(result, f"{corpus.name or corpus.root} ({what})", image_size)
     for fname in ("config.json", "metrics.json"):
         path = checkpoint / fname
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        data["real_validation"] = summary
+        *parents, last = key.split(".")  # "after.test": the layout train.hmcl writes its test figures in
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = summary
         write_json(path, data)
-    log.info("recorded real_validation in %s", checkpoint)
+    log.info("recorded %s in %s", key, checkpoint)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -123,8 +128,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     log.setLevel(logging.INFO)
     args = parse_args(argv)
-    if args.record and not args.redbook:
-        raise SystemExit("--record stores real-validation figures: give --redbook")
     if args.threads:
         import torch
 
@@ -134,10 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
     result = evaluate_drawings(
         model, eval_tf, corpus, split, ks=args.k, protocol=protocol,
-        batch_size=args.batch_size, silhouette=not args.no_silhouette, per_query=args.record,
+        batch_size=args.batch_size, silhouette=not args.no_silhouette, per_query=args.record is not None,
     )  # fmt: skip
-    if args.record:
-        record(Path(args.model), result, corpus, eval_tf.size)
+    if args.record is not None:
+        key = args.record or ("real_validation" if args.redbook else f"after.{split or 'all'}")
+        record(Path(args.model), key, result, corpus, eval_tf.size, protocol)
     result = {
         "model": str(args.model),
         "kind": config.get("kind"),
@@ -150,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = json.dumps(result, indent=1, sort_keys=True)
     m = result["metrics"]
     log.info("%s on %s (%s, %s): patent mAP %.4f, subclass mAP %.4f, main mAP %.4f", args.model, result["corpus"],
-             split, protocol, m["patent_map"] or float("nan"), m["subclass_map"] or float("nan"),
+             split or "all", protocol, m["patent_map"] or float("nan"), m["subclass_map"] or float("nan"),
              m["main_map"] or float("nan"))  # fmt: skip
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

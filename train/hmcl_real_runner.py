@@ -7,7 +7,9 @@ Variants (``train.hmcl_real`` flags on top of the config; arguments after ``--``
 
 ``zero-shot-128`` / ``-160`` / ``-224``  the pretrained encoder at that input size (no seed)
 ``whitened``        no training: the projection set to the whitening of the training drawings' pooled
-                    features (``--init-projection whiten``, the start of every trained run of the config)
+                    features (``--init-projection whiten``, the start of every trained run of the config);
+                    ``whitened-real-only`` / ``whitened-scan-all``: from the real drawings only / with the
+                    scan-like augmentations of the generated ones
 ``cl``              plain contrastive loss (Eq. 1), no text term
 ``hmcl``            HMCL (Eqs. 2-4), no text term
 ``hmcl-text``       HMCL plus the image-text term (Eq. 5)
@@ -47,6 +49,8 @@ VARIANTS: dict[str, list[str]] = {
     "zero-shot-160": ["--steps", "0", "--image-size", "160", "--init-projection", "package"],
     "zero-shot-224": ["--steps", "0", "--image-size", "224", "--init-projection", "package"],
     "whitened": ["--steps", "0", "--init-projection", "whiten"],
+    "whitened-real-only": ["--steps", "0", "--init-projection", "whiten", "--sources", "uspc", "deeppatent2"],
+    "whitened-scan-all": ["--steps", "0", "--init-projection", "whiten", "--scan", "all"],
     "cl": ["--loss", "cl", "--text-weight", "0"],
     "hmcl": ["--loss", "hmcl", "--text-weight", "0"],
     "hmcl-text": ["--loss", "hmcl"],
@@ -60,7 +64,14 @@ VARIANTS: dict[str, list[str]] = {
     "hmcl-text-scan-all": ["--loss", "hmcl", "--scan", "all"],
     **{f"hmcl-text-scan-{c}": ["--loss", "hmcl", "--scan", c] for c in SCAN_CHOICES},
 }
-UNSEEDED = ("zero-shot-128", "zero-shot-160", "zero-shot-224", "whitened")
+UNSEEDED = (
+    "zero-shot-128",
+    "zero-shot-160",
+    "zero-shot-224",
+    "whitened",
+    "whitened-real-only",
+    "whitened-scan-all",
+)
 COLUMNS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
 
 
@@ -167,34 +178,47 @@ def format_table(summary: dict, reference: str, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _settings(train: dict) -> str:
+    """The settings that tell single runs apart, from a run's ``config.json`` ``train`` section."""
+    if not train:
+        return ""
+    parts = ["no training" if train.get("steps") == 0 else train.get("loss", "?")]
+    parts.append(f"init {train.get('init_projection', 'package')}")
+    if train.get("steps"):
+        parts += [f"lr {train['lr']:g}", f"{train['steps']} steps", f"{train.get('train_blocks')} blocks",
+                  f"λ {train['text_weight']:g}", f"τ {train['tau']:g}"]  # fmt: skip
+        if train.get("loss") == "hmcl":
+            parts.append("w " + "/".join(f"{w:g}" for w in train["weights"]))
+        if train.get("subclass_fraction") != 0.5:
+            parts.append(f"subclass share {train['subclass_fraction']:g}")
+    parts.append("+".join(train.get("sources", [])))
+    if train.get("scan"):
+        parts.append("scan " + "+".join(train["scan"]))
+    return ", ".join(parts)
+
+
 def collect(run_dirs: Sequence[str], sizes: Sequence[int]) -> tuple[str, list[dict]]:
-    """Markdown and rows of single finished runs: figures at the training size and at ``sizes``."""
+    """Markdown and rows of single finished runs: their settings and figures at the training size and at
+    ``sizes`` (each run's exact command is in the JSON rows and its ``command.txt``)."""
     rows = []
-    head = ["run", "px", *COLUMNS[:3], "command"]
+    head = ["run", "settings", "px", *COLUMNS[:3]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for d in run_dirs:
         d = Path(d)
         metrics = json.loads((d / "metrics.json").read_text())
         command = (d / "command.txt").read_text().strip() if (d / "command.txt").is_file() else ""
-        model = (
-            json.loads((d / "config.json").read_text()).get("model", {})
-            if (d / "config.json").is_file()
-            else {}
-        )
+        config = json.loads((d / "config.json").read_text()) if (d / "config.json").is_file() else {}
+        model, settings = config.get("model", {}), _settings(config.get("train", {}))
         trained_at = model.get("train_image_size") or model.get("image_size") or "train"
         results = {str(trained_at): metrics["real_validation"]}
         results.update({s: metrics.get("real_validation_at", {}).get(s) for s in map(str, sizes)})
         for size, res in results.items():
             if res is None:
                 continue
-            row = {
-                "run": d.name,
-                "size": size,
-                **{c: res["metrics"].get(c) for c in COLUMNS},
-                "command": command,
-            }
+            row = {"run": d.name, "settings": settings, "size": size, "command": command,
+                   **{c: res["metrics"].get(c) for c in COLUMNS}}  # fmt: skip
             rows.append(row)
-            cells = [d.name, size, *(f"{row[c]:.3f}" for c in COLUMNS[:3]), f"`{command}`"]
+            cells = [d.name, settings, size, *(f"{row[c]:.3f}" for c in COLUMNS[:3])]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n", rows
 

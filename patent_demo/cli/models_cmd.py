@@ -6,10 +6,7 @@ import argparse
 import json
 
 from patent_demo.cli.common import BM25, add_checkpoints, models
-from patent_demo.registry import ModelSpec
-
-DRAWING_FIGURES = ("patent_map", "subclass_map", "main_map")
-TEXT_FIGURES = ("recall@10", "map@10", "ndcg@10")
+from patent_demo.registry import ModelSpec, measured_figures
 
 
 def add_parser(sub) -> None:
@@ -48,15 +45,20 @@ def describe(spec: ModelSpec) -> dict:
                 size = None
         row["image_size"] = size
         row["scheme"] = config.get("scheme") or ("locarno" if spec.trained else "")
-        test = ((spec.metrics.get("after") or {}).get("test") or {}).get("metrics") or {}
-        row["measured"] = {k: round(float(test[k]), 4) for k in DRAWING_FIGURES if k in test}
+        figures = measured_figures("drawing", spec.metrics)
+        row["measured"] = figures.get("generated", {})
+        row["measured_real"] = figures.get("real", {})
+        real = spec.metrics.get("real_validation") or {}
+        row["measured_real_on"] = (
+            f"{real.get('corpus', '')} at {real.get('image_size', '')} px" if real else ""
+        )
     else:
         row["image_size"] = None
         row["scheme"] = model.get("domain_scheme", "")
-        after = spec.metrics.get("after") or {}
-        bm25 = spec.metrics.get("bm25") or {}
-        row["measured"] = {k: round(float(after[k]), 4) for k in TEXT_FIGURES if k in after}
-        row["measured_bm25"] = {k: round(float(bm25[k]), 4) for k in TEXT_FIGURES if k in bm25}
+        figures = measured_figures("text", spec.metrics)
+        row["measured"] = figures.get("test", {})
+        row["measured_bm25"] = figures.get("bm25", {})
+        row["measured_fused"] = figures.get("fused", {})
     corpus = config.get("corpus") or {}
     row["measured_on"] = (
         f"{corpus.get('name', '')} test split" if isinstance(corpus, dict) and corpus.get("name") else ""
@@ -92,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{r['name']:22s} {r['task']:8s} {r['kind']:10s} {r['scheme'] or '-':8s} {px:>4s}  {_fmt(r['measured'])}{on}"
         )
+        if r.get("measured_real"):
+            print(f"{'':56s}  real: {_fmt(r['measured_real'])}  ({r['measured_real_on']})")
+        if r.get("measured_bm25"):
+            print(f"{'':56s}  BM25: {_fmt(r['measured_bm25'])}; fused: {_fmt(r.get('measured_fused') or {})}")
     defaults = {t: next((r["name"] for r in table if r["task"] == t), "") for t in ("drawing", "text")}
     print(f"\ndefault: drawing {defaults['drawing']}, text {defaults['text']}")
     return 0

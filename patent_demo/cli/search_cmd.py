@@ -162,16 +162,15 @@ def write_run(path: str, rows: list[tuple[str, str, float]], tag: str) -> None:
 
 
 def _print_table(rows: list[tuple[str, int, str, float, str, str, str]]) -> None:
-    print(f"{'query':24s} {'rank':>4s}  {'patent':14s} {'score':>7s}  {'codes':18s} title / figure")
+    w = min(40, max([5, *(len(r[0]) for r in rows)]))
+    print(f"{'query':{w}s} {'rank':>4s}  {'patent':14s} {'score':>7s}  {'codes':18s} title / figure")
     last = None
     for qid, rank, pid, score, codes, title, fig in rows:
         if last is not None and qid != last:
             print()
         last = qid
-        print(
-            f"{qid[:24]:24s} {rank:4d}  {pid:14s} {score:7.4f}  {codes[:18]:18s} {title}"
-            + (f"  [{fig}]" if fig else "")
-        )
+        figure = f"  [{fig}]" if fig else ""
+        print(f"{qid[:w]:{w}s} {rank:4d}  {pid:14s} {score:7.4f}  {codes[:18]:18s} {title}{figure}")
 
 
 def _codes(patent) -> str:

@@ -21,6 +21,7 @@ import torch
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_corpus_figures
+from patent_demo.hierarchy import patent_classes, patent_hierarchy
 
 PROTOCOLS = ("queries", "all")
 DEFAULT_KS = (10,)
@@ -68,9 +69,8 @@ def drawing_protocol(
 def _labels(items: Sequence[tuple[Patent, Figure]]):
     from patent_demo.metrics import ItemLabels
 
-    return ItemLabels(
-        [p.id for p, _ in items], [p.locarno for p, _ in items], [p.locarno_main for p, _ in items]
-    )
+    keys = [patent_hierarchy(p.codes) for p, _ in items]  # Locarno, else USPC; scheme-qualified
+    return ItemLabels([p.id for p, _ in items], [k[0] for k in keys], [k[1] for k in keys])
 
 
 def _finite(x: float) -> float | None:
@@ -104,7 +104,7 @@ def score_embeddings(
         "metrics": {k: (_finite(v) if k != "num_queries" else v) for k, v in ev.summary().items()},
         "per_class": {
             c: {k: (_finite(v) if k != "num_queries" else v) for k, v in row.items()}
-            for c, row in ev.by_class([p.locarno for p, _ in queries]).items()
+            for c, row in ev.by_class([patent_classes(p.codes)[0] for p, _ in queries]).items()
         },
         "num_gallery": len(gallery),
         "silhouette": None,
@@ -120,7 +120,7 @@ def score_embeddings(
     if silhouette:
         same = bool((self_index >= 0).all()) and len(queries) == len(gallery)
         emb = gallery_emb if same else np.concatenate([query_emb, gallery_emb])
-        labels = [p.locarno for p, _ in (gallery if same else [*queries, *gallery])]
+        labels = [patent_classes(p.codes)[0] for p, _ in (gallery if same else [*queries, *gallery])]
         try:
             mean, per_class = silhouette_by_subclass(emb, labels)
             out["silhouette"], out["silhouette_per_class"] = mean, per_class

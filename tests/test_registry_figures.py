@@ -1,0 +1,38 @@
+"""The model lists show the figures each checkpoint was measured at: real validation beside the
+generated-corpus test split for drawing models, the re-ranked list beside BM25 for text models."""
+
+from __future__ import annotations
+
+import json
+
+from patent_demo.registry import figures_note, measured_figures, read_checkpoint_spec
+
+
+def _checkpoint(root, config: dict, metrics: dict):
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(config))
+    (root / "metrics.json").write_text(json.dumps(metrics))
+    (root / "model.safetensors").write_bytes(b"")
+    return read_checkpoint_spec(root)
+
+
+def test_drawing_checkpoint_shows_real_and_generated(tmp_path):
+    metrics = {
+        "real_validation": {"corpus": "redbook", "image_size": 224,
+                            "metrics": {"patent_map": 0.6311, "subclass_map": 0.56512, "main_map": 0.457}},
+        "after": {"test": {"metrics": {"patent_map": 0.5, "subclass_map": 0.78, "main_map": 0.74, "num_queries": 61}}},
+    }  # fmt: skip
+    spec = _checkpoint(tmp_path / "hmcl-x", {"kind": "hmcl", "train": {"steps": 10}}, metrics)
+    assert measured_figures("drawing", metrics) == {
+        "real": {"patent_map": 0.6311, "subclass_map": 0.5651, "main_map": 0.457},
+        "generated": {"patent_map": 0.5, "subclass_map": 0.78, "main_map": 0.74},
+    }
+    assert spec.label == "HMCL: hmcl-x (real subclass mAP 0.565 · generated subclass mAP 0.780)"
+
+
+def test_text_checkpoint_shows_bm25_beside_it(tmp_path):
+    metrics = {"after": {"ndcg@10": 0.3206, "recall@10": 0.41}, "bm25": {"ndcg@10": 0.3699},
+               "fusion": {"test": {"fused": {"ndcg@10": 0.3697}}}}  # fmt: skip
+    spec = _checkpoint(tmp_path / "ipc", {"kind": "dssdnet"}, metrics)
+    assert spec.label == "DSSDNet: ipc (test nDCG@10 0.321 · fused 0.370 · BM25 0.370)"
+    assert figures_note("text", {}) == "" and figures_note("drawing", {"after": {}}) == ""
