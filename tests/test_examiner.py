@@ -136,3 +136,25 @@ def test_combined_search_takes_the_filters(bench):
         rows = session["lists"][name]
         assert rows and all(wb.corpus[row["id"]].date < "2015-06-01" for row in rows)
     assert len(session["lists"]["hmcl"]) == 5  # five of the six earlier patents, filled inside the search
+
+
+def test_selecting_a_hit_opens_record_and_side_by_side(bench):
+    from types import SimpleNamespace
+
+    import app_examiner
+    from app_handlers import Handlers
+
+    wb, store = bench
+    h, ex = Handlers(wb, store), app_examiner.ExaminerHandlers(wb, store)
+    path = str(wb.corpus.image_path(wb.corpus["D0002"].figures[0]))
+    session = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann")[3]
+    page, figs, pid, q, hit, caption = ex.open_drawing_hit(
+        session, path, None, True, SimpleNamespace(index=1)
+    )
+    assert pid == session["lists"]["hmcl"][1]["id"] and f"<h3>{pid}" in page and len(figs) == 3
+    assert q.size == hit.size == (448, 448) and "as the encoder sees them" in caption
+    from patent_demo.text.search import candidate_text
+
+    tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[3]
+    page, figs, pid, qh, ch = ex.open_bm25_hit(tsession, SimpleNamespace(index=[0, 0]))
+    assert pid == tsession["lists"]["bm25"][0]["id"] and "<mark>" in qh and "<mark>" in ch
