@@ -146,6 +146,7 @@ class Workbench:
     ) -> None:
         self.config = config or WorkbenchConfig()
         self._corpus = corpus
+        self._corpus_given = corpus is not None
         self._drawing_factory = drawing_encoder_factory or default_drawing_encoder
         self._reranker_factory = reranker_factory
         self.progress = progress
@@ -187,7 +188,8 @@ class Workbench:
         generated): the app's header and the Error-analysis tab show it."""
         corpus = self.corpus
         n_figures = sum(len(p.figures) for p in corpus.patents)
-        generated = self.config.corpus is None or bool(corpus.meta.get("generated"))
+        # a corpus says whether it is generated (its build records it); else only the built-in default is
+        generated = bool(corpus.meta.get("generated", self.config.corpus is None and not self._corpus_given))
         source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
             corpus.source_label or "corpus")  # fmt: skip
         schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})

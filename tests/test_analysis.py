@@ -67,3 +67,15 @@ def test_protocol_without_a_test_split(tmp_path):
         describe_protocol(wb)
         == "every figure against all the others (no test split): 20 queries, 20 gallery figures"
     )
+
+
+def test_corpus_description_says_where_the_corpus_comes_from(tmp_path):
+    corpus = _uspc_corpus(tmp_path / "corpus")  # a corpus object handed in: not the built-in generated one
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus, progress=False
+    )
+    assert wb.corpus_description() == f"Corpus **{corpus.name}** · corpus · 10 patents, 20 drawings · schemes: uspc"
+    corpus.meta.update({"generated": True})
+    assert "generated demo corpus (synthetic drawings and texts, not real patents)" in wb.corpus_description()
+    corpus.meta.update({"generated": False, "source_label": "USPTO Red Book"})
+    assert wb.corpus_description().startswith(f"Corpus **{corpus.name}** · USPTO Red Book · 10 patents")
