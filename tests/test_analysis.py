@@ -74,7 +74,10 @@ def test_corpus_description_says_where_the_corpus_comes_from(tmp_path):
     wb = Workbench(
         WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus, progress=False
     )
-    assert wb.corpus_description() == f"Corpus **{corpus.name}** · corpus · 10 patents, 20 drawings · schemes: uspc"
+    assert (
+        wb.corpus_description()
+        == f"Corpus **{corpus.name}** · corpus · 10 patents, 20 drawings · schemes: uspc"
+    )
     corpus.meta.update({"generated": True})
     assert "generated demo corpus (synthetic drawings and texts, not real patents)" in wb.corpus_description()
     corpus.meta.update({"generated": False, "source_label": "USPTO Red Book"})
