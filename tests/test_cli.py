@@ -199,3 +199,27 @@ def test_app_refuses_a_raw_collection_in_one_line(tmp_path, capsys):
     assert app.main(["--corpus", str(raw), "--labels", str(tmp_path / "l.sqlite"), "--no-warmup"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"patent-demo corpus build --source redbook {raw}" in err
+
+
+def test_evaluate_text_with_the_own_date_cut_off(text, tmp_path):
+    """``evaluate text --before own`` scores what ``filters.evaluate_text_with_cutoff`` scores (itself checked
+    against a naive filter-then-score): cited documents published after a query's own date leave its qrels."""
+    from patent_demo.filters import evaluate_text_with_cutoff
+    from patent_demo.text.bm25 import BM25Index
+    from patent_demo.text.search import patent_query
+
+    corpus = Corpus.load(text)
+    test = set(corpus.splits["test"])
+    qrels = {q: d for q, d in corpus.qrels.items() if q in test}
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "text", "--corpus", str(text), "--model", "bm25", "--cache-dir", str(tmp_path / "c"),
+            "--k", "10", "100", "--before", "own", "--json", str(out)]  # fmt: skip
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    assert "prior-art cut-off own" in result["evaluated"]
+    queries = [patent_query(corpus[q]) for q in sorted(qrels)]
+    ref = evaluate_text_with_cutoff(BM25Index.build(corpus.patents), None, queries, corpus, qrels, "own",
+                                    ks=(10, 100), k_first=100, k_rerank=0)  # fmt: skip
+    assert result["num_queries"] == ref["num_queries"] < len(qrels)
+    for key in ("recall@10", "map@100", "ndcg@10"):
+        assert result["summary"][key]["per_query"] == pytest.approx(ref[key], abs=1e-9), key

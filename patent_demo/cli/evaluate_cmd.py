@@ -65,6 +65,10 @@ def add_parser(sub) -> None:
             e.add_argument(
                 "--cache-dir", default="cache", help="where the BM25 index is cached (shared with the app)"
             )
+            e.add_argument("--before", default="",
+                           help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's "
+                                "priority / filing / publication date); documents on or after it are left out "
+                                "of the search and of the qrels, and queries left with none are not scored")  # fmt: skip
             e.set_defaults(handler=run_text)
 
 
@@ -300,7 +304,22 @@ def run_text(args: argparse.Namespace) -> int:
     extra = dict(read_text_queries(args.queries)) if args.queries else {}
     queries = text_queries(corpus, qrels, extra)
     spec = resolve_model(args.model, "text", args.checkpoints)
-    run = text_run(corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints)
+    allowed, cutoffs = None, None
+    if args.before:
+        from patent_demo.filters import allowed_per_query, cutoff_of_queries, parse_date
+
+        qids_all = [q.qid for q in queries]
+        cutoffs = (cutoff_of_queries(qids_all, corpus) if args.before == "own"
+                   else dict.fromkeys(qids_all, parse_date(args.before, "cut-off date")))  # fmt: skip
+        allowed = allowed_per_query(qids_all, corpus, cutoffs)
+        note += f"; prior-art cut-off {args.before}"
+    run = text_run(corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed)
+    if cutoffs is not None:
+        from patent_demo.filters import apply_cutoff
+
+        run, qrels = apply_cutoff(run, qrels, corpus, cutoffs)
+        if not qrels:
+            raise ValueError("no query has a relevant document before its cut-off; nothing to evaluate")
     pq = per_query_metrics(run, qrels, args.k)
     qids = sorted(pq)
     keys = [f"{m}@{k}" for k in args.k for m in TEXT_METRICS]
@@ -313,7 +332,9 @@ def run_text(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.against:
         base = resolve_model(args.against, "text", args.checkpoints)
-        brun = text_run(corpus, base, queries, args.k, args.candidates, args.cache_dir, args.checkpoints)
+        brun = text_run(corpus, base, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed)
+        if cutoffs is not None:
+            brun, _ = apply_cutoff(brun, qrels, corpus, cutoffs)
         bq = per_query_metrics(brun, qrels, args.k)
         bper = {k: [bq[q][k] for q in qids] for k in keys}
         result["against"] = model_name(base) if base is not None else BM25
