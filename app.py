@@ -233,7 +233,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     e_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
                     e_btn = gr.Button("Evaluate on the test split", variant="primary")
                 e_summary = gr.Markdown()
-                e_table = gr.Dataframe(headers=["query patent", "figure", "Locarno", "subclass AP", "patent AP",
+                e_table = gr.Dataframe(headers=["query patent", "figure", "class", "subclass AP", "patent AP",
                                                 "first same-subclass rank", "expected", "returned"],
                                        label="Worst queries first", interactive=False, max_height=300)  # fmt: skip
                 with gr.Row():

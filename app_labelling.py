@@ -28,6 +28,7 @@ from typing import Any
 
 import gradio as gr
 
+from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import LabelError, clean_line
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
@@ -35,9 +36,9 @@ from patent_demo.text.explain import explain_markdown
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
-HIT_HEADERS = ["rank", "patent", "view", "Locarno", "class title", "title", "score", "label"]
-TEXT_HEADERS = ["rank", "move", "patent", "Locarno", "title", "score", "snippet (BM25 words marked)", "label"]
-COMBINED_HEADERS = ["rank", "patent", "Locarno", "title", "score", "label"]
+HIT_HEADERS = ["rank", "patent", "view", "class", "class title", "title", "score", "label"]
+TEXT_HEADERS = ["rank", "move", "patent", "class", "title", "score", "snippet (BM25 words marked)", "label"]
+COMBINED_HEADERS = ["rank", "patent", "class", "title", "score", "label"]
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
 _MD_SPECIAL = re.compile(r"([\\`\[\]|])")  # links and images need [ ], tables |, code `
@@ -180,6 +181,14 @@ def cursor_of(session: dict | None, list_name: Any, rank: Any) -> tuple[str, int
     return list_name, max(1, min(r, len(lists[list_name])))
 
 
+def class_code(patent, kind: str) -> str:
+    """The code a result row shows: for drawings the hierarchy's subclass (Locarno, else USPC), for texts
+    the first code of Locarno, IPC, CPC or USPC, whichever the patent has."""
+    if kind == "image":
+        return patent_classes(patent.codes)[0]
+    return next((c[0] for s in ("locarno", "ipc", "cpc", "uspc") if (c := patent.codes.get(s))), "")
+
+
 def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     """The table rows of one list of a session (without the label column)."""
     corpus, kind = wb.corpus, session.get("kind")
@@ -189,14 +198,22 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
         score = round(float(row["score"]), 4)
         if kind == "image":
             rows.append(
-                [r, p.id, row.get("view", ""), p.locarno, row.get("locarno_title", ""), p.title, score]
+                [
+                    r,
+                    p.id,
+                    row.get("view", ""),
+                    class_code(p, kind),
+                    row.get("locarno_title", ""),
+                    p.title,
+                    score,
+                ]
             )
         elif kind == "text":
             e = row.get("extras") or {}
             move = _movement(e["bm25_rank"], r) if list_name != "bm25" and "bm25_rank" in e else ""
-            rows.append([r, move, p.id, p.locarno, p.title, score, e.get("snippet", "")])
+            rows.append([r, move, p.id, class_code(p, kind), p.title, score, e.get("snippet", "")])
         else:
-            rows.append([r, p.id, p.locarno, p.title, score])
+            rows.append([r, p.id, class_code(p, kind), p.title, score])
     return rows
 
 
