@@ -332,7 +332,9 @@ def run_text(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.against:
         base = resolve_model(args.against, "text", args.checkpoints)
-        brun = text_run(corpus, base, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed)
+        brun = text_run(
+            corpus, base, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed
+        )
         if cutoffs is not None:
             brun, _ = apply_cutoff(brun, qrels, corpus, cutoffs)
         bq = per_query_metrics(brun, qrels, args.k)
