@@ -4,8 +4,8 @@ config), ``--config FILE`` a JSON file of hyper-parameter defaults that the comm
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
+
+from train.config_file import apply_config
 
 DESCRIPTION = "Train a DSSDNet re-ranker (or one of its ablation variants) and evaluate BM25 + re-ranking."
 VARIANT_CHOICES = ("bert_c", "ds_sd", "ds_sd_mr", "dssdnet")
@@ -223,26 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse ``argv``; a ``--config FILE`` sets the defaults first (unknown keys are refused)."""
     parser = build_parser()
-    first, _ = parser.parse_known_args(argv)
-    if first.config:
-        path = Path(first.config)
-        if not path.is_file():
-            parser.error(f"--config {path}: no such file (a JSON object of hyper-parameter defaults)")
-        try:
-            defaults = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            parser.error(f"--config {path}: not JSON ({err.msg})")
-        if not isinstance(defaults, dict):
-            parser.error(f"--config {path}: expected a JSON object")
-        known = {a.dest for a in parser._actions}
-        unknown = sorted(set(defaults) - known)
-        if unknown:
-            parser.error(f"--config {path}: unknown key(s) {unknown}")
-        if "model" in defaults or "variant" in defaults:
-            parser.error(
-                f"--config {path}: the architecture comes from --model/--variant, not the hyper-parameter file"
-            )
-        parser.set_defaults(**defaults)
+    apply_config(parser, argv, architecture=("model", "variant"))
     args = parser.parse_args(argv)
     args.model = args.model.removeprefix("reranker-")
     return args

@@ -25,6 +25,7 @@ from pathlib import Path
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split
 from patent_demo.drawing.finetune import load_encoder
+from train.config_file import apply_config
 
 log = logging.getLogger("train.evaluate")
 
@@ -111,16 +112,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Defaults < ``--config`` < command line; unknown config keys (and ``model``) are errors."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=None)
-    known, _ = pre.parse_known_args(argv)
-    if known.config:
-        config = json.loads(Path(known.config).read_text(encoding="utf-8"))
-        allowed = {a.dest for a in parser._actions} - {"config", "model", "help"}
-        unknown = sorted(set(config) - allowed)
-        if unknown:
-            parser.error(f"{known.config}: unknown or architecture setting(s) {unknown} (give --model)")
-        parser.set_defaults(**config)
+    apply_config(parser, argv)
     return parser.parse_args(argv)
 
 

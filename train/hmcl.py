@@ -23,7 +23,6 @@ A run directory ``<out>/<run name>/`` holds ``model.safetensors``, ``config.json
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
@@ -49,6 +48,7 @@ from patent_demo.drawing.evaluate import evaluate_drawings
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.losses.hmcl import hierarchical_weights
+from train.config_file import apply_config
 from train.hmcl_data import (
     StepBatches,
     TrainFigures,
@@ -203,22 +203,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Defaults < config file < ``--tiny`` < command line. Unknown config keys are errors."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    apply_config(parser, argv, architecture=("encoder", "model"))
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=None)
     pre.add_argument("--tiny", action="store_true")
     known, _ = pre.parse_known_args(argv)
-    dests = {a.dest for a in parser._actions}
-    if known.config:
-        config = json.loads(Path(known.config).read_text(encoding="utf-8"))
-        unknown = sorted(set(config) - dests - {"config", "tiny"})
-        if unknown:
-            parser.error(f"{known.config}: unknown setting(s) {unknown}")
-        arch = sorted(set(config) & {"encoder", "model"})
-        if arch:
-            parser.error(
-                f"{known.config}: {arch} is the architecture; give it with --model, not in the config"
-            )
-        parser.set_defaults(**config)
     if known.tiny:
         parser.set_defaults(**TINY)
     args = parser.parse_args(argv)

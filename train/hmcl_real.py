@@ -39,6 +39,7 @@ from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig
 from patent_demo.hierarchy import HMCLWeights
+from train.config_file import apply_config
 from train.hmcl import lr_factor, make_optimizer
 from train.hmcl_data import TrainModule
 from train.hmcl_real_data import (
@@ -127,16 +128,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Defaults < ``--config`` < command line; unknown config keys (or an architecture key) are errors."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=None)
-    known, _ = pre.parse_known_args(argv)
-    if known.config:
-        config = json.loads(Path(known.config).read_text(encoding="utf-8"))
-        dests = {a.dest for a in parser._actions} - {"config", "model", "help"}
-        unknown = sorted(set(config) - dests)
-        if unknown:
-            parser.error(f"{known.config}: unknown or architecture setting(s) {unknown} (use --model)")
-        parser.set_defaults(**config)
+    apply_config(parser, argv)
     args = parser.parse_args(argv)
     if args.loss == "cl":
         args.weights = [args.weights[0], 0.0, 0.0]
