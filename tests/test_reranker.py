@@ -252,11 +252,28 @@ def test_variants_without_fusion_report_none_and_score_independent_of_t():
         assert float(score) == pytest.approx((ex["ds"] + ex["di"]) / 2, abs=1e-6)
 
 
-def test_rank_restores_training_mode_and_handles_empty():
-    model = tiny_reranker().train()
+def test_rank_never_switches_the_mode_and_handles_empty():
+    """A shared model stays in eval: rank refuses a model in training mode instead of switching it
+    (a switch back by one call turned dropout on under another concurrent call)."""
+    model = tiny_reranker()
     assert len(model.rank(QUERY, [])) == 0
     model.rank(QUERY, CANDIDATES[:2])
+    assert not model.training
+    model.train()
+    with pytest.raises(RuntimeError, match=r"Reranker.rank needs eval mode: call .eval\(\) once"):
+        model.rank(QUERY, CANDIDATES[:2])
     assert model.training
+
+
+def test_rank_is_deterministic_under_concurrency():
+    """8 threads score the same pairs on one shared model: identical ids and scores, bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = tiny_reranker(dropout=0.5)
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(lambda _: model.rank(QUERY, CANDIDATES, query_codes=QUERY_CODES), range(8)))
+    assert {tuple(r.ids) for r in runs} == {tuple(runs[0].ids)}
+    assert {tuple(r.scores.tolist()) for r in runs} == {tuple(runs[0].scores.tolist())}
 
 
 def test_truncation_to_max_length():

@@ -367,7 +367,9 @@ class Reranker(nn.Module):
         rule training uses too). ``encode(queries, docs) -> e [B, H]`` replaces the encoder (cached
         features in training); by default the pairs are tokenised and encoded, in ``self.precision``.
         ``known_t`` gives the domain labels directly (a labelled-pair file's flag; ``None`` entries are
-        predicted) instead of computing them from codes.
+        predicted) instead of computing them from codes. The model must be in eval mode (``load`` and
+        :func:`create_reranker` return it so); ``rank`` never changes the mode, so concurrent calls on
+        one shared model score identically.
         Each extra holds ``gate`` (list of d floats) and ``gate_mean`` (the domain-sensitive share),
         ``t``, ``t_source`` ("codes"/"predicted"), ``t_hat`` (P(t=1) from ``g_T``), the component
         probabilities ``ds``, ``di``, ``fusion`` and ``score_t_flipped`` (the score with ``1 - t``);
@@ -384,20 +386,17 @@ class Reranker(nn.Module):
         elif len(known_t) != len(candidates):
             raise ValueError(f"known_t has {len(known_t)} labels for {len(candidates)} candidates")
         encode = encode or self.encode_texts
-        was_training = self.training
-        self.eval()
+        if self.training:  # a shared model is never switched per call: concurrent calls would race on it
+            raise RuntimeError("Reranker.rank needs eval mode: call .eval() once after building the model")
         scores: list[float] = []
         extras: list[dict] = []
-        try:
-            with torch.inference_mode():
-                for start in range(0, len(ids), batch_size):
-                    stop = start + batch_size
-                    e = encode([query_text] * len(texts[start:stop]), texts[start:stop]).float()
-                    out = self.score_cls(e, known_t[start:stop])
-                    scores += out.pop("score")
-                    extras += [dict(zip(out, vals, strict=True)) for vals in zip(*out.values(), strict=True)]
-        finally:
-            self.train(was_training)
+        with torch.inference_mode():
+            for start in range(0, len(ids), batch_size):
+                stop = start + batch_size
+                e = encode([query_text] * len(texts[start:stop]), texts[start:stop]).float()
+                out = self.score_cls(e, known_t[start:stop])
+                scores += out.pop("score")
+                extras += [dict(zip(out, vals, strict=True)) for vals in zip(*out.values(), strict=True)]
         return Results.from_unsorted(ids, scores, extras)
 
     def encode_texts(self, queries: Sequence[str], docs: Sequence[str]) -> Tensor:
@@ -495,7 +494,7 @@ class Reranker(nn.Module):
         tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR), local_files_only=True)
         model = cls(config, encoder, tokenizer)
         checkpoint.apply_weights(model, checkpoint.load_weights(directory), partial=bool(meta["delta"]))
-        return model
+        return model.eval()  # eval once at load; rank never switches the mode
 
 
 def state_dict_delta(model: Reranker, base_state: Mapping[str, Tensor]) -> dict[str, Tensor]:
@@ -516,7 +515,7 @@ def create_reranker(config: RerankerConfig | Mapping[str, Any] | str, **override
     elif overrides:
         config = RerankerConfig.from_config({**config.to_config(), **overrides})
     encoder, tokenizer = load_base(config)
-    return Reranker(config, encoder, tokenizer)
+    return Reranker(config, encoder, tokenizer).eval()  # training calls .train() itself
 
 
 def fill_t(t: Tensor, t_logit: Tensor) -> Tensor:
