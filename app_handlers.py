@@ -22,11 +22,11 @@ from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
+from patent_demo.limits import MAX_K
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.workbench import Workbench
 
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
-MAX_K = 50
 
 
 class BadInput(Exception):

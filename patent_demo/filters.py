@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from patent_demo import limits
 from patent_demo.data.corpus import SCHEMES, Corpus, Patent, country_of, kind_code_of
 from patent_demo.results import Results
 
@@ -179,7 +180,17 @@ class SearchFilter:
         date_to: str = "",
         keep_undated: bool = False,
     ) -> SearchFilter:
-        """A filter from user text (comma-separated lists allowed); ``ValueError`` names a bad part."""
+        """A filter from user text (comma-separated lists allowed); ``ValueError`` names a bad part.
+        Each field's length and item count is checked first (:mod:`patent_demo.limits`)."""
+        for value, what in (
+            (before, "the cut-off date"),
+            (date_from, "the start date"),
+            (date_to, "the end date"),
+        ):
+            limits.check_text(value, what, limits.MAX_DATE_CHARS)
+        for value, what in ((classification, "the classification filter"), (country, "the office filter"),
+                            (kind_code, "the kind-code filter")):  # fmt: skip
+            limits.check_items(value, what)
         f = cls(
             before=parse_date(before, "cut-off date"),
             date_from=parse_date(date_from, "start date"),

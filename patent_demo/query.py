@@ -6,9 +6,7 @@ Both raise ``ValueError`` with a message the app shows as it is.
 from __future__ import annotations
 
 from patent_demo import taxonomy
-
-MAX_ABSTRACT_CHARS = 20_000
-MAX_CODES_CHARS = 2_000  # the whole codes field: fifty codes and their separators fit easily
+from patent_demo.limits import MAX_ABSTRACT_CHARS, MAX_CODES_CHARS, MAX_QUERY_CODES
 
 
 def parse_query_codes(text: str) -> dict[str, list[str]]:
@@ -36,6 +34,10 @@ def parse_query_codes(text: str) -> dict[str, list[str]]:
                 continue
             if code not in out.get(scheme, []):
                 out.setdefault(scheme, []).append(code)
+                if sum(map(len, out.values())) > MAX_QUERY_CODES:  # the label store keeps at most that many
+                    raise ValueError(
+                        f"the codes field holds more than {MAX_QUERY_CODES} codes; give at most {MAX_QUERY_CODES}"
+                    )
             break
         else:
             raise ValueError(

@@ -1,7 +1,8 @@
 """Reading patent drawings: any common raster format in, a clean 8-bit grayscale page out.
 
 ``load_drawing`` opens PNG, JPEG and TIFF (including the 1-bit CCITT G4 pages of USPTO grants), checks the
-pixel count in the header before any pixel is decoded (a guard against decompression bombs), converts to
+pixel count and the bytes decoding will hold (``DEFAULT_MAX_BYTES``: a 7000 x 7000 RGBA PNG of 208 kB
+decodes to 196 MB) in the header before any pixel is decoded (a guard against decompression bombs), converts to
 8-bit grayscale on a white background, crops to the ink with a margin, pads to a square and optionally
 resizes. The same pixel budget applies to the canvas that cropping margins and square padding would
 build (a 30000 x 1 strip is small to decode but pads to a 900-megapixel square), checked before it is
@@ -23,10 +24,16 @@ from typing import IO, Any
 import numpy as np
 from PIL import Image, ImageOps
 
+from patent_demo.limits import MAX_DECODED_BYTES
+
 Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes] | Image.Image
 
 DEFAULT_MAX_PIXELS = 50_000_000
+DEFAULT_MAX_BYTES = MAX_DECODED_BYTES  # what decoding and the grayscale conversion hold, in bytes
 INK_THRESHOLD = 200
+# bytes per pixel that decoding a frame of each mode and converting it to "L" hold at once
+_MODE_BYTES = {"1": 1, "L": 1, "P": 4, "LA": 2, "La": 2, "PA": 2, "RGB": 3, "YCbCr": 3, "LAB": 3, "HSV": 3,
+               "RGBA": 4, "RGBa": 4, "RGBX": 4, "CMYK": 4, "I": 8, "F": 8}  # fmt: skip
 
 
 class DrawingError(ValueError):
@@ -88,15 +95,32 @@ def _open(src: Source, name: str) -> Image.Image:
         raise DrawingError(f"{name}: not a readable image (expected PNG, JPEG or TIFF): {detail}") from err
 
 
-def _check_budget(im: Image.Image, name: str, max_pixels: int, page: int = 0) -> None:
+def decoded_bytes(im: Image.Image) -> int:
+    """The bytes decoding ``im``'s frame and converting it to grayscale hold: pixels x bytes per pixel of
+    its mode (an RGBA pixel 4, a 16-bit one 8 while rescaled), read from the header alone."""
+    w, h = im.size
+    mode = im.mode
+    per = _MODE_BYTES.get(mode, 8 if mode.startswith("I") else 4)
+    return w * h * per
+
+
+def _check_budget(
+    im: Image.Image, name: str, max_pixels: int, page: int = 0, max_bytes: int | None = None
+) -> None:
     w, h = im.size
     if w <= 0 or h <= 0:
         raise DrawingError(f"{name}: image has no pixels ({w}x{h})")
+    where = f" (page {page + 1})" if page else ""
     if w * h > max_pixels:
-        where = f" (page {page + 1})" if page else ""
         raise DrawingError(
             f"{name}{where}: {w}x{h} = {w * h:,} pixels exceeds the budget of {max_pixels:,} "
             f"(possible decompression bomb); pass a larger max_pixels to read it"
+        )
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    if decoded_bytes(im) > max_bytes:
+        raise DrawingError(
+            f"{name}{where}: a {w}x{h} {im.mode} image decodes to {decoded_bytes(im) / 1e6:,.0f} MB, over the "
+            f"budget of {max_bytes / 1e6:,.0f} MB; send it smaller or as a grayscale (8-bit) image"
         )
 
 
@@ -110,11 +134,13 @@ def _to_gray(im: Image.Image) -> Image.Image:
     if mode in ("RGBA", "LA", "PA", "La", "RGBa") or (
         mode in ("P", "L", "RGB") and "transparency" in im.info
     ):
+        if mode in ("RGBA", "LA"):  # composite on white in grayscale: one byte a pixel per step
+            return Image.composite(im.convert("L"), Image.new("L", im.size, 255), im.getchannel("A"))
         rgba = im.convert("RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("L")
     if mode.startswith("I") or mode == "F":
-        arr = np.asarray(im).astype(np.float64)
+        arr = np.asarray(im).astype(np.float32)
         if mode.startswith("I;16") or (mode == "I" and arr.max(initial=0) > 255):
             arr = arr / 257.0
         elif mode == "F" and arr.max(initial=0) <= 1.0:
@@ -138,6 +164,8 @@ def ink_bbox(
     """The bounding box ``(left, top, right, bottom)`` (right/bottom exclusive, as PIL's ``crop`` takes it)
     of the ink, i.e. pixels darker than ``threshold`` in grayscale; ``None`` when there is no ink.
     ``img`` is a PIL image of any mode or an array ``[H, W]`` / ``[H, W, C]``."""
+    if isinstance(img, Image.Image):  # in Pillow: one byte a pixel, no numpy copies
+        return _to_gray(img).point(lambda v: 255 if v < threshold else 0).getbbox()
     ink = _as_gray_array(img) < threshold
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
     if rows.size == 0:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from patent_demo.limits import MAX_QUERY_CODES
+
 MAX_NAME_CHARS = 100  # annotator names
 MAX_NOTE_CHARS = 2_000  # notes on a label or an adjudication
 MAX_ID_CHARS = 200  # query ids, candidate ids, figure paths, checkpoint ids, idempotency keys
 MAX_TEXT_CHARS = 20_000  # a query abstract (the app refuses longer ones before searching)
-MAX_CODES = 50  # classification codes of one query, over all schemes
+MAX_CODES = MAX_QUERY_CODES  # classification codes of one query, over all schemes (the search's limit too)
 MAX_CODE_CHARS = 100
 
 

@@ -1,0 +1,62 @@
+"""The one home of the input limits: how long each free-text field of a request may be and how many items
+a list field may hold, checked before any work is done on it (no parsing, no normalising, no search).
+
+A request's cost must not grow with what a client chooses to send: a 200 kB classification filter once
+cost 68 CPU-seconds, a 49-megapixel RGBA drawing 794 MB of memory. Every endpoint reads its fields
+through :func:`check_text` and :func:`check_items` (the search filter in :mod:`patent_demo.filters`, the
+query's codes and abstract in :mod:`patent_demo.query`, the label fields in
+:mod:`patent_demo.labels.fields`, the drawing decoder's byte budget in :mod:`patent_demo.drawing.imageio`),
+so the limits below are the whole story. Each check raises ``ValueError`` with a message naming the
+field and the limit, never echoing more than a few characters of the value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_K = 50  # results per list
+MAX_ABSTRACT_CHARS = 20_000  # the abstract or the first claims
+MAX_CODES_CHARS = 2_000  # the query's codes field: fifty codes and their separators fit easily
+MAX_QUERY_CODES = 50  # classification codes of one query, over all schemes (the label store's limit too)
+MAX_FILTER_CHARS = 500  # one filter field: classification prefixes, offices, kind codes
+MAX_FILTER_ITEMS = 20  # items of one filter list
+MAX_DATE_CHARS = 40  # a date field ("2019-06-30")
+MAX_RANK_CHARS = 20  # a rank as typed ("12")
+MAX_DECODED_BYTES = 40_000_000  # a decoded drawing, in grayscale bytes (7000 x 7000 RGBA needs 196 MB)
+
+_SPLIT = re.compile(r"[,;]")
+
+
+def check_text(value: Any, what: str, max_chars: int) -> str:
+    """``value`` as text ("" for None), refused when it is not a string or longer than ``max_chars``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be text, got {type(value).__name__}")
+    if len(value) > max_chars:
+        raise ValueError(f"{what} has {len(value):,} characters; at most {max_chars:,} are allowed")
+    return value
+
+
+def check_items(
+    value: Any, what: str, max_chars: int = MAX_FILTER_CHARS, max_items: int = MAX_FILTER_ITEMS
+) -> Any:
+    """A list field (comma- or semicolon-separated text, or a list of strings), refused when its text is
+    longer than ``max_chars`` or it holds more than ``max_items`` items; returned as given."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        check_text(value, what, max_chars)
+        n = sum(1 for s in _SPLIT.split(value) if s.strip())
+    elif isinstance(value, list | tuple):
+        if len(value) > max_items:
+            raise ValueError(f"{what} has {len(value):,} items; at most {max_items} are allowed")
+        for item in value:
+            check_text(item, what, max_chars)
+        n = len(value)
+    else:
+        raise ValueError(f"{what} must be text, got {type(value).__name__}")
+    if n > max_items:
+        raise ValueError(f"{what} has {n:,} items; at most {max_items} are allowed")
+    return value
