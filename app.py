@@ -91,7 +91,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     identity = identity or Identity(oauth=on_space_with_sign_in())
     h = Handlers(wb, store, identity)
     lh = LabelHandlers(wb, store, identity)
-    ex = app_examiner.ExaminerHandlers(wb, store)
+    ex = app_examiner.ExaminerHandlers(wb, store, identity, h._ready)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
     text_models = [(m.label, m.key) for m in wb.models("text")]
     example_figs = wb.example_figures(6)

@@ -25,7 +25,7 @@ from patent_demo.document import document_html, document_view
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.filters import SearchFilter
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
-from patent_demo.labels.sessions import add_list, new_session
+from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.workbench import Workbench
@@ -128,9 +128,19 @@ def sheet_overlay(page: Image.Image, boxes, names) -> Image.Image:
 class ExaminerHandlers:
     """Handlers of the examiner's events over one workbench and one label store."""
 
-    def __init__(self, workbench: Workbench, store: LabelStore) -> None:
+    def __init__(self, workbench: Workbench, store: LabelStore, identity=None, ready=None) -> None:
+        from app_access import Identity
+
         self.wb = workbench
         self.store = store
+        self.identity = identity or Identity()
+        self._ready = ready or (lambda model: None)  # app_handlers.Handlers._ready: refuse an unbuilt index
+
+    def _who(self, annotator, request, profile) -> str:
+        try:
+            return self.identity.who(annotator, request, profile)
+        except Exception:  # noqa: BLE001 - searching needs no name; labelling will ask for one
+            return ""
 
     def editor_value(self, file):
         """The uploaded drawing for the crop editor, decoded (TIFF pages too) at full size, so an
@@ -146,14 +156,21 @@ class ExaminerHandlers:
 
     # -- searches ------------------------------------------------------------------------------------
     def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
-                     kind="", date_from="", date_to="", annotator="", previous=None, progress=TRACK_TQDM):  # fmt: skip
-        """Split an uploaded sheet into figures, search each with the filters, merge the lists."""
+                     kind="", date_from="", date_to="", annotator="", previous=None,
+                     request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                     progress=TRACK_TQDM):  # fmt: skip
+        """Split an uploaded sheet into figures, search each with the filters, merge the lists. On failure
+        the previous list is cleared (no label can go to it)."""
+        from app_handlers import _k, _model, _upload
         from patent_demo.sheet_search import figure_names, search_sheet
 
         try:
+            file, _, _ = _upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
+            model, k = _model(model, "drawing"), _k(k)
+            self._ready(model)
             data, _ = cropped_query(file, crop_image)
             f, _own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            res = search_sheet(self.wb, data, model, int(k), search_filter=f)
+            res = search_sheet(self.wb, data, model, k, search_filter=f, name=Path(file).name)
             spec = self.wb.model(model, "drawing")
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
@@ -166,12 +183,16 @@ class ExaminerHandlers:
                 self.store.release_query_image(previous["image_file"])
             page = load_drawing(data, crop=False, square=False)
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
-            judged = self.store.judged(session["query_id"], annotator) if annotator else {}
+            who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
+            judged = self.store.judged(session["query_id"], who) if who else {}
             return (gallery_items(session, judged), res.status, table_value(self.wb, session, "hmcl", judged, 1),
                     overlay, session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
-                    progress_md(self.store, session, annotator or ""))  # fmt: skip
+                    progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001 - every failure is a message
-            return ([], warn(err), None, None, previous, gr.update(), 1, "No results: the search failed.",
+            if previous and previous.get("image_file"):
+                self.store.release_query_image(previous["image_file"])
+            cleared = {"owner": owner_of(previous), "lists": {}, "checkpoints": {}}
+            return ([], warn(err), None, None, cleared, gr.update(), 1, "No results: the search failed.",
                     gr.update())  # fmt: skip
 
     # -- the whole record and the side-by-side views --------------------------------------------------
@@ -237,28 +258,35 @@ class ExaminerHandlers:
         return [snippet_html(bm25, self.wb.corpus[i].text, query, width=140) for i in ids]
 
     # -- the search report -----------------------------------------------------------------------------
-    def report_queries(self):
-        rows = queries(self.store)
+    def report_queries(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
+        rows = queries(self.store, annotator=self.identity.reader("", request, profile))
         choices = [(f"{what[:50]} · {kind} · {n} labels · {qid}", qid) for qid, kind, what, n in rows]
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
-    def report(self, query_id, before, include_not):
-        """Write the search report of one query (CSV + HTML) and preview it."""
+    def report(self, query_id, before, include_not, request: gr.Request = None,
+               profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """Write the search report of one query (CSV + HTML, 0600 in a 0700 folder beside the database)
+        and preview it; served from a private copy. A non-admin's report holds their own labels only."""
+        from app_access import SERVED
+
         try:
+            reader = self.identity.reader("", request, profile)
+            if not isinstance(query_id, str) or len(query_id) > 200:
+                raise BadInput("pick a query from the list (press Refresh)")
             if not query_id:
                 raise BadInput("label some hits, press Refresh, then pick a query")
             bm25 = self.wb.bm25()
             corpus = self.wb.corpus
             passage = lambda q, d: snippet_text(bm25, corpus[d].text, q) if d in corpus else ""  # noqa: E731
             rep = build_report(self.store, query_id, corpus, passage, include_not=bool(include_not),
-                               cutoff=SearchFilter.parse(before=before or "").before)  # fmt: skip
+                               cutoff=SearchFilter.parse(before=before or "").before, annotator=reader)  # fmt: skip
             images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
             csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)
             preview = to_html(rep, images)
             frame = (f'<iframe id="r-frame" style="width:100%;height:520px;border:1px solid #ccc" '
                      f'srcdoc="{html.escape(preview, quote=True)}"></iframe>')  # fmt: skip
             md = f"{len(rep.rows)} documents in the report of `{query_id}` · open the HTML file and print it to PDF"
-            return [str(csv_path), str(html_path)], md, frame
+            return SERVED.serve([csv_path, html_path], "reports"), md, frame
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return gr.update(), warn(err), gr.update()
 

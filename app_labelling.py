@@ -16,20 +16,15 @@ Undo only acts on the last label of the browser session (``session["owner"]``) t
 
 from __future__ import annotations
 
-import hmac
 import html
-import os
 import re
-import shutil
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from app_access import SERVED, Identity, lenient  # noqa: F401 - Identity, lenient: app.py imports them here
 from patent_demo.hierarchy import patent_classes
-from patent_demo.labels.fields import LabelError, clean_line
+from patent_demo.labels.fields import LabelError
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
 from patent_demo.text.explain import explain_markdown
@@ -40,6 +35,7 @@ HIT_HEADERS = ["rank", "patent", "view", "class", "class title", "title", "score
 TEXT_HEADERS = ["rank", "move", "patent", "class", "title", "score", "snippet (BM25 words marked)", "label"]
 COMBINED_HEADERS = ["rank", "patent", "class", "title", "score", "label"]
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
+OTHERS_NOTE = "other annotators' labels, notes and decisions are for the admins"
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
 _MD_SPECIAL = re.compile(r"([\\`\[\]|])")  # links and images need [ ], tables |, code `
 _ABS_PATH = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/:]+){2,}[\\/]?")
@@ -70,102 +66,6 @@ def warn(err: BaseException) -> str:
     msg = msg if len(msg) <= 500 else msg[:499] + "…"
     gr.Warning(html.escape(msg))
     return f"⚠️ {esc(msg)}"
-
-
-# -- lenient inputs -------------------------------------------------------------------------------------------
-def lenient(component):
-    """``component`` (a Number or Slider) with bad values (text, out of range, fractions) passed to the
-    handler unchanged, so the handler answers with a ⚠️ message saying what is wrong instead of Gradio's
-    bare error."""
-    strict = component.preprocess
-
-    def preprocess(payload):
-        try:
-            return strict(payload)
-        except Exception:  # noqa: BLE001 - the handler explains the value
-            return payload
-
-    component.preprocess = preprocess
-    return component
-
-
-# -- identity ---------------------------------------------------------------------------------------------
-@dataclass
-class Identity:
-    """Who may label, adjudicate and export, and how the annotator of a request is found."""
-
-    oauth: bool = False  # a Space with Hugging Face sign-in
-    users: dict[str, str] = field(default_factory=dict)  # login name -> password (``--annotators``)
-    shared_secret: str = ""  # any login name with this password (``--annotators '*:SECRET'``)
-    admins: frozenset[str] = frozenset()  # ``--admin``: who adjudicates and exports
-
-    @classmethod
-    def from_flags(cls, annotators: str = "", admin: str = "", oauth: bool = False) -> Identity:
-        """``annotators``: ``name:password`` entries separated by commas, ``@FILE`` with one per line, or
-        ``*:SECRET`` (a shared secret: any login name); ``admin``: names separated by commas."""
-        spec = (annotators or "").strip()
-        if spec.startswith("@"):
-            spec = ",".join(Path(spec[1:]).read_text(encoding="utf-8").split())
-        users, secret = {}, ""
-        for entry in filter(None, (e.strip() for e in spec.split(","))):
-            name, sep, password = entry.partition(":")
-            if not sep or not password:
-                raise ValueError(f"--annotators entry {name!r} needs the form name:password (or '*:SECRET')")
-            if name == "*":
-                secret = password
-            else:
-                users[clean_line(name, "annotator name")] = password
-        admins = frozenset(clean_line(a, "admin name") for a in (admin or "").split(",") if a.strip())
-        ident = cls(oauth=oauth, users=users, shared_secret=secret, admins=admins)
-        if admins and not (ident.login or oauth):
-            raise ValueError(
-                "--admin needs --annotators (or a Space with sign-in): a typed name proves nothing"
-            )
-        return ident
-
-    @property
-    def login(self) -> bool:
-        return bool(self.users or self.shared_secret)
-
-    def auth(self):
-        """The ``auth`` argument of ``launch``: a password check, or None without ``--annotators``."""
-        if not self.login:
-            return None
-
-        def check(username: str, password: str) -> bool:
-            try:
-                name = clean_line(username, "login name")
-            except LabelError:
-                return False
-            if not name:
-                return False
-            if name in self.users:
-                return hmac.compare_digest(self.users[name].encode(), (password or "").encode())
-            return bool(self.shared_secret) and hmac.compare_digest(
-                self.shared_secret.encode(), (password or "").encode()
-            )
-
-        return check
-
-    def who(self, typed: Any, request: gr.Request | None, profile: Any = None) -> str:
-        """The annotator of a request: the signed-in account, the logged-in user, else the typed name."""
-        if self.oauth:
-            name = getattr(profile, "username", "") if profile is not None else ""
-            if not name:
-                raise LabelError("sign in with Hugging Face first: labels are stored under your account")
-            return clean_line(name, "annotator")
-        if self.login:
-            name = getattr(request, "username", None) or ""
-            if not name:
-                raise LabelError("log in first: labels are stored under your login")
-            return clean_line(name, "annotator")
-        return clean_line(typed if typed is not None else "", "annotator")
-
-    def check_admin(self, who: str, action: str) -> None:
-        if self.admins and who not in self.admins:
-            raise LabelError(
-                f"{who or 'this user'} may not {action}; ask one of: {', '.join(sorted(self.admins))}"
-            )
 
 
 # -- what the cursor shows -----------------------------------------------------------------------------------
@@ -285,7 +185,6 @@ class LabelHandlers:
     def __init__(self, workbench: Workbench, store: LabelStore, identity: Identity | None = None) -> None:
         self.wb, self.store = workbench, store
         self.identity = identity or Identity()
-        self._export_dir: Path | None = None
 
     def _who(self, typed, request, profile) -> str:
         return self.identity.who(typed, request, profile)
@@ -376,11 +275,19 @@ class LabelHandlers:
 
     def explain(self, session, rank):
         """``/explain``: the explanation of DSSDNet hit ``rank`` of the current text query."""
+        try:
+            parse_rank(rank)
+        except LabelError as err:
+            return None, warn(err)
         return self.explain_at(session, cursor_of(session, "dssdnet", rank))
 
     def move(self, list_name, rank, step, session, unlabelled_only=False, annotator="", request: gr.Request = None,
              profile: gr.OAuthProfile | None = None):  # fmt: skip
         """The cursor ``step`` hits on (0: stay), skipping labelled hits when "show unlabelled only" is on."""
+        try:
+            parse_rank(rank)
+        except LabelError as err:
+            return 1, warn(err)
         at = cursor_of(session, list_name, rank)
         if at is None:
             return 1, cursor_md(self.wb, session, list_name, rank)
@@ -412,6 +319,7 @@ class LabelHandlers:
         """Store one judgement of hit ``rank`` of ``list_name`` for the current query. With ``auto_advance``
         the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once."""
         try:
+            parse_rank(rank)  # the same message with or without a current list
             who = self._who(annotator, request, profile)
             at = cursor_of(session, list_name, rank)
             kind_ok = at is not None and (session.get("kind") == "text")
@@ -436,7 +344,10 @@ class LabelHandlers:
         try:
             who = self._soft_who(annotator, request, profile)
             owner = (session or {}).get("owner")
-            lab = self.store.undo_last(owner) if owner else None
+            bound = self.identity.login or self.identity.oauth  # behind a login: that login's labels only
+            if bound and not who:
+                raise LabelError("log in first: undo acts on your own labels only")
+            lab = self.store.undo_last(owner, annotator=who if bound else "") if owner else None
             msg = (
                 "nothing to undo: this session has no label left to undo"
                 if lab is None
@@ -454,7 +365,7 @@ class LabelHandlers:
             if self.identity.admins:
                 self.identity.check_admin(who, "export the labels")
             out = self.store.export_all(self.store.path.parent / "exports", corpus=self.wb.corpus)
-            served = self._served_copy([p for p, _ in out.values()])
+            served = SERVED.serve([p for p, _ in out.values()], "exports")
             n = {k: v for k, (_, v) in out.items()}
             md = (
                 f"{self.store.count()} labels → {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows (drawing "
@@ -464,19 +375,6 @@ class LabelHandlers:
             return served, md
         except Exception as err:  # noqa: BLE001
             return gr.update(), warn(err)
-
-    def _served_copy(self, paths: list[Path]) -> list[str]:
-        """Copies of the exports in a private temporary folder, which Gradio may serve wherever the label
-        database lives (``/data`` on a Space is outside its allowed paths)."""
-        if self._export_dir is None or not self._export_dir.is_dir():
-            self._export_dir = Path(tempfile.mkdtemp(prefix="label-exports-"))
-        out = []
-        for p in paths:
-            dst = self._export_dir / p.name
-            shutil.copyfile(p, dst)
-            os.chmod(dst, 0o600)
-            out.append(str(dst))
-        return out
 
     # -- agreement and adjudication --------------------------------------------------------------------------
     def _queue(self) -> dict:
@@ -493,17 +391,27 @@ class LabelHandlers:
         ]
         return {"headers": QUEUE_HEADERS + names, "data": rows}
 
-    def agreement(self):
-        """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue."""
+    def agreement(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
+        """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue;
+        to a non-admin (when admins are set) the report of their own labels only, and no queue."""
         from patent_demo.labels.agreement import agreement_markdown, agreement_report
 
         try:
-            return agreement_markdown(agreement_report(self.store)), self._queue()
+            reader = self.identity.reader("", request, profile)
+            if reader is None:
+                return agreement_markdown(agreement_report(self.store)), self._queue()
+            own = [x for x in self.store.labels() if x.annotator == reader and reader]
+            note = f"\n\n_Your own labels only; {OTHERS_NOTE}: {', '.join(sorted(self.identity.admins))}._"
+            return agreement_markdown(agreement_report(own)) + note, {"headers": QUEUE_HEADERS, "data": []}
         except Exception as err:  # noqa: BLE001
             return warn(err), gr.update()
 
-    def select_disagreement(self, evt: gr.SelectData):
+    def select_disagreement(self, evt: gr.SelectData, request: gr.Request = None,
+                            profile: gr.OAuthProfile | None = None):  # fmt: skip
         try:
+            if self.identity.reader("", request, profile) is not None:
+                raise LabelError(f"the disagreement queue shows every annotator's labels; {OTHERS_NOTE}: "
+                                 + ", ".join(sorted(self.identity.admins)))  # fmt: skip
             return self._select_disagreement(evt)
         except Exception as err:  # noqa: BLE001
             return "", "", warn(err), None, None
@@ -555,19 +463,27 @@ class LabelHandlers:
     def adjudicate(self, query_id, candidate_id, label, note, annotator, request: gr.Request = None,
                    profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports.
-        Refused to a party of the disagreement unless no one else may adjudicate (``--admin``)."""
+        Refused to a party of the pair, always: when every ``--admin`` labelled it, it stays disputed until
+        an admin who did not is added."""
         try:
             who = self._who(annotator, request, profile)
             self.identity.check_admin(who, "adjudicate")
             qid, cid = str(query_id or "").strip(), str(candidate_id or "").strip()
             previous = [x for x in self.store.labels(query_id=qid) if x.candidate_id == cid]
-            lab = self.store.adjudicate(qid, cid, label, who, note or "", adjudicators=self.identity.admins)
+            try:
+                lab = self.store.adjudicate(
+                    qid, cid, label, who, note or "", adjudicators=self.identity.admins
+                )
+            except LabelError as err:
+                if "every adjudicator labelled it" in str(err):
+                    raise LabelError(f"{err} (start the app with another name in --admin)") from None
+                raise
             by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
             votes = ", ".join(f"{esc(a)}: {v}" for a, v in sorted(by_annotator.items()))
             again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
             msg = (f"✓ adjudicated {esc(lab.candidate_id)} for {esc(lab.query_id)} as **{lab.label}**{again} · "
                    f"was {votes} · label #{lab.id}")  # fmt: skip
-            return (msg, *self.agreement(), "", "", "", "Select a row of the queue.")
+            return (msg, *self.agreement(request, profile), "", "", "", "Select a row of the queue.")
         except Exception as err:  # noqa: BLE001
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
 

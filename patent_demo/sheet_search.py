@@ -51,10 +51,11 @@ def search_sheet(
     k: int = 10,
     search_filter: SearchFilter | None = None,
     labels: Sequence[FigureLabel] | None = None,
+    name: str = "the sheet",
 ) -> SheetSearch:
     """Search every figure of ``sheet`` against ``wb``'s corpus (a ``patent_demo.workbench.Workbench``)
     and merge the lists into the top ``k`` patents. Raises ``DrawingError`` for an unreadable sheet
-    or one without ink."""
+    or one without ink (its message names the sheet ``name``, e.g. the upload's file name)."""
     data = sheet if isinstance(sheet, bytes) else None
     if isinstance(sheet, (str, os.PathLike)):
         data = Path(sheet).read_bytes()
@@ -62,7 +63,7 @@ def search_sheet(
         buf = io.BytesIO()
         sheet.save(buf, format="PNG")
         data = buf.getvalue()
-    page = load_drawing(data, crop=False, square=False)
+    page = load_drawing(data, crop=False, square=False, name=name)
     figures = split_sheet(page, labels)
     if not figures:
         raise DrawingError("the sheet holds no drawing (no ink found)")

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-UI = {"app", "app_handlers", "app_labelling"}
+UI = {"app", "app_access", "app_handlers", "app_labelling"}
 FOLDERS = ("patent_demo", "train", "bench", "tests", "scripts")
 MAX_LINES = 600
 # Modules over MAX_LINES when this check was written, with their line count then: each may only shrink,

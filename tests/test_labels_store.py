@@ -114,7 +114,7 @@ def test_a_tie_is_exported_nowhere_but_listed_as_disputed_until_adjudicated(tmp_
     assert [n["id"] for n in d["neg"]] == ["P1"]
 
 
-def test_adjudication_is_refused_to_a_party_unless_no_one_else_is_configured(tmp_path):
+def test_adjudication_is_refused_to_a_party_always(tmp_path):
     store = LabelStore(tmp_path / "l.sqlite")
     store.add(_text(annotator="alice", label="relevant"))
     store.add(_text(annotator="bob", label="not"))
@@ -126,10 +126,31 @@ def test_adjudication_is_refused_to_a_party_unless_no_one_else_is_configured(tmp
     with pytest.raises(LabelError, match="mallory is not an adjudicator here; ask one of: alice, lead"):
         store.adjudicate(q, "P1", "relevant", "mallory", adjudicators=["alice", "lead"])
     assert store.disagreements()  # nothing stored by the refusals
-    # the only configured adjudicator may settle a pair they labelled
-    lab = store.adjudicate(q, "P1", "relevant", "alice", adjudicators=["alice"])
-    assert lab.adjudicated and lab.annotator == "alice"
-    assert store.adjudicate(q, "P1", "not", "lead", adjudicators=["alice", "lead"]).label == "not"
+    # not even the only configured adjudicator settles a pair they labelled: it stays disputed
+    with pytest.raises(LabelError) as err:
+        store.adjudicate(q, "P1", "relevant", "alice", adjudicators=["alice"])
+    assert str(err.value) == (
+        "alice labelled this pair and cannot settle it; ask another adjudicator: none: every adjudicator "
+        "labelled it; it stays disputed until one who did not is added"
+    )
+    # with no adjudicators configured anyone may adjudicate, but still no party
+    with pytest.raises(LabelError, match="bob labelled this pair and cannot settle it"):
+        store.adjudicate(q, "P1", "relevant", "bob")
+    lab = store.adjudicate(q, "P1", "not", "lead", adjudicators=["alice", "lead"])
+    assert lab.adjudicated and lab.annotator == "lead" and lab.label == "not"
+    assert store.adjudicate(q, "P1", "relevant", "chief").label == "relevant"  # a non-party, none configured
+
+
+def test_a_party_who_undid_the_label_still_cannot_adjudicate(tmp_path):
+    store = LabelStore(tmp_path / "l.sqlite")
+    store.add(_text(annotator="alice", label="relevant", session_id="s-alice"))
+    store.add(_text(annotator="bob", label="not", session_id="s-bob"))
+    store.add(_text(annotator="carol", label="not", session_id="s-carol"))
+    assert store.undo_last("s-alice").annotator == "alice"  # alice's label is gone from the live set
+    with pytest.raises(
+        LabelError, match="alice labelled this pair and cannot settle it; ask another adjudicator: lead"
+    ):
+        store.adjudicate(text_query_id(TEXT), "P1", "relevant", "alice", adjudicators=["alice", "lead"])
 
 
 def test_a_retried_request_stores_once(tmp_path):

@@ -353,7 +353,7 @@ def test_login_decides_the_annotator_and_admins_adjudicate_and_export(guarded):
     assert "0 disputed pairs" in md and len(files) == 4
 
 
-def test_a_party_may_adjudicate_only_when_no_one_else_is_configured(live):
+def test_a_party_never_adjudicates_and_identity_flags_are_checked(live):
     from app_labelling import Identity
 
     store = live[2]
@@ -375,7 +375,9 @@ def test_a_party_may_adjudicate_only_when_no_one_else_is_configured(live):
         LabelError, match="lead labelled this pair and cannot settle it; ask another adjudicator: chief"
     ):
         store.adjudicate("txt-party", "D0001", "not", "lead", adjudicators=ident_many.admins)
-    assert store.adjudicate("txt-party", "D0001", "not", "lead", adjudicators=ident_one.admins).adjudicated
+    with pytest.raises(LabelError, match="ask another adjudicator: none: every adjudicator labelled it"):
+        store.adjudicate("txt-party", "D0001", "not", "lead", adjudicators=ident_one.admins)
+    assert store.adjudicate("txt-party", "D0001", "not", "chief", adjudicators=ident_many.admins).adjudicated
 
 
 def test_on_a_space_with_sign_in_the_profile_decides(live):

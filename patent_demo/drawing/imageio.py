@@ -91,7 +91,7 @@ def _open(src: Source, name: str) -> Image.Image:
     except Image.DecompressionBombError as err:
         raise DrawingError(f"{name}: refused to open a possible decompression bomb ({err})") from err
     except Exception as err:
-        detail = str(err).replace(str(src), name) if isinstance(src, str | os.PathLike) else str(err)
+        detail = str(err).replace(str(src) if isinstance(src, str | os.PathLike) else repr(source), name)
         raise DrawingError(f"{name}: not a readable image (expected PNG, JPEG or TIFF): {detail}") from err
 
 

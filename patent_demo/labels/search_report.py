@@ -19,13 +19,14 @@ import argparse
 import csv
 import html
 import io
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from patent_demo.labels.store import GRADES, Label, LabelStore
+from patent_demo.labels.store import GRADES, Label, LabelStore, write_private
 
 CATEGORY_ORDER = {"X": 0, "Y": 1, "A": 2, "": 3}
 CATEGORY_MEANING = {
@@ -78,10 +79,17 @@ class SearchReport:
     cutoff: str = ""
 
 
-def queries(store: LabelStore) -> list[tuple[str, str, str, int]]:
-    """``(query_id, kind, description, live labels)`` of every labelled query, most recent first."""
+def _readable(store: LabelStore, annotator: str | None, query_id: str | None = None) -> list[Label]:
+    """The live labels a reader sees: all (``annotator`` None), else that annotator's own (no adjudications)."""
+    labs = store.labels(query_id=query_id)
+    return labs if annotator is None else [x for x in labs if x.annotator == annotator and not x.adjudicated]
+
+
+def queries(store: LabelStore, annotator: str | None = None) -> list[tuple[str, str, str, int]]:
+    """``(query_id, kind, description, live labels)`` of every labelled query, most recent first
+    (``annotator``: only the queries and labels of that annotator)."""
     seen: dict[str, list[Label]] = {}
-    for lab in store.labels():
+    for lab in _readable(store, annotator):
         seen.setdefault(lab.query_id, []).append(lab)
     out = []
     for qid, labs in sorted(seen.items(), key=lambda kv: -max(x.id or 0 for x in kv[1])):
@@ -98,15 +106,19 @@ def build_report(
     passage: Callable[[str, str], str] | None = None,
     include_not: bool = False,
     cutoff: str = "",
+    annotator: str | None = None,
 ) -> SearchReport:
     """The report of ``query_id``. ``corpus`` (a ``Corpus``) adds titles, dates, codes and figure
     paths; ``passage(query_text, candidate_id)`` gives the matched passage of a text hit (the app
-    passes a BM25 snippet). Raises ``ValueError`` when the query has no live label."""
-    labs = store.labels(query_id=query_id)
+    passes a BM25 snippet). ``annotator`` (not None): a report of that annotator's own labels only, their
+    own grade as the decision (what a non-admin may read). Raises ``ValueError`` when the query has no
+    live label."""
+    labs = _readable(store, annotator, query_id)
     if not labs:
         raise ValueError(f"no labels for query {query_id!r}; label some hits first")
-    resolved = {c: lab for (q, c), lab in store.resolved().items() if q == query_id}
-    disputed = {c for (q, c), _ in store.disputed() if q == query_id}
+    own = annotator is not None
+    resolved = {} if own else {c: lab for (q, c), lab in store.resolved().items() if q == query_id}
+    disputed = set() if own else {c for (q, c), _ in store.disputed() if q == query_id}
     by_cand: dict[str, list[Label]] = {}
     for lab in labs:
         by_cand.setdefault(lab.candidate_id, []).append(lab)
@@ -243,13 +255,14 @@ def to_html(report: SearchReport, images: Mapping[str, str] | None = None) -> st
 def write_report(
     report: SearchReport, out_dir: str | Path, images: Mapping[str, str] | None = None
 ) -> tuple[Path, Path]:
-    """Write ``search_report_<query>.csv`` and ``.html`` under ``out_dir``; returns both paths."""
+    """Write ``search_report_<query>.csv`` and ``.html`` under ``out_dir`` (the folder 0700, the files
+    0600: they hold annotators' names and notes); returns both paths."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     stem = "search_report_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in report.query_id)
     csv_path, html_path = out / f"{stem}.csv", out / f"{stem}.html"
-    csv_path.write_text(to_csv(report), encoding="utf-8")
-    html_path.write_text(to_html(report, images), encoding="utf-8")
+    write_private(csv_path, to_csv(report).encode("utf-8"))
+    write_private(html_path, to_html(report, images).encode("utf-8"))
+    os.chmod(out, 0o700)  # a folder an older version made 0755
     return csv_path, html_path
 
 

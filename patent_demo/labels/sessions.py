@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from patent_demo.limits import MAX_RANK_CHARS
 from patent_demo.workbench import Hit
 
 
@@ -55,6 +56,8 @@ def parse_rank(value: Any) -> int:
 
     if isinstance(value, bool) or value is None or value == "":
         raise LabelError(f"rank must be a whole number from 1, got {value!r}")
+    if isinstance(value, str) and len(value) > MAX_RANK_CHARS:
+        raise LabelError(f"rank must be a whole number from 1, got {len(value):,} characters")
     try:
         number = float(str(value).strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError, OverflowError):

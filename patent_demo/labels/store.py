@@ -210,6 +210,7 @@ def write_private(path: Path, data: bytes) -> None:
 
 
 _SUFFIX = re.compile(r"\.[a-z0-9]{1,5}")
+_ALL_PARTIES = "none: every adjudicator labelled it; it stays disputed until one who did not is added"
 
 
 class LabelStore:
@@ -385,17 +386,18 @@ class LabelStore:
         stored.replayed = True
         return stored
 
-    def undo_last(self, session_id: str) -> Label | None:
-        """Mark the latest live label made by app session ``session_id`` undone; None when it has none left.
-        Only that session's own labels are touched (adjudications are not undone here)."""
+    def undo_last(self, session_id: str, annotator: str = "") -> Label | None:
+        """Mark the latest live label made by app session ``session_id`` (and, given, stored under
+        ``annotator``) undone; None when it has none left. Adjudications are not undone here."""
         session_id = clean_id(session_id, "session id")
         if not session_id:
             raise LabelError("undo needs the session that made the label")
+        who = " AND annotator = ?" if annotator else ""
         with self._lock:
             row = self._conn.execute(
-                "SELECT * FROM labels WHERE session_id = ? AND undone = 0 AND adjudicated = 0 "
+                f"SELECT * FROM labels WHERE session_id = ?{who} AND undone = 0 AND adjudicated = 0 "
                 "ORDER BY id DESC LIMIT 1",
-                (session_id,),
+                (session_id, *([annotator] if annotator else [])),
             ).fetchone()
             if row is None:
                 return None
@@ -434,9 +436,9 @@ class LabelStore:
         """Store an adjudicated label for one (query, candidate) that annotators judged; it wins in every export.
 
         ``adjudicators`` are the names configured to adjudicate (empty: anyone may). A configured list
-        refuses everybody else, and refuses a party of the disagreement (someone whose live label is on
-        this pair) unless no one else is configured. The query fields, list, rank, score, figure and
-        checkpoint are copied from the latest annotator label that agrees with the verdict, else from the
+        refuses everybody else; a party (anyone who labelled the pair, undone or not) is always refused:
+        when every adjudicator is a party the pair stays disputed. The query fields, list, rank, score,
+        figure and checkpoint are copied from the latest annotator label that agrees with the verdict, else from the
         latest one (the category only from an agreeing label).
         """
         who = clean_line(annotator, "adjudicator")
@@ -457,11 +459,12 @@ class LabelStore:
         allowed = {clean_line(a, "adjudicator") for a in adjudicators} - {""}
         if allowed and who not in allowed:
             raise LabelError(f"{who} is not an adjudicator here; ask one of: {', '.join(sorted(allowed))}")
-        parties = {x.annotator for x in judged}
-        if who in parties and allowed - {who}:
+        every = self.labels(include_undone=True, query_id=query_id)  # an undone label makes a party too
+        parties = {x.annotator for x in every if x.candidate_id == candidate_id and not x.adjudicated}
+        if who in parties:  # a party never settles its own disagreement, undone or not
+            others = ", ".join(sorted(allowed - parties)) or _ALL_PARTIES
             raise LabelError(
-                f"{who} labelled this pair and cannot settle it; ask another adjudicator: "
-                + ", ".join(sorted(allowed - {who}))
+                f"{who} labelled this pair and cannot settle it; ask another adjudicator: {others}"
             )
         src = max(judged, key=lambda x: (x.label == label, x.id))
         return self.add(
