@@ -448,6 +448,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         if identity.oauth or identity.login:
             # the annotator box shows who is signed in; labels take the name from the sign-in, not the box
             demo.load(signed_in_name, None, annotator, api_name=False)
+    for block in demo.blocks.values():  # a value outside the choices reaches the handler, which says why
+        if isinstance(block, gr.Dropdown | gr.Radio):
+            lenient(block)
     return demo
 
 

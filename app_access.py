@@ -35,8 +35,8 @@ _LENIENT_TYPES: set[type] = set()
 
 
 def lenient(component):
-    """``component`` (a Number or Slider) with bad values (text, out of range, fractions) passed to the
-    handler unchanged, so the handler answers with a ⚠️ message saying what is wrong instead of Gradio's
+    """``component`` (a Number, Slider, Dropdown or Radio) with bad values (text, out of range, fractions,
+    a value outside the choices) passed to the handler unchanged, so the handler answers with a ⚠️ message saying what is wrong instead of Gradio's
     bare error. The mark is an ``elem_classes`` entry, part of the constructor arguments: Gradio rebuilds
     a component from them once an event updates it (the rank after a label), and the rebuilt one must stay
     lenient in that browser session too (a patched instance did not)."""

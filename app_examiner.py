@@ -27,6 +27,7 @@ from patent_demo.filters import SearchFilter
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, image_query_id
+from patent_demo.limits import MAX_DATE_CHARS, MAX_ID_CHARS, check_text
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.workbench import Workbench
 
@@ -199,7 +200,7 @@ class ExaminerHandlers:
     def document(self, patent_id, query_text: str = ""):
         """The record of ``patent_id`` (HTML) and all its figures (gallery, zoomable)."""
         try:
-            pid = (patent_id or "").strip()
+            pid = check_text(patent_id, "the patent id", MAX_ID_CHARS).strip()
             if not pid:
                 raise BadInput("type a patent id or select a hit first")
             view = document_view(self.wb.corpus, pid)
@@ -271,8 +272,8 @@ class ExaminerHandlers:
 
         try:
             reader = self.identity.reader("", request, profile)
-            if not isinstance(query_id, str) or len(query_id) > 200:
-                raise BadInput("pick a query from the list (press Refresh)")
+            query_id = check_text(query_id, "the query id", MAX_ID_CHARS)
+            check_text(before, "the cut-off date", MAX_DATE_CHARS)
             if not query_id:
                 raise BadInput("label some hits, press Refresh, then pick a query")
             bm25 = self.wb.bm25()

@@ -22,7 +22,7 @@ from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
 from patent_demo.labels.sessions import add_list, new_session, owner_of
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
-from patent_demo.limits import MAX_K
+from patent_demo.limits import MAX_ID_CHARS, MAX_K, check_text
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.workbench import Workbench
 
@@ -45,7 +45,7 @@ def _k(value: Any) -> int:
 
 
 def _model(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
         raise BadInput(f"choose a {what} model")
     return value
 
@@ -316,7 +316,7 @@ class Handlers:
     def evaluate(self, model, progress=TRACK_TQDM):
         """Drawing metrics on the test split and the worst queries first."""
         try:
-            summary, rows = self.wb.evaluate(model, k=10)
+            summary, rows = self.wb.evaluate(_model(model, "drawing"), k=10)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
             md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb)}"
@@ -330,7 +330,7 @@ class Handlers:
     def compare(self, figure, model_a, model_b):
         """One test figure searched with two models."""
         try:
-            if not figure:
+            if not check_text(figure, "the query figure", MAX_ID_CHARS):
                 raise BadInput("evaluate a model first, then pick a query figure")
             for model in (model_a, model_b):
                 self._ready(_model(model, "drawing"))

@@ -24,9 +24,10 @@ import gradio as gr
 
 from app_access import SERVED, Identity, lenient  # noqa: F401 - Identity, lenient: app.py imports them here
 from patent_demo.hierarchy import patent_classes
-from patent_demo.labels.fields import LabelError
+from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
+from patent_demo.limits import check_text
 from patent_demo.text.explain import explain_markdown
 from patent_demo.workbench import Workbench
 
@@ -467,6 +468,7 @@ class LabelHandlers:
         an admin who did not is added."""
         try:
             who = self._who(annotator, request, profile)
+            check_text(note, "the note", MAX_NOTE_CHARS)  # before any work
             self.identity.check_admin(who, "adjudicate")
             qid, cid = str(query_id or "").strip(), str(candidate_id or "").strip()
             previous = [x for x in self.store.labels(query_id=qid) if x.candidate_id == cid]

@@ -23,6 +23,7 @@ MAX_FILTER_CHARS = 500  # one filter field: classification prefixes, offices, ki
 MAX_FILTER_ITEMS = 20  # items of one filter list
 MAX_DATE_CHARS = 40  # a date field ("2019-06-30")
 MAX_RANK_CHARS = 20  # a rank as typed ("12")
+MAX_ID_CHARS = 200  # a patent id, query id, figure path or model name (the label store's limit too)
 MAX_DECODED_BYTES = 40_000_000  # a decoded drawing, in grayscale bytes (7000 x 7000 RGBA needs 196 MB)
 
 _SPLIT = re.compile(r"[,;]")
