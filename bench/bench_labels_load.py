@@ -1,7 +1,7 @@
 """The label store under load, through the real app: concurrent annotators, and kill -9 during labelling.
 
     python bench/bench_labels_load.py                               # 16 annotators x 200 labels, 3 kills
-    python bench/bench_labels_load.py --annotators 4 --labels 20 --kills 1   # a quick check
+    python bench/bench_labels_load.py --annotators 4 --labels 20 --kills 1   # a quick check (CI: tests/test_reliability.py)
 
 Starts ``app.py`` (the built-in demo corpus, its real BM25 + DSSDNet text search) as a separate process
 with a fresh label database, then:
@@ -16,6 +16,9 @@ with a fresh label database, then:
    up (lost = acknowledged but absent). The labels sent but not answered before the kill are sent again
    with the same idempotency keys after the restart (a client retrying): each key must then be stored
    exactly once.
+
+0. **Determinism**: ``--determinism`` sessions send the same ``/search_text`` at once; every DSSDNet list
+   (ids and scores) must be the same.
 
 Prints the counts, label throughput and latency (median and 95th percentile of one ``/label`` call).
 """
@@ -114,7 +117,7 @@ class Annotator:
 
     def search(self) -> None:
         out = self.call(self.abstract, "", "dssdnet-minilm", 10, self.name, api_name="/search_text")
-        if not str(out[2]).startswith("BM25 found"):
+        if "BM25 found" not in str(out[2]):  # a "no good match" note may come first: the lists are there
             raise RuntimeError(f"{self.name}: search failed: {out[2]}")
         self.lists = {"bm25": [r[2] for r in out[0]["data"]], "dssdnet": [r[2] for r in out[1]["data"]]}
 
@@ -200,6 +203,25 @@ def concurrency(server: Server, n: int, per: int) -> dict:
     return out
 
 
+def determinism(server: Server, n: int) -> dict:
+    """The same ``/search_text`` from ``n`` sessions at once (the real DSSDNet re-ranker, one shared model):
+    how many different (id, score) lists came back (1 when scoring is deterministic under concurrency)."""
+    from gradio_client import Client
+
+    clients = [Client(server.url, verbose=False) for _ in range(n)]
+    outs: list = [None] * n
+
+    def work(i: int) -> None:
+        outs[i] = clients[i].submit(" ".join(WORDS[:8]), "", "dssdnet-minilm", 10, f"det-{i}",
+                                    api_name="/search_text").result(timeout=600)  # fmt: skip
+
+    run_threads([lambda i=i: work(i) for i in range(n)])
+    lists = {tuple((r[2], r[5]) for r in o[1]["data"]) for o in outs if o is not None}
+    tops = {tuple(r[2] for r in o[1]["data"][:3]) for o in outs if o is not None}
+    return {"searches": n, "answered": sum(o is not None for o in outs), "distinct_lists": len(lists),
+            "distinct_top3": len(tops), "list_length": len(next(iter(lists))) if lists else 0}  # fmt: skip
+
+
 def kill_cycle(server: Server, n: int, after: float, cycle: int) -> dict:
     anns = [Annotator(server.url, f"kill{cycle}-{i}", seed=100 * cycle + i) for i in range(n)]
     for a in anns:
@@ -259,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kill-annotators", type=int, default=6)
     p.add_argument("--kill-after", type=float, default=8.0, help="seconds of labelling before each kill -9")
     p.add_argument("--patents", type=int, default=60, help="size of the built-in demo corpus")
+    p.add_argument("--determinism", type=int, default=8, help="identical text searches sent at once")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="labels-load-"))
@@ -267,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"command": " ".join(["python", "bench/bench_labels_load.py", *(argv or sys.argv[1:])])}
     try:
         result["start_s"] = round(server.start(), 1)
+        result["determinism"] = det = determinism(server, args.determinism)
+        print(f"determinism: {det['searches']} identical /search_text at once, {det['answered']} answered, "
+              f"{det['distinct_lists']} distinct DSSDNet list(s) with scores, {det['distinct_top3']} distinct top 3")  # fmt: skip
         result["concurrency"] = conc = concurrency(server, args.annotators, args.labels)
         print(f"concurrency: {conc['annotators']} annotators, {conc['sent']} labels sent, {conc['acknowledged']} "
               f"acknowledged, {conc['stored_rows']} rows stored; lost {conc['lost']}, stored twice "

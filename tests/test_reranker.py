@@ -265,13 +265,20 @@ def test_rank_never_switches_the_mode_and_handles_empty():
     assert model.training
 
 
-def test_rank_is_deterministic_under_concurrency():
-    """8 threads score the same pairs on one shared model: identical ids and scores, bit for bit."""
+def test_rank_is_deterministic_under_concurrency(tmp_path):
+    """8 threads score the same pairs on one shared model as the app loads it (``Reranker.load``), one pair
+    a batch so the calls interleave: identical ids and scores, bit for bit. (When ``load`` left the model
+    in training mode and ``rank`` switched it per call, one call's exit turned dropout on under another.)"""
     from concurrent.futures import ThreadPoolExecutor
 
-    model = tiny_reranker(dropout=0.5)
+    tiny_reranker(dropout=0.5).save(tmp_path / "ckpt")
+    model = Reranker.load(tmp_path / "ckpt")
+
+    def run(_):
+        return model.rank(QUERY, CANDIDATES * 40, query_codes=QUERY_CODES, batch_size=1)
+
     with ThreadPoolExecutor(8) as pool:
-        runs = list(pool.map(lambda _: model.rank(QUERY, CANDIDATES, query_codes=QUERY_CODES), range(8)))
+        runs = list(pool.map(run, range(8)))
     assert {tuple(r.ids) for r in runs} == {tuple(runs[0].ids)}
     assert {tuple(r.scores.tolist()) for r in runs} == {tuple(runs[0].scores.tolist())}
 
@@ -377,6 +384,7 @@ def test_save_delta_against_base(tmp_path):
     model.save(tmp_path / "ckpt", base_state=base_state)
     assert set(load_file(str(tmp_path / "ckpt" / "model.safetensors"))) == set(delta)
     loaded = Reranker.load(tmp_path / "ckpt")
+    assert not loaded.training and not any(m.training for m in loaded.modules())  # eval once, at load
     for name, value in model.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], value), name
     a = model.eval().rank(QUERY, CANDIDATES, query_codes=QUERY_CODES)
@@ -385,7 +393,8 @@ def test_save_delta_against_base(tmp_path):
 
 
 def test_minilm_package_ranks_offline():
-    model = create_reranker("minilm").eval()
+    model = create_reranker("minilm")
+    assert not model.training  # the one constructor returns it in eval: a request never switches the mode
     assert model.hidden_size == 384 and model.encoder.config.num_hidden_layers == 6
     assert model.encoder.pooler is None  # only H_CLS is used
     cands = [
