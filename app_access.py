@@ -163,8 +163,11 @@ class Identity:
 class PrivateCopies:
     """Copies of the files a handler returns (exports, search reports), in a private temporary folder
     (0700, files 0600) that Gradio may serve wherever the originals live (``/data`` on a Space is outside
-    its allowed paths). Each call replaces the previous copies of its ``kind``; the folder goes when the
+    its allowed paths). Each call writes a fresh subfolder of its ``kind`` and removes all but the ``KEEP``
+    newest (a concurrent request's copies stay until Gradio has read them); the folder goes when the
     process ends. Gradio's own cached copy keeps the 0600 mode (it copies with ``shutil.copy2``)."""
+
+    KEEP = 8
 
     def __init__(self, prefix: str = "patent-demo-served-") -> None:
         self.prefix = prefix
@@ -178,9 +181,12 @@ class PrivateCopies:
         return self._root
 
     def serve(self, paths: list[Path], kind: str) -> list[str]:
-        folder = self.root / kind
-        shutil.rmtree(folder, ignore_errors=True)  # the previous copies of this kind go
-        folder.mkdir(mode=0o700)
+        parent = self.root / kind
+        parent.mkdir(mode=0o700, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(dir=parent))  # 0700
+        older = sorted((p for p in parent.iterdir() if p != folder), key=lambda p: p.stat().st_mtime_ns)
+        for old in older[: max(0, len(older) - (self.KEEP - 1))]:
+            shutil.rmtree(old, ignore_errors=True)
         out = []
         for p in paths:
             dst = folder / Path(p).name
