@@ -102,13 +102,13 @@ def crop_of(editor):
 
 def cropped_query(file: str | None, composite) -> tuple[bytes, bool]:
     """The query bytes: the examiner's crop (the editor's composite) when it changed the picture's
-    size, else the uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
+    size (as the editor showed it, ``editor_size``), else the uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
     if not file:
         raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
     data = Path(file).read_bytes()
     if isinstance(composite, Image.Image):
         original = load_drawing(data, crop=False, square=False)
-        if composite.size != original.size:
+        if composite.size != editor_size(original.size):  # the editor showed it at that size
             buf = io.BytesIO()
             composite.convert("L").save(buf, format="PNG")
             return buf.getvalue(), True
@@ -116,14 +116,27 @@ def cropped_query(file: str | None, composite) -> tuple[bytes, bool]:
 
 
 def sheet_overlay(page: Image.Image, boxes, names) -> Image.Image:
-    rgb = page.convert("RGB")
+    """The sheet at most 900 px a side with its figure boxes: shrunk in grayscale first, then coloured
+    (a 6000 x 6000 page in RGB alone would hold 108 MB)."""
+    small = page.copy()
+    small.thumbnail((900, 900))
+    sx, sy = small.size[0] / page.size[0], small.size[1] / page.size[1]
+    rgb = small.convert("RGB")
     d = ImageDraw.Draw(rgb)
-    w = max(2, max(rgb.size) // 300)
     for box, name in zip(boxes, names, strict=True):
-        d.rectangle(box, outline=(220, 30, 30), width=w)
-        d.text((box[0] + 4, box[1] + 4), name, fill=(220, 30, 30))
-    rgb.thumbnail((900, 900))
+        b = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+        d.rectangle(b, outline=(220, 30, 30), width=2)
+        d.text((b[0] + 4, b[1] + 4), name, fill=(220, 30, 30))
     return rgb
+
+
+EDITOR_MAX_SIDE = 2048  # the crop editor's picture: larger uploads are shown (and cropped) shrunk to this
+
+
+def editor_size(size: tuple[int, int]) -> tuple[int, int]:
+    """The size the crop editor shows an upload of ``size`` at (its longer side at most ``EDITOR_MAX_SIDE``)."""
+    scale = min(1.0, EDITOR_MAX_SIDE / max(size))
+    return (max(1, round(size[0] * scale)), max(1, round(size[1] * scale))) if scale < 1 else tuple(size)
 
 
 class ExaminerHandlers:
@@ -144,14 +157,17 @@ class ExaminerHandlers:
             return ""
 
     def editor_value(self, file):
-        """The uploaded drawing for the crop editor, decoded (TIFF pages too) at full size, so an
-        uncropped picture keeps the upload's size; the previous crop is cleared."""
+        """The uploaded drawing for the crop editor, decoded (TIFF pages too) at ``editor_size`` (full size
+        up to 2048 px a side, so an uncropped picture keeps that size: the editor of a 6000 x 6000 page at
+        full size cost 3 CPU-s and 372 MB); the previous crop is cleared."""
         from patent_demo.drawing.imageio import DrawingError
 
         if not file:
             return None, None
         try:
-            return load_drawing(file, crop=False, square=False), None
+            im = load_drawing(file, crop=False, square=False)
+            shown = editor_size(im.size)
+            return (im if shown == im.size else im.resize(shown, Image.Resampling.BOX)), None
         except DrawingError:
             return None, None
 

@@ -264,7 +264,8 @@ CASES += [
     for name, frag in (("rgba-7000.png", "a 7000x7000 RGBA image decodes to 196 MB, over the budget of 40 MB"),
                        ("rgb-4000.png", "a 4000x4000 RGB image decodes to 48 MB"),
                        ("palette-6000.png", "a 6000x6000 P image decodes to 144 MB"))
-] + [("drawing-gray-6000-searched", None, lambda lv: _searched("/search_drawing", lv, "gray-6000.png"), None)]  # fmt: skip
+] + [(f"{api[1:]}-gray-6000-searched", None, lambda lv, api=api: _searched(api, lv, "gray-6000.png"), None)
+       for api in ("/search_drawing", "/search_sheet", "/search_combined")]  # fmt: skip
 CASES += [
     ("sheet-none", None, lambda lv: ("/search_sheet", (None, "zero-shot", 4, *_filters(), "ann"), 1),
      "upload a drawing sheet"),
@@ -765,3 +766,21 @@ def test_concurrent_annotators_kill_9_and_determinism_against_app_py(tmp_path):
     assert kills["acknowledged"] > 0
     assert (kills["lost"], kills["misattributed"], kills["keys_missing_after_retry"], kills["keys_stored_twice"]) == (
         0, 0, 0, 0)  # fmt: skip
+
+
+def test_the_crop_editor_shows_a_large_upload_shrunk_within_the_budgets(live):
+    """The upload event fills the crop editor: a 6000 x 6000 page (within the byte budget) is shown at
+    2048 px a side (at full size it cost 3 CPU-s and 372 MB), and an uncropped editor picture still
+    counts as "not cropped" so the upload itself is searched."""
+    import gradio as gr
+
+    from app_examiner import ExaminerHandlers, cropped_query, editor_size
+
+    path = str(live[3] / "gray-6000.png")
+    value, cost = measured(lambda: gr.ImageEditor(type="pil").postprocess(
+        ExaminerHandlers(live[1], live[2]).editor_value(path)[0]))  # fmt: skip
+    assert value is not None and cost["cpu_s"] <= CPU_BUDGET_S and cost["peak_mb"] <= PEAK_BUDGET_MB, cost
+    shown = ExaminerHandlers(live[1], live[2]).editor_value(path)[0]
+    assert shown.size == editor_size((6000, 6000)) == (2048, 2048)
+    assert cropped_query(path, shown) == (Path(path).read_bytes(), False)
+    assert cropped_query(path, shown.crop((0, 0, 1024, 1024)))[1] is True
