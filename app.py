@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 import app_examiner
+from app_access import bind_owner
 from app_handlers import Handlers
 from app_labelling import (
     COMBINED_HEADERS,
@@ -112,6 +113,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
         session = gr.State(None, delete_callback=lh.release)
+        # this browser's proof of its session: undo needs it as well as the session hash (app_access.bind_owner)
+        owner_token = gr.BrowserState("", storage_key="patent-demo-owner")
         crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
         gr.Markdown(
             f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
@@ -419,7 +422,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         for btn, value in ((b_rel, "relevant"), (b_part, "partly"), (b_not, "not")):
             after_label(btn.click(button(value), [l_list, l_rank, l_cat, l_note, annotator, session, l_auto],
                                   label_out, api_name=f"label_{value}"))  # fmt: skip
-        then_show(b_undo.click(lh.undo, [annotator, session], [l_status, l_progress], api_name="undo"))
+        then_show(
+            b_undo.click(lh.undo, [annotator, session, owner_token], [l_status, l_progress], api_name="undo")
+        )
 
         def mover(step: int):
             def move(list_name, rank, session, unlabelled, annotator, request: gr.Request,
@@ -445,6 +450,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
 
         demo.load(h.refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
+        demo.load(bind_owner, [owner_token, session], [owner_token, session], api_name=False)
         if identity.oauth or identity.login:
             # the annotator box shows who is signed in; labels take the name from the sign-in, not the box
             demo.load(signed_in_name, None, annotator, api_name=False)

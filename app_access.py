@@ -10,8 +10,10 @@ adjudicates it: when every admin is a party the pair stays disputed until an adm
 is added.
 
 **Ownership.** Undo acts on the last label of the browser session that made it, and, behind a login or
-sign-in, only on a label stored under that same login: a client that sends another session's hash
-acts as nobody else.
+sign-in, only on a label stored under that same login. Without a login the page holds a random token in
+its ``gr.BrowserState`` (localStorage) and the session is owned by the token's HMAC (``bind_owner``):
+undo must carry the token, so a client that sends another browser's session hash acts as nobody else.
+A ``gradio_client`` session (no page load, no token) is owned by its session alone.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import atexit
 import hmac
 import os
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -157,6 +160,36 @@ class Identity:
             raise LabelError(
                 f"{who or 'this user'} may not {action}; ask one of: {', '.join(sorted(self.admins))}"
             )
+
+
+# -- a browser's own proof of its session ----------------------------------------------------------------
+_OWNER_SECRET = secrets.token_bytes(32)  # per process: owners sign nothing across restarts
+BOUND = "b:"  # the prefix of an owner id bound to a browser's token
+
+
+def browser_owner(token: str) -> str:
+    """The owner id of the browser holding ``token`` (its ``gr.BrowserState``): an HMAC of the token, so the
+    database and the server's session state never hold the token itself."""
+    return BOUND + hmac.new(_OWNER_SECRET, token.encode(), "sha256").hexdigest()[:32]
+
+
+def bind_owner(token: Any, session: dict | None) -> tuple[str, dict]:
+    """On page load: the browser's token (a new random one the first time) and its session, owned by the
+    token's HMAC. Without a login, undo then needs the token as well as Gradio's session hash."""
+    token = token if isinstance(token, str) and 32 <= len(token) <= 64 else secrets.token_hex(24)
+    session = dict(session or {"lists": {}, "checkpoints": {}})
+    session["owner"] = browser_owner(token)
+    return token, session
+
+
+def check_owner(session: dict | None, token: Any) -> None:
+    """Refuse a request on a browser-bound session that does not carry that browser's token (a client that
+    sends another browser's session hash)."""
+    owner = (session or {}).get("owner") or ""
+    if owner.startswith(BOUND) and not (
+        isinstance(token, str) and hmac.compare_digest(owner, browser_owner(token))
+    ):
+        raise LabelError("this browser session is not yours: undo acts on your own labels only")
 
 
 # -- files a handler serves ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 import gradio as gr
 
-from app_access import SERVED, Identity, lenient  # noqa: F401 - Identity, lenient: app.py imports them here
+from app_access import SERVED, Identity, check_owner, lenient  # noqa: F401 - Identity, lenient: app.py imports them here
 from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
 from patent_demo.labels.sessions import label_from_session, parse_rank
@@ -340,9 +340,12 @@ class LabelHandlers:
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
-    def undo(self, annotator, session, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
-        """Undo the last label this browser session made (whatever name it was made under)."""
+    def undo(self, annotator, session, owner_token=None, request: gr.Request = None,
+             profile: gr.OAuthProfile | None = None):  # fmt: skip
+        """Undo the last label this browser session made (whatever name it was made under); a session bound
+        to a browser's token needs that token (``app_access.check_owner``)."""
         try:
+            check_owner(session, owner_token)
             who = self._soft_who(annotator, request, profile)
             owner = (session or {}).get("owner")
             bound = self.identity.login or self.identity.oauth  # behind a login: that login's labels only

@@ -159,3 +159,40 @@ def test_category_applies_to_text_hits_and_resets(browser, server):  # noqa: F81
     )
     assert rows == [(1, "relevant", "X", "text"), (2, "not", "", "text")]  # X did not stick to the negative
     page.close()
+
+
+def test_another_client_with_this_browsers_session_hash_cannot_undo_its_label(browser, server):  # noqa: F811
+    """Without a login the page holds a token (``gr.BrowserState``) and its session is owned by the token's
+    HMAC: a raw client that sends this page's session hash reaches its state but not its token, so its
+    /undo is refused and the label stays; the page's own Undo still works."""
+    import json
+
+    from gradio_client import Client
+
+    url, wb, store = server
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    hashes: set[str] = set()
+
+    def sniff(req):
+        if "queue/join" in req.url and req.post_data:
+            hashes.add(json.loads(req.post_data).get("session_hash", ""))
+
+    page.on("request", sniff)
+    page.goto(url)
+    page.locator("#annotator textarea, #annotator input").first.fill("owner-examiner")
+    _search(page, wb)
+    page.locator("#d-status").click()
+    page.keyboard.press("1")
+    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=10_000)
+    (mine,) = [x for x in store.labels() if x.annotator == "owner-examiner"]
+    assert mine.session_id.startswith("b:")  # owned by the token's HMAC, not by the session hash
+    (session_hash,) = hashes - {""}
+    thief = Client(url, verbose=False)
+    thief.session_hash = session_hash
+    msg = thief.predict("owner-examiner", api_name="/undo")[0]
+    assert msg == "⚠️ this browser session is not yours: undo acts on your own labels only"
+    assert not next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone
+    page.locator("#lbl-undo").click()
+    page.locator("#l-status").get_by_text("↶ undid relevant").wait_for(timeout=10_000)
+    assert next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone
+    page.close()
