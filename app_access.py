@@ -1,5 +1,6 @@
 """Who acts, and what a request may carry: the annotator of a request (``Identity``: sign-in, login or typed
-name, admins), who may read whose labels, who owns a label for undo, and lenient number inputs.
+name, admins), who may read whose labels, who owns a label for undo, lenient inputs, and the private
+folder the app serves its downloads from.
 
 **Roles.** With ``--annotators`` the annotator is the login; a shared secret (``*:SECRET``) logs in any
 name except one that has its own password or is an admin. ``--admin`` names who adjudicates, exports
@@ -39,10 +40,12 @@ _LENIENT_TYPES: set[type] = set()
 
 def lenient(component):
     """``component`` (a Number, Slider, Dropdown or Radio) with bad values (text, out of range, fractions,
-    a value outside the choices) passed to the handler unchanged, so the handler answers with a ⚠️ message saying what is wrong instead of Gradio's
-    bare error. The mark is an ``elem_classes`` entry, part of the constructor arguments: Gradio rebuilds
-    a component from them once an event updates it (the rank after a label), and the rebuilt one must stay
-    lenient in that browser session too (a patched instance did not)."""
+    a value outside the choices) passed to the handler unchanged, so the handler answers with a ⚠️ message
+    saying what is wrong instead of Gradio's bare error. The component's class gets a checking
+    ``preprocess`` once; only components marked with the ``elem_classes`` entry ``LENIENT_CLASS`` pass bad
+    values on. The mark is part of the constructor arguments: Gradio rebuilds a component from them once an
+    event updates it (the rank after a label), and the rebuilt one must stay lenient in that browser
+    session too (a patched instance did not)."""
     base = type(component)
     if base not in _LENIENT_TYPES:
         strict = base.preprocess
@@ -97,6 +100,11 @@ class Identity:
         if admins and not (ident.login or oauth):
             raise ValueError(
                 "--admin needs --annotators (or a Space with sign-in): a typed name proves nothing"
+            )
+        if not oauth and (lacking := sorted(admins - set(users))):
+            raise ValueError(
+                f"--admin {', '.join(lacking)}: an admin needs a password of their own in --annotators "
+                "(name:password); the shared secret never logs in an admin"
             )
         return ident
 

@@ -534,6 +534,8 @@ def test_a_party_never_adjudicates_and_identity_flags_are_checked(live):
         Identity.from_flags("", "lead")
     with pytest.raises(ValueError, match="needs the form name:password"):
         Identity.from_flags("alice", "")
+    with pytest.raises(ValueError, match="--admin alice: an admin needs a password of their own"):
+        Identity.from_flags("*:SECRET", "alice")  # the campaign's case: anyone with the secret was alice
     # the store's rule under both configurations (units labelled by lead themselves)
     from patent_demo.labels.store import Label, LabelError
 
