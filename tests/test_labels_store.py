@@ -134,7 +134,9 @@ def test_adjudication_is_refused_to_a_party_always(tmp_path):
         "labelled it; it stays disputed until one who did not is added"
     )
     # with no adjudicators configured anyone may adjudicate, but still no party
-    with pytest.raises(LabelError, match="bob labelled this pair and cannot settle it"):
+    with pytest.raises(
+        LabelError, match="bob labelled this pair and cannot settle it; ask another adjudicator: anyone who"
+    ):
         store.adjudicate(q, "P1", "relevant", "bob")
     lab = store.adjudicate(q, "P1", "not", "lead", adjudicators=["alice", "lead"])
     assert lab.adjudicated and lab.annotator == "lead" and lab.label == "not"

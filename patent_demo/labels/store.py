@@ -462,7 +462,7 @@ class LabelStore:
         every = self.labels(include_undone=True, query_id=query_id)  # an undone label makes a party too
         parties = {x.annotator for x in every if x.candidate_id == candidate_id and not x.adjudicated}
         if who in parties:  # a party never settles its own disagreement, undone or not
-            others = ", ".join(sorted(allowed - parties)) or _ALL_PARTIES
+            others = ", ".join(sorted(allowed - parties)) or (_ALL_PARTIES if allowed else "anyone who did not")  # fmt: skip
             raise LabelError(
                 f"{who} labelled this pair and cannot settle it; ask another adjudicator: {others}"
             )
