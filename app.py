@@ -371,6 +371,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
         d_gallery.select(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
                          [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
+        d_table.select(ex.open_drawing_row, [session, d_file, crop_state, d_crop],
+                       [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_row")  # fmt: skip
         for table, fn, name in ((t_dss, ex.open_dssdnet_hit, "dssdnet"), (t_bm25, ex.open_bm25_hit, "bm25"),
                                 (t_fused, ex.open_fused_hit, "fused")):  # fmt: skip
             table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
@@ -385,7 +387,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
             return select
 
-        for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (t_bm25, "bm25", "select_bm25"),
+        for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (d_table, "hmcl", "select_hit_row"), (t_bm25, "bm25", "select_bm25"),
                                 (t_dss, "dssdnet", "select_dssdnet"), (c_hm, "hmcl", "select_combined_hmcl"),
                                 (c_ds, "dssdnet", "select_combined_dssdnet"), (c_fu, "fused", "select_fused"),
                                 (t_fused, "fused", "select_text_fused")):  # fmt: skip
@@ -419,7 +421,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         for btn, value in ((b_rel, "relevant"), (b_part, "partly"), (b_not, "not")):
             after_label(btn.click(button(value), [l_list, l_rank, l_cat, l_note, annotator, session, l_auto],
                                   label_out, api_name=f"label_{value}"))  # fmt: skip
-        then_show(b_undo.click(lh.undo, [annotator, session], [l_status, l_progress], api_name="undo"))
+        then_show(b_undo.click(lh.undo, [annotator, session], [l_status, l_progress, l_list, l_rank, l_cursor],
+                              api_name="undo"))  # fmt: skip
 
         def mover(step: int):
             def move(list_name, rank, session, unlabelled, annotator, request: gr.Request,

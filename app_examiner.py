@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from patent_demo.filters import SearchFilter
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
 from patent_demo.labels.sessions import add_list, new_session
 from patent_demo.labels.store import LabelStore, image_query_id
+from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.workbench import Workbench
 
@@ -178,9 +180,9 @@ class ExaminerHandlers:
     def document(self, patent_id, query_text: str = ""):
         """The record of ``patent_id`` (HTML) and all its figures (gallery, zoomable)."""
         try:
-            pid = (patent_id or "").strip()
-            if not pid:
+            if not (patent_id or "").strip():
                 raise BadInput("type a patent id or select a hit first")
+            pid = resolve_patent_id(self.wb.corpus, patent_id)
             view = document_view(self.wb.corpus, pid)
             page = document_html(view, query_text, self.wb.bm25() if query_text else None)
             gallery = [(self.wb.display_path(f), " · ".join(x for x in (f.label, f.view) if x) or view.id)
@@ -196,15 +198,30 @@ class ExaminerHandlers:
         return rows[max(1, min(int(rank), len(rows))) - 1]
 
     def open_drawing_hit(self, session, file, crop_image, crop, evt: gr.SelectData):
-        """Selecting a drawing hit: its record, and the query next to its figure at the same scale."""
+        """Selecting a drawing hit (a gallery tile): its record, and the query next to its figure at the
+        same scale. The rank comes from the tile's caption (``#3 …``), so a filtered gallery opens the
+        right hit."""
+        caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
+        m = re.match(r"#(\d+) ", caption or "")
+        return self.open_drawing_rank(session, file, crop_image, crop, int(m.group(1)) if m else int(evt.index) + 1)
+
+    def open_drawing_row(self, session, file, crop_image, crop, evt: gr.SelectData):
+        """Selecting a row of the drawing hits table: as a gallery tile (the row's first cell is its rank)."""
+        row = evt.row_value or [None]
+        rank = int(row[0]) if isinstance(row[0], int | float) else int(evt.index[0]) + 1
+        return self.open_drawing_rank(session, file, crop_image, crop, rank)
+
+    def open_drawing_rank(self, session, file, crop_image, crop, rank: int):
+        """Drawing hit ``rank``: its record, and the query next to its figure at the same scale."""
         try:
-            row = self._hit_row(session, "hmcl", int(evt.index) + 1)
+            row = self._hit_row(session, "hmcl", rank)
             page, gallery, pid = self.document(row["id"])
             q, h = None, None
             caption = ""
             if file and row.get("figure"):
                 data, cropped = cropped_query(file, crop_image)
-                q, h = examiner.side_by_side(data, self.wb.corpus.root / row["figure"], crop=bool(crop))
+                figure = self.wb.corpus.image_root / row["figure"]  # figure paths are under the image root
+                q, h = examiner.side_by_side(data, figure, crop=bool(crop))
                 caption = (f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
                            f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}")  # fmt: skip
             return page, gallery, pid, q, h, caption

@@ -397,7 +397,7 @@ class LabelHandlers:
 
     def select(self, list_name: str, session, evt: gr.SelectData):
         """A click on a gallery item or a table row puts the cursor on that hit."""
-        if list_name == "hmcl" and session and session.get("kind") == "image":
+        if list_name == "hmcl" and session and session.get("kind") == "image" and not isinstance(evt.index, list):
             caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
             m = re.match(r"#(\d+) ", caption or "")
             rank = int(m.group(1)) if m else int(evt.index) + 1
@@ -442,9 +442,14 @@ class LabelHandlers:
                 if lab is None
                 else f"↶ undid {lab.label} · {esc(lab.candidate_id)} ({lab.list_name} #{lab.rank})"
             )
-            return msg, progress_md(self.store, session, who)
+            stay = gr.update(), gr.update(), gr.update()
+            if lab is not None and lab.query_id == (session or {}).get("query_id"):
+                at = cursor_of(session, lab.list_name, lab.rank)  # the cursor goes back to the undone hit
+                if at is not None:
+                    stay = at[0], at[1], cursor_md(self.wb, session, at[0], at[1], self._judged(session, who))
+            return msg, progress_md(self.store, session, who), *stay
         except Exception as err:  # noqa: BLE001
-            return warn(err), gr.update()
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
     # -- export -------------------------------------------------------------------------------------------------
     def export_labels(self, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None):
