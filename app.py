@@ -58,6 +58,11 @@ CSS = """
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
 #d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
+#d-gallery .thumbnail-item {aspect-ratio: auto !important; height: auto !important; display: flex !important;
+  flex-direction: column; overflow: visible !important;}
+#d-gallery .thumbnail-item img {height: 150px !important; width: 100% !important; object-fit: contain !important;}
+#d-gallery .caption-label {position: static !important; opacity: 1 !important; border: none !important;
+  font-size: 12px; padding: 2px 4px !important; line-height: 1.25;}
 """
 
 TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
@@ -148,6 +153,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         with gr.Row():
                             d_group = gr.Checkbox(value=True, label="group by patent", min_width=120)
                             d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
+                        # ticked when the page loads; off for API calls that leave it out (see the README)
+                        d_exclude = gr.Checkbox(value=False, label="exclude the query's own patent and family",
+                                                elem_id="d-exclude")  # fmt: skip
                         d_loc = gr.Textbox(label="Query Locarno code (optional)", placeholder="e.g. 06-01")
                         d_btn = gr.Button("Search drawings", variant="primary", elem_id="d-search")
                         d_sheet_btn = gr.Button(
@@ -159,7 +167,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
                         d_gallery = gr.Gallery(
-                            label="Results", columns=5, height=420, elem_id="d-gallery", object_fit="contain"
+                            label="Results", columns=5, height="auto", elem_id="d-gallery", object_fit="contain",
+                            allow_preview=False,  # a grid: a click opens the hit in Document / Side by side
                         )
                         d_table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
                                                interactive=False, max_height=260, elem_id="d-table")  # fmt: skip
@@ -353,7 +362,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
-                                                 crop_state, *filters],
+                                                 crop_state, *filters, d_exclude],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
         bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
                                  [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
@@ -447,6 +456,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         g_btn.click(lh.adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
 
+        demo.load(lambda: True, None, d_exclude, api_name=False)
         demo.load(h.refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
         if identity.oauth or identity.login:
             # the annotator box shows who is signed in; labels take the name from the sign-in, not the box

@@ -134,10 +134,11 @@ class Handlers:
 
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                       request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                       exclude_own=False, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                        progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
-        ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
+        ``crop_image``), restricted by the filter panel; with ``exclude_own`` a corpus drawing's own
+        patent and family are left out. Returns gallery, status line, hit table."""
         from app_examiner import cropped_query, parse_filter
 
         try:
@@ -150,7 +151,8 @@ class Handlers:
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
             own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
             res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
-                                                 bool(crop), locarno or "", f, own, own_patent)  # fmt: skip
+                                                 bool(crop), locarno or "", f, own, own_patent,
+                                                 exclude_own=bool(exclude_own))  # fmt: skip
             spec = self.wb.model(model, "drawing")
             sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,

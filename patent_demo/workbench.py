@@ -389,9 +389,8 @@ class Workbench:
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
             ]
-        return DrawingSearch(
-            hits, self.spread(hits, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
-        )
+        others = [h for h in hits if h.patent_id != own_patent]  # the query's own patent is not counted
+        return DrawingSearch(hits, self.spread(others, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id)
 
     def spread(self, hits: Sequence[Hit], locarno: str) -> str:
         """A line on how the top-k spread over the query's subclass and main class."""
