@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 import app_examiner
-from app_handlers import Handlers
+from app_handlers import NO_DRAWINGS, Handlers
 from app_labelling import (
     COMBINED_HEADERS,
     HIT_HEADERS,
@@ -134,6 +134,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         filters = app_examiner.build_filters().components()
         with gr.Tabs():
             with gr.Tab("Drawing search", id="drawing"):
+                if not wb.has_drawings():
+                    gr.Markdown(f"⚠️ **{NO_DRAWINGS}**.", elem_id="d-none")
                 with gr.Row():
                     with gr.Column(scale=1, min_width=260):
                         d_file = gr.File(
@@ -180,7 +182,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                         placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
-                        t_model = gr.Dropdown(text_models, value=text_models[0][1], label="Re-ranker")
+                        t_model = gr.Dropdown(text_models, value=wb.default_text_model().key, label="Re-ranker",
+                                              elem_id="t-model")  # the checkpoint of the corpus's scheme  # fmt: skip
                         t_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
@@ -240,8 +243,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             with gr.Tab("Error analysis", id="errors"):
                 with gr.Row():
                     e_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
-                    e_btn = gr.Button("Evaluate on the test split", variant="primary")
-                e_summary = gr.Markdown()
+                    e_split = gr.Radio([("test split", "test"), ("all figures", "all")], value="test",
+                                       label="Queries", elem_id="e-split")  # fmt: skip
+                    e_btn = gr.Button("Evaluate", variant="primary", elem_id="e-btn")
+                e_summary = gr.Markdown(elem_id="e-summary")
                 e_table = gr.Dataframe(headers=["query patent", "figure", "class", "subclass AP", "patent AP",
                                                 "first same-subclass rank", "expected", "returned"],
                                        label="Worst queries first", interactive=False, max_height=300)  # fmt: skip
@@ -408,7 +413,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             [m_plot_a, m_plot_b, m_status],
             api_name="embedding_map",
         )
-        e_btn.click(h.evaluate, [e_model], [e_summary, e_table, e_fig], api_name="evaluate")
+        e_btn.click(h.evaluate, [e_model, e_split], [e_summary, e_table, e_fig], api_name="evaluate")
         e_cmp.click(h.compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
 
         label_out = [l_status, l_progress, l_rank, l_cursor, l_note]

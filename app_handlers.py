@@ -27,6 +27,8 @@ from patent_demo.workbench import Workbench
 
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
 MAX_K = 50
+FEW_PATENTS = 20  # fewer query patents than this in an evaluation: a warning
+NO_DRAWINGS = "this corpus has no drawings (a text corpus): search it in the Text search tab"
 
 
 class BadInput(Exception):
@@ -106,6 +108,8 @@ class Handlers:
     def _ready(self, model: str) -> None:
         """Refuse a drawing model whose index is not built yet, naming the ready ones, and have it built
         in the background (one build per model: the workbench's per-model lock)."""
+        if not self.wb.has_drawings():
+            raise BadInput(NO_DRAWINGS)
         spec = self.wb.model(model, "drawing")
         if self.wb.index_ready(spec):
             return
@@ -315,13 +319,24 @@ class Handlers:
         except Exception as err:  # noqa: BLE001
             return gr.update(), gr.update(), warn(err)
 
-    def evaluate(self, model, progress=TRACK_TQDM):
-        """Drawing metrics on the test split and the worst queries first."""
+    def evaluate(self, model, split="test", progress=TRACK_TQDM):
+        """Drawing metrics on the test split (or every figure, ``split="all"``) and the worst queries first;
+        a warning when the queries come from so few patents that the figures say little."""
+        from patent_demo.analysis import evaluate
+
         try:
-            summary, rows = self.wb.evaluate(model, k=10)
+            if not self.wb.has_drawings():
+                raise BadInput(NO_DRAWINGS)
+            split = "all" if split == "all" else "test"
+            summary, rows = evaluate(self.wb, model, k=10, split=split)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb)}"
+            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb, split)}"
+            patents = len({r.query_patent for r in rows})
+            if patents < FEW_PATENTS:
+                md = (f"⚠️ only {patents} query patents: with so few, patent, subclass and main-class mAP can coincide "
+                      f"and one query moves them a lot" + ("; choose *all figures* for a larger sample" if split != "all" else "")
+                      + "\n\n" + md)  # fmt: skip
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
             figures = [r.query_figure for r in rows]

@@ -217,6 +217,12 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     return rows
 
 
+def _scheme_code(patent) -> str:
+    """``Locarno 06-01`` / ``IPC D06F 39/08``: the first code of whichever scheme the patent has."""
+    scheme = next((s for s in ("locarno", "ipc", "cpc", "uspc") if patent.codes.get(s)), "")
+    return f"{scheme.upper() if scheme != 'locarno' else 'Locarno'} {patent.codes[scheme][0]}" if scheme else "no code"
+
+
 def _movement(bm25_rank: int, rank: int) -> str:
     d = bm25_rank - rank
     return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
@@ -273,7 +279,7 @@ def cursor_md(
     p = wb.corpus[row["id"]]
     badge = f" · **{BADGES[judged[p.id]]}**" if judged and p.id in judged else ""
     return (
-        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · Locarno {esc(p.locarno or '–')} · "
+        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · {esc(_scheme_code(p))} · "
         f"score {row['score']:.3f}{badge}"
     )
 
@@ -357,7 +363,7 @@ class LabelHandlers:
         row = session["lists"][list_name][r - 1]
         p = self.wb.corpus[row["id"]]
         head = f"### {esc(p.id)} · {esc(p.title)}\n"
-        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(p.locarno or 'no code')}): {esc(self.wb.candidate_text(p))}"
+        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(_scheme_code(p))}): {esc(self.wb.candidate_text(p))}"
         if list_name != "dssdnet":
             name = "BM25" if list_name == "bm25" else "Fused (BM25 + DSSDNet)"
             return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + body

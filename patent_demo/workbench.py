@@ -257,6 +257,10 @@ class Workbench:
             self._indexes[spec.key] = index
             return index
 
+    def has_drawings(self) -> bool:
+        """Whether the corpus has any figure (a text corpus has none: no drawing index, no drawing search)."""
+        return any(p.figures for p in self.corpus)
+
     def index_ready(self, model: str | ModelSpec) -> bool:
         """Whether ``model``'s index is in memory (a search with it answers at once)."""
         return (model if isinstance(model, ModelSpec) else self.model(model, "drawing")).key in self._indexes
@@ -291,7 +295,7 @@ class Workbench:
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
         """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
         the figure hashes now."""
-        drawing = [m.key for m in self.models("drawing")]
+        drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # a text corpus: none
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
         if text:
@@ -306,7 +310,7 @@ class Workbench:
 
     def index_status(self) -> str:
         """``""`` once every drawing model's index is ready, else a line naming those being built."""
-        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
+        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes and self.has_drawings()]
         if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
             return ""
         return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
