@@ -66,6 +66,8 @@ CSS = """
 """
 
 TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
+HIT_WIDTHS = ["6%", "13%", "10%", "8%", "19%", "25%", "8%", "11%"]  # rank … score fit 1366 px without scrolling
+TEXT_WIDTHS = ["5%", "5%", "14%", "10%", "22%", "7%", "29%", "8%"]
 
 
 def default_labels_path() -> tuple[Path, str]:
@@ -163,9 +165,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         d_sheet_btn = gr.Button(
                             "Split a sheet into figures and search each", elem_id="d-sheet"
                         )
-                        d_editor = gr.ImageEditor(label="Crop the query (optional; crop tool, then search)",
-                                                  type="pil", sources=(), transforms=("crop",), layers=False,
-                                                  brush=False, eraser=False, elem_id="d-editor", height=260)  # fmt: skip
+                        crop = app_examiner.build_crop()
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
                         d_gallery = gr.Gallery(
@@ -173,9 +173,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             allow_preview=False,  # a grid: a click opens the hit in Document / Side by side
                         )
                         d_table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
-                                               interactive=False, max_height=260, elem_id="d-table")  # fmt: skip
+                                               interactive=False, max_height=420, elem_id="d-table", wrap=True,
+                                               column_widths=HIT_WIDTHS)  # fmt: skip
                         d_sheet_img = gr.Image(label="Figures found on the sheet", type="pil", interactive=False,
-                                               height=300, elem_id="d-sheet-img")  # fmt: skip
+                                               height=300, elem_id="d-sheet-img", visible=False)  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
                     t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
@@ -187,7 +188,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         t_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
-                with gr.Row():
+                with gr.Column():  # one above the other, full width: title and snippet readable
                     t_bm25 = gr.Dataframe(
                         headers=TEXT_HEADERS,
                         label="BM25",
@@ -195,11 +196,13 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         elem_id="t-bm25",
                         datatype=TEXT_TYPES,
                         wrap=True,
+                        column_widths=TEXT_WIDTHS,
+                        max_height=420,
                     )
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
-                                         interactive=False, elem_id="t-dss")  # fmt: skip
+                                         interactive=False, elem_id="t-dss", column_widths=TEXT_WIDTHS, max_height=420)  # fmt: skip
                     t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
-                                           interactive=False, elem_id="t-fused")  # fmt: skip
+                                           interactive=False, elem_id="t-fused", column_widths=TEXT_WIDTHS, max_height=420)  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
                     t_explain = gr.Markdown(
@@ -289,7 +292,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     g_qid = gr.Textbox(label="Query id", interactive=False, elem_id="g-qid", scale=1)
                     g_cid = gr.Textbox(label="Candidate", interactive=False, elem_id="g-cid", scale=1)
                     g_label = gr.Radio([("relevant", "relevant"), ("partly", "partly"), ("not relevant", "not")],
-                                       value="relevant", label="Adjudicated label", elem_id="g-label", scale=2)  # fmt: skip
+                                       value=None, label="Adjudicated label", elem_id="g-label", scale=2)  # fmt: skip
                     g_note = gr.Textbox(label="Note (optional)", elem_id="g-note", scale=2)
                 g_btn = gr.Button("Adjudicate", variant="primary", elem_id="g-adjudicate")
                 g_status = gr.Markdown(elem_id="g-status")
@@ -378,8 +381,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                                   *filters],
                               [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
 
-        d_file.change(ex.editor_value, d_file, [d_editor, crop_state], api_name=False)
-        d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
+        app_examiner.wire_crop(crop, d_file, crop_state)
         then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator, session],
                                     [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet"))  # fmt: skip
         doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]

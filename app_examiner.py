@@ -95,10 +95,73 @@ def _data_uri(path: str, size: int = 160) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def crop_of(editor):
-    """What the image editor holds (its composite), kept in a state for the searches."""
-    composite = editor.get("composite") if isinstance(editor, dict) else None
-    return composite if isinstance(composite, Image.Image) else None
+@dataclass
+class CropInputs:
+    """The crop box: four edges in % of the drawing, a preview with the box drawn, a line that says what is searched."""
+
+    left: gr.Number
+    top: gr.Number
+    right: gr.Number
+    bottom: gr.Number
+    preview: gr.Image
+    md: gr.Markdown
+
+    def edges(self) -> list:
+        return [self.left, self.top, self.right, self.bottom]
+
+
+def build_crop() -> CropInputs:
+    """The crop box of the query drawing (inside the drawing tab's left column)."""
+    with gr.Accordion(
+        "Crop the query (optional): edges in % of the drawing", open=False, elem_id="d-cropbox"
+    ):
+        with gr.Row():
+            edges = [gr.Number(value=v, minimum=0, maximum=100, step=1, label=name, min_width=60, elem_id=f"d-crop-{name}")
+                     for name, v in (("left", 0), ("top", 0), ("right", 100), ("bottom", 100))]  # fmt: skip
+        preview = gr.Image(
+            label="The box searched (red)",
+            type="pil",
+            interactive=False,
+            height=220,
+            elem_id="d-crop-preview",
+        )
+        md = gr.Markdown("The whole drawing is searched.", elem_id="d-crop-md")
+    return CropInputs(*edges, preview, md)
+
+
+def crop_box(file, left, top, right, bottom):
+    """``(preview, crop, line)``: the drawing with the box drawn, the cropped drawing (None for the whole
+    drawing) and what is searched; a bad box is a ⚠️ line and no crop."""
+    from patent_demo.drawing.imageio import DrawingError
+
+    if not file or not isinstance(file, str):
+        return None, None, "Upload a drawing first, then set the box."
+    try:
+        page = load_drawing(file, crop=False, square=False)
+    except (DrawingError, OSError):
+        return None, None, "⚠️ this drawing cannot be read"
+    try:
+        box = [float(x) for x in (left, top, right, bottom)]
+    except (TypeError, ValueError):
+        return page, None, "⚠️ each edge is a number from 0 to 100"
+    if not all(0 <= x <= 100 for x in box) or box[0] >= box[2] or box[1] >= box[3]:
+        return page, None, "⚠️ the box needs 0 ≤ left < right ≤ 100 and 0 ≤ top < bottom ≤ 100"
+    w, h = page.size
+    px = (round(box[0] * w / 100), round(box[1] * h / 100), round(box[2] * w / 100), round(box[3] * h / 100))
+    if px[2] - px[0] < 8 or px[3] - px[1] < 8:
+        return page, None, "⚠️ the box is too small: make it at least 8 pixels each way"
+    if px == (0, 0, w, h):
+        return page, None, "The whole drawing is searched."
+    shown = sheet_overlay(page, [px], ["crop"])
+    return shown, page.crop(px), f"The box {px[2] - px[0]} × {px[3] - px[1]} px of {w} × {h} is searched."
+
+
+def wire_crop(crop: CropInputs, d_file, crop_state) -> None:
+    """A new upload resets the box; every edge change recomputes the crop the searches read."""
+    d_file.change(lambda f: (0, 0, 100, 100, *crop_box(f, 0, 0, 100, 100)), d_file,
+                  [*crop.edges(), crop.preview, crop_state, crop.md], api_name=False)  # fmt: skip
+    for edge in crop.edges():
+        edge.input(crop_box, [d_file, *crop.edges()], [crop.preview, crop_state, crop.md], api_name=False)
 
 
 def cropped_query(file: str | None, composite) -> tuple[bytes, bool]:
@@ -134,18 +197,6 @@ class ExaminerHandlers:
         self.wb = workbench
         self.store = store
 
-    def editor_value(self, file):
-        """The uploaded drawing for the crop editor, decoded (TIFF pages too) at full size, so an
-        uncropped picture keeps the upload's size; the previous crop is cleared."""
-        from patent_demo.drawing.imageio import DrawingError
-
-        if not file:
-            return None, None
-        try:
-            return load_drawing(file, crop=False, square=False), None
-        except DrawingError:
-            return None, None
-
     # -- searches ------------------------------------------------------------------------------------
     def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
                      kind="", date_from="", date_to="", annotator="", previous=None, progress=TRACK_TQDM):  # fmt: skip
@@ -170,7 +221,7 @@ class ExaminerHandlers:
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
             judged = self.store.judged(session["query_id"], annotator) if annotator else {}
             return (gallery_items(session, judged), res.status, table_value(self.wb, session, "hmcl", judged, 1),
-                    overlay, session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
+                    gr.update(value=overlay, visible=True), session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
                     progress_md(self.store, session, annotator or ""))  # fmt: skip
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return ([], warn(err), None, None, previous, gr.update(), 1, "No results: the search failed.",
@@ -201,9 +252,12 @@ class ExaminerHandlers:
         """Selecting a drawing hit (a gallery tile): its record, and the query next to its figure at the
         same scale. The rank comes from the tile's caption (``#3 …``), so a filtered gallery opens the
         right hit."""
-        caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
+        value = getattr(evt, "value", None)
+        caption = (value or {}).get("caption", "") if isinstance(value, dict) else ""
         m = re.match(r"#(\d+) ", caption or "")
-        return self.open_drawing_rank(session, file, crop_image, crop, int(m.group(1)) if m else int(evt.index) + 1)
+        return self.open_drawing_rank(
+            session, file, crop_image, crop, int(m.group(1)) if m else int(evt.index) + 1
+        )
 
     def open_drawing_row(self, session, file, crop_image, crop, evt: gr.SelectData):
         """Selecting a row of the drawing hits table: as a gallery tile (the row's first cell is its rank)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import gradio as gr
 
+from patent_demo.document import scheme_code
 from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import LabelError, clean_line
 from patent_demo.labels.sessions import label_from_session, parse_rank
@@ -217,12 +218,6 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     return rows
 
 
-def _scheme_code(patent) -> str:
-    """``Locarno 06-01`` / ``IPC D06F 39/08``: the first code of whichever scheme the patent has."""
-    scheme = next((s for s in ("locarno", "ipc", "cpc", "uspc") if patent.codes.get(s)), "")
-    return f"{scheme.upper() if scheme != 'locarno' else 'Locarno'} {patent.codes[scheme][0]}" if scheme else "no code"
-
-
 def _movement(bm25_rank: int, rank: int) -> str:
     d = bm25_rank - rank
     return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
@@ -279,7 +274,7 @@ def cursor_md(
     p = wb.corpus[row["id"]]
     badge = f" · **{BADGES[judged[p.id]]}**" if judged and p.id in judged else ""
     return (
-        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · {esc(_scheme_code(p))} · "
+        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · {esc(scheme_code(p))} · "
         f"score {row['score']:.3f}{badge}"
     )
 
@@ -363,7 +358,7 @@ class LabelHandlers:
         row = session["lists"][list_name][r - 1]
         p = self.wb.corpus[row["id"]]
         head = f"### {esc(p.id)} · {esc(p.title)}\n"
-        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(_scheme_code(p))}): {esc(self.wb.candidate_text(p))}"
+        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(scheme_code(p))}): {esc(self.wb.candidate_text(p))}"
         if list_name != "dssdnet":
             name = "BM25" if list_name == "bm25" else "Fused (BM25 + DSSDNet)"
             return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + body
@@ -561,7 +556,7 @@ class LabelHandlers:
         if patent is None or not patent.figures:
             return None
         fig = next((f for f in patent.figures if f.path == lab.candidate_figure), patent.figures[0])
-        return str(self.wb.corpus.image_path(fig))
+        return self.wb.display_path(fig)  # a browser-ready PNG (a TIFF page would not render)
 
     def adjudicate(self, query_id, candidate_id, label, note, annotator, request: gr.Request = None,
                    profile: gr.OAuthProfile | None = None):  # fmt: skip
@@ -570,6 +565,8 @@ class LabelHandlers:
         try:
             who = self._who(annotator, request, profile)
             self.identity.check_admin(who, "adjudicate")
+            if not label:
+                raise LabelError("choose the adjudicated label first: relevant, partly or not relevant")
             qid, cid = str(query_id or "").strip(), str(candidate_id or "").strip()
             previous = [x for x in self.store.labels(query_id=qid) if x.candidate_id == cid]
             lab = self.store.adjudicate(qid, cid, label, who, note or "", adjudicators=self.identity.admins)
@@ -597,8 +594,6 @@ def _query_ref(lab: Label, width: int = 60) -> str:
     text = " ".join(lab.query_text.split())
     text = text if len(text) <= width else text[: width - 1] + "…"
     drawing = ""
-    if lab.query_image_file:
-        drawing = f"drawing {lab.query_image_file}" + (
-            f" ({lab.query_patent_id})" if lab.query_patent_id else ""
-        )
+    if lab.query_image_file:  # named by the patent it came from, not by the stored file's internal name
+        drawing = f"a drawing of {lab.query_patent_id}" if lab.query_patent_id else "an uploaded drawing"
     return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id

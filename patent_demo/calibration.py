@@ -89,13 +89,13 @@ class NoMatchThreshold:
     ) -> str:
         """The status line when the best hit is weak, else ``""``. ``shown_score`` / ``shown_threshold``:
         the best score and the threshold in the units of the table (default: ``best_score`` and
-        ``threshold``)."""
+        ``threshold``), rounded to 4 places as the result tables show them."""
         if not self.is_weak(best_score):
             return ""
         s = best_score if shown_score is None else shown_score
         t = self.threshold if shown_threshold is None else shown_threshold
         return (
-            f"no good match: the best hit scores {s:.3f}, not above {t:.3f}; of judged searches on this corpus, "
+            f"no good match: the best hit scores {round(s, 4)}, not above {round(t, 4)}; of judged searches on this corpus, "
             f"{self.false_alarm:.0%} of {self.related_heldout} with {self.basis} in it scored this low, and "
             f"{self.hit_rate:.0%} of {self.unrelated} with nothing related — these hits are likely unrelated"
         )

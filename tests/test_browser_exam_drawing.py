@@ -132,3 +132,95 @@ def test_undo_then_label_lands_on_the_undone_hit(browser, red):  # noqa: F811
     ).fetchall()
     assert [tuple(r) for r in live][-1:] == [(ids[3], 4, "partly")]
     page.close()
+
+
+def test_crop_box_crops_the_query_and_search_uses_it(browser, red):  # noqa: F811
+    url, wb, store, src = red
+    page = _search(browser, url, src)
+    whole = page.locator("#d-status").inner_text()
+    page.locator("#d-cropbox").get_by_text("Crop the query").click()
+    for edge, value in (("right", "50"), ("bottom", "60")):
+        box = page.locator(f"#d-crop-{edge} input")
+        box.fill(value)
+        box.press("Enter")
+    md = page.locator("#d-crop-md")
+    md.get_by_text("is searched").wait_for(timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#d-crop-md').innerText.includes(' × ')", timeout=20_000)
+    w, h = (int(x) for x in md.inner_text().split(" of ")[1].split(" is ")[0].split(" × "))
+    assert md.inner_text().startswith(f"The box {round(w * 0.5)} × {round(h * 0.6)} px of {w} × {h}")
+    assert _natural_width(page, "#d-crop-preview img") > 0
+    page.locator("#d-search").click()
+    page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
+    page.wait_for_function(f"() => document.querySelector('#d-status').innerText !== {whole!r}", timeout=30_000)
+    assert "the query's own patent USD0913174 is left out" in page.locator("#d-status").inner_text()
+    page.locator("#d-gallery .thumbnail-item").first.click()
+    page.get_by_role("tab", name="Side by side").click()
+    page.locator("#sbs-md").get_by_text("Query (your crop)").wait_for(timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "exam-crop.png"), full_page=True)
+    # a bad box says so and searches the whole drawing
+    page.get_by_role("tab", name="Drawing search").click()
+    box = page.locator("#d-crop-left input")
+    box.fill("70")
+    box.press("Enter")
+    page.locator("#d-crop-md").get_by_text("⚠️ the box needs 0 ≤ left < right ≤ 100").wait_for(timeout=20_000)
+    page.close()
+
+
+def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):  # noqa: F811
+    url, wb, store, src = red
+    for name, key in (("alice", "1"), ("bob", "3")):
+        page = _search(browser, url, src)
+        page.locator("#annotator textarea, #annotator input").first.fill(name)
+        page.locator("#d-status").click()
+        page.keyboard.press(key)
+        page.locator("#l-status").get_by_text("(hmcl #1)").wait_for(timeout=10_000)
+        page.close()
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    page.locator("#annotator textarea, #annotator input").first.fill("carol")
+    page.get_by_role("tab", name="Agreement").click()
+    queue = page.locator("#g-queue")
+    queue.get_by_text("a drawing of USD0913174").first.wait_for(timeout=20_000)
+    assert "query_images/" not in queue.inner_text()
+    queue.get_by_text("a drawing of USD0913174").first.click()
+    page.locator("#g-pair").get_by_text("Candidate").wait_for(timeout=20_000)
+    imgs = page.locator("#g-qimg img, #g-cimg img")
+    imgs.nth(1).wait_for(timeout=20_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#g-qimg img, #g-cimg img')].every(i => i.complete && i.naturalWidth > 0)",
+        timeout=20_000,
+    )
+    src_c = page.eval_on_selector("#g-cimg img", "e => e.src")
+    assert not src_c.lower().endswith((".tif", ".tiff"))
+    assert page.locator("#g-label input:checked").count() == 0  # nothing preselected
+    page.locator("#g-adjudicate").click()
+    page.locator("#g-status").get_by_text("⚠️ choose the adjudicated label first").wait_for(timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "exam-agreement.png"), full_page=True)
+    page.close()
+
+
+def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # noqa: F811
+    url, wb, store, src = red
+    page = _search(browser, url, src, width=400, height=860)
+    tiles = page.eval_on_selector_all(
+        "#d-gallery .thumbnail-item",
+        "els => els.map(e => { const i = e.querySelector('img').getBoundingClientRect(),"
+        " c = e.querySelector('.caption-label').getBoundingClientRect(); return [i.width, i.height, i.bottom, c.top]; })",
+    )
+    assert len(tiles) == 10 and all(w > 60 and h > 60 and cap >= bottom - 1 for w, h, bottom, cap in tiles), tiles
+    page.locator("#d-gallery").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "exam-phone.png"), full_page=True)
+    page.close()
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    page.get_by_role("tab", name="Error analysis").click()
+    page.locator("#e-btn").click()
+    summary = page.locator("#e-summary")
+    summary.get_by_text("queries").first.wait_for(timeout=60_000)
+    assert summary.inner_text().startswith("⚠️ only 3 query patents")
+    assert "choose all figures" in summary.inner_text()
+    page.locator("#e-split").get_by_label("all figures").check()
+    page.locator("#e-btn").click()
+    summary.get_by_text("every figure against all the others").wait_for(timeout=60_000)
+    assert "106 queries" in summary.inner_text() and "⚠️" not in summary.inner_text()
+    page.close()

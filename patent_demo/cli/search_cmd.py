@@ -102,7 +102,8 @@ def image_queries(query: list[str] | None, queries: str | None) -> list[tuple[st
 
 
 def _xml_text(root: ET.Element) -> str:
-    """Title and abstract of a PatSnap ``<doc><str name=…>`` record or a USPTO grant document."""
+    """Title and abstract of a PatSnap ``<doc><str name=…>`` record, a course query file
+    (``<query><title>…</title><description>…</description></query>``) or a USPTO grant document."""
     fields = {
         (e.get("name") or "").lower(): " ".join("".join(e.itertext()).split()) for e in root.iter("str")
     }
@@ -111,6 +112,8 @@ def _xml_text(root: ET.Element) -> str:
         return ". ".join(p for p in parts if p)
     title = root.find(".//invention-title")
     abstract = root.find(".//abstract")
+    if title is None and abstract is None:  # not a grant: a course query file's title and description
+        title, abstract = root.find(".//title"), root.find(".//description")
     parts = [" ".join("".join(e.itertext()).split()) for e in (title, abstract) if e is not None]
     return ". ".join(p for p in parts if p)
 
