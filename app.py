@@ -55,7 +55,9 @@ document.addEventListener('keydown', (e) => {
 CSS = """
 #label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
-@media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
+@media (max-width: 640px) { .gradio-container {padding: 4px !important;}
+  #d-gallery .grid-container {grid-template-columns: repeat(2, 1fr) !important;}
+  #d-table table, #t-bm25 table, #t-dss table, #t-fused table {min-width: 720px;} }
 #d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
 #d-gallery .thumbnail-item {aspect-ratio: auto !important; height: auto !important; display: flex !important;
@@ -65,8 +67,11 @@ CSS = """
   font-size: 12px; padding: 2px 4px !important; line-height: 1.25;}
 """
 
+# the defaults (cache, checkpoints, labels) live beside app.py, not in the working directory
+HERE = Path(__file__).resolve().parent
 TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
-HIT_WIDTHS = ["6%", "13%", "10%", "8%", "19%", "25%", "8%", "11%"]  # rank … score fit 1366 px without scrolling
+# rank, patent, class, title and score fit 1366 px without scrolling sideways
+HIT_WIDTHS = ["6%", "13%", "10%", "7%", "18%", "25%", "9%", "12%"]
 TEXT_WIDTHS = ["5%", "5%", "14%", "10%", "22%", "7%", "29%", "8%"]
 
 
@@ -78,11 +83,11 @@ def default_labels_path() -> tuple[Path, str]:
     if os.environ.get("SPACE_ID"):
         if Path("/data").is_dir() and os.access("/data", os.W_OK):
             return Path("/data/labels.sqlite"), ""
-        return Path("data/labels.sqlite"), (
+        return HERE / "data" / "labels.sqlite", (
             "Labels are stored on this Space's ephemeral disk and are lost when it restarts: "
             "enable persistent storage (mounted at /data) in the Space settings."
         )
-    return Path("data/labels.sqlite"), ""
+    return HERE / "data" / "labels.sqlite", ""
 
 
 def on_space_with_sign_in() -> bool:
@@ -168,10 +173,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         crop = app_examiner.build_crop()
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
-                        d_gallery = gr.Gallery(
-                            label="Results", columns=5, height="auto", elem_id="d-gallery", object_fit="contain",
-                            allow_preview=False,  # a grid: a click opens the hit in Document / Side by side
-                        )
+                        # a grid without a preview: a click opens the hit in Document and Side by side
+                        d_gallery = gr.Gallery(label="Results", columns=5, height="auto", elem_id="d-gallery",
+                                               object_fit="contain", allow_preview=False)  # fmt: skip
                         d_table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
                                                interactive=False, max_height=420, elem_id="d-table", wrap=True,
                                                column_widths=HIT_WIDTHS)  # fmt: skip
@@ -284,10 +288,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                        interactive=False, max_height=300, wrap=True, elem_id="g-queue")  # fmt: skip
                 g_pair = gr.Markdown("Select a row of the queue.", elem_id="g-pair")
                 with gr.Row():
-                    g_qimg = gr.Image(label="Query drawing", type="pil", height=220, interactive=False)
-                    g_cimg = gr.Image(
-                        label="Candidate drawing", type="filepath", height=220, interactive=False
-                    )
+                    g_qimg = gr.Image(label="Query drawing", type="pil", height=220, interactive=False,
+                                      elem_id="g-qimg")  # fmt: skip
+                    g_cimg = gr.Image(label="Candidate drawing", type="filepath", height=220, interactive=False,
+                                      elem_id="g-cimg")  # fmt: skip
                 with gr.Row():
                     g_qid = gr.Textbox(label="Query id", interactive=False, elem_id="g-qid", scale=1)
                     g_cid = gr.Textbox(label="Candidate", interactive=False, elem_id="g-cid", scale=1)
@@ -523,12 +527,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)")  # fmt: skip
     p.add_argument("--demo-size", type=int, default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
                    help="drawing size in pixels of the built-in corpus (PATENT_DEMO_IMAGE_SIZE; default 160)")  # fmt: skip
-    p.add_argument("--cache-dir", default=_env("PATENT_DEMO_CACHE", "cache"),
-                   help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default ./cache)")  # fmt: skip
-    p.add_argument("--checkpoints", nargs="*", default=_env("PATENT_DEMO_CHECKPOINTS", "checkpoints").split(os.pathsep),
+    p.add_argument("--cache-dir", default=_env("PATENT_DEMO_CACHE", str(HERE / "cache")),
+                   help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default cache/ beside app.py)")  # fmt: skip
+    p.add_argument("--checkpoints", nargs="*", default=_env("PATENT_DEMO_CHECKPOINTS", str(HERE / "checkpoints")).split(os.pathsep),
                    help="folders scanned for checkpoints (PATENT_DEMO_CHECKPOINTS, os.pathsep-separated)")  # fmt: skip
     p.add_argument("--labels", default=None,
-                   help="label database (PATENT_DEMO_LABELS; default ./data/labels.sqlite, /data on a Space)")  # fmt: skip
+                   help="label database (PATENT_DEMO_LABELS; default data/labels.sqlite beside app.py, /data on a Space)")  # fmt: skip
     p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
                    help="BM25 candidates the re-ranker scores (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
     p.add_argument(

@@ -239,7 +239,7 @@ def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, 
     if cursor_rank is None or frame.empty:
         return frame
     hot = frame["rank"] == cursor_rank
-    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1)
+    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1).format({"score": str})  # fmt: skip
 
 
 def gallery_items(
@@ -398,7 +398,7 @@ class LabelHandlers:
 
     def select(self, list_name: str, session, evt: gr.SelectData):
         """A click on a gallery item or a table row puts the cursor on that hit."""
-        if list_name == "hmcl" and session and session.get("kind") == "image" and not isinstance(evt.index, list):
+        if list_name == "hmcl" and session and session.get("kind") == "image" and not isinstance(evt.index, list):  # fmt: skip
             caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
             m = re.match(r"#(\d+) ", caption or "")
             rank = int(m.group(1)) if m else int(evt.index) + 1

@@ -142,7 +142,9 @@ def describe_protocol(wb: Workbench, split: str = "test") -> str:
     return f"{where}: {len(q_rows):,} queries, {len(g_rows):,} gallery figures"
 
 
-def evaluate(wb: Workbench, model: str, k: int = 10, split: str = "test") -> tuple[dict[str, float | None], list[ErrorRow]]:
+def evaluate(
+    wb: Workbench, model: str, k: int = 10, split: str = "test"
+) -> tuple[dict[str, float | None], list[ErrorRow]]:
     """Drawing metrics of ``model`` on the protocol (``score_embeddings`` over the index embeddings, the
     numbers ``train.evaluate`` reports) and one row per query, worst first (lowest subclass AP, then
     patent AP). A query never retrieves itself."""

@@ -20,7 +20,12 @@ def _parts(number: str) -> tuple[str, str, str, str] | None:
     m = _NUMBER.match(_SEP.sub("", str(number or "")).upper())
     if m is None:
         return None
-    return m.group("cc") or "", m.group("series") or "", m.group("digits").lstrip("0") or "0", m.group("kind") or ""
+    return (
+        m.group("cc") or "",
+        m.group("series") or "",
+        m.group("digits").lstrip("0") or "0",
+        m.group("kind") or "",
+    )
 
 
 def number_key(number: str) -> str:
@@ -56,7 +61,9 @@ def resolve_patent_id(corpus, typed: str) -> str:
         same_kind = [i for i in found if kind and (_parts(i) or ("", "", "", ""))[3] == kind]
         if len(same_kind) == 1:
             return same_kind[0]
-        raise KeyError(f"{text[:40]} matches {len(found)} documents: {', '.join(found[:6])}; type one of them")
+        raise KeyError(
+            f"{text[:40]} matches {len(found)} documents: {', '.join(found[:6])}; type one of them"
+        )
     if not found:
         raise KeyError(f"no document {text[:40]} in this corpus")
     return found[0]

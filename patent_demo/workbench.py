@@ -295,7 +295,7 @@ class Workbench:
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
         """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
         the figure hashes now."""
-        drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # a text corpus: none
+        drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
         if text:
@@ -310,7 +310,8 @@ class Workbench:
 
     def index_status(self) -> str:
         """``""`` once every drawing model's index is ready, else a line naming those being built."""
-        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes and self.has_drawings()]
+        drawn = self.has_drawings()
+        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes and drawn]
         if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
             return ""
         return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
@@ -394,7 +395,9 @@ class Workbench:
                 for r, (fid, s) in enumerate(res, 1)
             ]
         others = [h for h in hits if h.patent_id != own_patent]  # the query's own patent is not counted
-        return DrawingSearch(hits, self.spread(others, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id)
+        return DrawingSearch(
+            hits, self.spread(others, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
+        )
 
     def spread(self, hits: Sequence[Hit], locarno: str) -> str:
         """A line on how the top-k spread over the query's subclass and main class."""

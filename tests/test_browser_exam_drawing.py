@@ -30,8 +30,13 @@ def red(tmp_path_factory):
 
     src = require_shared("impact_design_patent_samples") / "patents"
     tmp = tmp_path_factory.mktemp("exam-red")
-    assert cli(["corpus", "build", "--source", "redbook", "--out", str(tmp / "corpus"), str(src), "--quiet"]) == 0
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=()), progress=False)
+    assert (
+        cli(["corpus", "build", "--source", "redbook", "--out", str(tmp / "corpus"), str(src), "--quiet"])
+        == 0
+    )
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=()), progress=False
+    )
     wb.warm_up()
     store = LabelStore(tmp / "labels.sqlite")
     demo = app.build_demo(wb, store)
@@ -118,15 +123,15 @@ def test_undo_then_label_lands_on_the_undone_hit(browser, red):  # noqa: F811
     page.locator("#d-status").click()  # keys act outside text fields
     for rank in (2, 3, 4):
         page.keyboard.press("j")
-        page.locator("#l-cursor").get_by_text(f"hmcl #{rank}").wait_for(timeout=10_000)
+        page.locator("#l-cursor").get_by_text(f"hmcl #{rank}").wait_for(timeout=30_000)
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text(f"({'hmcl'} #4)").wait_for(timeout=10_000)
-    page.locator("#l-cursor").get_by_text("hmcl #5").wait_for(timeout=10_000)  # auto-advance
+    page.locator("#l-status").get_by_text(f"({'hmcl'} #4)").wait_for(timeout=30_000)
+    page.locator("#l-cursor").get_by_text("hmcl #5").wait_for(timeout=30_000)  # auto-advance
     page.keyboard.press("u")
-    page.locator("#l-status").get_by_text("↶ undid").wait_for(timeout=10_000)
-    page.locator("#l-cursor").get_by_text("hmcl #4").wait_for(timeout=10_000)  # back on the undone hit
+    page.locator("#l-status").get_by_text("↶ undid").wait_for(timeout=30_000)
+    page.locator("#l-cursor").get_by_text("hmcl #4").wait_for(timeout=30_000)  # back on the undone hit
     page.keyboard.press("2")
-    page.locator("#l-status").get_by_text("✓ partly").wait_for(timeout=10_000)
+    page.locator("#l-status").get_by_text("✓ partly").wait_for(timeout=30_000)
     live = store._conn.execute(
         "SELECT candidate_id, rank, label FROM labels WHERE undone = 0 AND annotator = 'examiner' ORDER BY id"
     ).fetchall()
@@ -145,13 +150,17 @@ def test_crop_box_crops_the_query_and_search_uses_it(browser, red):  # noqa: F81
         box.press("Enter")
     md = page.locator("#d-crop-md")
     md.get_by_text("is searched").wait_for(timeout=20_000)
-    page.wait_for_function("() => document.querySelector('#d-crop-md').innerText.includes(' × ')", timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelector('#d-crop-md').innerText.includes(' × ')", timeout=20_000
+    )
     w, h = (int(x) for x in md.inner_text().split(" of ")[1].split(" is ")[0].split(" × "))
     assert md.inner_text().startswith(f"The box {round(w * 0.5)} × {round(h * 0.6)} px of {w} × {h}")
     assert _natural_width(page, "#d-crop-preview img") > 0
     page.locator("#d-search").click()
     page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
-    page.wait_for_function(f"() => document.querySelector('#d-status').innerText !== {whole!r}", timeout=30_000)
+    page.wait_for_function(
+        f"() => document.querySelector('#d-status').innerText !== {whole!r}", timeout=30_000
+    )
     assert "the query's own patent USD0913174 is left out" in page.locator("#d-status").inner_text()
     page.locator("#d-gallery .thumbnail-item").first.click()
     page.get_by_role("tab", name="Side by side").click()
@@ -173,16 +182,16 @@ def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):  # 
         page.locator("#annotator textarea, #annotator input").first.fill(name)
         page.locator("#d-status").click()
         page.keyboard.press(key)
-        page.locator("#l-status").get_by_text("(hmcl #1)").wait_for(timeout=10_000)
+        page.locator("#l-status").get_by_text("(hmcl #1)").wait_for(timeout=30_000)
         page.close()
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill("carol")
     page.get_by_role("tab", name="Agreement").click()
     queue = page.locator("#g-queue")
-    queue.get_by_text("a drawing of USD0913174").first.wait_for(timeout=20_000)
+    queue.get_by_text("a drawing of USD0913174").last.wait_for(timeout=20_000)
     assert "query_images/" not in queue.inner_text()
-    queue.get_by_text("a drawing of USD0913174").first.click()
+    queue.get_by_text("a drawing of USD0913174").last.click()
     page.locator("#g-pair").get_by_text("Candidate").wait_for(timeout=20_000)
     imgs = page.locator("#g-qimg img, #g-cimg img")
     imgs.nth(1).wait_for(timeout=20_000)
@@ -194,7 +203,7 @@ def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):  # 
     assert not src_c.lower().endswith((".tif", ".tiff"))
     assert page.locator("#g-label input:checked").count() == 0  # nothing preselected
     page.locator("#g-adjudicate").click()
-    page.locator("#g-status").get_by_text("⚠️ choose the adjudicated label first").wait_for(timeout=10_000)
+    page.locator("#g-status").get_by_text("⚠️ choose the adjudicated label first").wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "exam-agreement.png"), full_page=True)
     page.close()
 
@@ -207,7 +216,9 @@ def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # 
         "els => els.map(e => { const i = e.querySelector('img').getBoundingClientRect(),"
         " c = e.querySelector('.caption-label').getBoundingClientRect(); return [i.width, i.height, i.bottom, c.top]; })",
     )
-    assert len(tiles) == 10 and all(w > 60 and h > 60 and cap >= bottom - 1 for w, h, bottom, cap in tiles), tiles
+    assert len(tiles) == 10 and all(w > 60 and h > 60 and cap >= bottom - 1 for w, h, bottom, cap in tiles), (
+        tiles
+    )
     page.locator("#d-gallery").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "exam-phone.png"), full_page=True)
     page.close()

@@ -35,8 +35,12 @@ def cs(tmp_path_factory):
 
     src = require_shared("cs3245_patsnap_corpus_qrels")
     tmp = tmp_path_factory.mktemp("exam-cs")
-    assert cli(["corpus", "build", "--source", "text", "--out", str(tmp / "corpus"), str(src), "--quiet"]) == 0
-    config = WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=(REPO_ROOT / "checkpoints",))
+    assert (
+        cli(["corpus", "build", "--source", "text", "--out", str(tmp / "corpus"), str(src), "--quiet"]) == 0
+    )
+    config = WorkbenchConfig(
+        cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=(REPO_ROOT / "checkpoints",)
+    )
     wb = Workbench(config, progress=False)
     wb.warm_up()  # a text corpus: BM25 only, no drawing index and no error
     store = LabelStore(tmp / "labels.sqlite")
@@ -89,7 +93,9 @@ def test_off_topic_text_warns_with_the_tables_score(browser, cs):  # noqa: F811
     quoted = status.split("scores ", 1)[1].split(",", 1)[0]
     first = wb.search_text_lists(OFF_TOPIC, "", 1, rerank=False)["bm25"]
     assert quoted == str(round(float(first.scores[0]), 4))
-    page.locator("#t-bm25").get_by_text(quoted, exact=True).first.wait_for(timeout=10_000)  # as the table shows it
+    page.locator("#t-bm25").get_by_text(quoted, exact=True).first.wait_for(
+        timeout=10_000
+    )  # as the table shows it
     assert "false alarms" not in status and "with a cited or citing document in it scored this low" in status
     page.close()
 

@@ -55,7 +55,9 @@ def test_judged_threshold_rates_and_when_it_is_shown():
     assert th.is_weak(0.1) == th.shown and not th.is_weak(th.threshold + 1e-6)
     assert th.message(th.threshold + 0.1) == ""
     if th.shown:  # the score and threshold quoted are those given (the table's units)
-        assert th.message(0.1, 11.82, 14.0).startswith("no good match: the best hit scores 11.82, not above 14.0;")
+        assert th.message(0.1, 11.82, 14.0).startswith(
+            "no good match: the best hit scores 11.82, not above 14.0;"
+        )
     # too few held-out related searches: never shown, whatever the rates
     few = cal.judged_threshold("drawing", related[:20], unrelated, quantile=0.03)
     assert few.related_heldout == 10 and not few.shown and few.message(-1.0) == ""

@@ -13,12 +13,23 @@ DEFAULT = "default"
 BM25 = "bm25"
 
 
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout, when the package runs from one
+
+
+def project_path(name: str) -> str:
+    """``name`` in the project folder (the checkout that holds this package and ``pyproject.toml``), so a
+    command run from another folder finds the shipped checkpoints and the app's cache; ``name`` itself
+    (the working directory) for an installed package."""
+    return str(PROJECT / name) if (PROJECT / "pyproject.toml").is_file() else name
+
+
 def add_checkpoints(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoints",
         nargs="*",
-        default=os.environ.get("PATENT_DEMO_CHECKPOINTS", "checkpoints").split(os.pathsep),
-        help="folders scanned for checkpoints, as the app does (PATENT_DEMO_CHECKPOINTS; default: checkpoints)",
+        default=os.environ.get("PATENT_DEMO_CHECKPOINTS", project_path("checkpoints")).split(os.pathsep),
+        help="folders scanned for checkpoints, as the app does (PATENT_DEMO_CHECKPOINTS; default: the "
+        "project's checkpoints/)",
     )
 
 

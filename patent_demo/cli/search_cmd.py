@@ -18,7 +18,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, model_name, resolve_model
+from patent_demo.cli.common import (
+    add_checkpoints,
+    add_corpus,
+    load_corpus,
+    model_name,
+    project_path,
+    resolve_model,
+)
 from patent_demo.data.sources import IMAGE_SUFFIXES
 
 
@@ -39,7 +46,9 @@ def add_parser(sub) -> None:
         s.add_argument("--run", default=None, help="write a TREC run here instead of printing a table")
         s.add_argument("--tag", default=None, help="run tag of the TREC run (default: the model name)")
         s.add_argument(
-            "--cache-dir", default="cache", help="index cache, shared with the app (default: cache)"
+            "--cache-dir",
+            default=project_path("cache"),
+            help="index cache, shared with the app (default: the project's cache/)",
         )
         add_checkpoints(s)
         add_filters(s)
