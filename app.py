@@ -28,6 +28,7 @@ from app_labelling import (
 )
 from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import GRADES, LabelStore
+from patent_demo.text.syntax import HELP as SYNTAX_HELP
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
@@ -183,7 +184,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                                height=300, elem_id="d-sheet-img", visible=False)  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
-                    t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
+                    t_text = gr.Textbox(label="Abstract, or a search", lines=5, scale=3, elem_id="t-text", info=SYNTAX_HELP,
                                         placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")

@@ -31,6 +31,7 @@ from patent_demo.calibration import (
     text_ceiling,
 )
 from patent_demo.filters import SearchFilter, prior_art_date
+from patent_demo.text import syntax
 
 CALIBRATION_SAMPLES = 300
 
@@ -173,6 +174,18 @@ def text_search(
     notes += _filter_note(f, allowed, len(wb.corpus))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
+    if syntax.uses_syntax(text):  # phrases, truncation, AND / OR / NOT, fields: a filter, then BM25 ranks
+        query = syntax.parse(text)
+        matched = query.matches(wb.corpus)
+        allowed = matched if allowed is None else allowed & matched
+        if not allowed:
+            raise ValueError(f"no document matches {text[:80]!r}; {syntax.HELP}")
+        notes.append(f"search syntax: {len(allowed)} documents match")
+        text = query.ranking_text(wb.bm25())
+        if not text:
+            raise ValueError(
+                f"{len(allowed)} documents match; add a word to rank them by (a code alone only filters)"
+            )
     lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")

@@ -67,6 +67,7 @@ def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
+    page.get_by_role("tab", name="Text search").click()
     model = page.locator("#t-model input").input_value()
     assert "dssdnet-minilm-ipc" in model  # the checkpoint trained for the corpus's scheme
     q = docs["EP0735178A1"]  # cites EP0495168B1, a washing machine of the same subclass
@@ -93,7 +94,7 @@ def test_off_topic_text_warns_with_the_tables_score(browser, cs):  # noqa: F811
     quoted = status.split("scores ", 1)[1].split(",", 1)[0]
     first = wb.search_text_lists(OFF_TOPIC, "", 1, rerank=False)["bm25"]
     assert quoted == str(round(float(first.scores[0]), 4))
-    page.locator("#t-bm25").get_by_text(quoted, exact=True).first.wait_for(
+    page.locator("#t-bm25").get_by_text(quoted, exact=True).last.wait_for(
         timeout=10_000
     )  # as the table shows it
     assert "false alarms" not in status and "with a cited or citing document in it scored this low" in status
@@ -110,4 +111,27 @@ def test_text_corpus_drawing_tab_says_no_drawings(browser, cs):  # noqa: F811
     page.locator("#e-btn").click()
     page.locator("#e-summary").get_by_text("⚠️ this corpus has no drawings").wait_for(timeout=20_000)
     assert wb.index_status() == ""
+    page.close()
+
+
+def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
+    from patent_demo.text import syntax
+
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    query = 'ti:"washing machine" AND bubbl* NOT ipc:A47L'
+    _text_search(page, query)
+    admitted = syntax.parse(query).matches(wb.corpus)
+    status = page.locator("#t-status").inner_text()
+    assert f"search syntax: {len(admitted)} documents match" in status
+    text = page.locator("#t-bm25").inner_text()
+    shown = {w for w in text.split() if w in wb.corpus}
+    assert len(shown) == 10 and shown <= admitted
+    assert all("washing machine" in wb.corpus[i].title.lower() for i in shown)
+    page.locator("#t-text textarea").fill('"bubble generator')
+    page.locator("#t-search").click()
+    page.locator("#t-status").get_by_text(
+        '⚠️ a quote is not closed: put the phrase between two " marks'
+    ).wait_for(timeout=60_000)
     page.close()
