@@ -113,9 +113,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     keys_legend = " · ".join(
         f"<span class='kbd'>{k}</span> {v}"
         for k, v in (
-            ("1", "relevant"),
-            ("2", "partly"),
-            ("3", "not relevant"),
+            ("1", "relevant (grade 2)"),
+            ("2", "partly (grade 1)"),
+            ("3", "not relevant (grade 0)"),
             ("u", "undo"),
             ("j", "next"),
             ("k", "previous"),
@@ -139,7 +139,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                    placeholder="your name", elem_id="annotator", interactive=not signed)  # fmt: skip
             if identity.oauth:
                 gr.LoginButton(scale=1)
-        filters = app_examiner.build_filters().components()
+        filter_panel = app_examiner.build_filters()
+        filters = filter_panel.components()
         with gr.Tabs():
             with gr.Tab("Drawing search", id="drawing"):
                 if not wb.has_drawings():
@@ -163,9 +164,6 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         with gr.Row():
                             d_group = gr.Checkbox(value=True, label="group by patent", min_width=120)
                             d_crop = gr.Checkbox(value=True, label="crop to the drawing", min_width=120)
-                        # ticked when the page loads; off for API calls that leave it out (see the README)
-                        d_exclude = gr.Checkbox(value=False, label="exclude the query's own patent and family",
-                                                elem_id="d-exclude")  # fmt: skip
                         d_loc = gr.Textbox(label="Query Locarno code (optional)", placeholder="e.g. 06-01")
                         d_btn = gr.Button("Search drawings", variant="primary", elem_id="d-search")
                         d_sheet_btn = gr.Button(
@@ -330,9 +328,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         )
             with gr.Row():
                 b_prev = gr.Button("◀ prev (k)", elem_id="lbl-prev", size="sm")
-                b_rel = gr.Button("Relevant (1)", variant="primary", elem_id="lbl-rel", size="sm")
-                b_part = gr.Button("Partly (2)", elem_id="lbl-part", size="sm")
-                b_not = gr.Button("Not relevant (3)", variant="stop", elem_id="lbl-not", size="sm")
+                b_rel = gr.Button("Relevant · 2 (key 1)", variant="primary", elem_id="lbl-rel", size="sm")
+                b_part = gr.Button("Partly · 1 (key 2)", elem_id="lbl-part", size="sm")
+                b_not = gr.Button("Not relevant · 0 (key 3)", variant="stop", elem_id="lbl-not", size="sm")
                 b_next = gr.Button("next ▶ (j)", elem_id="lbl-next", size="sm")
                 b_undo = gr.Button("Undo (u)", elem_id="lbl-undo", size="sm")
             l_note = gr.Textbox(label="Note (optional)", lines=1)
@@ -375,7 +373,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
-                                                 crop_state, *filters, d_exclude],
+                                                 crop_state, *filters],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
         bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
                                  [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
@@ -468,7 +466,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         g_btn.click(lh.adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
 
-        demo.load(lambda: True, None, d_exclude, api_name=False)
+        filter_panel.tick_on_load(demo)
         demo.load(h.refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
         if identity.oauth or identity.login:
             # the annotator box shows who is signed in; labels take the name from the sign-in, not the box

@@ -42,6 +42,8 @@ class FilterInputs:
     kind: gr.Textbox
     date_from: gr.Textbox
     date_to: gr.Textbox
+    exclude_own: gr.Checkbox
+    per_family: gr.Checkbox
 
     def components(self) -> list:
         return [
@@ -52,7 +54,13 @@ class FilterInputs:
             self.kind,
             self.date_from,
             self.date_to,
+            self.exclude_own,
+            self.per_family,
         ]
+
+    def tick_on_load(self, demo) -> None:
+        """Both checkboxes are ticked when the page loads (an API call that leaves them out has them off)."""
+        demo.load(lambda: (True, True), None, [self.exclude_own, self.per_family], api_name=False)
 
 
 def build_filters() -> FilterInputs:
@@ -73,7 +81,12 @@ def build_filters() -> FilterInputs:
             kind = gr.Textbox(value="", label="Kind code", placeholder="S, B", elem_id="f-kind")
             d_from = gr.Textbox(value="", label="Published from", placeholder="YYYY-MM-DD", elem_id="f-from")
             d_to = gr.Textbox(value="", label="Published to", placeholder="YYYY-MM-DD", elem_id="f-to")
-    return FilterInputs(before, own, cls, country, kind, d_from, d_to)
+        with gr.Row():
+            exclude = gr.Checkbox(value=False, label="exclude the query's own patent and family (a corpus drawing or text)",
+                                  elem_id="f-exclude")  # fmt: skip
+            family = gr.Checkbox(value=False, label="one hit per family in text lists (the others listed under it)",
+                                 elem_id="f-family")  # fmt: skip
+    return FilterInputs(before, own, cls, country, kind, d_from, d_to, exclude, family)
 
 
 def parse_filter(before, own, classification, country, kind, date_from, date_to) -> tuple[SearchFilter, bool]:
@@ -199,7 +212,8 @@ class ExaminerHandlers:
 
     # -- searches ------------------------------------------------------------------------------------
     def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
-                     kind="", date_from="", date_to="", annotator="", previous=None, progress=TRACK_TQDM):  # fmt: skip
+                     kind="", date_from="", date_to="", exclude_own=False, per_family=False, annotator="",
+                     previous=None, progress=TRACK_TQDM):  # fmt: skip
         """Split an uploaded sheet into figures, search each with the filters, merge the lists."""
         from patent_demo.sheet_search import figure_names, search_sheet
 

@@ -10,6 +10,7 @@ ready ones while the index builds in the background. The core package never impo
 
 from __future__ import annotations
 
+import html
 import threading
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,8 @@ class Handlers:
 
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                       exclude_own=False, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                       progress=TRACK_TQDM):  # fmt: skip
+                       exclude_own=False, per_family=False, request: gr.Request = None,
+                       profile: gr.OAuthProfile | None = None, progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
         ``crop_image``), restricted by the filter panel; with ``exclude_own`` a corpus drawing's own
         patent and family are left out. Returns gallery, status line, hit table."""
@@ -183,10 +184,14 @@ class Handlers:
         bm25 = self.wb.bm25()
         for h in hits:
             h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
+            if h.extras.get("family_also"):  # the family members this hit stands for, listed under it
+                h.extras["snippet"] += (
+                    f"<br><small>same family: {html.escape(', '.join(h.extras['family_also']))}</small>"
+                )
         return hits
 
     def search_bm25(self, abstract, codes, model, k, before="", own=False, classification="", country="",
-                    kind="", date_from="", date_to=""):  # fmt: skip
+                    kind="", date_from="", date_to="", exclude_own=False, per_family=False):  # fmt: skip
         """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
         the DSSDNet and fused tables emptied, and a status saying the re-ranking follows."""
         from app_examiner import parse_filter
@@ -196,7 +201,8 @@ class Handlers:
             qcodes = parse_query_codes(codes)
             spec = self.wb.model(_model(model, "text"), "text")
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False,
+                                                exclude_own=bool(exclude_own), per_family=bool(per_family))  # fmt: skip
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
             status = f"BM25 found {len(lists['bm25'])}; {spec.label} is re-ranking its top {self.wb.config.bm25_candidates}…"
@@ -206,7 +212,8 @@ class Handlers:
 
     def search_text(self, abstract, codes, model, k, annotator, previous=None,
                     before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                    request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+                    exclude_own=False, per_family=False, request: gr.Request = None,
+                    profile: gr.OAuthProfile | None = None):  # fmt: skip
         """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
         restricted by the filter panel."""
         from app_examiner import parse_filter
@@ -216,7 +223,8 @@ class Handlers:
             qcodes = parse_query_codes(codes)
             model, k = _model(model, "text"), _k(k)
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own, exclude_own=bool(exclude_own),
+                                                per_family=bool(per_family))  # fmt: skip
             bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
@@ -250,8 +258,8 @@ class Handlers:
 
     def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, previous=None,
                         before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                        progress=TRACK_TQDM):  # fmt: skip
+                        exclude_own=False, per_family=False, request: gr.Request = None,
+                        profile: gr.OAuthProfile | None = None, progress=TRACK_TQDM):  # fmt: skip
         """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
         restricted by the filter panel inside its search."""
         from app_examiner import parse_filter
@@ -264,8 +272,10 @@ class Handlers:
             dmodel, tmodel, k = _model(dmodel, "drawing"), _model(tmodel, "text"), _k(k)
             self._ready(dmodel)
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own)
-            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own)
+            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own,
+                                                  exclude_own=bool(exclude_own))  # fmt: skip
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own, exclude_own=bool(exclude_own),
+                                                 per_family=bool(per_family))  # fmt: skip
             dss = lists["dssdnet"]
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)

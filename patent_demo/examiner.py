@@ -155,9 +155,14 @@ def text_search(
     search_filter: SearchFilter | None = None,
     own_date: bool = False,
     rerank: bool = True,
+    exclude_own: bool = False,
+    per_family: bool = False,
 ):
     """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``; ``bm25`` alone
-    with ``rerank=False``) restricted by ``search_filter``; with
+    with ``rerank=False``) restricted by ``search_filter``; with ``exclude_own`` a query that is a corpus
+    patent's text leaves that patent and its family out; with ``per_family`` each list keeps one hit per
+    family (``patent_demo.families.collapse``); a query in the search syntax (``patent_demo.text.syntax``)
+    selects the documents that BM25 then ranks by its words; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
     date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
     from patent_demo.query import check_abstract
@@ -166,12 +171,20 @@ def text_search(
     text = check_abstract(abstract)
     notes: list[str] = []
     f = search_filter or SearchFilter()
-    if own_date:
+    own = ""
+    if own_date or exclude_own:
         key = " ".join(text.split())
         own = next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()) == key), "")
+    if own_date:
         f = _with_own_date(f, wb, own, notes)
     allowed = f.allowed_ids(wb.corpus)
     notes += _filter_note(f, allowed, len(wb.corpus))
+    if exclude_own and own:
+        out = own_and_family(wb.corpus, own)
+        allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
+        notes.append(
+            f"the query's own patent {own} is left out" + (" with its family" if len(out) > 1 else "")
+        )
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
     if syntax.uses_syntax(text):  # phrases, truncation, AND / OR / NOT, fields: a filter, then BM25 ranks
@@ -186,7 +199,14 @@ def text_search(
             raise ValueError(
                 f"{len(allowed)} documents match; add a word to rank them by (a code alone only filters)"
             )
-    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
+    if per_family:  # more candidates, then one per family: k families come back
+        from patent_demo.families import collapse
+
+        wide = wb.search_text_lists(text, codes, max(k, min(3 * k, wb.config.bm25_candidates)), model, allowed=allowed,
+                                    rerank=rerank)  # fmt: skip
+        lists = {name: collapse(res, wb.corpus, k) for name, res in wide.items()}
+    else:
+        lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:
