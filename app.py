@@ -141,7 +141,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 gr.LoginButton(scale=1)
         filter_panel = app_examiner.build_filters()
         filters = filter_panel.components()
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Drawing search", id="drawing"):
                 if not wb.has_drawings():
                     gr.Markdown(f"⚠️ **{NO_DRAWINGS}**.", elem_id="d-none")
@@ -396,8 +396,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                 (t_fused, ex.open_fused_hit, "fused")):  # fmt: skip
             table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        app_examiner.wire_more_like_this(ext, ex, tabs, session, d_file, t_text)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
-        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include], [ext.r_files, ext.r_md, ext.r_frame],
+        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame],
                         api_name="search_report")  # fmt: skip
 
         def selector(list_name: str):

@@ -26,7 +26,7 @@ from patent_demo.document import document_html, document_view
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.filters import SearchFilter
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
-from patent_demo.labels.sessions import add_list, new_session
+from patent_demo.labels.sessions import add_list, new_session, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
@@ -229,6 +229,9 @@ class ExaminerHandlers:
                                   patent_id="")  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
+            record_search(
+                session, "drawing sheet", Path(file).name, spec.label, f.describe(), annotator or ""
+            )
             if previous and previous.get("image_file") and previous["image_file"] != rel:
                 self.store.release_query_image(previous["image_file"])
             page = load_drawing(data, crop=False, square=False)
@@ -321,14 +324,44 @@ class ExaminerHandlers:
         bm25 = self.wb.bm25()
         return [snippet_html(bm25, self.wb.corpus[i].text, query, width=140) for i in ids]
 
+    # -- more like this -----------------------------------------------------------------------------
+    def more_drawing(self, patent_id, session):
+        """The open document's drawing as the next query: the figure that matched when it is a drawing hit
+        of the current search, else its first figure."""
+        try:
+            pid = resolve_patent_id(self.wb.corpus, patent_id)
+        except KeyError as err:
+            raise gr.Error(str(err).strip("'\"")) from None
+        p = self.wb.corpus[pid]
+        if not p.figures:
+            raise gr.Error(f"{pid} has no drawings: use More like this: its text")
+        rows = [
+            r
+            for r in ((session or {}).get("lists") or {}).get("hmcl", [])
+            if r["id"] == pid and r.get("figure")
+        ]
+        fig = next((f for f in p.figures if rows and f.path == rows[0]["figure"]), p.figures[0])
+        return str(self.wb.corpus.image_path(fig)), gr.Tabs(selected="drawing")
+
+    def more_text(self, patent_id):
+        """The open document's title and abstract as the next text query."""
+        try:
+            p = self.wb.corpus[resolve_patent_id(self.wb.corpus, patent_id)]
+        except KeyError as err:
+            raise gr.Error(str(err).strip("'\"")) from None
+        if not self.wb.candidate_text(p).strip():
+            raise gr.Error(f"{p.id} has no text: use More like this: its drawing")
+        return self.wb.candidate_text(p), gr.Tabs(selected="text")
+
     # -- the search report -----------------------------------------------------------------------------
     def report_queries(self):
         rows = queries(self.store)
         choices = [(f"{what[:50]} · {kind} · {n} labels · {qid}", qid) for qid, kind, what, n in rows]
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
-    def report(self, query_id, before, include_not):
-        """Write the search report of one query (CSV + HTML) and preview it."""
+    def report(self, query_id, before, include_not, session=None):
+        """Write the search report of one query (CSV + HTML) and preview it, with this browser session's
+        search history (each query, its filters, model, date and examiner)."""
         try:
             if not query_id:
                 raise BadInput("label some hits, press Refresh, then pick a query")
@@ -337,6 +370,7 @@ class ExaminerHandlers:
             passage = lambda q, d: snippet_text(bm25, corpus[d].text, q) if d in corpus else ""  # noqa: E731
             rep = build_report(self.store, query_id, corpus, passage, include_not=bool(include_not),
                                cutoff=SearchFilter.parse(before=before or "").before)  # fmt: skip
+            rep.history = list((session or {}).get("history") or [])
             images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
             csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)
             preview = to_html(rep, images)
@@ -366,6 +400,8 @@ class ExaminerTabs:
     r_files: gr.File
     r_md: gr.Markdown
     r_frame: gr.HTML
+    more_d: gr.Button
+    more_t: gr.Button
 
 
 def build_tabs() -> ExaminerTabs:
@@ -376,6 +412,8 @@ def build_tabs() -> ExaminerTabs:
                 label="Patent", placeholder="select a hit, or type an id", elem_id="doc-id", scale=3
             )
             doc_btn = gr.Button("Open", elem_id="doc-open", scale=1)
+            more_d = gr.Button("More like this: its drawing", elem_id="more-drawing", scale=1)
+            more_t = gr.Button("More like this: its text", elem_id="more-text", scale=1)
         with gr.Row():
             doc_html = gr.HTML(
                 "Select a hit in a result list to open its whole record here.", elem_id="doc-html"
@@ -407,4 +445,15 @@ def build_tabs() -> ExaminerTabs:
         r_files = gr.File(label="Report files", file_count="multiple", elem_id="r-files")
         r_frame = gr.HTML(elem_id="r-preview")
     return ExaminerTabs(doc_id, doc_btn, doc_html, doc_gallery, sbs_query, sbs_hit, sbs_md, tq_html, tc_html,
-                        r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame)  # fmt: skip
+                        r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
+
+
+def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, session, d_file, t_text) -> None:
+    """ "More like this" in the Document tab: the record's drawing (or text) becomes the query and is searched
+    (its own patent and family are then left out, as for any corpus query)."""
+    ext.more_d.click(ex.more_drawing, [ext.doc_id, session], [d_file, tabs], api_name=False).success(
+        None, None, None, js="() => document.querySelector('#d-search').click()"
+    )
+    ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False).success(
+        None, None, None, js="() => document.querySelector('#t-search').click()"
+    )

@@ -21,7 +21,7 @@ import numpy as np
 from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
-from patent_demo.labels.sessions import add_list, new_session, owner_of
+from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.workbench import Workbench
@@ -135,7 +135,12 @@ class Handlers:
     def _failed(self, previous: dict | None, err: BaseException) -> tuple[str, dict]:
         """A search failed: the message, and an empty session (same owner) so no label goes to old hits."""
         self._replace(previous)
-        return warn(err), {"owner": owner_of(previous), "lists": {}, "checkpoints": {}}
+        return warn(err), {
+            "owner": owner_of(previous),
+            "lists": {},
+            "checkpoints": {},
+            "history": history_of(previous),
+        }
 
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
@@ -168,6 +173,10 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
+            what = Path(file).name + (" (a crop of it)" if cropped else "")
+            record_search(
+                session, "drawing", what, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
+            )
             status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", notes)
             return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
                     session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
@@ -234,6 +243,9 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
+            record_search(
+                session, "text", text, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
+            )
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
             status = _with_notes(status, notes)
@@ -288,6 +300,9 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
+            record_search(
+                session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who
+            )
             tables = [table_value(self.wb, session, name, judged, 1 if name == "fused" else None)
                       for name in ("hmcl", "dssdnet", "fused")]  # fmt: skip
             status = _with_notes("Fused with reciprocal rank fusion (k = 60). Combined labels judge whole patents "

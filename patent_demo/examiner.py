@@ -173,8 +173,8 @@ def text_search(
     f = search_filter or SearchFilter()
     own = ""
     if own_date or exclude_own:
-        key = " ".join(text.split())
-        own = next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()) == key), "")
+        key = " ".join(text.split()).strip(". ")  # as candidate_text writes it: no outer dots or spaces
+        own = next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()).strip(". ") == key), "")
     if own_date:
         f = _with_own_date(f, wb, own, notes)
     allowed = f.allowed_ids(wb.corpus)

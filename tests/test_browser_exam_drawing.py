@@ -235,3 +235,31 @@ def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # 
     summary.get_by_text("every figure against all the others").wait_for(timeout=60_000)
     assert "106 queries" in summary.inner_text() and "⚠️" not in summary.inner_text()
     page.close()
+
+
+def test_more_like_this_and_the_search_history_in_the_report(browser, red):  # noqa: F811
+    url, wb, store, src = red
+    page = _search(browser, url, src)
+    ids = _hit_ids(page)
+    page.locator("#d-gallery .thumbnail-item").nth(2).click()  # hit #3
+    page.get_by_role("tab", name="Document").click()
+    page.locator("#doc-html h3").get_by_text(ids[2]).wait_for(timeout=30_000)
+    page.locator("#more-drawing").click()  # its drawing becomes the query, searched at once
+    page.locator("#d-status").get_by_text(f"the query's own patent {ids[2]} is left out").wait_for(
+        timeout=60_000
+    )
+    assert ids[2] not in _hit_ids(page)
+    page.locator("#d-status").click()
+    page.keyboard.press("1")
+    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Search report").click()
+    page.locator("#r-refresh").click()
+    page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
+    page.locator("#r-make").click()
+    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=30_000)
+    history = page.frame_locator("#r-frame").locator("#history tbody tr")
+    history.nth(1).wait_for(timeout=20_000)
+    rows = history.all_inner_texts()
+    assert len(rows) == 2 and all("examiner" in r and "zero-shot" in r and "drawing" in r for r in rows), rows
+    assert f"{QUERY}-D00002.TIF" in rows[0] and f"the query's own patent {ids[2]} is left out" in rows[1]
+    page.close()

@@ -74,8 +74,10 @@ def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F
     _text_search(page, f"{q['title']}. {q['abstract']}")
     status = page.locator("#t-status").inner_text()
     assert "no good match" not in status
-    page.locator("#l-cursor").get_by_text("IPC D06F").wait_for(timeout=20_000)
-    page.locator("#t-explain").get_by_text("Candidate (IPC D06F").wait_for(timeout=20_000)
+    assert "the query's own patent EP0735178A1 is left out" in status  # a corpus text: itself left out
+    assert page.locator("#t-bm25").get_by_text("EP0735178A1", exact=True).count() == 0
+    page.locator("#l-cursor").get_by_text("· IPC ").wait_for(timeout=20_000)  # not "Locarno –"
+    page.locator("#t-explain").get_by_text("Candidate (IPC ").wait_for(timeout=20_000)
     widths = page.eval_on_selector_all(
         "#t-bm25 .table-wrap, #t-dss .table-wrap", "els => els.map(e => [e.scrollWidth, e.clientWidth])"
     )
@@ -125,8 +127,10 @@ def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
     admitted = syntax.parse(query).matches(wb.corpus)
     status = page.locator("#t-status").inner_text()
     assert f"search syntax: {len(admitted)} documents match" in status
-    text = page.locator("#t-bm25").inner_text()
-    shown = {w for w in text.split() if w in wb.corpus}
+    bm25 = page.locator("#t-bm25")
+    shown = {
+        w for w in bm25.inner_text().split() if w in wb.corpus and bm25.get_by_text(w, exact=True).count()
+    }
     assert len(shown) == 10 and shown <= admitted
     assert all("washing machine" in wb.corpus[i].title.lower() for i in shown)
     page.locator("#t-text textarea").fill('"bubble generator')
@@ -134,4 +138,27 @@ def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
     page.locator("#t-status").get_by_text(
         '⚠️ a quote is not closed: put the phrase between two " marks'
     ).wait_for(timeout=60_000)
+    page.close()
+
+
+def test_one_hit_per_family(browser, cs):  # noqa: F811
+    from patent_demo.families import family_sets
+
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    _text_search(
+        page, "washing with bubbles. Relevant documents will describe washing technology using bubbles."
+    )
+    families = family_sets(wb.corpus)
+    for table in ("#t-bm25", "#t-dss", "#t-fused"):
+        ids = [w for w in page.locator(table).inner_text().split() if w in wb.corpus and not w.endswith(",")]
+        rows = list(dict.fromkeys(i for i in ids if page.locator(table).get_by_text(i, exact=True).count()))
+        assert len(rows) == 10 and len({families[i] for i in rows}) == 10, (table, rows)
+    bm25 = page.locator("#t-bm25")
+    bm25.get_by_text("same family: US20080016626A1").last.wait_for(timeout=20_000)  # under EP1870505A2
+    assert (
+        bm25.get_by_text("EP1870505A2", exact=True).count()
+        and not bm25.get_by_text("US20080016626A1", exact=True).count()
+    )
     page.close()
