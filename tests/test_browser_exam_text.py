@@ -162,3 +162,26 @@ def test_one_hit_per_family(browser, cs):  # noqa: F811
         and not bm25.get_by_text("US20080016626A1", exact=True).count()
     )
     page.close()
+
+
+def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    _text_search(
+        page, "washing with bubbles. Relevant documents will describe washing technology using bubbles."
+    )
+    page.locator("#t-bm25").get_by_text("EP1870505A2", exact=True).last.click()
+    page.get_by_role("tab", name="Document").click()
+    page.locator("#doc-html h3").get_by_text("EP1870505A2").wait_for(timeout=30_000)
+    page.locator("#more-text").click()  # its title and abstract become the query, searched at once
+    status = page.locator("#t-status")
+    status.get_by_text("the query's own patent EP1870505A2 is left out with its family").wait_for(
+        timeout=180_000
+    )
+    status.get_by_text("re-ranked the top").wait_for(timeout=180_000)
+    assert page.locator("#t-text textarea").input_value().startswith(wb.corpus["EP1870505A2"].title)
+    bm25 = page.locator("#t-bm25")
+    assert not bm25.get_by_text("EP1870505A2", exact=True).count()
+    assert not bm25.get_by_text("US20080016626A1", exact=True).count()  # its family member is left out too
+    page.close()
