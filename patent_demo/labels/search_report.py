@@ -128,7 +128,7 @@ def build_report(
         figure = next((lab.candidate_figure for lab in reversed(cl) if lab.candidate_figure), "")
         figure_path = ""
         if figure and corpus is not None:
-            figure_path = str(corpus.root / figure)
+            figure_path = str(corpus.image_root / figure)  # figure paths are under the image root
         matched = figure
         if not matched and passage is not None and first.query_text:
             matched = passage(first.query_text, cand)
