@@ -219,6 +219,8 @@ def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # 
     assert len(tiles) == 10 and all(w > 60 and h > 60 and cap >= bottom - 1 for w, h, bottom, cap in tiles), (
         tiles
     )
+    assert not page.locator("#d-table").is_visible()  # on a phone the tiles carry rank, patent, class, score
+    assert page.locator("#lbl-rel").is_visible()
     page.locator("#d-gallery").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "exam-phone.png"), full_page=True)
     page.close()
