@@ -13,6 +13,7 @@ import socket
 
 import pytest
 
+from patent_demo import examiner
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
@@ -77,6 +78,10 @@ def test_every_hit_opens_from_tile_and_row(browser, red):  # noqa: F811
     assert len(ids) == 10 and QUERY.split("-")[0] not in ids  # the query's own patent is left out
     status = page.locator("#d-status").inner_text()
     assert f"the query's own patent {QUERY.split('-')[0]} is left out" in status
+    # no warning: the judged threshold on this corpus (26 held-out same-subclass searches) is below the best hit
+    th = examiner.no_match_threshold(wb, "drawing", "zero-shot")
+    assert (th.related_heldout, th.unrelated, th.shown) == (26, 106, True) and th.false_alarm <= 0.05
+    assert "no good match" not in status
     # the grid shows (no preview over it) and every caption sits under its drawing, not over it
     assert page.locator("#d-gallery .thumbnail-lg").count() == 10
     boxes = page.eval_on_selector_all(
