@@ -201,12 +201,12 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         datatype=TEXT_TYPES,
                         wrap=True,
                         column_widths=TEXT_WIDTHS,
-                        max_height=420,
+                        max_height=600,
                     )
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
-                                         interactive=False, elem_id="t-dss", column_widths=TEXT_WIDTHS, max_height=420)  # fmt: skip
+                                         interactive=False, elem_id="t-dss", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
                     t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
-                                           interactive=False, elem_id="t-fused", column_widths=TEXT_WIDTHS, max_height=420)  # fmt: skip
+                                           interactive=False, elem_id="t-fused", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
                     t_explain = gr.Markdown(
