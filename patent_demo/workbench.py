@@ -209,8 +209,9 @@ class Workbench:
 
     def text_domain_scheme(self) -> str:
         """IPC when most corpus patents carry IPC codes, else Locarno (design corpora such as the built-in one)."""
-        with_ipc = sum(1 for p in self.corpus.patents if p.codes.get("ipc"))
-        return "ipc" if with_ipc * 2 >= max(1, len(self.corpus.patents)) else "locarno"
+        from patent_demo.text.select import corpus_scheme
+
+        return corpus_scheme(self.corpus.patents)
 
     def encoder(self, spec: ModelSpec) -> DrawingEncoder:
         with self._lock:

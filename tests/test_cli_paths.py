@@ -1,5 +1,6 @@
 """The CLI run from another folder finds the project's checkpoints and cache (not the working
-directory's), and reads a course query file in either XML form, on the real cs3245 corpus."""
+directory's), reads a course query file in either XML form and, on an IPC corpus, takes the IPC
+checkpoint as its default re-ranker, on the real cs3245 corpus."""
 
 from __future__ import annotations
 
@@ -58,3 +59,10 @@ def test_cli_from_another_folder_finds_the_checkpoints_and_reads_course_queries(
     ]
     assert [r[2] for r in rows[:3]] == [r[2] for r in rows[3:]]  # the same text, the same list
     assert not (elsewhere / "cache").exists() and not (elsewhere / "checkpoints").exists()
+    # "default" on an IPC corpus: the checkpoint trained for IPC, as the app picks it (the run's tag names it)
+    run = tmp_path / "default.trec"
+    args = ["search", "text", "--corpus", str(tmp_path / "cs"), "--model", "default", "--k", "2", "--candidates", "5",
+            "--query", "q2.xml", "--cache-dir", str(tmp_path / "cache"), "--run", str(run)]  # fmt: skip
+    out = _cli(args, elsewhere)
+    assert out.returncode == 0, out.stderr
+    assert {line.split()[-1] for line in run.read_text().splitlines()} == {"dssdnet-minilm-ipc"}

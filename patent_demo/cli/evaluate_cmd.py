@@ -313,7 +313,7 @@ def run_text(args: argparse.Namespace) -> int:
         note = "every query of --qrels"
     extra = dict(read_text_queries(args.queries)) if args.queries else {}
     queries = text_queries(corpus, qrels, extra)
-    spec = resolve_model(args.model, "text", args.checkpoints)
+    spec = resolve_model(args.model, "text", args.checkpoints, corpus)
     allowed, cutoffs = None, None
     if args.before:
         from patent_demo.filters import allowed_per_query, cutoff_of_queries, parse_date

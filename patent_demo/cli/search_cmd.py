@@ -258,7 +258,7 @@ def run_text(args: argparse.Namespace) -> int:
         pairs = read_text_queries(args.queries)
     queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
                for qid, text in pairs]  # fmt: skip
-    spec = resolve_model(args.model, "text", args.checkpoints)
+    spec = resolve_model(args.model, "text", args.checkpoints, corpus)
     from patent_demo.filters import allowed_per_query, cutoff_of_queries
 
     f, own = search_filter(args)
