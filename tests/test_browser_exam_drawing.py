@@ -61,7 +61,19 @@ def _search(browser, url, src, width=1366, height=900):  # noqa: F811
     page.locator("#d-search").click()
     page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
     page.locator("#d-gallery img").nth(9).wait_for(timeout=30_000)
+    _settled(page)
     return page
+
+
+def _settled(page) -> None:
+    """Wait until the gallery has no update in flight and its ten drawings are decoded."""
+    page.wait_for_function(
+        "() => { const g = document.querySelector('#d-gallery'), t = g.querySelector('[data-testid=status-tracker]');"
+        " const imgs = [...g.querySelectorAll('.thumbnail-item img')];"
+        " return (!t || t.classList.contains('hide')) && imgs.length === 10"
+        " && imgs.every(i => i.complete && i.naturalWidth > 0); }",
+        timeout=60_000,
+    )
 
 
 def _hit_ids(page) -> list[str]:
@@ -226,6 +238,7 @@ def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # 
     assert not page.locator("#d-table").is_visible()  # on a phone the tiles carry rank, patent, class, score
     assert page.locator("#lbl-rel").is_visible()
     page.locator("#d-gallery").scroll_into_view_if_needed()
+    _settled(page)
     page.screenshot(path=str(ARTIFACTS / "exam-phone.png"), full_page=True)
     page.close()
     page = browser.new_page(viewport={"width": 1366, "height": 900})
