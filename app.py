@@ -7,17 +7,15 @@ UI from a workbench and a label store; ``main`` parses flags, warms the caches a
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
 
 import app_examiner
 from app_access import bind_owner
-from app_handlers import Handlers
+from app_args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
+from app_handlers import NO_DRAWINGS, Handlers
 from app_labelling import (
     COMBINED_HEADERS,
     HIT_HEADERS,
@@ -29,7 +27,8 @@ from app_labelling import (
 )
 from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import GRADES, LabelStore
-from patent_demo.workbench import Workbench, WorkbenchConfig
+from patent_demo.text.syntax import HELP as SYNTAX_HELP
+from patent_demo.workbench import Workbench
 
 LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
 SHORTCUTS = {
@@ -56,31 +55,24 @@ document.addEventListener('keydown', (e) => {
 CSS = """
 #label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
-@media (max-width: 640px) { .gradio-container {padding: 4px !important;} }
+@media (max-width: 640px) { .gradio-container {padding: 4px !important;}
+  #d-gallery .grid-container {grid-template-columns: repeat(2, 1fr) !important;}
+  #d-table {display: none !important;} }
+#d-gallery .grid-wrap {max-height: none !important; height: auto !important; overflow: visible !important;}
 #d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
+#d-gallery .thumbnail-item {aspect-ratio: auto !important; height: auto !important; display: flex !important;
+  flex-direction: column; overflow: visible !important;}
+#d-gallery .thumbnail-item img {height: 150px !important; width: 100% !important; object-fit: contain !important;}
+#d-gallery .caption-label {position: static !important; opacity: 1 !important; border: none !important;
+  font-size: 12px; padding: 2px 4px !important; line-height: 1.25;}
 """
 
+# the defaults (cache, checkpoints, labels) live beside app.py, not in the working directory
 TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
-
-
-def default_labels_path() -> tuple[Path, str]:
-    """The label database path and a warning ("" when none): ``/data`` on a Space with persistent storage."""
-    env = os.environ.get("PATENT_DEMO_LABELS")
-    if env:
-        return Path(env), ""
-    if os.environ.get("SPACE_ID"):
-        if Path("/data").is_dir() and os.access("/data", os.W_OK):
-            return Path("/data/labels.sqlite"), ""
-        return Path("data/labels.sqlite"), (
-            "Labels are stored on this Space's ephemeral disk and are lost when it restarts: "
-            "enable persistent storage (mounted at /data) in the Space settings."
-        )
-    return Path("data/labels.sqlite"), ""
-
-
-def on_space_with_sign_in() -> bool:
-    return bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
+# rank, patent, class, title and score fit 1366 px without scrolling sideways
+HIT_WIDTHS = ["6%", "13%", "10%", "7%", "18%", "25%", "9%", "12%"]
+TEXT_WIDTHS = ["5%", "5%", "14%", "10%", "22%", "7%", "29%", "8%"]
 
 
 def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "",
@@ -101,9 +93,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     keys_legend = " · ".join(
         f"<span class='kbd'>{k}</span> {v}"
         for k, v in (
-            ("1", "relevant"),
-            ("2", "partly"),
-            ("3", "not relevant"),
+            ("1", "relevant (grade 2)"),
+            ("2", "partly (grade 1)"),
+            ("3", "not relevant (grade 0)"),
             ("u", "undo"),
             ("j", "next"),
             ("k", "previous"),
@@ -129,9 +121,12 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                    placeholder="your name", elem_id="annotator", interactive=not signed)  # fmt: skip
             if identity.oauth:
                 gr.LoginButton(scale=1)
-        filters = app_examiner.build_filters().components()
-        with gr.Tabs():
+        filter_panel = app_examiner.build_filters()
+        filters = filter_panel.components()
+        with gr.Tabs() as tabs:
             with gr.Tab("Drawing search", id="drawing"):
+                if not wb.has_drawings():
+                    gr.Markdown(f"⚠️ **{NO_DRAWINGS}**.", elem_id="d-none")
                 with gr.Row():
                     with gr.Column(scale=1, min_width=260):
                         d_file = gr.File(
@@ -156,29 +151,29 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         d_sheet_btn = gr.Button(
                             "Split a sheet into figures and search each", elem_id="d-sheet"
                         )
-                        d_editor = gr.ImageEditor(label="Crop the query (optional; crop tool, then search)",
-                                                  type="pil", sources=(), transforms=("crop",), layers=False,
-                                                  brush=False, eraser=False, elem_id="d-editor", height=260)  # fmt: skip
+                        crop = app_examiner.build_crop()
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
-                        d_gallery = gr.Gallery(
-                            label="Results", columns=5, height=420, elem_id="d-gallery", object_fit="contain"
-                        )
+                        # a grid without a preview: a click opens the hit in Document and Side by side
+                        d_gallery = gr.Gallery(label="Results", columns=5, height="auto", elem_id="d-gallery",
+                                               object_fit="contain", allow_preview=False)  # fmt: skip
                         d_table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
-                                               interactive=False, max_height=260, elem_id="d-table")  # fmt: skip
+                                               interactive=False, max_height=420, elem_id="d-table", wrap=True,
+                                               column_widths=HIT_WIDTHS)  # fmt: skip
                         d_sheet_img = gr.Image(label="Figures found on the sheet", type="pil", interactive=False,
-                                               height=300, elem_id="d-sheet-img")  # fmt: skip
+                                               height=300, elem_id="d-sheet-img", visible=False)  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
-                    t_text = gr.Textbox(label="Abstract", lines=5, scale=3, elem_id="t-text",
+                    t_text = gr.Textbox(label="Abstract, or a search", lines=5, scale=3, elem_id="t-text", info=SYNTAX_HELP,
                                         placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
-                        t_model = gr.Dropdown(text_models, value=text_models[0][1], label="Re-ranker")
+                        t_model = gr.Dropdown(text_models, value=wb.default_text_model().key, label="Re-ranker",
+                                              elem_id="t-model")  # the checkpoint of the corpus's scheme  # fmt: skip
                         t_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
-                with gr.Row():
+                with gr.Column():  # one above the other, full width: title and snippet readable
                     t_bm25 = gr.Dataframe(
                         headers=TEXT_HEADERS,
                         label="BM25",
@@ -186,11 +181,13 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         elem_id="t-bm25",
                         datatype=TEXT_TYPES,
                         wrap=True,
+                        column_widths=TEXT_WIDTHS,
+                        max_height=600,
                     )
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
-                                         interactive=False, elem_id="t-dss")  # fmt: skip
+                                         interactive=False, elem_id="t-dss", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
                     t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
-                                           interactive=False, elem_id="t-fused")  # fmt: skip
+                                           interactive=False, elem_id="t-fused", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
                     t_explain = gr.Markdown(
@@ -234,8 +231,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             with gr.Tab("Error analysis", id="errors"):
                 with gr.Row():
                     e_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
-                    e_btn = gr.Button("Evaluate on the test split", variant="primary")
-                e_summary = gr.Markdown()
+                    e_split = gr.Radio([("test split", "test"), ("all figures", "all")], value="test",
+                                       label="Queries", elem_id="e-split")  # fmt: skip
+                    e_btn = gr.Button("Evaluate", variant="primary", elem_id="e-btn")
+                e_summary = gr.Markdown(elem_id="e-summary")
                 e_table = gr.Dataframe(headers=["query patent", "figure", "class", "subclass AP", "patent AP",
                                                 "first same-subclass rank", "expected", "returned"],
                                        label="Worst queries first", interactive=False, max_height=300)  # fmt: skip
@@ -270,15 +269,15 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                        interactive=False, max_height=300, wrap=True, elem_id="g-queue")  # fmt: skip
                 g_pair = gr.Markdown("Select a row of the queue.", elem_id="g-pair")
                 with gr.Row():
-                    g_qimg = gr.Image(label="Query drawing", type="pil", height=220, interactive=False)
-                    g_cimg = gr.Image(
-                        label="Candidate drawing", type="filepath", height=220, interactive=False
-                    )
+                    g_qimg = gr.Image(label="Query drawing", type="pil", height=220, interactive=False,
+                                      elem_id="g-qimg")  # fmt: skip
+                    g_cimg = gr.Image(label="Candidate drawing", type="filepath", height=220, interactive=False,
+                                      elem_id="g-cimg")  # fmt: skip
                 with gr.Row():
                     g_qid = gr.Textbox(label="Query id", interactive=False, elem_id="g-qid", scale=1)
                     g_cid = gr.Textbox(label="Candidate", interactive=False, elem_id="g-cid", scale=1)
                     g_label = gr.Radio([("relevant", "relevant"), ("partly", "partly"), ("not relevant", "not")],
-                                       value="relevant", label="Adjudicated label", elem_id="g-label", scale=2)  # fmt: skip
+                                       value=None, label="Adjudicated label", elem_id="g-label", scale=2)  # fmt: skip
                     g_note = gr.Textbox(label="Note (optional)", elem_id="g-note", scale=2)
                 g_btn = gr.Button("Adjudicate", variant="primary", elem_id="g-adjudicate")
                 g_status = gr.Markdown(elem_id="g-status")
@@ -311,9 +310,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         )
             with gr.Row():
                 b_prev = gr.Button("◀ prev (k)", elem_id="lbl-prev", size="sm")
-                b_rel = gr.Button("Relevant (1)", variant="primary", elem_id="lbl-rel", size="sm")
-                b_part = gr.Button("Partly (2)", elem_id="lbl-part", size="sm")
-                b_not = gr.Button("Not relevant (3)", variant="stop", elem_id="lbl-not", size="sm")
+                b_rel = gr.Button("Relevant · 2 (key 1)", variant="primary", elem_id="lbl-rel", size="sm")
+                b_part = gr.Button("Partly · 1 (key 2)", elem_id="lbl-part", size="sm")
+                b_not = gr.Button("Not relevant · 0 (key 3)", variant="stop", elem_id="lbl-not", size="sm")
                 b_next = gr.Button("next ▶ (j)", elem_id="lbl-next", size="sm")
                 b_undo = gr.Button("Undo (u)", elem_id="lbl-undo", size="sm")
             l_note = gr.Textbox(label="Note (optional)", lines=1)
@@ -367,19 +366,21 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                                   *filters],
                               [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
 
-        d_file.change(ex.editor_value, d_file, [d_editor, crop_state], api_name=False)
-        d_editor.change(app_examiner.crop_of, d_editor, crop_state, api_name=False)
+        app_examiner.wire_crop(crop, d_file, crop_state)
         then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, *filters, annotator, session],
                                     [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet"))  # fmt: skip
         doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
         d_gallery.select(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
                          [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
+        d_table.select(ex.open_drawing_row, [session, d_file, crop_state, d_crop],
+                       [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_row")  # fmt: skip
         for table, fn, name in ((t_dss, ex.open_dssdnet_hit, "dssdnet"), (t_bm25, ex.open_bm25_hit, "bm25"),
                                 (t_fused, ex.open_fused_hit, "fused")):  # fmt: skip
             table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        app_examiner.wire_more_like_this(ext, ex, tabs, session, d_file, t_text)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
-        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include], [ext.r_files, ext.r_md, ext.r_frame],
+        ext.r_btn.click(ex.report, [ext.r_query, filters[0], ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame],
                         api_name="search_report")  # fmt: skip
 
         def selector(list_name: str):
@@ -388,7 +389,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
             return select
 
-        for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (t_bm25, "bm25", "select_bm25"),
+        for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (d_table, "hmcl", "select_hit_row"), (t_bm25, "bm25", "select_bm25"),
                                 (t_dss, "dssdnet", "select_dssdnet"), (c_hm, "hmcl", "select_combined_hmcl"),
                                 (c_ds, "dssdnet", "select_combined_dssdnet"), (c_fu, "fused", "select_fused"),
                                 (t_fused, "fused", "select_text_fused")):  # fmt: skip
@@ -400,7 +401,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             [m_plot_a, m_plot_b, m_status],
             api_name="embedding_map",
         )
-        e_btn.click(h.evaluate, [e_model], [e_summary, e_table, e_fig], api_name="evaluate")
+        e_btn.click(h.evaluate, [e_model, e_split], [e_summary, e_table, e_fig], api_name="evaluate")
         e_cmp.click(h.compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
 
         label_out = [l_status, l_progress, l_rank, l_cursor, l_note]
@@ -409,22 +410,21 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             return then_show(event.then(lambda: "", None, l_cat, **quiet))
 
         after_label(l_api.click(lh.do_label, [l_value, l_list, l_rank, l_cat, l_note, annotator, session, l_key,
-                                              l_auto], label_out, api_name="label"))  # fmt: skip
+                                              l_auto, owner_token], label_out, api_name="label"))  # fmt: skip
 
         def button(value: str):
-            def label(list_name, rank, category, note, annotator, session, auto, request: gr.Request,
+            def label(list_name, rank, category, note, annotator, session, auto, token, request: gr.Request,
                       profile: gr.OAuthProfile | None = None):  # fmt: skip
-                return lh.do_label(value, list_name, rank, category, note, annotator, session, "", auto, request,
-                                   profile)  # fmt: skip
+                return lh.do_label(value, list_name, rank, category, note, annotator, session, "", auto, token,
+                                   request, profile)  # fmt: skip
 
             return label
 
         for btn, value in ((b_rel, "relevant"), (b_part, "partly"), (b_not, "not")):
-            after_label(btn.click(button(value), [l_list, l_rank, l_cat, l_note, annotator, session, l_auto],
-                                  label_out, api_name=f"label_{value}"))  # fmt: skip
-        then_show(
-            b_undo.click(lh.undo, [annotator, session, owner_token], [l_status, l_progress], api_name="undo")
-        )
+            after_label(btn.click(button(value), [l_list, l_rank, l_cat, l_note, annotator, session, l_auto,
+                                                  owner_token], label_out, api_name=f"label_{value}"))  # fmt: skip
+        then_show(b_undo.click(lh.undo, [annotator, session, owner_token],
+                               [l_status, l_progress, l_list, l_rank, l_cursor], api_name="undo"))  # fmt: skip
 
         def mover(step: int):
             def move(list_name, rank, session, unlabelled, annotator, request: gr.Request,
@@ -449,6 +449,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         g_btn.click(lh.adjudicate, [g_qid, g_cid, g_label, g_note, annotator],
                     [g_status, g_report, g_queue, g_qid, g_cid, g_note, g_pair], api_name="adjudicate")  # fmt: skip
 
+        filter_panel.tick_on_load(demo)
         demo.load(h.refresh_models, None, [d_model, t_model, m_a, m_b, e_model, e_a, e_b], api_name=False)
         demo.load(bind_owner, [owner_token, session], [owner_token, session], api_name=False)
         if identity.oauth or identity.login:
@@ -491,59 +492,6 @@ def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dic
         ],
         "max_file_size": "25mb",
     }
-
-
-def _env(name: str, default: Any) -> Any:
-    return os.environ.get(name, default)
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    on_space = bool(os.environ.get("SPACE_ID"))
-    p = argparse.ArgumentParser(
-        description="Patent prior-art workbench (Gradio). Every flag has an env variable."
-    )
-    p.add_argument("--host", default=_env("PATENT_DEMO_HOST", "0.0.0.0" if on_space else "127.0.0.1"),
-                   help="interface to listen on (PATENT_DEMO_HOST)")  # fmt: skip
-    p.add_argument("--port", type=int, default=int(_env("PATENT_DEMO_PORT", _env("GRADIO_SERVER_PORT", 7860))),
-                   help="port (PATENT_DEMO_PORT or GRADIO_SERVER_PORT; default 7860)")  # fmt: skip
-    p.add_argument("--corpus", default=_env("PATENT_DEMO_CORPUS", None),
-                   help="corpus directory with manifest.jsonl (PATENT_DEMO_CORPUS); default: the built-in demo corpus")  # fmt: skip
-    p.add_argument("--demo-patents", type=int, default=int(_env("PATENT_DEMO_PATENTS", 300)),
-                   help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)")  # fmt: skip
-    p.add_argument("--demo-size", type=int, default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
-                   help="drawing size in pixels of the built-in corpus (PATENT_DEMO_IMAGE_SIZE; default 160)")  # fmt: skip
-    p.add_argument("--cache-dir", default=_env("PATENT_DEMO_CACHE", "cache"),
-                   help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default ./cache)")  # fmt: skip
-    p.add_argument("--checkpoints", nargs="*", default=_env("PATENT_DEMO_CHECKPOINTS", "checkpoints").split(os.pathsep),
-                   help="folders scanned for checkpoints (PATENT_DEMO_CHECKPOINTS, os.pathsep-separated)")  # fmt: skip
-    p.add_argument("--labels", default=None,
-                   help="label database (PATENT_DEMO_LABELS; default ./data/labels.sqlite, /data on a Space)")  # fmt: skip
-    p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
-                   help="BM25 candidates the re-ranker scores (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
-    p.add_argument(
-        "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
-    )
-    p.add_argument("--annotators", default=_env("PATENT_DEMO_ANNOTATORS", ""),
-                   help="who may label: 'name:password,...', '@FILE' (one name:password a line) or '*:SECRET' "
-                        "(a shared secret, any login name); labels go under the login (PATENT_DEMO_ANNOTATORS)")  # fmt: skip
-    p.add_argument("--admin", default=_env("PATENT_DEMO_ADMIN", ""),
-                   help="names (comma-separated) who may adjudicate and export; needs --annotators or a Space "
-                        "with sign-in (PATENT_DEMO_ADMIN)")  # fmt: skip
-    p.add_argument("--export-labels", metavar="DIR", default=None,
-                   help="write qrels.txt, hmcl.jsonl, dssdnet.jsonl from the label database into DIR and exit")  # fmt: skip
-    return p.parse_args(argv)
-
-
-def make_workbench(args: argparse.Namespace) -> Workbench:
-    config = WorkbenchConfig(
-        cache_dir=Path(args.cache_dir),
-        corpus=Path(args.corpus) if args.corpus else None,
-        demo_patents=args.demo_patents,
-        demo_size=args.demo_size,
-        checkpoint_dirs=tuple(Path(c) for c in args.checkpoints if c),
-        bm25_candidates=args.bm25_candidates,
-    )
-    return Workbench(config)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -190,14 +190,14 @@ def bind_owner(token: Any, session: dict | None) -> tuple[str, dict]:
     return token, session
 
 
-def check_owner(session: dict | None, token: Any) -> None:
+def check_owner(session: dict | None, token: Any, action: str = "undo acts on your own labels only") -> None:
     """Refuse a request on a browser-bound session that does not carry that browser's token (a client that
     sends another browser's session hash)."""
     owner = (session or {}).get("owner") or ""
     if owner.startswith(BOUND) and not (
         isinstance(token, str) and hmac.compare_digest(owner, browser_owner(token))
     ):
-        raise LabelError("this browser session is not yours: undo acts on your own labels only")
+        raise LabelError(f"this browser session is not yours: {action}")
 
 
 # -- files a handler serves ---------------------------------------------------------------------------

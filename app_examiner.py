@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +26,10 @@ from patent_demo.document import document_html, document_view
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.filters import SearchFilter
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
-from patent_demo.labels.sessions import add_list, new_session, owner_of
+from patent_demo.labels.sessions import add_list, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.limits import MAX_DATE_CHARS, MAX_ID_CHARS, check_text
+from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.workbench import Workbench
 
@@ -41,6 +43,8 @@ class FilterInputs:
     kind: gr.Textbox
     date_from: gr.Textbox
     date_to: gr.Textbox
+    exclude_own: gr.Checkbox
+    per_family: gr.Checkbox
 
     def components(self) -> list:
         return [
@@ -51,7 +55,13 @@ class FilterInputs:
             self.kind,
             self.date_from,
             self.date_to,
+            self.exclude_own,
+            self.per_family,
         ]
+
+    def tick_on_load(self, demo) -> None:
+        """Both checkboxes are ticked when the page loads (an API call that leaves them out has them off)."""
+        demo.load(lambda: (True, True), None, [self.exclude_own, self.per_family], api_name=False)
 
 
 def build_filters() -> FilterInputs:
@@ -72,7 +82,12 @@ def build_filters() -> FilterInputs:
             kind = gr.Textbox(value="", label="Kind code", placeholder="S, B", elem_id="f-kind")
             d_from = gr.Textbox(value="", label="Published from", placeholder="YYYY-MM-DD", elem_id="f-from")
             d_to = gr.Textbox(value="", label="Published to", placeholder="YYYY-MM-DD", elem_id="f-to")
-    return FilterInputs(before, own, cls, country, kind, d_from, d_to)
+        with gr.Row():
+            exclude = gr.Checkbox(value=False, label="exclude the query's own patent and family (a corpus drawing or text)",
+                                  elem_id="f-exclude")  # fmt: skip
+            family = gr.Checkbox(value=False, label="one hit per family in text lists (the others listed under it)",
+                                 elem_id="f-family")  # fmt: skip
+    return FilterInputs(before, own, cls, country, kind, d_from, d_to, exclude, family)
 
 
 def parse_filter(before, own, classification, country, kind, date_from, date_to) -> tuple[SearchFilter, bool]:
@@ -94,25 +109,87 @@ def _data_uri(path: str, size: int = 160) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def crop_of(editor):
-    """What the image editor holds (its composite), kept in a state for the searches."""
-    composite = editor.get("composite") if isinstance(editor, dict) else None
-    return composite if isinstance(composite, Image.Image) else None
+@dataclass
+class CropInputs:
+    """The crop box: four edges in % of the drawing, a preview with the box drawn, a line that says what is searched."""
+
+    left: gr.Number
+    top: gr.Number
+    right: gr.Number
+    bottom: gr.Number
+    preview: gr.Image
+    md: gr.Markdown
+
+    def edges(self) -> list:
+        return [self.left, self.top, self.right, self.bottom]
 
 
-def cropped_query(file: str | None, composite) -> tuple[bytes, bool]:
-    """The query bytes: the examiner's crop (the editor's composite) when it changed the picture's
-    size (as the editor showed it, ``editor_size``), else the uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
+def build_crop() -> CropInputs:
+    """The crop box of the query drawing (inside the drawing tab's left column)."""
+    with gr.Accordion(
+        "Crop the query (optional): edges in % of the drawing", open=False, elem_id="d-cropbox"
+    ):
+        with gr.Row():
+            edges = [gr.Number(value=v, minimum=0, maximum=100, step=1, label=name, min_width=60, elem_id=f"d-crop-{name}")
+                     for name, v in (("left", 0), ("top", 0), ("right", 100), ("bottom", 100))]  # fmt: skip
+        preview = gr.Image(
+            label="The box searched (red)",
+            type="pil",
+            interactive=False,
+            height=220,
+            elem_id="d-crop-preview",
+        )
+        md = gr.Markdown("The whole drawing is searched.", elem_id="d-crop-md")
+    return CropInputs(*edges, preview, md)
+
+
+def crop_box(file, left, top, right, bottom):
+    """``(preview, crop, line)``: the drawing with the box drawn, the cropped drawing (None for the whole
+    drawing) and what is searched; a bad box is a ⚠️ line and no crop."""
+    from patent_demo.drawing.imageio import DrawingError
+
+    if not file or not isinstance(file, str):
+        return None, None, "Upload a drawing first, then set the box."
+    try:
+        page = load_drawing(file, crop=False, square=False)
+    except (DrawingError, OSError):
+        return None, None, "⚠️ this drawing cannot be read"
+    small = page.copy()
+    small.thumbnail((900, 900))  # the preview: a large upload is never sent to the browser at full size
+    try:
+        box = [float(x) for x in (left, top, right, bottom)]
+    except (TypeError, ValueError):
+        return small, None, "⚠️ each edge is a number from 0 to 100"
+    if not all(0 <= x <= 100 for x in box) or box[0] >= box[2] or box[1] >= box[3]:
+        return small, None, "⚠️ the box needs 0 ≤ left < right ≤ 100 and 0 ≤ top < bottom ≤ 100"
+    w, h = page.size
+    px = (round(box[0] * w / 100), round(box[1] * h / 100), round(box[2] * w / 100), round(box[3] * h / 100))
+    if px[2] - px[0] < 8 or px[3] - px[1] < 8:
+        return small, None, "⚠️ the box is too small: make it at least 8 pixels each way"
+    if px == (0, 0, w, h):
+        return small, None, "The whole drawing is searched."
+    shown = sheet_overlay(page, [px], ["crop"])
+    return shown, page.crop(px), f"The box {px[2] - px[0]} × {px[3] - px[1]} px of {w} × {h} is searched."
+
+
+def wire_crop(crop: CropInputs, d_file, crop_state) -> None:
+    """A new upload resets the box; every edge change recomputes the crop the searches read."""
+    d_file.change(lambda f: (0, 0, 100, 100, *crop_box(f, 0, 0, 100, 100)), d_file,
+                  [*crop.edges(), crop.preview, crop_state, crop.md], api_name=False)  # fmt: skip
+    for edge in crop.edges():
+        edge.input(crop_box, [d_file, *crop.edges()], [crop.preview, crop_state, crop.md], api_name=False)
+
+
+def cropped_query(file: str | None, crop) -> tuple[bytes, bool]:
+    """The query bytes: the examiner's crop (the crop box's image, ``crop_box``) when there is one, else the
+    uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
     if not file:
         raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
-    data = Path(file).read_bytes()
-    if isinstance(composite, Image.Image):
-        original = load_drawing(data, crop=False, square=False)
-        if composite.size != editor_size(original.size):  # the editor showed it at that size
-            buf = io.BytesIO()
-            composite.convert("L").save(buf, format="PNG")
-            return buf.getvalue(), True
-    return data, False
+    if isinstance(crop, Image.Image):
+        buf = io.BytesIO()
+        crop.convert("L").save(buf, format="PNG")
+        return buf.getvalue(), True
+    return Path(file).read_bytes(), False
 
 
 def sheet_overlay(page: Image.Image, boxes, names) -> Image.Image:
@@ -128,15 +205,6 @@ def sheet_overlay(page: Image.Image, boxes, names) -> Image.Image:
         d.rectangle(b, outline=(220, 30, 30), width=2)
         d.text((b[0] + 4, b[1] + 4), name, fill=(220, 30, 30))
     return rgb
-
-
-EDITOR_MAX_SIDE = 2048  # the crop editor's picture: larger uploads are shown (and cropped) shrunk to this
-
-
-def editor_size(size: tuple[int, int]) -> tuple[int, int]:
-    """The size the crop editor shows an upload of ``size`` at (its longer side at most ``EDITOR_MAX_SIDE``)."""
-    scale = min(1.0, EDITOR_MAX_SIDE / max(size))
-    return (max(1, round(size[0] * scale)), max(1, round(size[1] * scale))) if scale < 1 else tuple(size)
 
 
 class ExaminerHandlers:
@@ -156,25 +224,10 @@ class ExaminerHandlers:
         except Exception:  # noqa: BLE001 - searching needs no name; labelling will ask for one
             return ""
 
-    def editor_value(self, file):
-        """The uploaded drawing for the crop editor, decoded (TIFF pages too) at ``editor_size`` (full size
-        up to 2048 px a side, so an uncropped picture keeps that size: the editor of a 6000 x 6000 page at
-        full size cost 3 CPU-s and 372 MB); the previous crop is cleared."""
-        from patent_demo.drawing.imageio import DrawingError
-
-        if not file:
-            return None, None
-        try:
-            im = load_drawing(file, crop=False, square=False)
-            shown = editor_size(im.size)
-            return (im if shown == im.size else im.resize(shown, Image.Resampling.BOX)), None
-        except DrawingError:
-            return None, None
-
     # -- searches ------------------------------------------------------------------------------------
     def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
-                     kind="", date_from="", date_to="", annotator="", previous=None,
-                     request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                     kind="", date_from="", date_to="", exclude_own=False, per_family=False, annotator="",
+                     previous=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                      progress=TRACK_TQDM):  # fmt: skip
         """Split an uploaded sheet into figures, search each with the filters, merge the lists. On failure
         the previous list is cleared (no label can go to it)."""
@@ -196,6 +249,9 @@ class ExaminerHandlers:
                                   patent_id="")  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
+            record_search(
+                session, "drawing sheet", Path(file).name, spec.label, f.describe(), annotator or ""
+            )
             if previous and previous.get("image_file") and previous["image_file"] != rel:
                 self.store.release_query_image(previous["image_file"])
             page = load_drawing(data, crop=False, square=False)
@@ -203,8 +259,8 @@ class ExaminerHandlers:
             who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
             judged = self.store.judged(session["query_id"], who) if who else {}
             return (gallery_items(session, judged), res.status, table_value(self.wb, session, "hmcl", judged, 1),
-                    overlay, session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
-                    progress_md(self.store, session, who))  # fmt: skip
+                    gr.update(value=overlay, visible=True), session, "hmcl", 1,
+                    cursor_md(self.wb, session, "hmcl", 1, judged), progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001 - every failure is a message
             if previous and previous.get("image_file"):
                 self.store.release_query_image(previous["image_file"])
@@ -216,9 +272,9 @@ class ExaminerHandlers:
     def document(self, patent_id, query_text: str = ""):
         """The record of ``patent_id`` (HTML) and all its figures (gallery, zoomable)."""
         try:
-            pid = check_text(patent_id, "the patent id", MAX_ID_CHARS).strip()
-            if not pid:
+            if not check_text(patent_id, "the patent id", MAX_ID_CHARS).strip():
                 raise BadInput("type a patent id or select a hit first")
+            pid = resolve_patent_id(self.wb.corpus, patent_id)
             view = document_view(self.wb.corpus, pid)
             page = document_html(view, query_text, self.wb.bm25() if query_text else None)
             gallery = [(self.wb.display_path(f), " · ".join(x for x in (f.label, f.view) if x) or view.id)
@@ -234,15 +290,33 @@ class ExaminerHandlers:
         return rows[max(1, min(int(rank), len(rows))) - 1]
 
     def open_drawing_hit(self, session, file, crop_image, crop, evt: gr.SelectData):
-        """Selecting a drawing hit: its record, and the query next to its figure at the same scale."""
+        """Selecting a drawing hit (a gallery tile): its record, and the query next to its figure at the
+        same scale. The rank comes from the tile's caption (``#3 …``), so a filtered gallery opens the
+        right hit."""
+        value = getattr(evt, "value", None)
+        caption = (value or {}).get("caption", "") if isinstance(value, dict) else ""
+        m = re.match(r"#(\d+) ", caption or "")
+        return self.open_drawing_rank(
+            session, file, crop_image, crop, int(m.group(1)) if m else int(evt.index) + 1
+        )
+
+    def open_drawing_row(self, session, file, crop_image, crop, evt: gr.SelectData):
+        """Selecting a row of the drawing hits table: as a gallery tile (the row's first cell is its rank)."""
+        row = evt.row_value or [None]
+        rank = int(row[0]) if isinstance(row[0], int | float) else int(evt.index[0]) + 1
+        return self.open_drawing_rank(session, file, crop_image, crop, rank)
+
+    def open_drawing_rank(self, session, file, crop_image, crop, rank: int):
+        """Drawing hit ``rank``: its record, and the query next to its figure at the same scale."""
         try:
-            row = self._hit_row(session, "hmcl", int(evt.index) + 1)
+            row = self._hit_row(session, "hmcl", rank)
             page, gallery, pid = self.document(row["id"])
             q, h = None, None
             caption = ""
             if file and row.get("figure"):
                 data, cropped = cropped_query(file, crop_image)
-                q, h = examiner.side_by_side(data, self.wb.corpus.root / row["figure"], crop=bool(crop))
+                figure = self.wb.corpus.image_root / row["figure"]  # figure paths are under the image root
+                q, h = examiner.side_by_side(data, figure, crop=bool(crop))
                 caption = (f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
                            f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}")  # fmt: skip
             return page, gallery, pid, q, h, caption
@@ -274,16 +348,46 @@ class ExaminerHandlers:
         bm25 = self.wb.bm25()
         return [snippet_html(bm25, self.wb.corpus[i].text, query, width=140) for i in ids]
 
+    # -- more like this -----------------------------------------------------------------------------
+    def more_drawing(self, patent_id, session):
+        """The open document's drawing as the next query: the figure that matched when it is a drawing hit
+        of the current search, else its first figure."""
+        try:
+            pid = resolve_patent_id(self.wb.corpus, patent_id)
+        except KeyError as err:
+            raise gr.Error(str(err).strip("'\"")) from None
+        p = self.wb.corpus[pid]
+        if not p.figures:
+            raise gr.Error(f"{pid} has no drawings: use More like this: its text")
+        rows = [
+            r
+            for r in ((session or {}).get("lists") or {}).get("hmcl", [])
+            if r["id"] == pid and r.get("figure")
+        ]
+        fig = next((f for f in p.figures if rows and f.path == rows[0]["figure"]), p.figures[0])
+        return str(self.wb.corpus.image_path(fig)), gr.Tabs(selected="drawing")
+
+    def more_text(self, patent_id):
+        """The open document's title and abstract as the next text query."""
+        try:
+            p = self.wb.corpus[resolve_patent_id(self.wb.corpus, patent_id)]
+        except KeyError as err:
+            raise gr.Error(str(err).strip("'\"")) from None
+        if not self.wb.candidate_text(p).strip():
+            raise gr.Error(f"{p.id} has no text: use More like this: its drawing")
+        return self.wb.candidate_text(p), gr.Tabs(selected="text")
+
     # -- the search report -----------------------------------------------------------------------------
     def report_queries(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
         rows = queries(self.store, annotator=self.identity.reader("", request, profile))
         choices = [(f"{what[:50]} · {kind} · {n} labels · {qid}", qid) for qid, kind, what, n in rows]
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
-    def report(self, query_id, before, include_not, request: gr.Request = None,
+    def report(self, query_id, before, include_not, session=None, request: gr.Request = None,
                profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Write the search report of one query (CSV + HTML, 0600 in a 0700 folder beside the database)
-        and preview it; served from a private copy. A non-admin's report holds their own labels only."""
+        with this browser session's search history (each query, its filters, model, date and examiner), and
+        preview it; served from a private copy. A non-admin's report holds their own labels only."""
         from app_access import SERVED
 
         try:
@@ -297,6 +401,7 @@ class ExaminerHandlers:
             passage = lambda q, d: snippet_text(bm25, corpus[d].text, q) if d in corpus else ""  # noqa: E731
             rep = build_report(self.store, query_id, corpus, passage, include_not=bool(include_not),
                                cutoff=SearchFilter.parse(before=before or "").before, annotator=reader)  # fmt: skip
+            rep.history = list((session or {}).get("history") or [])
             images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
             csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)
             preview = to_html(rep, images)
@@ -326,6 +431,8 @@ class ExaminerTabs:
     r_files: gr.File
     r_md: gr.Markdown
     r_frame: gr.HTML
+    more_d: gr.Button
+    more_t: gr.Button
 
 
 def build_tabs() -> ExaminerTabs:
@@ -336,6 +443,8 @@ def build_tabs() -> ExaminerTabs:
                 label="Patent", placeholder="select a hit, or type an id", elem_id="doc-id", scale=3
             )
             doc_btn = gr.Button("Open", elem_id="doc-open", scale=1)
+            more_d = gr.Button("More like this: its drawing", elem_id="more-drawing", scale=1)
+            more_t = gr.Button("More like this: its text", elem_id="more-text", scale=1)
         with gr.Row():
             doc_html = gr.HTML(
                 "Select a hit in a result list to open its whole record here.", elem_id="doc-html"
@@ -367,4 +476,15 @@ def build_tabs() -> ExaminerTabs:
         r_files = gr.File(label="Report files", file_count="multiple", elem_id="r-files")
         r_frame = gr.HTML(elem_id="r-preview")
     return ExaminerTabs(doc_id, doc_btn, doc_html, doc_gallery, sbs_query, sbs_hit, sbs_md, tq_html, tc_html,
-                        r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame)  # fmt: skip
+                        r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
+
+
+def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, session, d_file, t_text) -> None:
+    """ "More like this" in the Document tab: the record's drawing (or text) becomes the query and is searched
+    (its own patent and family are then left out, as for any corpus query)."""
+    ext.more_d.click(ex.more_drawing, [ext.doc_id, session], [d_file, tabs], api_name=False).success(
+        None, None, None, js="() => document.querySelector('#d-search').click()"
+    )
+    ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False).success(
+        None, None, None, js="() => document.querySelector('#t-search').click()"
+    )

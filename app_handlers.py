@@ -10,6 +10,7 @@ ready ones while the index builds in the background. The core package never impo
 
 from __future__ import annotations
 
+import html
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,15 @@ import numpy as np
 from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
-from patent_demo.labels.sessions import add_list, new_session, owner_of
+from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.limits import MAX_ID_CHARS, MAX_K, check_text
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.workbench import Workbench
 
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
+FEW_PATENTS = 20  # fewer query patents than this in an evaluation: a warning
+NO_DRAWINGS = "this corpus has no drawings (a text corpus): search it in the Text search tab"
 
 
 class BadInput(Exception):
@@ -106,6 +109,8 @@ class Handlers:
     def _ready(self, model: str) -> None:
         """Refuse a drawing model whose index is not built yet, naming the ready ones, and have it built
         in the background (one build per model: the workbench's per-model lock)."""
+        if not self.wb.has_drawings():
+            raise BadInput(NO_DRAWINGS)
         spec = self.wb.model(model, "drawing")
         if self.wb.index_ready(spec):
             return
@@ -130,14 +135,20 @@ class Handlers:
     def _failed(self, previous: dict | None, err: BaseException) -> tuple[str, dict]:
         """A search failed: the message, and an empty session (same owner) so no label goes to old hits."""
         self._replace(previous)
-        return warn(err), {"owner": owner_of(previous), "lists": {}, "checkpoints": {}}
+        return warn(err), {
+            "owner": owner_of(previous),
+            "lists": {},
+            "checkpoints": {},
+            "history": history_of(previous),
+        }
 
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                       request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                       progress=TRACK_TQDM):  # fmt: skip
+                       exclude_own=False, per_family=False, request: gr.Request = None,
+                       profile: gr.OAuthProfile | None = None, progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
-        ``crop_image``), restricted by the filter panel; returns gallery, status line, hit table."""
+        ``crop_image``), restricted by the filter panel; with ``exclude_own`` a corpus drawing's own
+        patent and family are left out. Returns gallery, status line, hit table."""
         from app_examiner import cropped_query, parse_filter
 
         try:
@@ -150,7 +161,8 @@ class Handlers:
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
             own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
             res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
-                                                 bool(crop), locarno or "", f, own, own_patent)  # fmt: skip
+                                                 bool(crop), locarno or "", f, own, own_patent,
+                                                 exclude_own=bool(exclude_own))  # fmt: skip
             spec = self.wb.model(model, "drawing")
             sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
@@ -161,6 +173,10 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
+            what = Path(file).name + (" (a crop of it)" if cropped else "")
+            record_search(
+                session, "drawing", what, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
+            )
             status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", notes)
             return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
                     session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
@@ -177,10 +193,14 @@ class Handlers:
         bm25 = self.wb.bm25()
         for h in hits:
             h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
+            if h.extras.get("family_also"):  # the family members this hit stands for, listed under it
+                h.extras["snippet"] += (
+                    f"<br><small>same family: {html.escape(', '.join(h.extras['family_also']))}</small>"
+                )
         return hits
 
     def search_bm25(self, abstract, codes, model, k, before="", own=False, classification="", country="",
-                    kind="", date_from="", date_to=""):  # fmt: skip
+                    kind="", date_from="", date_to="", exclude_own=False, per_family=False):  # fmt: skip
         """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
         the DSSDNet and fused tables emptied, and a status saying the re-ranking follows."""
         from app_examiner import parse_filter
@@ -190,7 +210,8 @@ class Handlers:
             qcodes = parse_query_codes(codes)
             spec = self.wb.model(_model(model, "text"), "text")
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False,
+                                                exclude_own=bool(exclude_own), per_family=bool(per_family))  # fmt: skip
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
             status = f"BM25 found {len(lists['bm25'])}; {spec.label} is re-ranking its top {self.wb.config.bm25_candidates}…"
@@ -200,7 +221,8 @@ class Handlers:
 
     def search_text(self, abstract, codes, model, k, annotator, previous=None,
                     before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                    request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+                    exclude_own=False, per_family=False, request: gr.Request = None,
+                    profile: gr.OAuthProfile | None = None):  # fmt: skip
         """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
         restricted by the filter panel."""
         from app_examiner import parse_filter
@@ -210,7 +232,8 @@ class Handlers:
             qcodes = parse_query_codes(codes)
             model, k = _model(model, "text"), _k(k)
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own, exclude_own=bool(exclude_own),
+                                                per_family=bool(per_family))  # fmt: skip
             bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
@@ -220,6 +243,9 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
+            record_search(
+                session, "text", text, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
+            )
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
             status = _with_notes(status, notes)
@@ -244,8 +270,8 @@ class Handlers:
 
     def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, previous=None,
                         before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                        progress=TRACK_TQDM):  # fmt: skip
+                        exclude_own=False, per_family=False, request: gr.Request = None,
+                        profile: gr.OAuthProfile | None = None, progress=TRACK_TQDM):  # fmt: skip
         """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
         restricted by the filter panel inside its search."""
         from app_examiner import parse_filter
@@ -258,8 +284,10 @@ class Handlers:
             dmodel, tmodel, k = _model(dmodel, "drawing"), _model(tmodel, "text"), _k(k)
             self._ready(dmodel)
             f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own)
-            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own)
+            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own,
+                                                  exclude_own=bool(exclude_own))  # fmt: skip
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own, exclude_own=bool(exclude_own),
+                                                 per_family=bool(per_family))  # fmt: skip
             dss = lists["dssdnet"]
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
@@ -272,6 +300,9 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
+            record_search(
+                session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who
+            )
             tables = [table_value(self.wb, session, name, judged, 1 if name == "fused" else None)
                       for name in ("hmcl", "dssdnet", "fused")]  # fmt: skip
             status = _with_notes("Fused with reciprocal rank fusion (k = 60). Combined labels judge whole patents "
@@ -313,13 +344,24 @@ class Handlers:
         except Exception as err:  # noqa: BLE001
             return gr.update(), gr.update(), warn(err)
 
-    def evaluate(self, model, progress=TRACK_TQDM):
-        """Drawing metrics on the test split and the worst queries first."""
+    def evaluate(self, model, split="test", progress=TRACK_TQDM):
+        """Drawing metrics on the test split (or every figure, ``split="all"``) and the worst queries first;
+        a warning when the queries come from so few patents that the figures say little."""
+        from patent_demo.analysis import evaluate
+
         try:
-            summary, rows = self.wb.evaluate(_model(model, "drawing"), k=10)
+            if not self.wb.has_drawings():
+                raise BadInput(NO_DRAWINGS)
+            split = "all" if split == "all" else "test"
+            summary, rows = evaluate(self.wb, _model(model, "drawing"), k=10, split=split)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb)}"
+            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb, split)}"
+            patents = len({r.query_patent for r in rows})
+            if patents < FEW_PATENTS:
+                md = (f"⚠️ only {patents} query patents: with so few, patent, subclass and main-class mAP can coincide "
+                      f"and one query moves them a lot" + ("; choose *all figures* for a larger sample" if split != "all" else "")
+                      + "\n\n" + md)  # fmt: skip
             table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
                       r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
             figures = [r.query_figure for r in rows]

@@ -23,6 +23,7 @@ from typing import Any
 import gradio as gr
 
 from app_access import SERVED, Identity, check_owner, lenient  # noqa: F401 - Identity, lenient: app.py imports them here
+from patent_demo.document import scheme_code
 from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
 from patent_demo.labels.sessions import label_from_session, parse_rank
@@ -139,7 +140,7 @@ def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, 
     if cursor_rank is None or frame.empty:
         return frame
     hot = frame["rank"] == cursor_rank
-    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1)
+    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1).format({"score": str})  # fmt: skip
 
 
 def gallery_items(
@@ -174,7 +175,7 @@ def cursor_md(
     p = wb.corpus[row["id"]]
     badge = f" · **{BADGES[judged[p.id]]}**" if judged and p.id in judged else ""
     return (
-        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · Locarno {esc(p.locarno or '–')} · "
+        f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · {esc(scheme_code(p))} · "
         f"score {row['score']:.3f}{badge}"
     )
 
@@ -257,7 +258,7 @@ class LabelHandlers:
         row = session["lists"][list_name][r - 1]
         p = self.wb.corpus[row["id"]]
         head = f"### {esc(p.id)} · {esc(p.title)}\n"
-        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(p.locarno or 'no code')}): {esc(self.wb.candidate_text(p))}"
+        body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(scheme_code(p))}): {esc(self.wb.candidate_text(p))}"
         if list_name != "dssdnet":
             name = "BM25" if list_name == "bm25" else "Fused (BM25 + DSSDNet)"
             return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + body
@@ -305,7 +306,7 @@ class LabelHandlers:
 
     def select(self, list_name: str, session, evt: gr.SelectData):
         """A click on a gallery item or a table row puts the cursor on that hit."""
-        if list_name == "hmcl" and session and session.get("kind") == "image":
+        if list_name == "hmcl" and session and session.get("kind") == "image" and not isinstance(evt.index, list):  # fmt: skip
             caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
             m = re.match(r"#(\d+) ", caption or "")
             rank = int(m.group(1)) if m else int(evt.index) + 1
@@ -316,10 +317,13 @@ class LabelHandlers:
 
     # -- labels ----------------------------------------------------------------------------------------------
     def do_label(self, label, list_name, rank, category, note, annotator, session, request_key="",
-                 auto_advance=True, request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+                 auto_advance=True, owner_token=None, request: gr.Request = None,
+                 profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Store one judgement of hit ``rank`` of ``list_name`` for the current query. With ``auto_advance``
-        the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once."""
+        the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once; a
+        session bound to a browser's token takes labels only with that token (``app_access.check_owner``)."""
         try:
+            check_owner(session, owner_token, "label on your own result lists only")
             parse_rank(rank)  # the same message with or without a current list
             who = self._who(annotator, request, profile)
             at = cursor_of(session, list_name, rank)
@@ -357,9 +361,14 @@ class LabelHandlers:
                 if lab is None
                 else f"↶ undid {lab.label} · {esc(lab.candidate_id)} ({lab.list_name} #{lab.rank})"
             )
-            return msg, progress_md(self.store, session, who)
+            stay = gr.update(), gr.update(), gr.update()
+            if lab is not None and lab.query_id == (session or {}).get("query_id"):
+                at = cursor_of(session, lab.list_name, lab.rank)  # the cursor goes back to the undone hit
+                if at is not None:
+                    stay = at[0], at[1], cursor_md(self.wb, session, at[0], at[1], self._judged(session, who))
+            return msg, progress_md(self.store, session, who), *stay
         except Exception as err:  # noqa: BLE001
-            return warn(err), gr.update()
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
     # -- export -------------------------------------------------------------------------------------------------
     def export_labels(self, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None):
@@ -462,7 +471,7 @@ class LabelHandlers:
         if patent is None or not patent.figures:
             return None
         fig = next((f for f in patent.figures if f.path == lab.candidate_figure), patent.figures[0])
-        return str(self.wb.corpus.image_path(fig))
+        return self.wb.display_path(fig)  # a browser-ready PNG (a TIFF page would not render)
 
     def adjudicate(self, query_id, candidate_id, label, note, annotator, request: gr.Request = None,
                    profile: gr.OAuthProfile | None = None):  # fmt: skip
@@ -473,6 +482,8 @@ class LabelHandlers:
             who = self._who(annotator, request, profile)
             check_text(note, "the note", MAX_NOTE_CHARS)  # before any work
             self.identity.check_admin(who, "adjudicate")
+            if not label:
+                raise LabelError("choose the adjudicated label first: relevant, partly or not relevant")
             qid, cid = str(query_id or "").strip(), str(candidate_id or "").strip()
             previous = [x for x in self.store.labels(query_id=qid) if x.candidate_id == cid]
             try:
@@ -507,8 +518,6 @@ def _query_ref(lab: Label, width: int = 60) -> str:
     text = " ".join(lab.query_text.split())
     text = text if len(text) <= width else text[: width - 1] + "…"
     drawing = ""
-    if lab.query_image_file:
-        drawing = f"drawing {lab.query_image_file}" + (
-            f" ({lab.query_patent_id})" if lab.query_patent_id else ""
-        )
+    if lab.query_image_file:  # named by the patent it came from, not by the stored file's internal name
+        drawing = f"a drawing of {lab.query_patent_id}" if lab.query_patent_id else "an uploaded drawing"
     return " + ".join(x for x in (drawing, f"“{text}”" if text else "") if x) or lab.query_id

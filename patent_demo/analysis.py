@@ -113,25 +113,26 @@ def embedding_map(
     }
 
 
-def protocol(wb: Workbench) -> tuple[list[int], list[int]]:
+def protocol(wb: Workbench, split: str = "test") -> tuple[list[int], list[int]]:
     """Query/gallery rows of the index under the one drawing-evaluation protocol
     (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
-    query figures against its other figures, or, without a test split, every figure against all others."""
+    query figures against its other figures, or, without a test split (or with ``split="all"``), every
+    figure against all others."""
     from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
 
-    split, protocol = resolve_split(wb.corpus)
+    split, protocol = resolve_split(wb.corpus, split)
     queries, gallery, _ = drawing_protocol(wb.corpus, split, protocol)
     row = {f.path: i for i, (_, f) in enumerate(wb._figures())}
     return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
 
 
-def describe_protocol(wb: Workbench) -> str:
+def describe_protocol(wb: Workbench, split: str = "test") -> str:
     """Which figures an evaluation of ``wb``'s corpus uses (``resolve_split``): the test split, or every
     figure against all the others when the corpus has no test split."""
     from patent_demo.drawing.evaluate import resolve_split
 
-    split, kind = resolve_split(wb.corpus)
-    q_rows, g_rows = protocol(wb)
+    q_rows, g_rows = protocol(wb, split)
+    split, kind = resolve_split(wb.corpus, split)
     if kind == "all":
         where = "every figure against all the others" + (
             f" of the {split} split" if split else " (no test split)"
@@ -141,14 +142,16 @@ def describe_protocol(wb: Workbench) -> str:
     return f"{where}: {len(q_rows):,} queries, {len(g_rows):,} gallery figures"
 
 
-def evaluate(wb: Workbench, model: str, k: int = 10) -> tuple[dict[str, float | None], list[ErrorRow]]:
+def evaluate(
+    wb: Workbench, model: str, k: int = 10, split: str = "test"
+) -> tuple[dict[str, float | None], list[ErrorRow]]:
     """Drawing metrics of ``model`` on the protocol (``score_embeddings`` over the index embeddings, the
     numbers ``train.evaluate`` reports) and one row per query, worst first (lowest subclass AP, then
     patent AP). A query never retrieves itself."""
     from patent_demo.drawing.evaluate import score_embeddings
 
     index = wb.index(model)
-    q_rows, g_rows = wb.protocol()
+    q_rows, g_rows = protocol(wb, split)
     if not q_rows or not g_rows or q_rows == g_rows and len(q_rows) < 2:
         raise ValueError("the evaluated patents need at least two figures in all to evaluate")
     figs = wb._figures()

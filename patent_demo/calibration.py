@@ -1,17 +1,28 @@
-"""A "no good match" signal: is the best hit better than what the corpus returns for unrelated queries?
+"""A "no good match" signal, calibrated on judged searches: is the best hit lower than searches with
+related documents in the corpus ever get?
 
-Calibration builds a *null* distribution of top-1 scores from the corpus itself. Each sampled
-corpus item is searched with every document of its own class removed (its Locarno main class, else
-the main class of its first USPC code, else its IPC/CPC subclass; with no code, only its own
-patent and the patents it cites or that cite it). Nothing relevant to it is left, so its top-1
-score is a score that an unrelated query reaches. The threshold is the ``quantile`` (default 0.95)
-of these scores: a search whose best hit does not exceed it looks like a search with nothing
-relevant in the corpus, and the status says so.
+Two kinds of search are run over the corpus itself:
 
-Drawing scores are the index's cosines, exact over the stored embeddings. Text scores are BM25
+* **related** searches: a corpus item whose related documents are known and present — for drawings a
+  figure of a patent with another patent of its Locarno subclass (else USPC main class) in the index,
+  for texts a patent with a citation to or from another corpus patent — searched with its own patent
+  and family left out (as the app searches a corpus query);
+* **unrelated** (null) searches: the same kind of item with everything related removed (its class, its
+  citations in both directions, itself).
+
+The threshold is the ``quantile`` (default 3 %) of the related searches' top-1 scores in one half of
+them; the **false-alarm rate** is measured on the other half (the share of related searches at or
+below the threshold, which the warning would tell to discard real prior art) and the **hit rate** on
+the unrelated ones (the share the warning catches). The warning is shown only where the held-out
+false-alarm rate is at most ``MAX_FALSE_ALARM`` (5 %) on at least ``MIN_RELATED`` held-out searches,
+and it catches more unrelated searches than it raises on related ones; otherwise ``shown`` is false
+and the app says nothing.
+
+Drawing scores are the index's cosines (the score the hit table shows). Text decisions use BM25
 scores divided by the query's ceiling (``text_ceiling``: the sum over its tokens of the best score
-each gives any document, a token the corpus lacks counting as the best any token gives), which
-puts queries of any length on one scale [0, 1].
+each gives any document, a token the corpus lacks counting as the best any token gives), which puts
+queries of any length on one scale; the message quotes the BM25 table's score and the threshold in
+the same units for that query (the normalised threshold times the query's ceiling).
 """
 
 from __future__ import annotations
@@ -49,28 +60,56 @@ def related_ids(patent: Patent, corpus: Corpus, by_class: dict[str, set[str]]) -
     return out
 
 
+MAX_FALSE_ALARM = 0.05
+MIN_RELATED = 20
+
+
 @dataclass
 class NoMatchThreshold:
-    """The threshold, and how it was made: ``null`` summarises the null top-1 scores."""
+    """The threshold, and how it was measured: ``false_alarm`` on ``related_heldout`` held-out related
+    searches, ``hit_rate`` on ``unrelated`` searches with nothing related; ``shown`` says whether the
+    app shows the warning at all; ``null`` summarises the unrelated top-1 scores."""
 
     task: str  # "drawing" or "text"
     threshold: float
     quantile: float
-    samples: int
+    related_heldout: int
+    false_alarm: float
+    unrelated: int
+    hit_rate: float
+    shown: bool
     null: dict  # {"mean", "std", "min", "max"}
+    basis: str = ""  # what counted as related
 
     def is_weak(self, best_score: float) -> bool:
-        return best_score <= self.threshold
+        return self.shown and best_score <= self.threshold
 
-    def message(self, best_score: float) -> str:
-        """The status line when the best hit is weak, else ``""``."""
+    def message(
+        self, best_score: float, shown_score: float | None = None, shown_threshold: float | None = None
+    ) -> str:
+        """The status line when the best hit is weak, else ``""``. ``shown_score`` / ``shown_threshold``:
+        the best score and the threshold in the units of the table (default: ``best_score`` and
+        ``threshold``), rounded to 4 places as the result tables show them."""
         if not self.is_weak(best_score):
             return ""
+        s = best_score if shown_score is None else shown_score
+        t = self.threshold if shown_threshold is None else shown_threshold
         return (
-            f"no good match: the best hit scores {best_score:.3f}, not above {self.threshold:.3f}, what "
-            f"{self.quantile:.0%} of {self.samples} corpus searches with nothing related in the corpus "
-            f"stay below; treat these hits as unrelated"
+            f"no good match: the best hit scores {round(s, 4)}, not above {round(t, 4)}; of judged searches on this corpus, "
+            f"{self.false_alarm:.0%} of {self.related_heldout} with {self.basis} in it scored this low, and "
+            f"{self.hit_rate:.0%} of {self.unrelated} with nothing related — these hits are likely unrelated"
         )
+
+    def describe(self) -> str:
+        """One line on the measured rates (for the README and the CLI)."""
+        state = (
+            "shown"
+            if self.shown
+            else f"not shown (false alarms above {MAX_FALSE_ALARM:.0%} or too few judged searches)"
+        )
+        return (f"{self.task}: threshold {self.threshold:.3f} ({self.quantile:.0%} of related searches), false alarms "
+                f"{self.false_alarm:.1%} of {self.related_heldout} held-out related searches ({self.basis}), hit rate "
+                f"{self.hit_rate:.1%} of {self.unrelated} unrelated searches: {state}")  # fmt: skip
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +118,27 @@ class NoMatchThreshold:
     @classmethod
     def load(cls, path: str | Path) -> NoMatchThreshold:
         return cls(**json.loads(Path(path).read_text()))
+
+
+def judged_threshold(task: str, related: np.ndarray, unrelated: np.ndarray, quantile: float = 0.03,
+                     seed: int = 0, basis: str = "") -> NoMatchThreshold:  # fmt: skip
+    """The threshold from the related top-1 scores (one half of them, shuffled with ``seed``), its
+    false-alarm rate on the other half and its hit rate on the ``unrelated`` top-1 scores."""
+    related = np.asarray(related, dtype=np.float64)
+    related = related[np.isfinite(related)]
+    unrelated = np.asarray(unrelated, dtype=np.float64)
+    unrelated = unrelated[np.isfinite(unrelated)]
+    if related.size < 2 or unrelated.size == 0:
+        raise ValueError("calibration needs related searches (two or more) and unrelated ones")
+    order = np.random.default_rng(seed).permutation(related.size)
+    half = related.size // 2
+    fit, held = related[order[:half]], related[order[half:]]
+    threshold = float(np.quantile(fit, quantile))
+    fa = float((held <= threshold).mean())
+    hit = float((unrelated <= threshold).mean())
+    shown = held.size >= MIN_RELATED and fa <= MAX_FALSE_ALARM and hit > fa
+    return NoMatchThreshold(task, threshold, quantile, int(held.size), fa, int(unrelated.size), hit, shown,
+                            _summary(unrelated), basis)  # fmt: skip
 
 
 def _summary(x: np.ndarray) -> dict:
@@ -113,17 +173,53 @@ def null_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.ndarra
     return out
 
 
+def related_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.ndarray:
+    """Top-1 cosine of each figure row over the figures of other patents (its own patent and family
+    left out); ``nan`` for a row whose patent has no other patent of its subclass in the index."""
+    from patent_demo.document import family_members
+    from patent_demo.hierarchy import patent_classes
+
+    pids = np.asarray(index.patent_ids)
+    sub = {pid: patent_classes(corpus[pid].codes)[0] for pid in set(pids.tolist())}
+    members: dict[str, set[str]] = {}
+    for pid, c in sub.items():
+        if c:
+            members.setdefault(c, set()).add(pid)
+    emb = index.embeddings
+    out = np.full(len(rows), np.nan, dtype=np.float64)
+    for j, r in enumerate(rows):
+        p = corpus[pids[r]]
+        banned = {p.id, *family_members(p, corpus)}
+        if not (members.get(sub[p.id], set()) - banned):
+            continue
+        keep = ~np.isin(pids, list(banned))
+        out[j] = float((emb[keep] @ emb[r]).max())
+    return out
+
+
 def calibrate_drawing(
-    index, corpus: Corpus, samples: int = 300, quantile: float = 0.95, seed: int = 0
+    index, corpus: Corpus, samples: int = 300, quantile: float = 0.03, seed: int = 0
 ) -> NoMatchThreshold:
-    """The drawing threshold from ``samples`` random figures of ``index`` (a ``DenseIndex``)."""
-    rows = _sample(index.count, samples, seed)
-    scores = null_drawing_scores(index, corpus, rows)
-    scores = scores[np.isfinite(scores)]
-    if scores.size == 0:
-        raise ValueError("calibration needs patents of at least two classes")
-    return NoMatchThreshold(
-        "drawing", float(np.quantile(scores, quantile)), quantile, int(scores.size), _summary(scores)
+    """The drawing threshold from up to ``samples`` related and ``samples`` unrelated searches with
+    figures of ``index`` (a ``DenseIndex``)."""
+    pids = index.patent_ids
+    from patent_demo.hierarchy import patent_classes
+
+    sub = {pid: patent_classes(corpus[pid].codes)[0] for pid in set(pids)}
+    count: dict[str, int] = {}
+    for c in sub.values():
+        count[c] = count.get(c, 0) + 1
+    candidates = [r for r in range(index.count) if sub[pids[r]] and count[sub[pids[r]]] > 1]
+    rng = np.random.default_rng(seed)
+    rel_rows = (
+        sorted(rng.choice(candidates, size=min(samples, len(candidates)), replace=False).tolist())
+        if candidates
+        else []
+    )
+    related = related_drawing_scores(index, corpus, rel_rows)
+    unrelated = null_drawing_scores(index, corpus, _sample(index.count, samples, seed))
+    return judged_threshold(
+        "drawing", related, unrelated, quantile, seed, "another patent of the same subclass"
     )
 
 
@@ -168,15 +264,35 @@ def null_text_scores(bm25, corpus: Corpus, patents: Sequence[Patent], text=None)
     return out
 
 
+def related_text_scores(bm25, corpus: Corpus, patents: Sequence[Patent], text=None) -> np.ndarray:
+    """Normalised top-1 BM25 score of each patent's text over the corpus without it and its family."""
+    from patent_demo.document import family_members
+    from patent_demo.text.search import candidate_text
+
+    text = text or candidate_text
+    every = {p.id for p in corpus}
+    out = np.zeros(len(patents), dtype=np.float64)
+    for j, p in enumerate(patents):
+        q = text(p)
+        res = bm25.search(q, k=1, allowed=every - {p.id, *family_members(p, corpus)})
+        out[j] = normalized_text_score(bm25, q, float(res.scores[0])) if len(res) else 0.0
+    return out
+
+
 def calibrate_text(
-    bm25, corpus: Corpus, samples: int = 300, quantile: float = 0.95, seed: int = 0
+    bm25, corpus: Corpus, samples: int = 300, quantile: float = 0.03, seed: int = 0
 ) -> NoMatchThreshold:
-    """The text threshold (normalised BM25) from ``samples`` random corpus patents with text."""
-    with_text = [p for p in corpus if (p.title or p.text).strip()]
+    """The text threshold (normalised BM25) from up to ``samples`` patents with an in-corpus citation
+    (related searches) and ``samples`` random patents with text (unrelated, their related removed)."""
+    from patent_demo.text.search import candidate_text
+
+    with_text = [p for p in corpus if candidate_text(p).strip()]
     if not with_text:
         raise ValueError("calibration needs patents with text")
+    every = {p.id for p in corpus}
+    cited = {c for p in corpus for c in p.citations if c in every}
+    judged = [p for p in with_text if p.id in cited or set(p.citations) & every]
+    rel = [judged[i] for i in _sample(len(judged), samples, seed)] if judged else []
     picked = [with_text[i] for i in _sample(len(with_text), samples, seed)]
-    scores = null_text_scores(bm25, corpus, picked)
-    return NoMatchThreshold(
-        "text", float(np.quantile(scores, quantile)), quantile, len(picked), _summary(scores)
-    )
+    return judged_threshold("text", related_text_scores(bm25, corpus, rel), null_text_scores(bm25, corpus, picked),
+                            quantile, seed, "a cited or citing document")  # fmt: skip

@@ -35,6 +35,15 @@ def publication_number(patent: Patent) -> str:
     return f"{m.group('cc')}{m.group('series') or ''}{digits}{kind}"
 
 
+def scheme_code(patent: Patent) -> str:
+    """``Locarno 06-01`` / ``IPC D06F 39/08``: the first code of whichever scheme the patent has
+    (Locarno, IPC, CPC, USPC in that order), ``"no code"`` without one."""
+    scheme = next((s for s in ("locarno", "ipc", "cpc", "uspc") if patent.codes.get(s)), "")
+    if not scheme:
+        return "no code"
+    return f"{'Locarno' if scheme == 'locarno' else scheme.upper()} {patent.codes[scheme][0]}"
+
+
 def register_links(patent: Patent) -> list[tuple[str, str]]:
     """``[(name, url)]`` of the patent on public registers (empty when it has no public number)."""
     number = publication_number(patent)

@@ -6,8 +6,10 @@
   applied inside retrieval; with ``own_date`` a query that is a corpus drawing (same file bytes) or
   a corpus patent's text gets that patent's priority / filing date as the cut-off when none is typed.
   Each returns the notes the status line shows (filter, cut-off, no-good-match).
-* :func:`no_match_threshold`: the calibrated threshold of ``patent_demo.calibration`` for the
-  corpus and model, computed once and cached under ``cache_dir/calibration/``.
+* :func:`no_match_threshold`: the threshold of ``patent_demo.calibration``, calibrated on judged
+  searches of the corpus (citations for text, same subclass for drawings), computed once and cached
+  under ``cache_dir/calibration/``; the warning appears only where its measured false-alarm rate is
+  at most 5 %, and quotes the score the hit table shows.
 * :func:`side_by_side`: the query drawing (after the examiner's crop) and a hit's figure, both as the
   encoder sees them (cropped to ink, centred on a white square) at one size, so they share a scale.
 * :func:`text_pair_html`: the query and a candidate with the BM25-matched words marked (escaped).
@@ -26,9 +28,10 @@ from patent_demo.calibration import (
     NoMatchThreshold,
     calibrate_drawing,
     calibrate_text,
-    normalized_text_score,
+    text_ceiling,
 )
 from patent_demo.filters import SearchFilter, prior_art_date
+from patent_demo.text import syntax
 
 CALIBRATION_SAMPLES = 300
 
@@ -39,9 +42,9 @@ def no_match_threshold(wb, task: str, model: str = "") -> NoMatchThreshold | Non
     cache = wb.__dict__.setdefault("_no_match", {})
     if task == "drawing":
         spec = wb.model(model, "drawing")
-        key = f"drawing-{spec.fingerprint}"
+        key = f"drawing-{spec.fingerprint}-judged"
     else:
-        key = "text-bm25"
+        key = "text-bm25-judged"
     if key in cache:
         return cache[key]
     path = Path(wb.config.cache_dir) / "calibration" / wb.fingerprint / f"{key}.json"
@@ -66,6 +69,15 @@ def corpus_patent_of(wb, data: bytes) -> str:
     sha = hashlib.sha256(data).hexdigest()
     fig = wb.figure_sha().get(sha)
     return wb.patent_of_figure(fig)[0].id if fig else ""
+
+
+def own_and_family(corpus, patent_id: str) -> set[str]:
+    """The ids a search for ``patent_id``'s own drawing or text leaves out: the patent and its family."""
+    from patent_demo.document import family_members
+
+    if patent_id not in corpus:
+        return set()
+    return {patent_id, *family_members(corpus[patent_id], corpus)}
 
 
 def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[str]) -> SearchFilter:
@@ -96,23 +108,36 @@ def drawing_search(
     search_filter: SearchFilter | None = None,
     own_date: bool = False,
     query_patent: str = "",
+    exclude_own: bool = False,
 ):
     """``(DrawingSearch, notes)``: ``wb.search_drawing`` restricted by ``search_filter``; with
     ``own_date`` the cut-off defaults to the date of the corpus patent the drawing belongs to (or of
-    ``query_patent``, for a drawing cut from one of its figures)."""
+    ``query_patent``, for a drawing cut from one of its figures); with ``exclude_own`` that patent and
+    its family are left out of the hits (and so of the spread line)."""
     data = image if isinstance(image, bytes) else Path(image).read_bytes()
     notes: list[str] = []
     f = search_filter or SearchFilter()
+    own_patent = query_patent or corpus_patent_of(wb, data)
     if own_date:
-        f = _with_own_date(f, wb, query_patent or corpus_patent_of(wb, data), notes)
+        f = _with_own_date(f, wb, own_patent, notes)
     allowed = f.allowed_ids(wb.corpus)
+    drawn = set(wb.index(model).patent_ids)
     if allowed is not None:
-        drawn = set(wb.index(model).patent_ids)
         allowed &= drawn
         notes.append(f"{f.describe()}: {len(allowed)} of {len(drawn)} patents with drawings searched")
         if not allowed:
             raise ValueError(f"no patent with drawings passes the filter ({f.describe()}); widen it")
+    if exclude_own and own_patent:
+        out = own_and_family(wb.corpus, own_patent)
+        allowed = (drawn if allowed is None else allowed) - out
+        family = sorted(out - {own_patent})
+        notes.append(f"the query's own patent {own_patent} is left out"
+                     + (f" with its family ({', '.join(family)})" if family else ""))  # fmt: skip
+        if not allowed:
+            raise ValueError("nothing is left to search once the query's own patent is left out")
     res = wb.search_drawing(image, model, k, group_by_patent, crop, query_locarno, allowed=allowed)
+    if own_patent and not res.query_patent_id:
+        res.query_patent_id = own_patent  # a crop of a corpus figure still belongs to its patent
     th = no_match_threshold(wb, "drawing", model)
     if th is not None and res.hits:
         msg = th.message(res.hits[0].score)
@@ -130,9 +155,14 @@ def text_search(
     search_filter: SearchFilter | None = None,
     own_date: bool = False,
     rerank: bool = True,
+    exclude_own: bool = False,
+    per_family: bool = False,
 ):
     """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``; ``bm25`` alone
-    with ``rerank=False``) restricted by ``search_filter``; with
+    with ``rerank=False``) restricted by ``search_filter``; with ``exclude_own`` a query that is a corpus
+    patent's text leaves that patent and its family out; with ``per_family`` each list keeps one hit per
+    family (``patent_demo.families.collapse``); a query in the search syntax (``patent_demo.text.syntax``)
+    selects the documents that BM25 then ranks by its words; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
     date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
     from patent_demo.query import check_abstract
@@ -141,20 +171,49 @@ def text_search(
     text = check_abstract(abstract)
     notes: list[str] = []
     f = search_filter or SearchFilter()
+    own = ""
+    if own_date or exclude_own:
+        key = " ".join(text.split()).strip(". ")  # as candidate_text writes it: no outer dots or spaces
+        own = next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()).strip(". ") == key), "")
     if own_date:
-        key = " ".join(text.split())
-        own = next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()) == key), "")
         f = _with_own_date(f, wb, own, notes)
     allowed = f.allowed_ids(wb.corpus)
     notes += _filter_note(f, allowed, len(wb.corpus))
+    if exclude_own and own:
+        out = own_and_family(wb.corpus, own)
+        allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
+        notes.append(
+            f"the query's own patent {own} is left out" + (" with its family" if len(out) > 1 else "")
+        )
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
-    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
+    if syntax.uses_syntax(text):  # phrases, truncation, AND / OR / NOT, fields: a filter, then BM25 ranks
+        query = syntax.parse(text)
+        matched = query.matches(wb.corpus)
+        allowed = matched if allowed is None else allowed & matched
+        if not allowed:
+            raise ValueError(f"no document matches {text[:80]!r}; {syntax.HELP}")
+        notes.append(f"search syntax: {len(allowed)} documents match")
+        text = query.ranking_text(wb.bm25())
+        if not text:
+            raise ValueError(
+                f"{len(allowed)} documents match; add a word to rank them by (a code alone only filters)"
+            )
+    if per_family:  # more candidates, then one per family: k families come back
+        from patent_demo.families import collapse
+
+        wide = wb.search_text_lists(text, codes, max(k, min(3 * k, wb.config.bm25_candidates)), model, allowed=allowed,
+                                    rerank=rerank)  # fmt: skip
+        lists = {name: collapse(res, wb.corpus, k) for name, res in wide.items()}
+    else:
+        lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
-    best = normalized_text_score(wb.bm25(), text, float(bm25.scores[0])) if len(bm25) else 0.0
-    if th is not None:
-        msg = th.message(best)
+    if th is not None and th.shown:
+        raw = float(bm25.scores[0]) if len(bm25) else 0.0
+        ceiling = text_ceiling(wb.bm25(), text)
+        best = raw / ceiling if ceiling > 0 else 0.0
+        msg = th.message(best, raw, th.threshold * ceiling)  # quoted in the BM25 table's units
         if msg:
             notes.append("⚠️ " + msg.replace("best hit scores", "best BM25 hit scores"))
     return lists, notes

@@ -209,8 +209,9 @@ class Workbench:
 
     def text_domain_scheme(self) -> str:
         """IPC when most corpus patents carry IPC codes, else Locarno (design corpora such as the built-in one)."""
-        with_ipc = sum(1 for p in self.corpus.patents if p.codes.get("ipc"))
-        return "ipc" if with_ipc * 2 >= max(1, len(self.corpus.patents)) else "locarno"
+        from patent_demo.text.select import corpus_scheme
+
+        return corpus_scheme(self.corpus.patents)
 
     def encoder(self, spec: ModelSpec) -> DrawingEncoder:
         with self._lock:
@@ -257,6 +258,10 @@ class Workbench:
             self._indexes[spec.key] = index
             return index
 
+    def has_drawings(self) -> bool:
+        """Whether the corpus has any figure (a text corpus has none: no drawing index, no drawing search)."""
+        return any(p.figures for p in self.corpus)
+
     def index_ready(self, model: str | ModelSpec) -> bool:
         """Whether ``model``'s index is in memory (a search with it answers at once)."""
         return (model if isinstance(model, ModelSpec) else self.model(model, "drawing")).key in self._indexes
@@ -291,7 +296,7 @@ class Workbench:
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
         """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
         the figure hashes now."""
-        drawing = [m.key for m in self.models("drawing")]
+        drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
         if text:
@@ -306,7 +311,8 @@ class Workbench:
 
     def index_status(self) -> str:
         """``""`` once every drawing model's index is ready, else a line naming those being built."""
-        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes]
+        drawn = self.has_drawings()
+        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes and drawn]
         if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
             return ""
         return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
@@ -389,8 +395,9 @@ class Workbench:
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
             ]
+        others = [h for h in hits if h.patent_id != own_patent]  # the query's own patent is not counted
         return DrawingSearch(
-            hits, self.spread(hits, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
+            hits, self.spread(others, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
         )
 
     def spread(self, hits: Sequence[Hit], locarno: str) -> str:

@@ -129,7 +129,7 @@ def test_agreement_report_and_queue(client, served):
     assert report == _report(open_=2, adjudicated=0)
     assert queue["headers"] == ["query id", "query", "candidate", "title", "alice", "bob", "carol"]
     assert queue["data"] == [
-        [q_img, f"drawing {rel} (D0002)", "D0002", "Table", "partly", "relevant", "relevant"],
+        [q_img, "a drawing of D0002", "D0002", "Table", "partly", "relevant", "relevant"],
         [Q_TEXT, f"“{TEXT}”", "D0009", "Lamp", "relevant", "not", "–"],
     ]
 
@@ -155,7 +155,7 @@ def test_adjudication_leaves_the_queue_and_wins_in_the_export(client, served):
         f"✓ adjudicated D0009 for {Q_TEXT} as **relevant** · was alice: relevant, bob: not · label #{n}"
     )
     assert report == _report(open_=1, adjudicated=1)
-    assert [row[:3] for row in queue["data"]] == [[q_img, f"drawing {served[3]} (D0002)", "D0002"]]
+    assert [row[:3] for row in queue["data"]] == [[q_img, "a drawing of D0002", "D0002"]]
     assert (qid, cid, note, pair) == ("", "", "", "Select a row of the queue.")
 
     row = (

@@ -88,9 +88,10 @@ def test_search_drawing_label_undo_export(client, server):
         ("D0006", "hmcl", 1, "relevant", "same bowl", "ann", "zero-shot", 0),
         (expected.hits[1].patent_id, "hmcl", 2, "not", "", "ann", "zero-shot", 0),
     ]
-    msg, progress = client.predict("ann", api_name="/undo")
+    msg, progress, list_name, rank, _cursor = client.predict("ann", api_name="/undo")
     assert msg == f"↶ undid not · {expected.hits[1].patent_id} (hmcl #2)"
     assert progress == "**1 of 4** candidates of this query labelled by ann"
+    assert (list_name, rank) == ("hmcl", 2)  # the cursor goes back to the undone hit
 
     files, md = client.predict(api_name="/export_labels")
     by_name = {f.rsplit("/", 1)[-1]: f for f in files}

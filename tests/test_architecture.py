@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-UI = {"app", "app_access", "app_handlers", "app_labelling"}
+UI = {"app", "app_access", "app_args", "app_examiner", "app_handlers", "app_labelling"}
 FOLDERS = ("patent_demo", "train", "bench", "tests", "scripts")
 MAX_LINES = 600
 # Modules over MAX_LINES when this check was written, with their line count then: each may only shrink,
@@ -81,7 +81,7 @@ def test_training_never_imports_the_ui():
 
 
 def test_ui_never_imports_training():
-    ui = [ROOT / "app.py", ROOT / "app_handlers.py"]
+    ui = [ROOT / f"{name}.py" for name in sorted(UI)]
     assert _offenders(ui, {"train", "bench"}) == {}
     assert "app_handlers" in _imported_roots(ROOT / "app.py")
     assert "app" not in _imported_roots(ROOT / "app_handlers.py")
@@ -98,7 +98,7 @@ def test_no_star_imports():
 
 
 def _line_counts() -> dict[str, int]:
-    scope = ("patent_demo/", "train/", "app.py", "app_handlers.py")
+    scope = ("patent_demo/", "train/", *(f"{name}.py" for name in UI))
     return {
         _rel(p): len(p.read_text(encoding="utf-8").splitlines())
         for p in _python_files()

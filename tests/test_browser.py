@@ -39,6 +39,16 @@ def browser():
         b.close()
 
 
+def untick_exclusions(page) -> None:
+    """Turn off the two checkboxes the page ticks on load (the query's own patent left out, one hit per
+    family): these tests label a corpus drawing's own patent at #1 and compare with the plain lists."""
+    page.locator("#filters").get_by_text("Search filters").click()
+    for elem in ("#f-exclude", "#f-family"):
+        box = page.locator(f"{elem} input")
+        page.wait_for_function("e => e.checked", arg=box.element_handle(), timeout=20_000)
+        box.uncheck()
+
+
 def _wait_rows(conn: sqlite3.Connection, n: int, timeout: float = 10.0) -> list:
     end = time.time() + timeout
     while True:
@@ -55,12 +65,13 @@ def test_drawing_search_and_keyboard_labels(browser, server):  # noqa: F811
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill("browser")
+    untick_exclusions(page)
     query = wb.corpus.image_path(wb.corpus["D0002"].figures[0])
     page.locator("#d-file input[type=file]").set_input_files(str(query))
     page.wait_for_timeout(500)
     page.locator("#d-search").click()
     page.locator("#d-gallery img").nth(9).wait_for(timeout=20_000)
-    # k = 10 (the default), one per patent; the preview of the cursor hit shows beside the grid
+    # k = 10 (the default), one per patent, as a grid
     assert page.locator("#d-gallery .thumbnail-lg").count() == 10
     assert "in the query's subclass 06-03" in page.locator("#d-status").inner_text()
     page.screenshot(path=str(ARTIFACTS / "drawing-1366.png"), full_page=True)
@@ -89,6 +100,7 @@ def test_text_search_shows_two_lists(browser, server):  # noqa: F811
     url, wb, _ = server
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(url)
+    untick_exclusions(page)
     page.get_by_role("tab", name="Text search").click()
     page.locator("#t-text textarea").fill("lamp with a shade and bulb")
     page.locator("#t-search").click()

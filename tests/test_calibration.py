@@ -1,5 +1,5 @@
-"""The "no good match" threshold: null scores against a naive loop, the text ceiling as an upper
-bound, and the message."""
+"""The "no good match" threshold: null scores against a naive loop, the judged threshold's rates and
+when it is shown, the text ceiling as an upper bound, and the calibration on cs3245's citations."""
 
 from __future__ import annotations
 
@@ -37,11 +37,33 @@ def test_drawing_null_scores_equal_a_naive_loop():
             and pids[i] not in p.citations and p.id not in corpus[pids[i]].citations
         )  # fmt: skip
         assert got[j] == pytest.approx(best, abs=1e-5)
-    th = cal.calibrate_drawing(index, corpus, samples=30, quantile=0.9)
-    assert th.samples == 30 and th.task == "drawing"
-    assert th.is_weak(th.threshold) and not th.is_weak(th.threshold + 1e-6)
+    th = cal.calibrate_drawing(index, corpus, samples=30, quantile=0.5)
+    assert th.task == "drawing" and th.unrelated == 30 and th.related_heldout == 15
+
+
+def test_judged_threshold_rates_and_when_it_is_shown():
+    related = np.arange(1, 101, dtype=float)  # 100 related searches scoring 1..100
+    unrelated = np.array([0.5, 1.5, 2.5, 50.0])
+    th = cal.judged_threshold("text", related, unrelated, quantile=0.03, seed=0, basis="a cited document")
+    order = np.random.default_rng(0).permutation(100)
+    fit, held = related[order[:50]], related[order[50:]]
+    assert th.threshold == pytest.approx(float(np.quantile(fit, 0.03)))
+    assert th.false_alarm == pytest.approx(float((held <= th.threshold).mean()))
+    assert th.hit_rate == pytest.approx(float((unrelated <= th.threshold).mean()))
+    assert th.related_heldout == 50 and th.unrelated == 4
+    assert th.shown == (th.false_alarm <= 0.05 and th.hit_rate > th.false_alarm)
+    assert th.is_weak(0.1) == th.shown and not th.is_weak(th.threshold + 1e-6)
     assert th.message(th.threshold + 0.1) == ""
-    assert th.message(0.1).startswith("no good match: the best hit scores 0.100, not above")
+    if th.shown:  # the score and threshold quoted are those given (the table's units)
+        assert th.message(0.1, 11.82, 14.0).startswith(
+            "no good match: the best hit scores 11.82, not above 14.0;"
+        )
+    # too few held-out related searches: never shown, whatever the rates
+    few = cal.judged_threshold("drawing", related[:20], unrelated, quantile=0.03)
+    assert few.related_heldout == 10 and not few.shown and few.message(-1.0) == ""
+    # a warning that fires as often on related as on unrelated searches is not shown
+    same = cal.judged_threshold("drawing", related, related, quantile=0.5)
+    assert not same.shown
 
 
 def test_text_ceiling_bounds_every_score_and_is_reached():
@@ -69,12 +91,14 @@ def test_text_threshold_on_real_corpus_flags_unrelated_searches(tmp_path):
 
     corpus = load_text_corpus(require_shared("cs3245_patsnap_corpus_qrels") / "patsnap_docs.jsonl")
     bm25 = BM25Index.build(corpus)
-    th = cal.calibrate_text(bm25, corpus, samples=100, seed=0)
-    assert 0.0 < th.threshold < 1.0 and th.samples == 100
+    th = cal.calibrate_text(bm25, corpus, samples=300, seed=0)
     th.save(tmp_path / "t.json")
     assert cal.NoMatchThreshold.load(tmp_path / "t.json") == th
-    # an off-topic query over this corpus is flagged; a corpus abstract searched as it is is not
-    q = "a recipe for chocolate cake with strawberries"
+    # measured on cs3245's citations: few false alarms, and shown
+    assert th.related_heldout == 150 and th.unrelated == 300
+    assert th.false_alarm <= cal.MAX_FALSE_ALARM and th.hit_rate > th.false_alarm and th.shown
+    # a query of words this corpus never uses is flagged; a corpus abstract searched as it is is not
+    q = "zyxwv qwvutsr"
     res = bm25.search(q, k=1)
     s = cal.normalized_text_score(bm25, q, float(res.scores[0])) if len(res) else 0.0
     assert th.is_weak(s)

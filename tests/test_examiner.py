@@ -87,7 +87,9 @@ def test_handlers_crop_sheet_document_report(bench):
     sheet_path = wb.config.cache_dir / "sheet.png"
     sheet.save(sheet_path)
     gallery, status, table, overlay, session, *_ = ex.search_sheet(str(sheet_path), None, "zero-shot", 4)
-    assert status.startswith("2 figure(s) on the sheet") and overlay.size[0] > 0
+    assert (
+        status.startswith("2 figure(s) on the sheet") and overlay["value"].size[0] > 0 and overlay["visible"]
+    )
     assert any("matched by figure 2 of 2" in row["view"] for row in session["lists"]["hmcl"])
     assert any("matched by figure 2 of 2" in caption for _, caption in gallery)
     page, figs, pid = ex.document("D0006")

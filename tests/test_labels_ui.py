@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from tests.test_app_api import server  # noqa: F401  (the served app fixture)
-from tests.test_browser import browser  # noqa: F401
+from tests.test_browser import browser, untick_exclusions  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -54,6 +54,7 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):  # noqa: F8
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill("ui-examiner")
+    untick_exclusions(page)
     _search(page, wb)
     expected = wb.search_drawing(wb.corpus.image_path(wb.corpus["D0002"].figures[0]), "zero-shot", k=10)
     ids = [h.patent_id for h in expected.hits]

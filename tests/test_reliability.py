@@ -775,19 +775,20 @@ def test_concurrent_annotators_kill_9_and_determinism_against_app_py(tmp_path):
         0, 0, 0, 0)  # fmt: skip
 
 
-def test_the_crop_editor_shows_a_large_upload_shrunk_within_the_budgets(live):
-    """The upload event fills the crop editor: a 6000 x 6000 page (within the byte budget) is shown at
-    2048 px a side (at full size it cost 3 CPU-s and 372 MB), and an uncropped editor picture still
-    counts as "not cropped" so the upload itself is searched."""
+def test_the_crop_box_previews_a_large_upload_shrunk_within_the_budgets(live):
+    """The crop box of a 6000 x 6000 page (within the byte budget): its preview is sent to the browser at
+    900 px a side, within the per-request budgets; the whole drawing leaves the upload itself as the query
+    (so a corpus drawing is still recognised), a box makes the crop the query."""
     import gradio as gr
 
-    from app_examiner import ExaminerHandlers, cropped_query, editor_size
+    from app_examiner import crop_box, cropped_query
 
     path = str(live[3] / "gray-6000.png")
-    value, cost = measured(lambda: gr.ImageEditor(type="pil").postprocess(
-        ExaminerHandlers(live[1], live[2]).editor_value(path)[0]))  # fmt: skip
+    value, cost = measured(lambda: gr.Image(type="pil").postprocess(crop_box(path, 0, 0, 100, 100)[0]))
     assert value is not None and cost["cpu_s"] <= CPU_BUDGET_S and cost["peak_mb"] <= PEAK_BUDGET_MB, cost
-    shown = ExaminerHandlers(live[1], live[2]).editor_value(path)[0]
-    assert shown.size == editor_size((6000, 6000)) == (2048, 2048)
-    assert cropped_query(path, shown) == (Path(path).read_bytes(), False)
-    assert cropped_query(path, shown.crop((0, 0, 1024, 1024)))[1] is True
+    preview, crop, line = crop_box(path, 0, 0, 100, 100)
+    assert (max(preview.size), crop, line) == (900, None, "The whole drawing is searched.")
+    assert cropped_query(path, crop) == (Path(path).read_bytes(), False)
+    preview, crop, _ = crop_box(path, 0, 0, 50, 50)
+    assert max(preview.size) == 900 and crop.size == (3000, 3000)
+    assert cropped_query(path, crop)[1] is True

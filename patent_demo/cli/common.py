@@ -13,12 +13,23 @@ DEFAULT = "default"
 BM25 = "bm25"
 
 
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout, when the package runs from one
+
+
+def project_path(name: str) -> str:
+    """``name`` in the project folder (the checkout that holds this package and ``pyproject.toml``), so a
+    command run from another folder finds the shipped checkpoints and the app's cache; ``name`` itself
+    (the working directory) for an installed package."""
+    return str(PROJECT / name) if (PROJECT / "pyproject.toml").is_file() else name
+
+
 def add_checkpoints(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoints",
         nargs="*",
-        default=os.environ.get("PATENT_DEMO_CHECKPOINTS", "checkpoints").split(os.pathsep),
-        help="folders scanned for checkpoints, as the app does (PATENT_DEMO_CHECKPOINTS; default: checkpoints)",
+        default=os.environ.get("PATENT_DEMO_CHECKPOINTS", project_path("checkpoints")).split(os.pathsep),
+        help="folders scanned for checkpoints, as the app does (PATENT_DEMO_CHECKPOINTS; default: the "
+        "project's checkpoints/)",
     )
 
 
@@ -37,10 +48,11 @@ def models(dirs: list[str]) -> list[ModelSpec]:
     return scan_models([d for d in dirs if d])
 
 
-def resolve_model(name: str, task: str, dirs: list[str]) -> ModelSpec | None:
+def resolve_model(name: str, task: str, dirs: list[str], corpus: Corpus | None = None) -> ModelSpec | None:
     """The model ``name`` means for ``task`` ("drawing" or "text"), as the app would offer it.
 
-    ``default``: the model the app selects first (a trained one when present); ``zero-shot``: the
+    ``default``: the model the app selects first (a trained one when present; for text with ``corpus``,
+    the checkpoint trained for the corpus's scheme, as the app does); ``zero-shot``: the
     untuned drawing encoder; ``bm25``: plain BM25 (text; returns ``None``); a checkpoint directory path;
     otherwise a checkpoint or built-in model name from ``patent-demo models``.
     """
@@ -52,6 +64,10 @@ def resolve_model(name: str, task: str, dirs: list[str]) -> ModelSpec | None:
     if name == DEFAULT:
         if not specs:
             raise ValueError(f"no {task} model available")
+        if task == "text" and corpus is not None:
+            from patent_demo.text.select import corpus_scheme, text_model_for_scheme
+
+            return text_model_for_scheme(specs, corpus_scheme(corpus.patents)) or specs[0]
         return specs[0]
     if name == ZERO_SHOT and task == "drawing":
         return next(m for m in specs if m.key == ZERO_SHOT)

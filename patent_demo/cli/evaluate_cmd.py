@@ -19,7 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.cli.common import BM25, add_checkpoints, add_corpus, load_corpus, model_name, resolve_model
+from patent_demo.cli.common import (
+    BM25,
+    add_checkpoints,
+    add_corpus,
+    load_corpus,
+    model_name,
+    project_path,
+    resolve_model,
+)
 from patent_demo.data.corpus import Corpus, read_qrels
 from patent_demo.metrics import macro_means, paired_bootstrap
 
@@ -63,7 +71,9 @@ def add_parser(sub) -> None:
             e.add_argument("--queries", default=None, help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)")  # fmt: skip
             e.add_argument("--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100, as the app)")  # fmt: skip
             e.add_argument(
-                "--cache-dir", default="cache", help="where the BM25 index is cached (shared with the app)"
+                "--cache-dir",
+                default=project_path("cache"),
+                help="where the BM25 index is cached (shared with the app)",
             )
             e.add_argument("--before", default="",
                            help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's "
@@ -303,7 +313,7 @@ def run_text(args: argparse.Namespace) -> int:
         note = "every query of --qrels"
     extra = dict(read_text_queries(args.queries)) if args.queries else {}
     queries = text_queries(corpus, qrels, extra)
-    spec = resolve_model(args.model, "text", args.checkpoints)
+    spec = resolve_model(args.model, "text", args.checkpoints, corpus)
     allowed, cutoffs = None, None
     if args.before:
         from patent_demo.filters import allowed_per_query, cutoff_of_queries, parse_date

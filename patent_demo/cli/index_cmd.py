@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, resolve_model
+from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, project_path, resolve_model
 
 
 def add_parser(sub) -> None:
@@ -27,7 +27,11 @@ def add_parser(sub) -> None:
                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
         add_corpus(x)
         x.add_argument("--model", default="default", help="a drawing model (see `patent-demo models`)")
-        x.add_argument("--cache-dir", default="cache", help="the app's cache folder (default: cache)")
+        x.add_argument(
+            "--cache-dir",
+            default=project_path("cache"),
+            help="the app's cache folder (default: the project's cache/)",
+        )
         add_checkpoints(x)
         if name == "embed":
             x.add_argument("--shard-size", type=int, default=10_000, help="figures per shard (default 10000)")

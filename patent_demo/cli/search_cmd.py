@@ -18,7 +18,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, model_name, resolve_model
+from patent_demo.cli.common import (
+    add_checkpoints,
+    add_corpus,
+    load_corpus,
+    model_name,
+    project_path,
+    resolve_model,
+)
 from patent_demo.data.sources import IMAGE_SUFFIXES
 
 
@@ -39,7 +46,9 @@ def add_parser(sub) -> None:
         s.add_argument("--run", default=None, help="write a TREC run here instead of printing a table")
         s.add_argument("--tag", default=None, help="run tag of the TREC run (default: the model name)")
         s.add_argument(
-            "--cache-dir", default="cache", help="index cache, shared with the app (default: cache)"
+            "--cache-dir",
+            default=project_path("cache"),
+            help="index cache, shared with the app (default: the project's cache/)",
         )
         add_checkpoints(s)
         add_filters(s)
@@ -102,7 +111,8 @@ def image_queries(query: list[str] | None, queries: str | None) -> list[tuple[st
 
 
 def _xml_text(root: ET.Element) -> str:
-    """Title and abstract of a PatSnap ``<doc><str name=…>`` record or a USPTO grant document."""
+    """Title and abstract of a PatSnap ``<doc><str name=…>`` record, a course query file
+    (``<query><title>…</title><description>…</description></query>``) or a USPTO grant document."""
     fields = {
         (e.get("name") or "").lower(): " ".join("".join(e.itertext()).split()) for e in root.iter("str")
     }
@@ -111,6 +121,8 @@ def _xml_text(root: ET.Element) -> str:
         return ". ".join(p for p in parts if p)
     title = root.find(".//invention-title")
     abstract = root.find(".//abstract")
+    if title is None and abstract is None:  # not a grant: a course query file's title and description
+        title, abstract = root.find(".//title"), root.find(".//description")
     parts = [" ".join("".join(e.itertext()).split()) for e in (title, abstract) if e is not None]
     return ". ".join(p for p in parts if p)
 
@@ -246,7 +258,7 @@ def run_text(args: argparse.Namespace) -> int:
         pairs = read_text_queries(args.queries)
     queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
                for qid, text in pairs]  # fmt: skip
-    spec = resolve_model(args.model, "text", args.checkpoints)
+    spec = resolve_model(args.model, "text", args.checkpoints, corpus)
     from patent_demo.filters import allowed_per_query, cutoff_of_queries
 
     f, own = search_filter(args)

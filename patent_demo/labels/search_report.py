@@ -77,6 +77,7 @@ class SearchReport:
     created_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     corpus: str = ""
     cutoff: str = ""
+    history: list[dict] = field(default_factory=list)  # the searches of the session (sessions.record_search)
 
 
 def _readable(store: LabelStore, annotator: str | None, query_id: str | None = None) -> list[Label]:
@@ -139,7 +140,7 @@ def build_report(
         figure = next((lab.candidate_figure for lab in reversed(cl) if lab.candidate_figure), "")
         figure_path = ""
         if figure and corpus is not None:
-            figure_path = str(corpus.root / figure)
+            figure_path = str(corpus.image_root / figure)  # figure paths are under the image root
         matched = figure
         if not matched and passage is not None and first.query_text:
             matched = passage(first.query_text, cand)
@@ -247,9 +248,23 @@ def to_html(report: SearchReport, images: Mapping[str, str] | None = None) -> st
         "<table><thead><tr><th>Cat.</th><th>Document</th><th>Published</th><th>Codes</th>"
         "<th>Decision</th><th>Best rank</th><th>Matched figure / passage</th><th>Notes</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
+        f"{_history_html(report.history)}"
         "<p class='noprint legend'>Print this page (Ctrl+P) to save it as PDF.</p>"
         "</body></html>\n"
     )
+
+
+def _history_html(history: Sequence[Mapping]) -> str:
+    """The search history as a table (each query, its filters, model, date and examiner)."""
+    if not history:
+        return ""
+    e = html.escape
+    keys = ("when", "examiner", "kind", "query", "model", "filters", "notes", "hits")
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{e(str(h.get(k, '')))}</td>" for k in keys) + "</tr>" for h in history
+    )
+    head = "".join(f"<th>{k}</th>" for k in keys)
+    return f"<h2>Search history</h2><table id='history'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def write_report(

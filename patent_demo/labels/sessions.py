@@ -29,8 +29,28 @@ def new_session(kind: str, query_id: str, previous: dict | None = None, **query:
         "lists": {},
         "checkpoints": {},
         "owner": owner_of(previous),
+        "history": history_of(previous),
         **query,
     }
+
+
+def history_of(session: dict | None) -> list[dict]:
+    """The search history of a browser session (a copy): one entry per search, oldest first."""
+    return list((session or {}).get("history") or [])
+
+
+def record_search(session: dict, kind: str, query: str, model: str, filters: str, examiner: str,
+                  notes: Sequence[str] = ()) -> None:  # fmt: skip
+    """Add this search to the session's history (what the search report cites): when (UTC), who, what
+    was searched, with which model and filters, the notes the status line showed, how many hits."""
+    from datetime import UTC, datetime
+
+    hits = max((len(rows) for rows in session.get("lists", {}).values()), default=0)
+    session.setdefault("history", []).append(
+        {"when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), "examiner": examiner or "(no name)",
+         "kind": kind, "query": " ".join(str(query).split())[:200], "model": model, "filters": filters or "none",
+         "notes": "; ".join(n for n in notes if n), "hits": hits, "query_id": session.get("query_id", "")}
+    )  # fmt: skip
 
 
 def owner_of(session: dict | None) -> str:

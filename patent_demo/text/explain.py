@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 FLAT_RANGE = 0.05  # a gate whose values all lie within this band (max - min) is called flat
+UNDECIDED_BITS = 0.995  # a gate whose mean binary entropy reaches this (shown as 1.00 bit) gets a warning too
 
 
 def gate_summary(gate: Sequence[float] | None) -> dict | None:
@@ -80,6 +81,9 @@ def explain_markdown(extra: Mapping) -> str:
                      "the model does not separate domain-sensitive from domain-invariant features, so the split "
                      "below explains little (an untrained head, or a model trained for another scheme).")  # fmt: skip
     else:
+        if g["entropy_bits"] >= UNDECIDED_BITS:
+            lines.append(f"⚠️ The gate is nearly undecided (entropy {g['entropy_bits']:.2f} bits, 1 = every dimension "
+                         "split half and half): read the split below with care.")  # fmt: skip
         lines.append(f"Gate: {100 * g['share_domain_sensitive']:.0f} % of {g['dims']} dimensions lean domain-sensitive; "
                      f"mean {g['mean']:.3f}, std {g['std']:.3f}, range {g['min']:.2f}–{g['max']:.2f}, "
                      f"entropy {g['entropy_bits']:.2f} bits (1 = undecided).")  # fmt: skip

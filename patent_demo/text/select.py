@@ -29,6 +29,13 @@ def checkpoint_scheme(path: str | os.PathLike | None) -> str | None:
     return str(scheme) if scheme else None
 
 
+def corpus_scheme(patents: Sequence[Any]) -> str:
+    """The domain scheme of a corpus: IPC when most of its patents carry IPC codes, else Locarno."""
+    patents = list(patents)
+    with_ipc = sum(1 for p in patents if p.codes.get("ipc"))
+    return "ipc" if with_ipc * 2 >= max(1, len(patents)) else "locarno"
+
+
 def text_model_for_scheme(specs: Sequence[Any], scheme: str) -> Any | None:
     """The first trained DSSDNet model spec (``registry.ModelSpec``: ``kind``, ``path``, ``trained``)
     whose checkpoint was trained for ``scheme``; None when there is none (the caller keeps its default)."""

@@ -1,0 +1,85 @@
+"""The workbench's start-up settings: ``app.py``'s flags (each with an environment variable), the label
+database's default place and the workbench they configure."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from patent_demo.workbench import Workbench, WorkbenchConfig
+
+HERE = Path(__file__).resolve().parent
+
+
+def default_labels_path() -> tuple[Path, str]:
+    """The label database path and a warning ("" when none): ``/data`` on a Space with persistent storage."""
+    env = os.environ.get("PATENT_DEMO_LABELS")
+    if env:
+        return Path(env), ""
+    if os.environ.get("SPACE_ID"):
+        if Path("/data").is_dir() and os.access("/data", os.W_OK):
+            return Path("/data/labels.sqlite"), ""
+        return HERE / "data" / "labels.sqlite", (
+            "Labels are stored on this Space's ephemeral disk and are lost when it restarts: "
+            "enable persistent storage (mounted at /data) in the Space settings."
+        )
+    return HERE / "data" / "labels.sqlite", ""
+
+
+def on_space_with_sign_in() -> bool:
+    return bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
+
+
+def _env(name: str, default: Any) -> Any:
+    return os.environ.get(name, default)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    on_space = bool(os.environ.get("SPACE_ID"))
+    p = argparse.ArgumentParser(
+        description="Patent prior-art workbench (Gradio). Every flag has an env variable."
+    )
+    p.add_argument("--host", default=_env("PATENT_DEMO_HOST", "0.0.0.0" if on_space else "127.0.0.1"),
+                   help="interface to listen on (PATENT_DEMO_HOST)")  # fmt: skip
+    p.add_argument("--port", type=int, default=int(_env("PATENT_DEMO_PORT", _env("GRADIO_SERVER_PORT", 7860))),
+                   help="port (PATENT_DEMO_PORT or GRADIO_SERVER_PORT; default 7860)")  # fmt: skip
+    p.add_argument("--corpus", default=_env("PATENT_DEMO_CORPUS", None),
+                   help="corpus directory with manifest.jsonl (PATENT_DEMO_CORPUS); default: the built-in demo corpus")  # fmt: skip
+    p.add_argument("--demo-patents", type=int, default=int(_env("PATENT_DEMO_PATENTS", 300)),
+                   help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)")  # fmt: skip
+    p.add_argument("--demo-size", type=int, default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
+                   help="drawing size in pixels of the built-in corpus (PATENT_DEMO_IMAGE_SIZE; default 160)")  # fmt: skip
+    p.add_argument("--cache-dir", default=_env("PATENT_DEMO_CACHE", str(HERE / "cache")),
+                   help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default cache/ beside app.py)")  # fmt: skip
+    p.add_argument("--checkpoints", nargs="*", default=_env("PATENT_DEMO_CHECKPOINTS", str(HERE / "checkpoints")).split(os.pathsep),
+                   help="folders scanned for checkpoints (PATENT_DEMO_CHECKPOINTS, os.pathsep-separated)")  # fmt: skip
+    p.add_argument("--labels", default=None,
+                   help="label database (PATENT_DEMO_LABELS; default data/labels.sqlite beside app.py, /data on a Space)")  # fmt: skip
+    p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
+                   help="BM25 candidates the re-ranker scores (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
+    p.add_argument(
+        "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
+    )
+    p.add_argument("--annotators", default=_env("PATENT_DEMO_ANNOTATORS", ""),
+                   help="who may label: 'name:password,...', '@FILE' (one name:password a line) or '*:SECRET' "
+                        "(a shared secret, any login name); labels go under the login (PATENT_DEMO_ANNOTATORS)")  # fmt: skip
+    p.add_argument("--admin", default=_env("PATENT_DEMO_ADMIN", ""),
+                   help="names (comma-separated) who may adjudicate and export; needs --annotators or a Space "
+                        "with sign-in (PATENT_DEMO_ADMIN)")  # fmt: skip
+    p.add_argument("--export-labels", metavar="DIR", default=None,
+                   help="write qrels.txt, hmcl.jsonl, dssdnet.jsonl from the label database into DIR and exit")  # fmt: skip
+    return p.parse_args(argv)
+
+
+def make_workbench(args: argparse.Namespace) -> Workbench:
+    config = WorkbenchConfig(
+        cache_dir=Path(args.cache_dir),
+        corpus=Path(args.corpus) if args.corpus else None,
+        demo_patents=args.demo_patents,
+        demo_size=args.demo_size,
+        checkpoint_dirs=tuple(Path(c) for c in args.checkpoints if c),
+        bm25_candidates=args.bm25_candidates,
+    )
+    return Workbench(config)

@@ -1,0 +1,187 @@
+"""An examiner's text search on the real cs3245 corpus (2,244 patents with IPC codes, citations and
+families, no drawings), the corpus built with the project's CLI, served by the real app with the shipped
+checkpoints and driven in Debian's chromium.
+
+The IPC checkpoint is the default re-ranker, class codes show as IPC, a search with cited prior art in
+the corpus gets no "no good match" warning while an off-topic paragraph does, quoting the score the BM25
+table shows; the drawing tab says plainly that the corpus has no drawings. Screenshots go to
+``test-artifacts/exam-text-*.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from patent_demo.cli.main import main as cli
+from patent_demo.labels.store import LabelStore
+from patent_demo.workbench import Workbench, WorkbenchConfig
+from tests.conftest import REPO_ROOT, require_shared
+from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+OFF_TOPIC = (
+    "The committee met on Tuesday to discuss the annual budget, the new library opening hours and the "
+    "summer festival for families in the town."
+)
+
+
+@pytest.fixture(scope="module")
+def cs(tmp_path_factory):
+    """(url, workbench, docs by id) of the app on the cs3245 corpus built with ``patent-demo``."""
+    import app
+
+    src = require_shared("cs3245_patsnap_corpus_qrels")
+    tmp = tmp_path_factory.mktemp("exam-cs")
+    assert (
+        cli(["corpus", "build", "--source", "text", "--out", str(tmp / "corpus"), str(src), "--quiet"]) == 0
+    )
+    config = WorkbenchConfig(
+        cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=(REPO_ROOT / "checkpoints",)
+    )
+    wb = Workbench(config, progress=False)
+    wb.warm_up()  # a text corpus: BM25 only, no drawing index and no error
+    store = LabelStore(tmp / "labels.sqlite")
+    demo = app.build_demo(wb, store)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **app.launch_kwargs(wb))  # fmt: skip
+    docs = {d["doc_id"]: d for d in map(json.loads, (src / "patsnap_docs.jsonl").open(encoding="utf-8"))}
+    yield f"http://127.0.0.1:{port}/", wb, docs
+    demo.close()
+    store.close()
+
+
+def _text_search(page, text: str):
+    page.get_by_role("tab", name="Text search").click()
+    page.locator("#t-text textarea").fill(text)
+    page.locator("#t-search").click()
+    page.locator("#t-status").get_by_text("re-ranked the top").wait_for(timeout=180_000)
+
+
+def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F811
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    page.get_by_role("tab", name="Text search").click()
+    model = page.locator("#t-model input").input_value()
+    assert "dssdnet-minilm-ipc" in model  # the checkpoint trained for the corpus's scheme
+    q = docs["EP0735178A1"]  # cites EP0495168B1, a washing machine of the same subclass
+    _text_search(page, f"{q['title']}. {q['abstract']}")
+    status = page.locator("#t-status").inner_text()
+    assert "no good match" not in status
+    assert "the query's own patent EP0735178A1 is left out" in status  # a corpus text: itself left out
+    assert page.locator("#t-bm25").get_by_text("EP0735178A1", exact=True).count() == 0
+    page.locator("#l-cursor").get_by_text("· IPC ").wait_for(timeout=20_000)  # not "Locarno –"
+    page.locator("#t-explain").get_by_text("Candidate (IPC ").wait_for(timeout=20_000)
+    widths = page.eval_on_selector_all(
+        "#t-bm25 .table-wrap, #t-dss .table-wrap", "els => els.map(e => [e.scrollWidth, e.clientWidth])"
+    )
+    assert all(sw <= cw + 2 for sw, cw in widths), widths  # title and snippet without sideways scrolling
+    page.screenshot(path=str(ARTIFACTS / "exam-text-1366.png"), full_page=True)
+    page.close()
+
+
+def test_off_topic_text_warns_with_the_tables_score(browser, cs):  # noqa: F811
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    _text_search(page, OFF_TOPIC)
+    status = page.locator("#t-status").inner_text()
+    assert status.startswith("⚠️ no good match: the best BM25 hit scores ")
+    quoted = status.split("scores ", 1)[1].split(",", 1)[0]
+    first = wb.search_text_lists(OFF_TOPIC, "", 1, rerank=False)["bm25"]
+    assert quoted == str(round(float(first.scores[0]), 4))
+    page.locator("#t-bm25").get_by_text(quoted, exact=True).last.wait_for(
+        timeout=10_000
+    )  # as the table shows it
+    assert "false alarms" not in status and "with a cited or citing document in it scored this low" in status
+    page.close()
+
+
+def test_text_corpus_drawing_tab_says_no_drawings(browser, cs):  # noqa: F811
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    page.locator("#d-none").get_by_text("this corpus has no drawings").wait_for(timeout=20_000)
+    assert "0 drawings" in page.locator("#header").inner_text()
+    page.get_by_role("tab", name="Error analysis").click()
+    page.locator("#e-btn").click()
+    page.locator("#e-summary").get_by_text("⚠️ this corpus has no drawings").wait_for(timeout=20_000)
+    assert wb.index_status() == ""
+    page.close()
+
+
+def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
+    from patent_demo.text import syntax
+
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    query = 'ti:"washing machine" AND bubbl* NOT ipc:A47L'
+    _text_search(page, query)
+    admitted = syntax.parse(query).matches(wb.corpus)
+    status = page.locator("#t-status").inner_text()
+    assert f"search syntax: {len(admitted)} documents match" in status
+    bm25 = page.locator("#t-bm25")
+    shown = {
+        w for w in bm25.inner_text().split() if w in wb.corpus and bm25.get_by_text(w, exact=True).count()
+    }
+    assert len(shown) == 10 and shown <= admitted
+    assert all("washing machine" in wb.corpus[i].title.lower() for i in shown)
+    page.locator("#t-text textarea").fill('"bubble generator')
+    page.locator("#t-search").click()
+    page.locator("#t-status").get_by_text(
+        '⚠️ a quote is not closed: put the phrase between two " marks'
+    ).wait_for(timeout=60_000)
+    page.close()
+
+
+def test_one_hit_per_family(browser, cs):  # noqa: F811
+    from patent_demo.families import family_sets
+
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    _text_search(
+        page, "washing with bubbles. Relevant documents will describe washing technology using bubbles."
+    )
+    families = family_sets(wb.corpus)
+    for table in ("#t-bm25", "#t-dss", "#t-fused"):
+        ids = [w for w in page.locator(table).inner_text().split() if w in wb.corpus and not w.endswith(",")]
+        rows = list(dict.fromkeys(i for i in ids if page.locator(table).get_by_text(i, exact=True).count()))
+        assert len(rows) == 10 and len({families[i] for i in rows}) == 10, (table, rows)
+    bm25 = page.locator("#t-bm25")
+    bm25.get_by_text("same family: US20080016626A1").last.wait_for(timeout=20_000)  # under EP1870505A2
+    assert (
+        bm25.get_by_text("EP1870505A2", exact=True).count()
+        and not bm25.get_by_text("US20080016626A1", exact=True).count()
+    )
+    page.close()
+
+
+def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    _text_search(
+        page, "washing with bubbles. Relevant documents will describe washing technology using bubbles."
+    )
+    page.locator("#t-bm25").get_by_text("EP1870505A2", exact=True).last.click()
+    page.get_by_role("tab", name="Document").click()
+    page.locator("#doc-html h3").get_by_text("EP1870505A2").wait_for(timeout=30_000)
+    page.locator("#more-text").click()  # its title and abstract become the query, searched at once
+    status = page.locator("#t-status")
+    status.get_by_text("the query's own patent EP1870505A2 is left out with its family").wait_for(
+        timeout=180_000
+    )
+    status.get_by_text("re-ranked the top").wait_for(timeout=180_000)
+    assert page.locator("#t-text textarea").input_value().startswith(wb.corpus["EP1870505A2"].title)
+    bm25 = page.locator("#t-bm25")
+    assert not bm25.get_by_text("EP1870505A2", exact=True).count()
+    assert not bm25.get_by_text("US20080016626A1", exact=True).count()  # its family member is left out too
+    page.close()
