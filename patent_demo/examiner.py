@@ -130,9 +130,11 @@ def text_search(
     search_filter: SearchFilter | None = None,
     own_date: bool = False,
     rerank: bool = True,
+    lists: Sequence[str] | None = None,
 ):
-    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``; ``bm25`` alone
-    with ``rerank=False``) restricted by ``search_filter``; with
+    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dense``, ``hybrid``, ``dssdnet``,
+    ``fused`` or those named in ``lists``; ``bm25`` alone with ``rerank=False``) restricted by
+    ``search_filter``; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
     date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
     from patent_demo.query import check_abstract
@@ -149,7 +151,8 @@ def text_search(
     notes += _filter_note(f, allowed, len(wb.corpus))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
-    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
+    names = lists if lists is None or "bm25" in lists else [*lists, "bm25"]  # the no-match check reads BM25
+    lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank, lists=names)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     best = normalized_text_score(wb.bm25(), text, float(bm25.scores[0])) if len(bm25) else 0.0

@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--hard-k", type=int, default=50, help="hard negatives come from the untrained hybrid's top k"
     )
-    p.add_argument("--max-length", type=int, default=128, help="word pieces per text in training (inference: 256)")
+    p.add_argument(
+        "--max-length", type=int, default=128, help="word pieces per text in training (inference: 256)"
+    )
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument(
         "--cache-dir", default="cache", help="the dense index cache (the untrained index for the negatives)"

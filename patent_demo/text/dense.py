@@ -228,3 +228,30 @@ def cached_dense_index(
     index = build_dense_index(encoder, patents, batch_size=batch_size, progress=progress)
     index.save(path)
     return index
+
+
+def find_dense_checkpoint(dirs: Sequence[str | os.PathLike]) -> Path | None:
+    """The first bi-encoder checkpoint (``config.json`` kind ``biencoder``) in ``dirs`` or their sub-folders."""
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for cand in [d, *sorted(p for p in d.iterdir() if p.is_dir())]:
+            try:
+                if json.loads((cand / "config.json").read_text(encoding="utf-8")).get("kind") == DENSE_KIND:
+                    return cand
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def default_text_encoder(dirs: Sequence[str | os.PathLike] = ()):
+    """``(encoder, hybrid settings)`` the app and the CLI use: a bi-encoder checkpoint found in ``dirs``
+    with the hybrid settings it tuned on validation, else the packaged MiniLM with
+    ``patent_demo/configs/hybrid.json``; precision chosen for this CPU (``patent_demo.text.precision``)."""
+    from patent_demo.text.hybrid import load_hybrid_settings
+
+    ckpt = find_dense_checkpoint(dirs)
+    if ckpt is not None and "hybrid" in json.loads((ckpt / "config.json").read_text(encoding="utf-8")):
+        return TextEncoder(ckpt, precision="auto"), load_hybrid_settings(ckpt / "config.json")
+    return TextEncoder(ckpt, precision="auto"), load_hybrid_settings()

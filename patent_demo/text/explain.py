@@ -69,9 +69,23 @@ def gate_spread_over_candidates(extras: Sequence[Mapping]) -> float:
     return float(np.std(means)) if len(means) > 1 else 0.0
 
 
+def found_by(extra: Mapping) -> str:
+    """Which first stage found a hit: ``"Found by BM25 at rank 3 and dense at rank 12; hybrid pool rank 5."``
+    (a stage that did not return it within its depth is said so); "" when the extras hold no ranks."""
+    if "bm25_rank" not in extra and "dense_rank" not in extra:
+        return ""
+    b, d = extra.get("bm25_rank"), extra.get("dense_rank")
+    parts = [f"BM25 at rank {b}" if b is not None else "not BM25 (no shared word within its depth)"]
+    if "dense_rank" in extra:
+        parts.append(f"dense at rank {d}" if d is not None else "not dense (below its depth)")
+    pool = f"; hybrid pool rank {extra['pool_rank']}" if extra.get("pool_rank") is not None else ""
+    return f"Found by {' and '.join(parts)}{pool}."
+
+
 def explain_markdown(extra: Mapping) -> str:
-    """A few lines for the panel: the gate's spread (or that it is flat) and the parts of the score."""
-    lines = []
+    """A few lines for the panel: which first stage found the hit, the gate's spread (or that it is
+    flat) and the parts of the score."""
+    lines = [line for line in [found_by(extra)] if line]
     g = gate_summary(extra.get("gate"))
     if g is None:
         lines.append("This variant has no gate (plain cross-encoder): the score is one head's output.")

@@ -125,3 +125,26 @@ def checkpoint_fusion_weight(directory) -> float:
     except (OSError, ValueError, AttributeError):
         return DEFAULT_FUSION_WEIGHT
     return float(value) if isinstance(value, (int, float)) and 0.0 <= value <= 1.0 else DEFAULT_FUSION_WEIGHT
+
+
+def tuned_fusion_weight(directory, pool: str = "hybrid", k_rerank: int | None = None) -> float | None:
+    """The fusion weight a re-ranker checkpoint tuned on its validation queries for first stage ``pool``
+    re-ranked to depth ``k_rerank`` (``metrics.json`` ``fusion``: ``weight``, ``pool`` (default
+    ``bm25``), ``k_rerank``), or None when it records none for that pool and depth (the caller says so)."""
+    import json
+    from pathlib import Path
+
+    if directory is None:
+        return None
+    try:
+        fusion = (
+            json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8")).get("fusion") or {}
+        )
+    except (OSError, ValueError, AttributeError):
+        return None
+    value = fusion.get("weight")
+    if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        return None
+    if fusion.get("pool", "bm25") != pool or (k_rerank is not None and fusion.get("k_rerank") != k_rerank):
+        return None
+    return float(value)

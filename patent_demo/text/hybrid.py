@@ -63,6 +63,13 @@ def load_hybrid_settings(path: str | Path | None = None) -> HybridSettings:
     return HybridSettings.from_dict(data.get("hybrid", data))
 
 
+def default_text_list() -> str:
+    """The list the workbench ships as its default (``hybrid.json`` ``default_list``: the best list on
+    validation, see ``docs/results_text.md``); ``hybrid`` when the file names none."""
+    data = json.loads(HYBRID_CONFIG.read_text(encoding="utf-8"))
+    return str(data.get("default_list", "hybrid"))
+
+
 def hybrid_fusion(bm25: Results, dense: Results, weight: float, method: str = "minmax") -> Results:
     """One query's hybrid list (see the module docstring), every document of either list, best first."""
     if method not in METHODS:
