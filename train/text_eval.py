@@ -44,6 +44,28 @@ def split_runs(stage: FirstStage, corpus: Corpus, qids, depth: int = 1000) -> di
     return first_stage_runs(stage, queries, depth, names=("bm25", "dense"))
 
 
+def ir_measures_summary(run: dict, qrels: dict) -> dict:
+    """R@10, AP@10, nDCG@10 and R@100 of ``run`` by ir_measures (the independent check of our metrics;
+    ranks given as scores ``1/rank`` so ties cannot reorder them)."""
+    import ir_measures
+    from ir_measures import AP, R, nDCG
+
+    qr = [ir_measures.Qrel(q, d, int(r)) for q, ds in qrels.items() for d, r in ds.items()]
+    sd = [
+        ir_measures.ScoredDoc(q, d, 1.0 / i)
+        for q, res in run.items()
+        if q in qrels
+        for i, d in enumerate(res.ids[:100], 1)
+    ]
+    agg = ir_measures.calc_aggregate([R @ 10, AP @ 10, nDCG @ 10, R @ 100], qr, sd)
+    return {
+        "recall@10": agg[R @ 10],
+        "map@10": agg[AP @ 10],
+        "ndcg@10": agg[nDCG @ 10],
+        "recall@100": agg[R @ 100],
+    }
+
+
 def evaluate_stage(stage: FirstStage, corpus: Corpus, qrels: dict, depth: int = 1000) -> dict:
     """Tune the hybrid on ``qrels["val"]``, then score bm25/dense/hybrid on val and test."""
     from patent_demo.text.hybrid import hybrid_run
@@ -55,6 +77,7 @@ def evaluate_stage(stage: FirstStage, corpus: Corpus, qrels: dict, depth: int = 
     for s in ("val", "test"):
         lists = {**runs[s], "hybrid": hybrid_run(runs[s]["bm25"], runs[s]["dense"], settings)}
         per = {n: per_query_metrics(r, qrels[s], KS) for n, r in lists.items()}
+        out.setdefault("ir_measures", {})[s] = {n: ir_measures_summary(r, qrels[s]) for n, r in lists.items()}
         out["splits"][s] = {
             "queries": sorted(qrels[s]),
             "summary": {n: {m: evaluate_run(r, qrels[s], KS)[m] for m in SUMMARY} for n, r in lists.items()},

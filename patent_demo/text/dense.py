@@ -100,12 +100,13 @@ class TextEncoder:
         return Path(self.checkpoint).name if self.checkpoint else "minilm-l6"
 
     def fingerprint(self) -> str:
-        """sha256[:12] of the weights file (a fine-tuned encoder gets its own cached index)."""
+        """sha256[:12] of the weights file, max_length and precision (a fine-tuned encoder, or bf16, gets its
+        own cached index)."""
         weights = next(
             (self.path / n for n in ("model.safetensors", "pytorch_model.bin") if (self.path / n).is_file()),
             None,
         )
-        h = hashlib.sha256(f"{self.max_length}".encode())
+        h = hashlib.sha256(f"{self.max_length}:{self.precision}".encode())
         if weights is not None:
             st = weights.stat()
             h.update(f"{weights.resolve()}:{st.st_size}:{int(st.st_mtime)}".encode())
