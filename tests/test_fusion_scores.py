@@ -107,3 +107,9 @@ def test_tuned_fusion_weight_is_per_pool_and_depth(tmp_path):
     (tmp_path / "metrics.json").write_text('{"fusion": {"weight": 0.3, "pool": "hybrid", "k_rerank": 100}}')
     assert tuned_fusion_weight(tmp_path, "hybrid", 100) == 0.3
     assert tuned_fusion_weight(tmp_path, "hybrid", 50) is None
+    (tmp_path / "metrics.json").write_text(
+        '{"fusion": {"weight": 0.15}, "fusion_pools": {"hybrid@100": {"weight": 0.4, "pool": "hybrid", "k_rerank": 100}}}'
+    )
+    assert (
+        tuned_fusion_weight(tmp_path, "hybrid", 100) == 0.4 and tuned_fusion_weight(tmp_path, "bm25") == 0.15
+    )

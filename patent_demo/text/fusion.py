@@ -130,16 +130,16 @@ def checkpoint_fusion_weight(directory) -> float:
 def tuned_fusion_weight(directory, pool: str = "hybrid", k_rerank: int | None = None) -> float | None:
     """The fusion weight a re-ranker checkpoint tuned on its validation queries for first stage ``pool``
     re-ranked to depth ``k_rerank`` (``metrics.json`` ``fusion``: ``weight``, ``pool`` (default
-    ``bm25``), ``k_rerank``), or None when it records none for that pool and depth (the caller says so)."""
+    ``bm25``), ``k_rerank``; or ``fusion_pools["<pool>@<k_rerank>"]``, written by ``train/text_rerank_eval.py``),
+    or None when it records none for that pool and depth (the caller says so)."""
     import json
     from pathlib import Path
 
     if directory is None:
         return None
     try:
-        fusion = (
-            json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8")).get("fusion") or {}
-        )
+        metrics = json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8"))
+        fusion = (metrics.get("fusion_pools") or {}).get(f"{pool}@{k_rerank}", metrics.get("fusion") or {})
     except (OSError, ValueError, AttributeError):
         return None
     value = fusion.get("weight")
