@@ -135,3 +135,30 @@ def test_text_runs_make_every_list_with_first_stage_ranks():
         text_runs(stage, [q], library, k=3, names=("fused",), reranker=_Rev())
     only = first_stage_runs(stage, [q], 3, names=("dense",), allowed={"Q": {"B"}})
     assert only["dense"]["Q"].ids == ["B"]
+
+
+def test_app_and_cli_models_run_in_the_precision_chosen_for_the_cpu(monkeypatch):
+    """``registry.default_reranker`` (the app's and the CLI's re-ranker) and the dense encoder apply
+    ``choose_precision``: bf16 on a CPU with AVX512-BF16/AMX, fp32 elsewhere, or what the env var says."""
+    from patent_demo.registry import builtin_models, default_reranker
+    from patent_demo.text.dense import default_text_encoder
+    from patent_demo.text.precision import ENV, choose_precision
+
+    spec = next(m for m in builtin_models() if m.task == "text")
+    for forced in ("fp32", "bf16"):
+        monkeypatch.setenv(ENV, forced)
+        assert default_reranker(spec).precision == forced
+        assert default_text_encoder(())[0].precision == forced
+    monkeypatch.delenv(ENV)
+    assert default_reranker(spec).precision == choose_precision("auto", None)
+    assert choose_precision("auto", {"avx2"}) == "fp32" and choose_precision("auto", {"amx_bf16"}) == "bf16"
+
+
+def test_found_by_names_both_first_stages():
+    from patent_demo.text.explain import found_by
+
+    assert found_by({"bm25_rank": 3, "dense_rank": None, "pool_rank": 5}) == (
+        "First stages: BM25 rank 3, dense rank – (not in its list); hybrid pool rank 5."
+    )
+    assert found_by({"bm25_rank": 7}) == "First stages: BM25 rank 7."
+    assert found_by({"gate": None}) == ""

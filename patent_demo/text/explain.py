@@ -70,16 +70,19 @@ def gate_spread_over_candidates(extras: Sequence[Mapping]) -> float:
 
 
 def found_by(extra: Mapping) -> str:
-    """Which first stage found a hit: ``"Found by BM25 at rank 3 and dense at rank 12; hybrid pool rank 5."``
-    (a stage that did not return it within its depth is said so); "" when the extras hold no ranks."""
+    """Which first stage found a hit: ``"First stages: BM25 rank 3, dense rank 12; hybrid pool rank 5."``,
+    ``–`` for a stage whose list (to its depth) does not hold it; "" when the extras hold no ranks."""
     if "bm25_rank" not in extra and "dense_rank" not in extra:
         return ""
-    b, d = extra.get("bm25_rank"), extra.get("dense_rank")
-    parts = [f"BM25 at rank {b}" if b is not None else "not BM25 (no shared word within its depth)"]
-    if "dense_rank" in extra:
-        parts.append(f"dense at rank {d}" if d is not None else "not dense (below its depth)")
+
+    def rank(key: str) -> str:
+        return str(extra[key]) if extra.get(key) is not None else "– (not in its list)"
+
+    parts = [f"BM25 rank {rank('bm25_rank')}"] + (
+        [f"dense rank {rank('dense_rank')}"] if "dense_rank" in extra else []
+    )
     pool = f"; hybrid pool rank {extra['pool_rank']}" if extra.get("pool_rank") is not None else ""
-    return f"Found by {' and '.join(parts)}{pool}."
+    return f"First stages: {', '.join(parts)}{pool}."
 
 
 def explain_markdown(extra: Mapping) -> str:
