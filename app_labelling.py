@@ -364,10 +364,8 @@ class LabelHandlers:
             name = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybrid"}.get(
                 list_name, "Fused (hybrid + DSSDNet)"
             )
-            found = found_by(row.get("extras") or {})
-            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + (
-                f"{found}\n\n" if found else ""
-            ) + body
+            found = f"{found_by(row.get('extras') or {})}\n\n".lstrip()
+            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n{found}" + body  # fmt: skip
         e = row.get("extras") or {}
         fig = gate_plot(e["gate"]) if e.get("gate") else None
         pool = e.get("pool_rank", e.get("bm25_rank"))
