@@ -172,6 +172,43 @@ def markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
+START, END = "<!-- text-results:start -->", "<!-- text-results:end -->"
+
+
+def readme_block(r: dict) -> str:
+    """The README's compact text table (test queries; val beside it), written between the markers."""
+    rows = [("BM25", "bm25"), ("dense (MiniLM, untrained)", "dense"), ("hybrid (untrained)", "hybrid"),
+            ("dense, fine-tuned bi-encoder", "dense-ft"), ("hybrid, fine-tuned bi-encoder", "hybrid-ft")]  # fmt: skip
+    v, t = r["lists"]["val"], r["lists"]["test"]
+    out = [START, "", f"Test: {r['queries']['test']} queries, validation: {r['queries']['val']} (`{r['split_file']}`); "
+           f"mean ± std over {len(r['seeds'])} seeds for the fine-tuned rows (`docs/results_text.md`, written by "
+           "`python -m train.text_report`).", "",
+           "| list | test R@10 | test MAP@10 | test nDCG@10 | test R@100 | val MAP@10 |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for label, n in rows:
+        if n in t:
+            out.append(f"| {label} | " + " | ".join(_cell(t[n][m]) for m in ("recall@10", "map@10", "ndcg@10", "recall@100"))
+                       + f" | {_cell(v[n]['map@10'])} |")  # fmt: skip
+    b = r["bootstrap"]["test"]
+    d, tg = r["default"], r["targets"]
+    out += ["", f"Default list: **{d['list']}** ({d['chosen_on']}). Test, paired bootstrap 95 %: "
+            + "; ".join(f"{c} MAP@10 {x['map@10']['diff']:+.3f} [{x['map@10']['low']:+.3f}, {x['map@10']['high']:+.3f}]"
+                        for c, x in b.items() if c in ("hybrid - bm25", "hybrid-ft - hybrid", "dense-ft - dense"))
+            + f". Targets: default − untrained hybrid MAP@10 {tg['default_map@10_minus_untrained_hybrid_test']:+.3f} "
+            f"(≥ +0.02: {'met' if tg['default_map@10_minus_untrained_hybrid_test'] >= 0.02 else 'not met'}); "
+            f"pool R@100 − BM25 {tg['pool_recall@100_minus_bm25_test']:+.3f} "
+            f"(≥ +0.05: {'met' if tg['pool_recall@100_minus_bm25_test'] >= 0.05 else 'not met'}).", ""]  # fmt: skip
+    for rr in r.get("rerank", []):
+        x = rr["splits"]["test"]
+        out += [f"DSSDNet (`{rr['checkpoint']}`) re-ranking the hybrid top {rr['k_rerank']}, on the {x['queries']} test "
+                f"queries it never saw: MAP@10 {x['summary']['dssdnet']['map@10']:.3f} vs the hybrid's "
+                f"{x['summary']['hybrid']['map@10']:.3f} ({x['bootstrap']['dssdnet - hybrid']['diff']:+.3f} "
+                f"[{x['bootstrap']['dssdnet - hybrid']['low']:+.3f}, {x['bootstrap']['dssdnet - hybrid']['high']:+.3f}]); "
+                f"fused (weight {rr['fusion']['weight']} tuned on validation) {x['summary']['fused']['map@10']:.3f} "
+                f"({x['bootstrap']['fused - hybrid']['diff']:+.3f} [{x['bootstrap']['fused - hybrid']['low']:+.3f}, "
+                f"{x['bootstrap']['fused - hybrid']['high']:+.3f}]).", ""]  # fmt: skip
+    return "\n".join([*out, END])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--untrained", required=True, help="train.text_eval JSON of the packaged MiniLM")
@@ -182,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
     p.add_argument("--json", required=True, help="the JSON to write")
     p.add_argument("--md", required=True, help="the Markdown to write")
+    p.add_argument("--readme", default=None, help="a README whose text-results block to rewrite")
     args = p.parse_args(argv)
     load = lambda f: json.loads(Path(f).read_text(encoding="utf-8"))  # noqa: E731
     r = report(load(args.untrained), [load(f) for f in args.finetuned], args.bootstrap)
@@ -189,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     r["command"] = "python -m train.text_report " + " ".join(argv if argv is not None else sys.argv[1:])
     Path(args.json).write_text(json.dumps(r, indent=1) + "\n", encoding="utf-8")
     Path(args.md).write_text(markdown(r), encoding="utf-8")
+    if args.readme:
+        text = Path(args.readme).read_text(encoding="utf-8")
+        a, b = text.index(START), text.index(END) + len(END)
+        Path(args.readme).write_text(text[:a] + readme_block(r) + text[b:], encoding="utf-8")
     print(markdown(r))
     return 0
 
