@@ -228,7 +228,7 @@ def text_run(
     it): ``list_name`` (default: ``bm25`` when ``spec`` is None, else ``dssdnet``), ``spec`` the
     re-ranker of ``dssdnet`` and ``fused``; ``allowed`` maps a qid to the ids its search may return
     (``patent_demo.filters.allowed_per_query``)."""
-    from patent_demo.text.lists import text_runs
+    from patent_demo.text.lists import FirstStage, text_runs
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     list_name = list_name or ("bm25" if spec is None else "dssdnet")
@@ -241,7 +241,8 @@ def text_run(
         if note:
             print(f"note: {note}", file=sys.stderr)
     k = max(candidates, max(ks))
-    return text_runs(wb.text_stage(), queries, corpus, k, [list_name], reranker, min(candidates, k), weight,
+    stage = FirstStage(wb.bm25()) if list_name == "bm25" else wb.text_stage()  # BM25 alone needs no encoder
+    return text_runs(stage, queries, corpus, k, [list_name], reranker, min(candidates, k), weight,
                      allowed=allowed)[list_name]  # fmt: skip
 
 
