@@ -114,7 +114,7 @@ def main(argv=None) -> int:
         wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path(args.corpus),
                                        checkpoint_dirs=(Path(args.app_checkpoint).parent,)), progress=False)  # fmt: skip
         spec = read_checkpoint_spec(Path(args.app_checkpoint))
-        wb.warm_up(text=True)
+        wb.bm25(), wb.dense()  # the text indexes (this corpus has no drawings to index)
         rr = wb.reranker(spec)
         queries = [corpus[q] for q in sorted(corpus.qrels)[:5]]
         wb.search_text_lists(queries[0].text, k=10, model=spec.key)

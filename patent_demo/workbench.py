@@ -298,9 +298,11 @@ class Workbench:
             return self._figure_sha
 
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
-        """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
-        the figure hashes now."""
-        drawing = [m.key for m in self.models("drawing")]
+        """Build (or load) the corpus, the default drawing index (every model's with ``every_model``), BM25,
+        the dense text index and the figure hashes now."""
+        drawing = (
+            [m.key for m in self.models("drawing")] if self._figures() else []
+        )  # a text-only corpus has none
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
         if text:
