@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             step += 1
             log.append({"epoch": epoch, "step": step, "loss": round(loss.item(), 4)})
             print(
-                f"epoch {epoch} step {step}/{total} loss {float(loss):.4f} ({time.time() - start:.0f} s)",
+                f"epoch {epoch} step {step}/{total} loss {loss.item():.4f} ({time.time() - start:.0f} s)",
                 flush=True,
             )
     model.eval()
