@@ -225,6 +225,7 @@ class Handlers:
         """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
         restricted by the filter panel."""
         from app_examiner import parse_filter
+        from patent_demo.text.hybrid import default_text_list
 
         try:
             text = check_abstract(abstract)
@@ -247,7 +248,7 @@ class Handlers:
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             precision = getattr(self.wb.reranker(spec), "precision", "fp32")
             status = (f"BM25 found {len(bm25)}; {spec.label} ({precision}) re-ranked the hybrid top "
-                      f"{self.wb.config.bm25_candidates}{untrained}.")  # fmt: skip
+                      f"{self.wb.config.bm25_candidates}{untrained}. Default list: {default_text_list()} (best on validation).")  # fmt: skip
             status = _with_notes(status, notes)
             if not len(bm25):
                 status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)
