@@ -15,7 +15,9 @@ from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus
 from tests.conftest import require_shared
 
-pytestmark = pytest.mark.slow  # the packaged MiniLM encodes a 60-patent corpus (about a minute on 2 shared cores)
+pytestmark = (
+    pytest.mark.slow
+)  # the packaged MiniLM encodes a 60-patent corpus (about a minute on 2 shared cores)
 
 
 @pytest.fixture(scope="module")
