@@ -193,7 +193,7 @@ class Handlers:
             lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False)
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
-            status = f"BM25 found {len(lists['bm25'])}; {spec.label} is re-ranking its top {self.wb.config.bm25_candidates}…"
+            status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.config.bm25_candidates}…"
             return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes)
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, None, warn(err)

@@ -132,7 +132,7 @@ def test_bm25_list_comes_first(client, server):
     expected = wb.search_text("lamp with a shade and bulb", "26-05", k=5)[0].ids
     assert [r[2] for r in bm["data"]] == expected
     assert ds["data"] == [] and fused["data"] == []
-    assert status.startswith(f"BM25 found {len(expected)}; ") and "is re-ranking its top 100" in status
+    assert status.startswith(f"BM25 found {len(expected)}; ") and "re-ranks the hybrid top 100" in status
     *_, status = client.predict("   ", "", "dssdnet-untrained", 5, api_name="/search_bm25")
     assert status.startswith("⚠️ the abstract is empty")
 
