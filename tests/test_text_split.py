@@ -79,3 +79,14 @@ def test_no_test_query_has_a_training_twin(corpus):
     split_of = {q: s for s in ("train", "val", "test") for q in saved[s]}
     for a, b in TWINS:  # the issue's four identical-text twins now share a split
         assert split_of[a] == split_of[b]
+
+
+def test_corpus_build_split_keeps_identical_texts_together(corpus):
+    """``patent-demo corpus build`` draws its patent-level split over the same families: twins share a split."""
+    split_of = {pid: s for s, ids in corpus.splits.items() for pid in ids}
+    by_text: dict[str, set[str]] = {}
+    for p in corpus.patents:
+        if text_key(p):
+            by_text.setdefault(text_key(p), set()).add(split_of[p.id])
+    assert sum(len(v) > 1 for v in by_text.values()) == 0
+    assert sum(1 for p in corpus.patents if text_key(p)) > len(by_text)  # there are twins to keep together
