@@ -30,7 +30,7 @@ from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.text.syntax import HELP as SYNTAX_HELP
 from patent_demo.workbench import Workbench
 
-LIST_NAMES = ("hmcl", "bm25", "dssdnet", "fused")
+LIST_NAMES = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused")
 SHORTCUTS = {
     "1": "lbl-rel",
     "2": "lbl-part",
@@ -184,9 +184,13 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         column_widths=TEXT_WIDTHS,
                         max_height=600,
                     )
+                    t_dense = gr.Dataframe(headers=TEXT_HEADERS, label="Dense (MiniLM bi-encoder)", datatype=TEXT_TYPES,
+                                           wrap=True, interactive=False, elem_id="t-dense", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
+                    t_hybrid = gr.Dataframe(headers=TEXT_HEADERS, label="Hybrid: BM25 + dense (the re-ranked pool)", datatype=TEXT_TYPES,
+                                            wrap=True, interactive=False, elem_id="t-hybrid", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
                     t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
                                          interactive=False, elem_id="t-dss", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
-                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: BM25 + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
+                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: hybrid + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
                                            interactive=False, elem_id="t-fused", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
                 with gr.Row():
                     t_gate = gr.Plot(label="Gate activations")
@@ -359,7 +363,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
         bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
                                  [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
-        then_show(bm25_first.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
+        dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, *filters],
+                                     [t_dense, t_hybrid, t_status], api_name="search_dense")  # fmt: skip
+        then_show(dense_next.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
                               [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
                   h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
         then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, session,

@@ -214,10 +214,30 @@ class Handlers:
                                                 exclude_own=bool(exclude_own), per_family=bool(per_family))  # fmt: skip
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
-            status = f"BM25 found {len(lists['bm25'])}; {spec.label} is re-ranking its top {self.wb.config.bm25_candidates}…"
+            status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.config.bm25_candidates}…"
             return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes)
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, None, warn(err)
+
+    def search_dense(self, abstract, codes, model, k, before="", own=False, classification="", country="",
+                     kind="", date_from="", date_to="", exclude_own=False, per_family=False):  # fmt: skip
+        """The dense and hybrid lists (the text button's second step, before the re-ranker)."""
+        from app_examiner import parse_filter
+
+        try:
+            text, qcodes = check_abstract(abstract), parse_query_codes(codes)
+            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), "", f, own, lists=("dense", "hybrid"),
+                                                exclude_own=bool(exclude_own), per_family=bool(per_family))  # fmt: skip
+            session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
+            for name in ("dense", "hybrid"):
+                add_list(session, name, self._snipped(lists[name], text), name)
+            enc = self.wb.dense()[0]
+            status = f"dense ({enc.name}, {enc.precision}) and hybrid found {len(lists['hybrid'])}; re-ranking follows…"
+            return (table_value(self.wb, session, "dense", {}, None), table_value(self.wb, session, "hybrid", {}, None),
+                    _with_notes(status, notes))  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
+            return None, None, warn(err)
 
     def search_text(self, abstract, codes, model, k, annotator, previous=None,
                     before="", own=False, classification="", country="", kind="", date_from="", date_to="",
@@ -226,6 +246,7 @@ class Handlers:
         """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
         restricted by the filter panel."""
         from app_examiner import parse_filter
+        from patent_demo.text.hybrid import default_text_list
 
         try:
             text = check_abstract(abstract)
@@ -239,7 +260,10 @@ class Handlers:
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(bm25, text), "bm25")
             add_list(session, "dssdnet", self._snipped(dss, text), spec.checkpoint_id)
-            add_list(session, "fused", self._snipped(lists["fused"], text), f"{spec.checkpoint_id}+bm25")
+            add_list(session, "fused", self._snipped(lists["fused"], text), f"{spec.checkpoint_id}+hybrid")
+            for name in ("dense", "hybrid"):
+                add_list(session, name, self._snipped(lists[name], text), name)
+            notes += [n for n in [self.wb.fusion_weight(spec)[1]] if n]
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
@@ -247,7 +271,9 @@ class Handlers:
                 session, "text", text, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
             )
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
-            status = f"BM25 found {len(bm25)}; {spec.label} re-ranked the top {self.wb.config.bm25_candidates}{untrained}."
+            precision = getattr(self.wb.reranker(spec), "precision", "fp32")
+            status = (f"BM25 found {len(bm25)}; {spec.label} ({precision}) re-ranked the hybrid top "
+                      f"{self.wb.config.bm25_candidates}{untrained}. Default list: {default_text_list()} (best on validation).")  # fmt: skip
             status = _with_notes(status, notes)
             if not len(bm25):
                 status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)

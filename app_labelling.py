@@ -29,7 +29,7 @@ from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
 from patent_demo.limits import check_text
-from patent_demo.text.explain import explain_markdown
+from patent_demo.text.explain import explain_markdown, found_by
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
@@ -112,7 +112,9 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
             )
         elif kind == "text":
             e = row.get("extras") or {}
-            move = _movement(e["bm25_rank"], r) if list_name != "bm25" and "bm25_rank" in e else ""
+            move = (
+                _movement(e["bm25_rank"], r) if list_name != "bm25" and e.get("bm25_rank") is not None else ""
+            )
             rows.append([r, move, p.id, class_code(p, kind), p.title, score, e.get("snippet", "")])
         else:
             rows.append([r, p.id, class_code(p, kind), p.title, score])
@@ -260,13 +262,17 @@ class LabelHandlers:
         head = f"### {esc(p.id)} · {esc(p.title)}\n"
         body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(scheme_code(p))}): {esc(self.wb.candidate_text(p))}"
         if list_name != "dssdnet":
-            name = "BM25" if list_name == "bm25" else "Fused (BM25 + DSSDNet)"
-            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n" + body
+            name = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybrid"}.get(
+                list_name, "Fused (hybrid + DSSDNet)"
+            )
+            found = f"{found_by(row.get('extras') or {})}\n\n".lstrip()
+            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n{found}" + body  # fmt: skip
         e = row.get("extras") or {}
         fig = gate_plot(e["gate"]) if e.get("gate") else None
+        pool = e.get("pool_rank", e.get("bm25_rank"))
         md = (
             head
-            + f"DSSDNet rank {r} (BM25 rank {e.get('bm25_rank')}, {_movement(e.get('bm25_rank', r), r)})  \n"
+            + f"DSSDNet rank {r} (hybrid pool rank {pool}, {_movement(pool, r) if pool is not None else '–'})  \n"
             f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
             f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
             f"**t** = {_fmt(e.get('t'))} ({esc(e.get('t_source') or '–')}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"

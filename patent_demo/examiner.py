@@ -157,11 +157,13 @@ def text_search(
     rerank: bool = True,
     exclude_own: bool = False,
     per_family: bool = False,
+    lists: Sequence[str] | None = None,
 ):
-    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dssdnet``, ``fused``; ``bm25`` alone
-    with ``rerank=False``) restricted by ``search_filter``; with ``exclude_own`` a query that is a corpus
-    patent's text leaves that patent and its family out; with ``per_family`` each list keeps one hit per
-    family (``patent_demo.families.collapse``); a query in the search syntax (``patent_demo.text.syntax``)
+    """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dense``, ``hybrid``, ``dssdnet``,
+    ``fused`` or those named in ``lists``; ``bm25`` alone with ``rerank=False``) restricted by
+    ``search_filter``; with ``exclude_own`` a query that is a corpus patent's text leaves that patent and
+    its family out; with ``per_family`` each list keeps one hit per family
+    (``patent_demo.families.collapse``); a query in the search syntax (``patent_demo.text.syntax``)
     selects the documents that BM25 then ranks by its words; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
     date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
@@ -199,14 +201,15 @@ def text_search(
             raise ValueError(
                 f"{len(allowed)} documents match; add a word to rank them by (a code alone only filters)"
             )
+    names = lists if lists is None or "bm25" in lists else [*lists, "bm25"]  # the no-match check reads BM25
     if per_family:  # more candidates, then one per family: k families come back
         from patent_demo.families import collapse
 
-        wide = wb.search_text_lists(text, codes, max(k, min(3 * k, wb.config.bm25_candidates)), model, allowed=allowed,
-                                    rerank=rerank)  # fmt: skip
+        wide = wb.search_text_lists(text, codes, max(k, min(3 * k, wb.config.bm25_candidates)), model,
+                                    allowed=allowed, rerank=rerank, lists=names)  # fmt: skip
         lists = {name: collapse(res, wb.corpus, k) for name, res in wide.items()}
     else:
-        lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank)
+        lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank, lists=names)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:

@@ -253,10 +253,11 @@ def default_reranker(spec: ModelSpec, domain_scheme: str = "ipc") -> TextReranke
     """The re-ranker of a text model spec: a saved DSSDNet checkpoint, or MiniLM with an untrained head."""
     import torch
 
+    from patent_demo.text.precision import apply_precision
     from patent_demo.text.reranker import Reranker, create_reranker
 
     if spec.path is not None:
-        return Reranker.load(spec.path)
+        return apply_precision(Reranker.load(spec.path), "auto")  # bf16 where the CPU has it, else fp32
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)  # the untrained head is the same on every start
-        return create_reranker(spec.encoder, domain_scheme=domain_scheme)
+        return apply_precision(create_reranker(spec.encoder, domain_scheme=domain_scheme), "auto")

@@ -9,6 +9,7 @@ Cache layout (every entry keyed by a fingerprint of what it was built from)::
       democorpus/...                      the generated built-in corpus (when no corpus is given)
       index/<corpus fp>/<model fp>/       DenseIndex directories (see ``patent_demo.drawing.index``)
       bm25/<corpus fp>/                   BM25Index directory (see ``patent_demo.text.bm25``)
+      dense/<corpus fp>/<encoder fp>/     DenseIndex of the patent texts (see ``patent_demo.text.dense``)
       figure_sha/<corpus fp>.json         sha256 of each figure file (recognises corpus drawings)
 
 Models come from :mod:`patent_demo.registry`: a "zero-shot" drawing encoder and an untrained DSSDNet
@@ -46,7 +47,7 @@ from patent_demo.registry import (
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
-from patent_demo.text.search import TextQuery, TextReranker, candidate_text, first_stage, rerank_run
+from patent_demo.text.search import TextQuery, TextReranker, candidate_text, first_stage
 
 
 @dataclass
@@ -110,25 +111,6 @@ def corpus_fingerprint(corpus: Corpus) -> str:
     return h.hexdigest()[:12]
 
 
-class _KeepScore:
-    """A re-ranker whose extras also carry each candidate's own score (``rerank_run`` shifts the scores of
-    the head it merges above the BM25 tail; the app shows the re-ranker's probabilities)."""
-
-    KEY = "_rerank_score"
-
-    def __init__(self, reranker: TextReranker) -> None:
-        self.reranker = reranker
-
-    def rank(self, query_text, candidates, query_codes=None, batch_size: int = 32) -> Results:
-        res = self.reranker.rank(query_text, candidates, query_codes=query_codes, batch_size=batch_size)
-        extras = res.extras or [{}] * len(res)
-        return Results(
-            res.ids,
-            res.scores,
-            [{**(e or {}), self.KEY: float(v)} for e, v in zip(extras, res.scores, strict=True)],
-        )
-
-
 class Workbench:
     """Search, explain, evaluate and label over one corpus. Thread-safe for the app's concurrent handlers.
 
@@ -143,6 +125,7 @@ class Workbench:
         drawing_encoder_factory: Callable[[ModelSpec], DrawingEncoder] | None = None,
         reranker_factory: Callable[[ModelSpec], TextReranker] | None = None,
         progress: bool = True,
+        text_encoder_factory: Callable[[], object] | None = None,
     ) -> None:
         self.config = config or WorkbenchConfig()
         self._corpus = corpus
@@ -157,6 +140,9 @@ class Workbench:
         self._index_locks: dict[str, threading.Lock] = {}  # one per model: a build blocks only its model
         self._warm_thread: threading.Thread | None = None
         self._bm25: BM25Index | None = None
+        self._text_encoder_factory = text_encoder_factory
+        self._dense: tuple | None = None  # (encoder, DenseIndex, HybridSettings)
+        self._dense_lock = threading.Lock()
         self._figure_sha: dict[str, str] | None = None
 
     # -- corpus and models ---------------------------------------------------------------------------
@@ -277,6 +263,29 @@ class Workbench:
                     self._bm25.save(root)
             return self._bm25
 
+    def dense(self):
+        """``(encoder, index, hybrid settings)`` of the dense first stage: the bi-encoder checkpoint found in
+        the checkpoint folders (``patent_demo.text.dense.find_dense_checkpoint``), else the packaged MiniLM,
+        in the precision chosen for this CPU; its index loaded from the cache or built (progress bar)."""
+        from patent_demo.text.dense import cached_dense_index, default_text_encoder
+
+        with self._dense_lock:
+            if self._dense is None:
+                enc, hybrid = (
+                    self._text_encoder_factory or (lambda: default_text_encoder(self.config.checkpoint_dirs))
+                )()
+                index = cached_dense_index(enc, self.corpus.patents, self.config.cache_dir / "dense" / self.fingerprint,
+                                           batch_size=self.config.batch_size, progress=self.progress)  # fmt: skip
+                self._dense = (enc, index, hybrid)
+            return self._dense
+
+    def text_stage(self):
+        """The first stages (``patent_demo.text.lists.FirstStage``): BM25, the dense index and the hybrid settings."""
+        from patent_demo.text.lists import FirstStage
+
+        enc, index, hybrid = self.dense()
+        return FirstStage(self.bm25(), index, enc, hybrid)
+
     def figure_sha(self) -> dict[str, str]:
         """{sha256 of the figure file: figure path}, cached on disk: recognises a corpus drawing as a query."""
         with self._lock:
@@ -294,13 +303,14 @@ class Workbench:
             return self._figure_sha
 
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
-        """Build (or load) the corpus, the default dense index (every model's with ``every_model``), BM25 and
-        the figure hashes now."""
+        """Build (or load) the corpus, the default drawing index (every model's with ``every_model``), BM25,
+        the dense text index and the figure hashes now."""
         drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
             self.index(key)
         if text:
             self.bm25()
+            self.dense()
         self.figure_sha()
 
     def warm_up_background(self) -> threading.Thread:
@@ -313,9 +323,10 @@ class Workbench:
         """``""`` once every drawing model's index is ready, else a line naming those being built."""
         drawn = self.has_drawings()
         pending = [m.label for m in self.models("drawing") if m.key not in self._indexes and drawn]
+        pending += ["the dense text index"] if self._dense is None else []
         if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
             return ""
-        return f"⏳ building the drawing index of {', '.join(pending)}; a search with it says so until it is ready"
+        return f"⏳ building {', '.join(pending)}; a search with it says so until it is ready"
 
     def display_path(self, figure: Figure) -> str:
         """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""
@@ -458,12 +469,15 @@ class Workbench:
         model: str = "",
         allowed: Collection[str] | None = None,
         rerank: bool = True,
+        lists: Collection[str] | None = None,
     ) -> dict[str, Results]:
-        """The text tab's three lists, top ``k`` each: ``bm25``, ``dssdnet`` (BM25's top
-        ``bm25_candidates`` re-ranked) and ``fused`` (``patent_demo.text.fusion.score_fusion`` of the two
-        with the BM25 weight the checkpoint was tuned with on its validation queries); ``allowed`` as in
-        ``search_text``. ``rerank=False`` returns the BM25 list alone (what the app shows at once)."""
-        from patent_demo.text.fusion import checkpoint_fusion_weight, score_fusion
+        """The text tab's lists, top ``k`` each (``patent_demo.text.lists``): ``bm25``, ``dense``, ``hybrid``,
+        ``dssdnet`` (the hybrid's top ``bm25_candidates`` re-ranked by ``model``) and ``fused`` (the hybrid
+        and DSSDNet scores with the checkpoint's weight, see :meth:`fusion_weight`); ``allowed`` as in
+        ``search_text``. ``rerank=False`` returns the BM25 list alone (what the app shows at once);
+        ``lists`` names the lists wanted (default: all). DSSDNet extras keep the re-ranker's own score
+        under ``rerank_score``, every list's ``bm25_rank`` and ``dense_rank``."""
+        from patent_demo.text.lists import LISTS, text_runs
 
         text = check_abstract(abstract)
         query_codes = (
@@ -472,20 +486,32 @@ class Workbench:
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         query = TextQuery("query", text, query_codes)
-        n = max(k, self.config.bm25_candidates)
         only = {"query": allowed} if allowed is not None else None
-        first = first_stage(self.bm25(), [query], k=n, allowed=only)["query"]
         if not rerank:
-            return {"bm25": first.top(k)}
-        if not len(first):
-            return {"bm25": first, "dssdnet": first, "fused": first}
-        spec = self.model(model, "text") if model else self.default_text_model()
-        run = rerank_run(self.bm25(), _KeepScore(self.reranker(spec)), [query], self.corpus, k_first=n,
-                         keep_extras=True, allowed=only)["query"]  # fmt: skip
-        scores = [e.pop(_KeepScore.KEY) for e in run.extras]
-        reranked = Results(run.ids, np.asarray(scores, dtype=np.float64), run.extras)
-        fused = score_fusion(first, reranked, checkpoint_fusion_weight(spec.path))
-        return {"bm25": first.top(k), "dssdnet": reranked.top(k), "fused": fused.top(k)}
+            return {"bm25": first_stage(self.bm25(), [query], k=k, allowed=only)["query"]}
+        names = list(lists or LISTS)
+        spec = reranker = weight = None
+        if {"dssdnet", "fused"} & set(names):
+            spec = self.model(model, "text") if model else self.default_text_model()
+            reranker, weight = self.reranker(spec), self.fusion_weight(spec)[0]
+        runs = text_runs(self.text_stage(), [query], self.corpus, k, names, reranker, max(k, self.config.bm25_candidates),
+                         weight, allowed=only, batch_size=self.config.batch_size, keep_extras=True)  # fmt: skip
+        out = {n: r["query"] for n, r in runs.items()}
+        if "dssdnet" in out:  # the app shows the re-ranker's own scores (sorted by them already)
+            d = out["dssdnet"]
+            out["dssdnet"] = Results(d.ids, np.asarray([e.pop("rerank_score") for e in d.extras]), d.extras)
+        return out
+
+    def fusion_weight(self, spec: ModelSpec) -> tuple[float, str]:
+        """``(weight, note)``: the pool's share in the fused list, as ``spec``'s checkpoint tuned it on its
+        validation queries for the hybrid pool at this re-rank depth; else 0.5 and a note saying so."""
+        from patent_demo.text.fusion import tuned_fusion_weight
+
+        w = tuned_fusion_weight(spec.path, "hybrid", self.config.bm25_candidates)
+        if w is not None:
+            return w, ""
+        return 0.5, (f"{spec.label} records no fusion weight tuned on the hybrid top {self.config.bm25_candidates}: "
+                     "the fused list uses an untuned 0.5")  # fmt: skip
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
         """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""

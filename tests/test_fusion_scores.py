@@ -66,23 +66,50 @@ def test_checkpoint_weight(tmp_path):
 
 
 def test_workbench_text_lists_hold_the_fused_list(tmp_path):
+    from patent_demo.text.lists import first_stage_runs
+    from patent_demo.text.search import TextQuery
     from tests.test_pipeline import make_workbench
 
     wb, _ = make_workbench(tmp_path)
     lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5)
     n = min(5, len(lists["bm25"]))
-    assert (
-        sorted(lists) == ["bm25", "dssdnet", "fused"] and n >= 2 and all(len(r) == n for r in lists.values())
-    )
+    assert sorted(lists) == ["bm25", "dense", "dssdnet", "fused", "hybrid"] and n >= 2
+    assert all(len(lists[name]) == 5 for name in ("dense", "hybrid", "dssdnet", "fused"))
     bm25, dss = wb.search_text("lamp with a shade and bulb", "26-05", k=5)
     assert lists["bm25"].ids == bm25.ids and lists["dssdnet"].ids == dss.ids
-    pool = wb.bm25().search("lamp with a shade and bulb", k=wb.config.bm25_candidates)
+    query = TextQuery("query", "lamp with a shade and bulb", {"locarno": ["26-05"]})
+    pool = first_stage_runs(wb.text_stage(), [query], wb.config.bm25_candidates, names=("hybrid",))["hybrid"][
+        "query"
+    ]
     spec = wb.default_text_model()
     reranked = wb.reranker(spec).rank(
         "lamp with a shade and bulb",
         [(p, wb.candidate_text(wb.corpus[p]), wb.corpus[p].codes) for p in pool.ids],
         query_codes={"locarno": ["26-05"]},
     )
-    want = score_fusion(pool, reranked, DEFAULT_FUSION_WEIGHT)  # no checkpoint: the default weight
-    assert lists["fused"].ids == want.ids[:n]
-    assert all("fused" in e and "bm25_rank" in e for e in lists["fused"].extras)
+    assert lists["dssdnet"].ids == reranked.ids[:5]
+    weight, note = wb.fusion_weight(spec)
+    assert weight == 0.5 and note.endswith(
+        "records no fusion weight tuned on the hybrid top 100: the fused list uses an untuned 0.5"
+    )
+    want = score_fusion(pool, reranked, weight, rank_key="pool_rank")
+    assert lists["fused"].ids == want.ids[:5]
+    assert all("fused" in e and "bm25_rank" in e and "dense_rank" in e for e in lists["fused"].extras)
+
+
+def test_tuned_fusion_weight_is_per_pool_and_depth(tmp_path):
+    from patent_demo.text.fusion import tuned_fusion_weight
+
+    assert tuned_fusion_weight(None) is None
+    (tmp_path / "metrics.json").write_text('{"fusion": {"weight": 0.15}}')  # an old checkpoint: BM25 pool
+    assert tuned_fusion_weight(tmp_path, "hybrid", 100) is None
+    assert tuned_fusion_weight(tmp_path, "bm25") == 0.15
+    (tmp_path / "metrics.json").write_text('{"fusion": {"weight": 0.3, "pool": "hybrid", "k_rerank": 100}}')
+    assert tuned_fusion_weight(tmp_path, "hybrid", 100) == 0.3
+    assert tuned_fusion_weight(tmp_path, "hybrid", 50) is None
+    (tmp_path / "metrics.json").write_text(
+        '{"fusion": {"weight": 0.15}, "fusion_pools": {"hybrid@100": {"weight": 0.4, "pool": "hybrid", "k_rerank": 100}}}'
+    )
+    assert (
+        tuned_fusion_weight(tmp_path, "hybrid", 100) == 0.4 and tuned_fusion_weight(tmp_path, "bm25") == 0.15
+    )

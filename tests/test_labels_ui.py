@@ -162,10 +162,10 @@ def test_category_applies_to_text_hits_and_resets(browser, server):  # noqa: F81
     page.close()
 
 
-def test_another_client_with_this_browsers_session_hash_cannot_undo_its_label(browser, server):  # noqa: F811
+def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(browser, server):  # noqa: F811
     """Without a login the page holds a token (``gr.BrowserState``) and its session is owned by the token's
     HMAC: a raw client that sends this page's session hash reaches its state but not its token, so its
-    /undo is refused and the label stays; the page's own Undo still works."""
+    /undo is refused and the label stays, and its /label stores nothing; the page's own Undo still works."""
     import json
 
     from gradio_client import Client
@@ -181,6 +181,7 @@ def test_another_client_with_this_browsers_session_hash_cannot_undo_its_label(br
     page.on("request", sniff)
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill("owner-examiner")
+    untick_exclusions(page)
     _search(page, wb)
     page.locator("#d-status").click()
     page.keyboard.press("1")
@@ -193,6 +194,10 @@ def test_another_client_with_this_browsers_session_hash_cannot_undo_its_label(br
     msg = thief.predict("owner-examiner", api_name="/undo")[0]
     assert msg == "⚠️ this browser session is not yours: undo acts on your own labels only"
     assert not next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone
+    before = len(store.labels(include_undone=True))
+    msg = thief.predict("not", "hmcl", 2, "", "", "thief", api_name="/label")[0]
+    assert msg == "⚠️ this browser session is not yours: label on your own result lists only"
+    assert len(store.labels(include_undone=True)) == before  # nothing stored on this browser's list
     page.locator("#lbl-undo").click()
     page.locator("#l-status").get_by_text("↶ undid relevant").wait_for(timeout=10_000)
     assert next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone

@@ -68,3 +68,21 @@ def test_collapse_keeps_the_best_member_and_lists_the_others():
     assert out.ids == ["US20080016626A1", "D2"] and list(out.scores) == [5.0, 4.0]
     assert out.extras == [{"family_also": ["EP1870505A2"]}, {"family_also": ["D1"]}]
     assert collapse(res, CORPUS).ids == ["US20080016626A1", "D2", "USD0929297"]
+
+
+def test_identical_texts_are_one_family_in_lists_as_in_the_text_split():
+    """A continuation repeats its parent's title and abstract without listing it as family: the lists
+    collapse it as the split does (one definition, ``patent_demo.data.families``)."""
+    corpus = Corpus(
+        ".",
+        [
+            Patent("US6535378", title="Headphone", text="A headphone with a band."),
+            Patent("US5583744", title="HEADPHONE", text="A headphone, with a band"),
+            Patent("US7000000", title="Chair", text="A chair."),
+        ],
+    )
+    fam = family_sets(corpus)
+    assert fam["US6535378"] == fam["US5583744"] == {"US6535378", "US5583744"}
+    assert fam["US7000000"] == {"US7000000"}
+    res = Results(["US5583744", "US7000000", "US6535378"], np.array([3.0, 2, 1]))
+    assert collapse(res, corpus).ids == ["US5583744", "US7000000"]

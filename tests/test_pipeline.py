@@ -17,7 +17,7 @@ from patent_demo.registry import ZERO_SHOT, scan_models
 from patent_demo.results import Results
 from patent_demo.text.fusion import reciprocal_rank_fusion
 from patent_demo.text.reranker import Reranker, RerankerConfig
-from patent_demo.text.search import TextQuery, first_stage, rerank_run
+from patent_demo.text.search import TextQuery, first_stage
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 # subclass -> (shape drawn, words of its texts)
@@ -117,13 +117,34 @@ def tiny_reranker(seed: int = 0) -> Reranker:
     return Reranker(cfg, BertModel(bert, add_pooling_layer=False), tok).eval()
 
 
+class HashTextEncoder:
+    """A tiny dense text encoder for tests: each word hashed into one of 32 dimensions, L2-normalised."""
+
+    name, precision, checkpoint = "hash-32", "fp32", ""
+
+    def fingerprint(self) -> str:
+        return "hash32"
+
+    def encode(self, texts, batch_size: int = 32, progress: bool = False, desc: str = ""):
+        import zlib
+
+        out = np.full((len(texts), 32), 1e-3, dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, zlib.crc32(w.strip(".,;").encode()) % 32] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
 def make_workbench(tmp: Path, checkpoint_dirs=(), **cfg) -> tuple[Workbench, PixelEncoder]:
+    from patent_demo.text.hybrid import HybridSettings
+
     corpus = make_tiny_corpus(tmp / "corpus")
     enc = PixelEncoder()
     rr = tiny_reranker()
     config = WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=tuple(checkpoint_dirs), **cfg)
     wb = Workbench(config, corpus=corpus, drawing_encoder_factory=lambda spec: enc,
-                   reranker_factory=lambda spec: rr, progress=False)  # fmt: skip
+                   reranker_factory=lambda spec: rr, progress=False,
+                   text_encoder_factory=lambda: (HashTextEncoder(), HybridSettings("minmax", 0.5, 1000)))  # fmt: skip
     return wb, enc
 
 
@@ -170,11 +191,18 @@ def test_index_is_cached_on_disk(tmp_path):
     np.testing.assert_allclose(index.embeddings, wb.index(ZERO_SHOT).embeddings)
 
 
+def _hybrid_pool(wb, query, n):
+    from patent_demo.text.lists import first_stage_runs
+
+    return first_stage_runs(wb.text_stage(), [query], n, names=("hybrid",))["hybrid"]
+
+
 def test_text_search_bm25_then_rerank(bench):
     wb, _ = bench
     bm25, dss = wb.search_text("lamp with a shade and bulb", codes="26-05", k=5)
     assert bm25.ids[:2] == ["D0008", "D0009"]  # the two lamps share three query words
-    expected_pool = wb.bm25().search("lamp with a shade and bulb", k=100)
+    query = TextQuery("query", "lamp with a shade and bulb", {"locarno": ["26-05"]})
+    expected_pool = _hybrid_pool(wb, query, 100)["query"]  # the re-ranker reads the hybrid pool
     direct = tiny_reranker().rank(
         "lamp with a shade and bulb",
         [(p, wb.candidate_text(wb.corpus[p]), wb.corpus[p].codes) for p in expected_pool.ids],
@@ -183,22 +211,28 @@ def test_text_search_bm25_then_rerank(bench):
     assert dss.ids == direct.ids[:5]
     np.testing.assert_allclose(dss.scores, direct.scores[:5], rtol=1e-5)
     ex = dss.extras[0]
-    assert ex["bm25_rank"] == expected_pool.ids.index(dss.ids[0]) + 1
+    at = expected_pool.ids.index(dss.ids[0])
+    assert ex["pool_rank"] == at + 1 and ex["bm25_rank"] == expected_pool.extras[at]["bm25_rank"]
     assert len(ex["gate"]) == 16 and ex["t_source"] == "codes"
     assert ex["t"] == int(wb.corpus[dss.ids[0]].locarno == "26-05")
 
 
 def test_app_text_list_is_rerank_runs(bench):
-    """One re-ranking path: the app's DSSDNet list is ``rerank_run``'s (the training evaluation's and the
-    benchmarks') on the same query, in order, with the same extras; its BM25 list is ``first_stage``'s."""
+    """One re-ranking path: the app's DSSDNet list is ``rerank_first``'s over the hybrid pool (the
+    evaluation's), in order, with the same extras; its BM25 list is ``first_stage``'s."""
+    from patent_demo.text.search import rerank_first
+
     wb, _ = bench
     text = "a lamp with a shade, a chair seat and a cup handle"
     bm25, dss = wb.search_text(text, codes="26-05", k=4)
     query = TextQuery("q", text, {"locarno": ["26-05"]})
     n = wb.config.bm25_candidates
-    run = rerank_run(wb.bm25(), tiny_reranker(), [query], wb.corpus, k_first=n, keep_extras=True)["q"]
+    pool = _hybrid_pool(wb, query, n)
+    run = rerank_first(pool, tiny_reranker(), [query], wb.corpus, n, keep_extras=True, rank_key="pool_rank")[
+        "q"
+    ]
     assert dss.ids == run.ids[:4] and len(run) > 4
-    assert dss.extras == run.extras[:4]  # gate, t, ds/di/fusion..., bm25_rank
+    assert dss.extras == run.extras[:4]  # gate, t, ds/di/fusion..., bm25_rank, dense_rank, pool_rank
     assert np.all(np.diff(dss.scores) <= 0) and np.all((dss.scores > 0) & (dss.scores < 1))
     first = first_stage(wb.bm25(), [query], k=n)["q"]
     assert bm25.ids == first.ids[:4]

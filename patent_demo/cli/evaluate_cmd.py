@@ -6,8 +6,9 @@ Drawings use the one protocol of ``patent_demo.drawing.evaluate`` (the app's Err
 figure of the split (``all``), or one marked query figure per patent (``queries``, the demo corpus). On a
 corpus without a test split every figure is evaluated against all others, and the output says so.
 
-Text uses ``patent_demo.text.search.rerank_run``: BM25 top ``--candidates`` (the query patent left out),
-re-ranked by the model (``bm25``: none), scored against the corpus qrels (citations) or ``--qrels``.
+Text uses ``patent_demo.text.lists.text_runs``, the lists the app shows (``--model`` bm25, dense, hybrid,
+dssdnet: the hybrid top ``--candidates`` re-ranked, fused), the query patent left out, scored against the
+corpus qrels (citations) or ``--qrels``; ``--split-file`` takes the queries of a committed split.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo.cli.common import (
-    BM25,
     add_checkpoints,
     add_corpus,
     load_corpus,
@@ -44,7 +44,8 @@ def add_parser(sub) -> None:
         add_corpus(e, required=task == "drawings")
         default_model = "default"
         e.add_argument("--model", default=default_model,
-                       help="default, zero-shot (drawings), bm25 (text), or a name from `patent-demo models`")  # fmt: skip
+                       help="default, zero-shot (drawings), or a name from `patent-demo models`; text: bm25, dense, "
+                            "hybrid, dssdnet, fused, default (the shipped default list) or a DSSDNet checkpoint")  # fmt: skip
         e.add_argument("--against", default=None, help="a baseline model: paired bootstrap of the difference")
         e.add_argument("--split", default=None, help="split to evaluate (default: test when the corpus has one; 'all': every patent)")  # fmt: skip
         e.add_argument("--k", type=int, nargs="+", default=[10] if task == "drawings" else list(TEXT_KS),
@@ -69,7 +70,10 @@ def add_parser(sub) -> None:
                            help="a labelled-pair file (DSSDNet TSV or label-export JSONL): rank each query's own "
                                 "candidates instead of searching the corpus (--corpus then only supplies texts)")  # fmt: skip
             e.add_argument("--queries", default=None, help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)")  # fmt: skip
-            e.add_argument("--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100, as the app)")  # fmt: skip
+            e.add_argument("--candidates", type=int, default=100, help="hybrid candidates re-ranked (default 100, as the app)")  # fmt: skip
+            e.add_argument("--reranker", default=None, help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)")  # fmt: skip
+            e.add_argument("--split-file", default=None,
+                           help="a committed query split (splits/*.json, train/text_split.py): --split picks its queries")  # fmt: skip
             e.add_argument(
                 "--cache-dir",
                 default=project_path("cache"),
@@ -197,6 +201,27 @@ def run_drawings(args: argparse.Namespace) -> int:
 
 
 # -- text ---------------------------------------------------------------------------------------------------------
+def resolve_text_list(name: str, reranker: str | None, dirs: list[str], corpus: Corpus | None = None):
+    """``(list name, DSSDNet spec or None)`` for ``--model``: ``bm25``, ``dense``, ``hybrid`` (first
+    stages), ``dssdnet`` / ``fused`` (re-ranked by ``--reranker``, default: the app's default
+    checkpoint; for ``corpus``, the one trained for its scheme), ``default`` (the shipped default list, ``patent_demo/configs/hybrid.json``
+    ``default_list``), or a DSSDNet checkpoint name or directory (its re-ranked list)."""
+    from patent_demo.text.hybrid import default_text_list
+    from patent_demo.text.lists import FIRST_STAGES
+
+    if name == "default":
+        name = default_text_list()
+    if name in FIRST_STAGES:
+        return name, None
+    if name in ("dssdnet", "fused"):
+        return name, resolve_model(reranker or "default", "text", dirs, corpus)
+    return "dssdnet", resolve_model(name, "text", dirs, corpus)
+
+
+def list_label(name: str, spec) -> str:
+    return name if spec is None else f"{name}:{spec.key}"
+
+
 def text_run(
     corpus: Corpus,
     spec,
@@ -206,25 +231,28 @@ def text_run(
     cache_dir: str,
     dirs: list[str],
     allowed=None,
+    list_name: str | None = None,
 ) -> dict:
-    """The run of one text model over ``queries`` and its per-query metrics source; ``allowed`` maps a
-    qid to the ids its search may return (``patent_demo.filters.allowed_per_query``)."""
-    from patent_demo.text.search import rerank_run
+    """The run of one text list over ``queries`` (``patent_demo.text.lists.text_runs``, as the app makes
+    it): ``list_name`` (default: ``bm25`` when ``spec`` is None, else ``dssdnet``), ``spec`` the
+    re-ranker of ``dssdnet`` and ``fused``; ``allowed`` maps a qid to the ids its search may return
+    (``patent_demo.filters.allowed_per_query``)."""
+    from patent_demo.text.lists import FirstStage, text_runs
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
-    wb = Workbench(WorkbenchConfig(cache_dir=Path(cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(dirs)),
-                   corpus=corpus, progress=False)  # fmt: skip
+    list_name = list_name or ("bm25" if spec is None else "dssdnet")
+    wb = Workbench(WorkbenchConfig(cache_dir=Path(cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(dirs),
+                                   bm25_candidates=candidates), corpus=corpus, progress=False)  # fmt: skip
     reranker = wb.reranker(spec) if spec is not None else None
-    k_first = max(candidates, max(ks))
-    return rerank_run(
-        wb.bm25(),
-        reranker,
-        queries,
-        corpus,
-        k_first=k_first,
-        k_rerank=min(candidates, k_first),
-        allowed=allowed,
-    )
+    weight = None
+    if list_name == "fused":
+        weight, note = wb.fusion_weight(spec)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+    k = max(candidates, max(ks))
+    stage = FirstStage(wb.bm25()) if list_name == "bm25" else wb.text_stage()  # BM25 alone needs no encoder
+    return text_runs(stage, queries, corpus, k, [list_name], reranker, min(candidates, k), weight,
+                     allowed=allowed)[list_name]  # fmt: skip
 
 
 def text_queries(corpus: Corpus, qrels: dict, extra_texts: dict[str, str]):
@@ -305,7 +333,14 @@ def run_text(args: argparse.Namespace) -> int:
             f"{corpus.root} has no qrels.txt; give judgements with --qrels (see `patent-demo qrels convert`)"
         )
     split, note = _split(corpus, args.split)
-    if split is not None and not args.qrels:
+    if args.split_file:
+        chosen = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
+        split = args.split or "test"
+        if split not in ("train", "val", "test"):
+            raise ValueError(f"--split-file holds train, val and test; got --split {split!r}")
+        qrels = {q: d for q, d in qrels.items() if q in set(chosen[split])}
+        note = f"the {split} queries of {args.split_file}"
+    elif split is not None and not args.qrels:
         ids = set(corpus.splits[split])
         qrels = {q: d for q, d in qrels.items() if q in ids}
         note = f"qrels queries in {note}"
@@ -313,7 +348,7 @@ def run_text(args: argparse.Namespace) -> int:
         note = "every query of --qrels"
     extra = dict(read_text_queries(args.queries)) if args.queries else {}
     queries = text_queries(corpus, qrels, extra)
-    spec = resolve_model(args.model, "text", args.checkpoints, corpus)
+    list_name, spec = resolve_text_list(args.model, args.reranker, args.checkpoints, corpus)
     allowed, cutoffs = None, None
     if args.before:
         from patent_demo.filters import allowed_per_query, cutoff_of_queries, parse_date
@@ -323,7 +358,9 @@ def run_text(args: argparse.Namespace) -> int:
                    else dict.fromkeys(qids_all, parse_date(args.before, "cut-off date")))  # fmt: skip
         allowed = allowed_per_query(qids_all, corpus, cutoffs)
         note += f"; prior-art cut-off {args.before}"
-    run = text_run(corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed)
+    run = text_run(
+        corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed, list_name
+    )
     if cutoffs is not None:
         from patent_demo.filters import apply_cutoff
 
@@ -336,20 +373,28 @@ def run_text(args: argparse.Namespace) -> int:
     per_query = {k: [pq[q][k] for q in qids] for k in keys}
     result = {
         "task": "text", "corpus": str(corpus.root), "source": corpus.source_label or corpus.name,
-        "evaluated": note + f"; BM25 top {max(args.candidates, max(args.k))}, the first {args.candidates} re-ranked",
-        "model": model_name(spec), "num_queries": len(qids), "num_patents": len(qids),
+        "evaluated": note + (f"; the hybrid top {args.candidates} re-ranked" if spec is not None else ""),
+        "model": list_label(list_name, spec), "num_queries": len(qids), "num_patents": len(qids),
         "summary": _summaries(per_query, qids, keys), "queries": qids, "per_query": per_query,
     }  # fmt: skip
     if args.against:
-        base = resolve_model(args.against, "text", args.checkpoints)
+        base_list, base = resolve_text_list(args.against, args.reranker, args.checkpoints, corpus)
         brun = text_run(
-            corpus, base, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed
+            corpus,
+            base,
+            queries,
+            args.k,
+            args.candidates,
+            args.cache_dir,
+            args.checkpoints,
+            allowed,
+            base_list,
         )
         if cutoffs is not None:
             brun, _ = apply_cutoff(brun, qrels, corpus, cutoffs)
         bq = per_query_metrics(brun, qrels, args.k)
         bper = {k: [bq[q][k] for q in qids] for k in keys}
-        result["against"] = model_name(base) if base is not None else BM25
+        result["against"] = list_label(base_list, base)
         result["baseline_summary"] = _summaries(bper, qids, keys)
         result["baseline_per_query"] = bper
         result["comparison"] = _compare(per_query, bper, qids, keys, args.bootstrap, args.seed)

@@ -5,8 +5,8 @@ with one path per line. Results are patents ranked by their best figure, from th
 app builds (cached under ``--cache-dir``).
 
 Text queries (``--query FILE``) are a PatSnap ``<doc><str name=…>`` record, a USPTO grant XML, or plain
-text; ``--queries FILE`` is a TSV of id and text. BM25 top ``--candidates`` is re-ranked by the model
-(``bm25``: none).
+text; ``--queries FILE`` is a TSV of id and text. ``--model`` names the list (``patent_demo.text.lists``):
+bm25, dense, hybrid, dssdnet (the hybrid top ``--candidates`` re-ranked), fused, or the default.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from patent_demo.cli.common import (
     add_checkpoints,
     add_corpus,
     load_corpus,
-    model_name,
     project_path,
     resolve_model,
 )
@@ -37,7 +36,8 @@ def add_parser(sub) -> None:
                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
         add_corpus(s)
         s.add_argument("--model", default="default",
-                       help="default, zero-shot (drawings), bm25 (text), or a name from `patent-demo models`")  # fmt: skip
+                       help="default, zero-shot (drawings), or a name from `patent-demo models`; text: bm25, dense, hybrid, "
+                            "dssdnet, fused, default (the shipped default list) or a DSSDNet checkpoint")  # fmt: skip
         q = s.add_mutually_exclusive_group(required=True)
         q.add_argument("--query", nargs="+", default=None, help="query file(s)")
         q.add_argument("--queries", default=None,
@@ -60,8 +60,9 @@ def add_parser(sub) -> None:
             s.set_defaults(handler=run_drawings)
         else:
             s.add_argument(
-                "--candidates", type=int, default=100, help="BM25 candidates re-ranked (default 100)"
+                "--candidates", type=int, default=100, help="hybrid candidates re-ranked (default 100)"
             )
+            s.add_argument("--reranker", default=None, help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)")  # fmt: skip
             s.set_defaults(handler=run_text)
 
 
@@ -258,15 +259,17 @@ def run_text(args: argparse.Namespace) -> int:
         pairs = read_text_queries(args.queries)
     queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
                for qid, text in pairs]  # fmt: skip
-    spec = resolve_model(args.model, "text", args.checkpoints, corpus)
+    from patent_demo.cli.evaluate_cmd import list_label, resolve_text_list
     from patent_demo.filters import allowed_per_query, cutoff_of_queries
+
+    list_name, spec = resolve_text_list(args.model, args.reranker, args.checkpoints, corpus)
 
     f, own = search_filter(args)
     qids = [q.qid for q in queries]
     cutoffs = cutoff_of_queries(qids, corpus) if own else dict.fromkeys(qids, f.before)
     allowed = allowed_per_query(qids, corpus, cutoffs, f)
     run = text_run(
-        corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints, allowed
+        corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints, allowed, list_name
     )
     out, table = [], []
     for q in queries:
@@ -275,7 +278,7 @@ def run_text(args: argparse.Namespace) -> int:
             out.append((q.qid, pid, float(score)))
             table.append((q.qid, rank, pid, float(score), _codes(corpus[pid]), corpus[pid].title, ""))
     if args.run:
-        write_run(args.run, out, args.tag or model_name(spec))
+        write_run(args.run, out, args.tag or list_label(list_name, spec))
     else:
         _print_table(table)
     return 0

@@ -14,7 +14,8 @@ already there (resumable). At the end it writes, with normal file permissions::
       originals/        only for weekly archives: the drawings unpacked from their ZIPs
 
 Families: patents joined by a family pair, by a shared parent application or parent grant
-(continuations and divisions of grant XML) or by listed family members form one family; every
+(continuations and divisions of grant XML), by listed family members or by an identical normalised
+title + abstract (``patent_demo.data.families.text_key``) form one family; every
 family lies whole in one split.
 """
 
@@ -41,6 +42,7 @@ from patent_demo.data.corpus import (
     family_splits,
     format_qrels,
 )
+from patent_demo.data.families import text_key
 from patent_demo.data.sources import Item, Source, SourceError, open_source
 
 STATE_DIR = ".build"
@@ -342,6 +344,7 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
     summary = BuildSummary(source.kind, source.label, source.layout, str(out), str(source.image_root))
     families = _Families()
     seen: set[str] = set()
+    same_text: dict[str, list[str]] = {}
     code_patents: Counter = Counter()
     codes: dict[str, set[str]] = {}
     tmp = out / f".{MANIFEST}.tmp"
@@ -360,6 +363,9 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
                 continue
             seen.add(pid)
             families.find(pid)
+            key = text_key(Patent(pid, title=row.get("title") or "", text=row.get("text") or ""))
+            if key:
+                same_text.setdefault(key, []).append(pid)
             for ref in _family_refs(row):
                 families.union(pid, ref if not ref.startswith("id:") else ref[3:])
             for scheme, cs in (row.get("codes") or {}).items():
@@ -379,6 +385,9 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
     for a, b in source.family_pairs:
         if a in seen and b in seen:
             families.union(a, b)
+    for group in same_text.values():  # identical normalised title + abstract: continuations, one family
+        for other in group[1:]:
+            families.union(group[0], other)
     family_of = {pid: families.find(pid) for pid in seen}
     splits = family_splits(family_of, fractions, seed)
     _atomic_write(out / SPLITS, json.dumps(splits, indent=1, sort_keys=True) + "\n")

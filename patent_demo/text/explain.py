@@ -70,9 +70,26 @@ def gate_spread_over_candidates(extras: Sequence[Mapping]) -> float:
     return float(np.std(means)) if len(means) > 1 else 0.0
 
 
+def found_by(extra: Mapping) -> str:
+    """Which first stage found a hit: ``"First stages: BM25 rank 3, dense rank 12; hybrid pool rank 5."``,
+    ``–`` for a stage whose list (to its depth) does not hold it; "" when the extras hold no ranks."""
+    if "bm25_rank" not in extra and "dense_rank" not in extra:
+        return ""
+
+    def rank(key: str) -> str:
+        return str(extra[key]) if extra.get(key) is not None else "– (not in its list)"
+
+    parts = [f"BM25 rank {rank('bm25_rank')}"] + (
+        [f"dense rank {rank('dense_rank')}"] if "dense_rank" in extra else []
+    )
+    pool = f"; hybrid pool rank {extra['pool_rank']}" if extra.get("pool_rank") is not None else ""
+    return f"First stages: {', '.join(parts)}{pool}."
+
+
 def explain_markdown(extra: Mapping) -> str:
-    """A few lines for the panel: the gate's spread (or that it is flat) and the parts of the score."""
-    lines = []
+    """A few lines for the panel: which first stage found the hit, the gate's spread (or that it is
+    flat) and the parts of the score."""
+    lines = [line for line in [found_by(extra)] if line]
     g = gate_summary(extra.get("gate"))
     if g is None:
         lines.append("This variant has no gate (plain cross-encoder): the score is one head's output.")

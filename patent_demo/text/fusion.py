@@ -46,7 +46,7 @@ def minmax(values) -> np.ndarray:
     return (x - x.min()) / span if span > 0 else np.zeros_like(x)
 
 
-def score_fusion(first: Results, reranked: Results, weight: float) -> Results:
+def score_fusion(first: Results, reranked: Results, weight: float, rank_key: str = "bm25_rank") -> Results:
     """The fused list of one query: ``first`` is BM25's list (best first, BM25 scores) and ``reranked``
     the re-ranker's scores of its head (any order). Each head candidate scores
     ``weight * minmax(bm25) + (1 - weight) * minmax(reranker)`` (min-max over the head, so the scale of
@@ -61,7 +61,7 @@ def score_fusion(first: Results, reranked: Results, weight: float) -> Results:
     head = [i for i, d in enumerate(reranked.ids) if d in bm25]
     ids = [reranked.ids[i] for i in head]
     if not ids:
-        return merge_head(first, Results.empty())
+        return merge_head(first, Results.empty(), rank_key)
     b = minmax([bm25[d] for d in ids])
     r = minmax(reranked.scores[head])
     fused = weight * b + (1.0 - weight) * r
@@ -74,14 +74,17 @@ def score_fusion(first: Results, reranked: Results, weight: float) -> Results:
     bm25_pos = {d: i for i, d in enumerate(first.ids)}
     order = sorted(range(len(ids)), key=lambda j: (-fused[j], bm25_pos[ids[j]]))
     ranked = Results([ids[j] for j in order], fused[order], [head_extras[j] for j in order])
-    return merge_head(first, ranked)
+    return merge_head(first, ranked, rank_key)
 
 
 def fuse_run(
-    first_run: Mapping[str, Results], reranked_run: Mapping[str, Results], weight: float
+    first_run: Mapping[str, Results],
+    reranked_run: Mapping[str, Results],
+    weight: float,
+    rank_key: str = "bm25_rank",
 ) -> dict[str, Results]:
-    """:func:`score_fusion` for every query of ``reranked_run``."""
-    return {q: score_fusion(first_run[q], reranked_run[q], weight) for q in reranked_run}
+    """:func:`score_fusion` for every query of ``reranked_run`` (``rank_key``: see ``merge_head``)."""
+    return {q: score_fusion(first_run[q], reranked_run[q], weight, rank_key) for q in reranked_run}
 
 
 def tune_fusion_weight(
@@ -122,3 +125,26 @@ def checkpoint_fusion_weight(directory) -> float:
     except (OSError, ValueError, AttributeError):
         return DEFAULT_FUSION_WEIGHT
     return float(value) if isinstance(value, (int, float)) and 0.0 <= value <= 1.0 else DEFAULT_FUSION_WEIGHT
+
+
+def tuned_fusion_weight(directory, pool: str = "hybrid", k_rerank: int | None = None) -> float | None:
+    """The fusion weight a re-ranker checkpoint tuned on its validation queries for first stage ``pool``
+    re-ranked to depth ``k_rerank`` (``metrics.json`` ``fusion``: ``weight``, ``pool`` (default
+    ``bm25``), ``k_rerank``; or ``fusion_pools["<pool>@<k_rerank>"]``, written by ``train/text_rerank_eval.py``),
+    or None when it records none for that pool and depth (the caller says so)."""
+    import json
+    from pathlib import Path
+
+    if directory is None:
+        return None
+    try:
+        metrics = json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8"))
+        fusion = (metrics.get("fusion_pools") or {}).get(f"{pool}@{k_rerank}", metrics.get("fusion") or {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    value = fusion.get("weight")
+    if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        return None
+    if fusion.get("pool", "bm25") != pool or (k_rerank is not None and fusion.get("k_rerank") != k_rerank):
+        return None
+    return float(value)

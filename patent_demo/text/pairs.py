@@ -92,7 +92,9 @@ def _tie_key(doc_id: str) -> str:
 
 def bm25_pair_run(pairs: Sequence[Pair], **bm25_params) -> dict[str, Results]:
     """The BM25 baseline of a pair task: for each query, its own candidates ranked by BM25 (an index
-    over that query's candidate texts, ``BM25Index.build`` defaults or ``bm25_params``). Candidates
+    over that query's candidate texts, ``BM25Index.build`` defaults or ``bm25_params``). Its term
+    statistics (idf, average length) therefore come from that query's candidates alone, as few as two
+    documents: a weaker baseline than BM25 over a corpus, which ``evaluate text --corpus`` uses. Candidates
     sharing no term with the query score 0. Ties are broken by a hash of the doc id, never by the
     file's order, so a file sorted by label ranks exactly as the same file shuffled."""
     from patent_demo.text.bm25 import BM25Index

@@ -82,11 +82,13 @@ def first_stage(
     return out
 
 
-def merge_head(first: Results, reranked: Results) -> Results:
+def merge_head(first: Results, reranked: Results, rank_key: str = "bm25_rank") -> Results:
     """``reranked`` (a re-scored head of ``first``, best first) followed by the rest of ``first`` in
-    its BM25 order. Scores: the head keeps its re-ranker scores shifted above the tail; the tail gets
-    ``1 - r / (n + 1)`` by BM25 position ``r`` (so the result is a valid descending ``Results``).
-    Head extras gain ``bm25_rank``; tail extras are ``{"bm25_rank": r}``."""
+    its first-stage order. Scores: the head keeps its re-ranker scores shifted above the tail; the tail
+    gets ``1 - r / (n + 1)`` by first-stage position ``r`` (so the result is a valid descending
+    ``Results``). Head extras gain ``rank_key`` (the position in ``first``); tail extras are
+    ``{rank_key: r}``; both keep ``first``'s own extras (a hybrid pool's ``bm25_rank``/``dense_rank``)."""
+    first_extras = dict(zip(first.ids, first.extras, strict=True)) if first.extras else {}
     bm25_rank = {d: r for r, d in enumerate(first.ids, 1)}
     head = set(reranked.ids)
     tail = [d for d in first.ids if d not in head]
@@ -96,10 +98,10 @@ def merge_head(first: Results, reranked: Results) -> Results:
     if len(head_scores):
         head_scores = head_scores - head_scores.min() + 1.0  # lowest head score 1 > every tail score
     extras = [
-        {**(e or {}), "bm25_rank": bm25_rank[d]}
+        {**(first_extras.get(d) or {}), **(e or {}), rank_key: bm25_rank[d]}
         for d, e in zip(reranked.ids, reranked.extras or [None] * len(reranked), strict=True)
     ]
-    extras += [{"bm25_rank": bm25_rank[d]} for d in tail]
+    extras += [{**(first_extras.get(d) or {}), rank_key: bm25_rank[d]} for d in tail]
     return Results(list(reranked.ids) + tail, np.concatenate([head_scores, tail_scores]), extras)
 
 
@@ -126,6 +128,22 @@ def rerank_run(
     first = first_stage(bm25, queries, k=k_first, allowed=allowed)
     if reranker is None or k_rerank == 0:
         return first
+    return rerank_first(first, reranker, queries, library, k_rerank, batch_size, keep_extras)
+
+
+def rerank_first(
+    first: Mapping[str, Results],
+    reranker: TextReranker,
+    queries: Sequence[TextQuery],
+    library: Corpus | Mapping[str, Patent],
+    k_rerank: int,
+    batch_size: int = 64,
+    keep_extras: bool = False,
+    rank_key: str = "bm25_rank",
+) -> dict[str, Results]:
+    """Each query's first-stage list ``first[qid]`` (BM25, dense or hybrid) with its top ``k_rerank``
+    re-scored by ``reranker`` and merged above the rest (:func:`merge_head`, the position in the pool
+    kept under ``rank_key``)."""
     run = {}
     for q in queries:
         res = first[q.qid]
@@ -134,5 +152,5 @@ def rerank_run(
         ranked = reranker.rank(q.text, cands, query_codes=q.codes, batch_size=batch_size)
         if not keep_extras:
             ranked = Results(ranked.ids, ranked.scores)
-        run[q.qid] = merge_head(res, ranked)
+        run[q.qid] = merge_head(res, ranked, rank_key)
     return run

@@ -1,0 +1,128 @@
+"""A DSSDNet checkpoint re-ranking the hybrid pool, on the queries of the committed split that were not
+its training (or model-selection) queries: ``python -m train.text_rerank_eval``.
+
+The shipped cs3245 checkpoint was trained on its own hash split (``train/dssdnet_data.hash_split`` of
+each query's family, val 0.15 / test 0.3): its train and val queries are left out here, so every query
+scored is new to it. On the remaining validation queries of ``--split-file`` the fusion weight (the
+hybrid's share, ``patent_demo.text.fusion.tune_fusion_weight``) is tuned at the depth the app re-ranks
+(``--k-rerank``, 100); the test queries are scored once. ``--write-fusion`` records that weight in the
+checkpoint's ``metrics.json`` (``fusion_pools["hybrid@100"]``, read by ``tuned_fusion_weight``).
+
+    python -m train.text_rerank_eval --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
+        --checkpoint checkpoints/dssdnet-minilm-ipc --out runs/text/rerank/ipc.json --write-fusion
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+SUMMARY = ("recall@10", "map@10", "ndcg@10", "recall@100")
+
+
+def checkpoint_seen_queries(
+    text_corpus: str, val_fraction: float = 0.15, test_fraction: float = 0.3
+) -> set[str]:
+    """The queries the cs3245 DSSDNet runs trained or selected on: their hash split's train and val."""
+    from patent_demo.data.loaders.textcorpus import load_text_corpus
+    from train.dssdnet_data import families, hash_split
+
+    library = load_text_corpus(text_corpus)
+    fam = families(library)
+    return {p.id for p in library if hash_split(fam.get(p.id, p.id), val_fraction, test_fraction) != "test"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", required=True, help="the built cs3245 corpus")
+    p.add_argument("--split-file", required=True, help="the committed split")
+    p.add_argument("--checkpoint", required=True, help="a DSSDNet checkpoint")
+    p.add_argument("--text-corpus", default="../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl",
+                   help="the JSONL the checkpoint was trained from (to find its training queries)")  # fmt: skip
+    p.add_argument("--k-rerank", type=int, default=100, help="hybrid candidates re-ranked (the app's depth)")
+    p.add_argument("--cache-dir", default="cache", help="the dense index cache")
+    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--write-fusion", action="store_true", help="record the tuned weight in the checkpoint")
+    p.add_argument("--out", required=True, help="the JSON to write")
+    args = p.parse_args(argv)
+    import torch
+
+    from patent_demo.data.corpus import Corpus
+    from patent_demo.metrics import evaluate_run, per_query_metrics
+    from patent_demo.registry import default_reranker, read_checkpoint_spec
+    from patent_demo.text.bm25 import BM25Index
+    from patent_demo.text.dense import TextEncoder, cached_dense_index
+    from patent_demo.text.fusion import fuse_run, tune_fusion_weight
+    from patent_demo.text.hybrid import load_hybrid_settings
+    from patent_demo.text.lists import FirstStage, text_runs
+    from patent_demo.text.search import patent_query
+    from patent_demo.workbench import corpus_fingerprint
+
+    torch.set_num_threads(args.threads)
+    start = time.time()
+    corpus = Corpus.load(args.corpus, validate=False)
+    split = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
+    seen = checkpoint_seen_queries(args.text_corpus)
+    enc = TextEncoder()
+    dense = cached_dense_index(
+        enc, corpus.patents, Path(args.cache_dir) / "dense" / corpus_fingerprint(corpus)
+    )
+    stage = FirstStage(BM25Index.build(corpus.patents), dense, enc, load_hybrid_settings())
+    rr = default_reranker(read_checkpoint_spec(Path(args.checkpoint)))
+    out = {"checkpoint": args.checkpoint, "precision": rr.precision, "k_rerank": args.k_rerank, "splits": {}}
+    runs = {}
+    for s in ("val", "test"):
+        qids = [q for q in split[s] if q not in seen]
+        queries = [patent_query(corpus[q]) for q in qids]
+        r = text_runs(stage, queries, corpus, args.k_rerank, ("hybrid", "dssdnet"), rr, args.k_rerank)
+        runs[s] = (r, {q: dict(corpus.qrels[q]) for q in qids})
+        print(
+            f"{s}: {len(qids)} of {len(split[s])} queries unseen by the checkpoint ({time.time() - start:.0f} s)",
+            flush=True,
+        )
+    # the re-ranker's own scores of the head, for the fusion
+    from patent_demo.results import Results
+
+    def head(run):
+        return {
+            q: Results.from_unsorted(r.ids, [e["rerank_score"] for e in r.extras]) for q, r in run.items()
+        }
+
+    val_runs, val_qrels = runs["val"]
+    weight, grid = tune_fusion_weight(val_runs["hybrid"], head(val_runs["dssdnet"]), val_qrels)
+    out["fusion"] = {"weight": weight, "pool": "hybrid", "k_rerank": args.k_rerank, "grid": grid,
+                     "tuned_on": f"{len(val_qrels)} validation queries of {args.split_file} unseen by the checkpoint"}  # fmt: skip
+    for s, (r, qrels) in runs.items():
+        lists = {**r, "fused": fuse_run(r["hybrid"], head(r["dssdnet"]), weight, rank_key="pool_rank")}
+        out["splits"][s] = {
+            "queries": sorted(qrels),
+            "summary": {n: {m: evaluate_run(x, qrels, (10, 100))[m] for m in SUMMARY} for n, x in lists.items()},
+            "per_query": {n: {m: [per_query_metrics(x, qrels, (10, 100))[q][m] for q in sorted(qrels)] for m in SUMMARY}
+                          for n, x in lists.items()},
+        }  # fmt: skip
+        for n, m in out["splits"][s]["summary"].items():
+            print(s, n.ljust(8), "  ".join(f"{k} {v:.3f}" for k, v in m.items()))
+    out["command"] = "python -m train.text_rerank_eval " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
+    out["seconds"] = round(time.time() - start, 1)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    if args.write_fusion:
+        path = Path(args.checkpoint) / "metrics.json"
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+        entry = {k: out["fusion"][k] for k in ("weight", "pool", "k_rerank", "tuned_on")}
+        metrics.setdefault("fusion_pools", {})[f"hybrid@{args.k_rerank}"] = {
+            **entry,
+            "command": out["command"],
+        }
+        path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
+    print("fusion weight (hybrid share) tuned on validation:", weight)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

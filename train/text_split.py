@@ -1,0 +1,94 @@
+"""Draw the committed, family-aware split of a text corpus's citation queries (``splits/*.json``).
+
+Rule (written into the file): families are ``patent_demo.data.families.families`` over the whole corpus
+(listed family members, the family-pair TSVs, identical normalised title + abstract: continuations);
+the families that hold a query are ordered by ``sha1(f"{seed}:{family key}")`` and cut where the
+cumulative count of queries passes the fractions (train, val, test). A family goes whole into one
+split, so no test query has a twin (same family, same text) among the training or validation queries.
+
+    python -m train.text_split --corpus cache/corpora/cs3245 \
+        --family-pairs ../shared/data/cs3245_patsnap_corpus_qrels/in_corpus_family_pairs.tsv \
+        --out splits/cs3245_text.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from patent_demo.data.corpus import Corpus
+from patent_demo.data.families import families
+from patent_demo.data.loaders.textcorpus import read_pairs
+
+RULE = (
+    "queries = the corpus's qrels queries (citing patents with in-corpus citations); families = union-find "
+    "over listed family members, the family-pair TSVs and identical normalised title+abstract "
+    "(patent_demo.data.families); the families holding a query are ordered by sha1('<seed>:<family key>') "
+    "and cut where the cumulative query count passes the fractions train/val/test; a family lies whole in one split"
+)
+
+
+def draw_split(
+    corpus: Corpus, pairs: list[tuple[str, str]], fractions=(0.5, 0.25, 0.25), seed: int = 0
+) -> dict:
+    """``{"train", "val", "test": [query ids], "family": {qid: key}, ...}`` under :data:`RULE`."""
+    fam = families(corpus.patents, pairs)
+    queries = sorted(q for q in corpus.qrels if q in fam)
+    members: dict[str, list[str]] = {}
+    for q in queries:
+        members.setdefault(fam[q], []).append(q)
+    ranked = sorted(members, key=lambda f: hashlib.sha1(f"{seed}:{f}".encode()).hexdigest())
+    n = len(queries)
+    bounds = (round(fractions[0] * n), round((fractions[0] + fractions[1]) * n))
+    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    done = 0
+    for f in ranked:
+        name = "train" if done < bounds[0] else "val" if done < bounds[1] else "test"
+        out[name] += members[f]
+        done += len(members[f])
+    split_of = {q: s for s, qs in out.items() for q in qs}
+    train_pos = {d for q in out["train"] for d, r in corpus.qrels[q].items() if r > 0}
+    test_rel = {d for q in out["test"] for d, r in corpus.qrels[q].items() if r > 0}
+    stats = {
+        "queries": {s: len(v) for s, v in out.items()},
+        "families_with_queries": len(members),
+        "corpus_families": len(set(fam.values())),
+        "test_relevant": len(test_rel),
+        "test_relevant_also_train_positive": len(test_rel & train_pos),
+        "test_relevant_that_are_train_queries": len(test_rel & set(out["train"])),
+    }
+    return {
+        "rule": RULE, "fractions": list(fractions), "seed": seed, "stats": stats,
+        **{s: sorted(v) for s, v in out.items()},
+        "family": {q: fam[q] for q in queries if fam[q] != q or len(members[fam[q]]) > 1},
+        "split_of_family": {f: split_of[members[f][0]] for f in sorted(members)},
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--corpus", required=True, help="a corpus directory (patent-demo corpus build --source text)"
+    )
+    p.add_argument("--family-pairs", nargs="*", default=[], help="TSVs of same-family pairs (two id columns)")
+    p.add_argument(
+        "--fractions", type=float, nargs=3, default=(0.5, 0.25, 0.25), help="train val test query shares"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the family order")
+    p.add_argument("--out", required=True, help="the split JSON to write")
+    args = p.parse_args(argv)
+    corpus = Corpus.load(args.corpus, validate=False)
+    pairs = [pair for f in args.family_pairs for pair in read_pairs(f)]
+    split = draw_split(corpus, pairs, tuple(args.fractions), args.seed)
+    split["command"] = "python -m train.text_split " + " ".join(argv if argv is not None else sys.argv[1:])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(split, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(json.dumps(split["stats"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
