@@ -5,7 +5,8 @@ A checkpoint directory (see ``patent_demo.checkpoint``) holds ``config.json`` wi
 re-rankers). Folders are rescanned on every call, so a checkpoint written while the app runs appears
 in its model list. The defaults, always present:
 
-* ``zero-shot``: the ``lite-clip`` drawing encoder with its pretrained (ImageNet) tower, no training;
+* ``zero-shot``: the ``lite-trunk`` drawing encoder: the packaged EfficientNet-Lite0 (ImageNet) trunk's own
+  pooled 1280-d features, no layer on top and nothing fitted (the strongest untrained baseline);
 * ``dssdnet-untrained``: MiniLM-L6 with a DSSDNet head at its initialisation (an untrained head).
 
 ``default_drawing_encoder(spec)`` and ``default_reranker(spec)`` build the model a spec names (weights
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 ZERO_SHOT = "zero-shot"
 UNTRAINED_TEXT = "dssdnet-untrained"
 DEFAULT_DRAWING_ENCODER = "lite-clip"
+ZERO_SHOT_ENCODER = "lite-trunk"
 DEFAULT_RERANKER = "minilm"
 LABEL_COUNT_KEYS = ("num_labels", "n_labels", "labels", "label_count")
 DRAWING_FIGURES = ("patent_map", "subclass_map", "main_map")
@@ -113,8 +115,8 @@ def figures_note(task: str, metrics: dict) -> str:
 
 def builtin_models() -> list[ModelSpec]:
     return [
-        ModelSpec(ZERO_SHOT, "zero-shot (lite-clip, ImageNet weights)", "drawing", "zero-shot",
-                  DEFAULT_DRAWING_ENCODER, trained=False),
+        ModelSpec(ZERO_SHOT, "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)", "drawing",
+                  "zero-shot", ZERO_SHOT_ENCODER, trained=False),
         ModelSpec(UNTRAINED_TEXT, "DSSDNet, MiniLM with untrained head", "text", "dssdnet",
                   DEFAULT_RERANKER, trained=False),
     ]  # fmt: skip
@@ -241,8 +243,9 @@ class OpenClipDrawingEncoder:
 def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
     """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
 
-    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
-    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
+    The zero-shot model has no parameter outside the packaged trunk; parameters a checkpoint does not hold
+    come from ``create_encoder``'s fixed ``init_seed``, so query embeddings match an index cached by an
+    earlier process.
     """
     if spec.path is None:
         return OpenClipDrawingEncoder(spec.encoder)
