@@ -35,6 +35,7 @@ from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
 from patent_demo.drawing.scale import index_settings
+from patent_demo.hierarchy import main_of, patent_classes
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -390,25 +391,32 @@ class Workbench:
                 for r, (fid, s) in enumerate(res, 1)
             ]
         return DrawingSearch(
-            hits, self.spread(hits, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
+            hits, self.spread(hits, loc, own_patent), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
         )
 
-    def spread(self, hits: Sequence[Hit], locarno: str) -> str:
-        """A line on how the top-k spread over the query's subclass and main class."""
+    def spread(self, hits: Sequence[Hit], locarno: str, query_patent: str = "") -> str:
+        """A line on how the top-k spread over the query's subclass and main class. Classes are read
+        through ``hierarchy.patent_classes`` (Locarno, else USPC); the query's class is ``locarno`` when
+        given, else that of ``query_patent``."""
         if not hits:
             return "no results"
         n = len(hits)
-        if not locarno:
-            top, count = Counter(h.locarno for h in hits).most_common(1)[0]
+        if locarno:
+            sub, main = locarno, main_of(locarno)
+        else:
+            sub, main = patent_classes(self.corpus[query_patent].codes) if query_patent else ("", "")
+        classes = [patent_classes(self.corpus[h.patent_id].codes) for h in hits]
+        if not sub:
+            top, count = Counter(c[0] for c in classes).most_common(1)[0]
             return (
                 f"query class unknown (give its Locarno code to compare); the top-{n} is led by "
                 f"{top or 'unclassified'} ({count} of {n})"
             )
-        same_sub = sum(1 for h in hits if h.locarno == locarno)
-        same_main = sum(1 for h in hits if h.locarno[:2] == locarno[:2])
+        same_sub = sum(1 for c in classes if c[0] == sub)
+        same_main = sum(1 for c in classes if c[1] == main)
         return (
-            f"of the top-{n}: {same_sub} in the query's subclass {locarno}, "
-            f"{same_main} in its main class {locarno[:2]}, {n - same_main} elsewhere"
+            f"of the top-{n}: {same_sub} in the query's subclass {sub}, "
+            f"{same_main} in its main class {main}, {n - same_main} elsewhere"
         )
 
     # -- text search -------------------------------------------------------------------------------------

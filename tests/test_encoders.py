@@ -14,6 +14,7 @@ from patent_demo.drawing import encoders as E
 PAPER_AND_DEFAULT = [
     "lite-clip",
     "lite-trunk",
+    "lite-head",
     "resnet18",
     "resnet50",
     "vit-tiny",
@@ -59,7 +60,7 @@ def test_list_encoders_names_sources_and_offline_availability():
         infos["clip-vit-b16"].weights
         == "hub timm/vit_base_patch16_clip_224.openai/open_clip_model.safetensors"
     )
-    assert [n for n, i in infos.items() if i.offline] == ["lite-clip", "lite-trunk"]
+    assert [n for n, i in infos.items() if i.offline] == ["lite-clip", "lite-trunk", "lite-head"]
     assert all(i.description for i in infos.values())
 
 

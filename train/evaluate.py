@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split
+from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split, small_split_warning
 from patent_demo.drawing.finetune import load_encoder
 from train.config_file import apply_config
 
@@ -60,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--demo-size", type=int, default=256, help="drawing size of the generated demo corpus")
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
     a("--split", default="test", help="split to evaluate; 'all' for every patent (also without a test split)")
-    a("--protocol", choices=PROTOCOLS, default=None, help="queries (default for a split) or all (for all)")
+    a(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=None,
+        help="queries or all (default: queries where the corpus marks query views, else all)",
+    )
     a("--k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--batch-size", type=int, default=64, help="figures per embedding batch")
     a("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -126,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     corpus = load_eval_corpus(args)
     split, protocol = resolve_split(corpus, args.split, args.protocol)
+    warning = small_split_warning(corpus, split)
+    if warning:
+        log.warning(warning)
     model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
     result = evaluate_drawings(
         model, eval_tf, corpus, split, ks=args.k, protocol=protocol,
