@@ -83,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     a("--cache-dir", default="cache", help="where trunk features are cached")
     a("--threads", type=int, default=1, help="torch CPU threads")
+    a(
+        "--no-test",
+        action="store_true",
+        help="exploration on val: test is neither computed nor printed (choices are made with this flag on)",
+    )
     a("--out", default=None, help="write the results JSON here")
     a("--ship", default=None, help="write the best-on-val run of --ship-variant as a checkpoint here")
     a("--ship-variant", default=None, help="variant to ship (default: the best on val of the trained ones)")
@@ -124,6 +129,8 @@ def whitening(x: torch.Tensor, dim: int, eps: float = 1e-3) -> tuple[torch.Tenso
     u, s, vt = torch.linalg.svd(x - mu, full_matrices=False)
     var = s[:dim] ** 2 / (x.shape[0] - 1)
     w = vt[:dim] / torch.sqrt(var + eps * var.max())[:, None]
+    if w.shape[0] < dim:  # fewer drawings than dimensions (tiny runs): zero rows
+        w = torch.cat([w, w.new_zeros(dim - w.shape[0], w.shape[1])])
     return w.float(), (-(w @ mu)).float()
 
 
@@ -238,6 +245,8 @@ def run(args) -> dict:
                                           (("train", tr), ("val", va), ("test", te))},
                                "args": {k: v for k, v in vars(args).items() if k not in ("out", "ship")}},
                      "variants": {}}  # fmt: skip
+    if args.no_test:  # exploration: score val twice, never test
+        te = va
     zs_val, zs_test = evaluate(va, None), evaluate(te, None)
     results["zero_shot_flip"] = {"val": evaluate(va, None, flip=True)["metrics"]}
     heads: dict = {}
@@ -274,10 +283,22 @@ def run(args) -> dict:
                                       for k in KEYS}  # fmt: skip
         results["variants"][variant] = entry
         v, t = entry["val"], entry["test"]
+        if args.no_test:
+            log.info("%-16s val sub %.3f±%.3f main %.3f±%.3f hier %.3f steps %s (%.0fs)", variant,
+                     v["subclass_map"]["mean"], v["subclass_map"]["std"], v["main_map"]["mean"], v["main_map"]["std"],
+                     v["hier_ndcg@10"]["mean"], [r["step"] for r in runs], time.perf_counter() - t0)  # fmt: skip
+            continue
         log.info("%-16s val sub %.3f main %.3f hier %.3f | test sub %.3f±%.3f main %.3f±%.3f hier %.3f (%.0fs)",
                  variant, v["subclass_map"]["mean"], v["main_map"]["mean"], v["hier_ndcg@10"]["mean"],
                  t["subclass_map"]["mean"], t["subclass_map"]["std"], t["main_map"]["mean"], t["main_map"]["std"],
                  t["hier_ndcg@10"]["mean"], time.perf_counter() - t0)  # fmt: skip
+    if args.no_test:
+        for entry in results["variants"].values():
+            entry.pop("test")
+            entry.pop("test_vs_zero_shot")
+            for r in entry["runs"]:
+                r.pop("test")
+                r.pop("test_vs_zero_shot")
     results["_heads"] = heads
     results["_splits"] = (tr, va, te)
     return results
@@ -323,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     results = run(args)
+    if args.ship and args.no_test:
+        raise SystemExit("--ship needs the test figures: run without --no-test")
     if args.ship:
         variant, chosen = choose_ship(results, args.ship_variant)
         ship(args.ship, variant, chosen, results, ["train.hmcl_uspc", *argv])

@@ -1,0 +1,94 @@
+"""Write ``docs/results_hmcl_uspc.md`` from the JSON ``train.hmcl_uspc`` produced (nothing typed by hand).
+
+python -m train.hmcl_uspc_report docs/results_hmcl_uspc.json --out docs/results_hmcl_uspc.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+COLS = ("subclass_map", "main_map", "hier_ndcg@10")
+
+
+def _ms(entry: dict, key: str) -> str:
+    v = entry[key]
+    return f"{v['mean']:.3f}" if len(v["values"]) == 1 else f"{v['mean']:.3f} ± {v['std']:.3f}"
+
+
+def _ci(entry: dict, key: str) -> str:
+    """Mean difference to zero-shot over seeds, and the bootstrap interval of each seed."""
+    runs = entry["runs"]
+    d = entry["test_vs_zero_shot"][key]["mean"]
+    cis = "; ".join(f"[{r['test_vs_zero_shot'][key]['low']:+.3f}, {r['test_vs_zero_shot'][key]['high']:+.3f}]"
+                    for r in runs)  # fmt: skip
+    return f"{d:+.3f} {cis}"
+
+
+def render(results: dict) -> str:
+    s = results["setup"]
+    lines = [
+        "# HMCL on real USPC drawings (train / val / test of `splits/uspc2007.json`)",
+        "",
+        f"Written by `python -m train.hmcl_uspc_report` from `docs/results_hmcl_uspc.json`, produced by `{results['command']}`.",
+        "",
+        f"Data: the 1,000 real 2007 USPC design drawings (one per patent), split by patent and stratified by class "
+        f"(`splits/uspc2007.json`: train {s['splits']['train']}, val {s['splits']['val']}, test {s['splits']['test']}). "
+        f"Every drawing of a split is a query against all other drawings of that split (protocol `all`); subclass "
+        f"(`D6/369`) and main-class (`D6`) mAP, and the graded hierarchical nDCG@10. Trunk input {s['image_size']} px.",
+        "",
+        "Every variant is a linear 1280 -> 256 head on the frozen, packaged EfficientNet-Lite0 trunk (except "
+        "zero-shot, which is the trunk's own pooled features). Everything was chosen on **val** (the step of each "
+        "run, the variant shipped); **test** was computed once per run and never used to choose. Trained "
+        "variants: mean ± std over seeds "
+        f"{', '.join(str(x) for x in s['args']['seeds'])}; Δ test = mean difference to zero-shot over seeds, "
+        "with each seed's paired bootstrap 95% interval (test queries resampled, "
+        f"{s['args']['bootstrap']} resamples, `patent_demo.metrics.paired_bootstrap`).",
+        "",
+        "| variant | val subclass mAP | val main mAP | val hier nDCG@10 | test subclass mAP | test main mAP | "
+        "test hier nDCG@10 | Δ test subclass mAP vs zero-shot | Δ test main mAP vs zero-shot | best step |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, e in results["variants"].items():
+        steps = ", ".join(str(r["best_step"]) for r in e["runs"])
+        lines.append(
+            f"| {name} | " + " | ".join(_ms(e["val"], k) for k in COLS) + " | "
+            + " | ".join(_ms(e["test"], k) for k in COLS) + " | "
+            + (" | ".join(_ci(e, k) for k in ("subclass_map", "main_map")) if name != "zero-shot" else "— | —")
+            + f" | {steps} |"
+        )  # fmt: skip
+    if results.get("shipped"):
+        sh = results["shipped"]
+        lines += [
+            "",
+            f"**Shipped** (`{sh['dir']}`): variant `{sh['variant']}`, seed {sh['seed']} — the best on val. "
+            f"USPC val subclass / main mAP {sh['val']['subclass_map']:.3f} / {sh['val']['main_map']:.3f}, "
+            f"USPC test {sh['test']['subclass_map']:.3f} / {sh['test']['main_map']:.3f} "
+            f"(hier nDCG@10 {sh['test']['hier_ndcg@10']:.3f}).",
+        ]
+    if results.get("zero_shot_flip"):
+        f = results["zero_shot_flip"]["val"]
+        lines += [
+            "",
+            f"Flip averaging (zero-shot, val): subclass / main mAP {f['subclass_map']:.3f} / {f['main_map']:.3f}.",
+        ]
+    for extra in results.get("notes") or []:
+        lines += ["", extra]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc_report", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", help="the JSON of train.hmcl_uspc")
+    p.add_argument("--out", default="docs/results_hmcl_uspc.md", help="Markdown to write")
+    args = p.parse_args(argv)
+    text = render(json.loads(Path(args.results).read_text(encoding="utf-8")))
+    Path(args.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
