@@ -79,8 +79,10 @@ class ModelSpec:
 def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
     """The figures a checkpoint's ``metrics.json`` records, by where they were measured.
 
-    Drawing models: ``real`` (``real_validation``, the real drawings ``train.evaluate --record`` scored,
-    every page against all others) and ``generated`` (``after.test``, the generated corpus's test split).
+    Drawing models: ``validation`` (``validation.uspc``: the USPC val split, where choices are made),
+    ``test`` (``test.uspc``: the USPC test split, computed once per shipped checkpoint), ``redbook``
+    (``validation.redbook``: the 20 Red Book patents, every page against all others), ``real`` (the older
+    ``real_validation`` record) and ``generated`` (``after.test``, the generated corpus's test split).
     Text models: ``test`` (``after``, BM25 + re-ranking on its corpus's test queries) beside ``bm25``
     (plain BM25 on the same queries) and ``fused`` when the checkpoint has a fusion weight.
     """
@@ -89,10 +91,21 @@ def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
         d = d if isinstance(d, dict) else {}
         return {k: round(float(d[k]), 4) for k in keys if isinstance(d.get(k), int | float)}
 
+    def record(*path: str) -> dict:
+        node: Any = metrics
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return (node or {}).get("metrics") if isinstance(node, dict) else None
+
     if task == "drawing":
-        real = (metrics.get("real_validation") or {}).get("metrics")
-        generated = ((metrics.get("after") or {}).get("test") or {}).get("metrics")
-        out = {"real": pick(real, DRAWING_FIGURES), "generated": pick(generated, DRAWING_FIGURES)}
+        keys = (*DRAWING_FIGURES, "hier_ndcg@10")
+        out = {
+            "validation": pick(record("validation", "uspc"), keys),
+            "test": pick(record("test", "uspc"), keys),
+            "redbook": pick(record("validation", "redbook"), keys),
+            "real": pick(record("real_validation"), DRAWING_FIGURES),
+            "generated": pick(record("after", "test"), DRAWING_FIGURES),
+        }
     else:
         fused = ((metrics.get("fusion") or {}).get("test") or {}).get("fused")
         out = {"test": pick(metrics.get("after"), TEXT_FIGURES), "bm25": pick(metrics.get("bm25"), TEXT_FIGURES),
@@ -100,12 +113,25 @@ def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
     return {k: v for k, v in out.items() if v}
 
 
+def _sub_main(m: dict) -> str:
+    return f"{m.get('subclass_map', float('nan')):.3f} / {m.get('main_map', float('nan')):.3f}"
+
+
 def figures_note(task: str, metrics: dict) -> str:
-    """The short form of :func:`measured_figures` the model lists show after a model's name."""
+    """The short form of :func:`measured_figures` the model lists show after a model's name: USPC
+    validation and test subclass / main mAP apart (and Red Book pages), else the older records."""
     m = measured_figures(task, metrics)
     if task == "drawing":
-        parts = [f"{where} subclass mAP {m[where]['subclass_map']:.3f}" for where in ("real", "generated")
-                 if "subclass_map" in m.get(where, {})]  # fmt: skip
+        parts = []
+        if "validation" in m:
+            parts.append(f"USPC val subclass/main mAP {_sub_main(m['validation'])}")
+        if "test" in m:
+            parts.append(f"test {_sub_main(m['test'])}")
+        if "redbook" in m and "subclass_map" in m["redbook"]:
+            parts.append(f"Red Book val subclass mAP {m['redbook']['subclass_map']:.3f}")
+        if not parts:
+            parts = [f"{where} subclass mAP {m[where]['subclass_map']:.3f}" for where in ("real", "generated")
+                     if "subclass_map" in m.get(where, {})]  # fmt: skip
     else:
         parts = [f"test nDCG@10 {m['test']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("test", {}) else []
         parts += [f"fused {m['fused']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("fused", {}) else []
@@ -113,10 +139,25 @@ def figures_note(task: str, metrics: dict) -> str:
     return " · ".join(parts)
 
 
+ZERO_SHOT_METRICS = Path(__file__).resolve().parent / "configs" / "zero_shot_metrics.json"
+
+
+def zero_shot_metrics() -> dict:
+    """The zero-shot model's measured figures (``patent_demo/configs/zero_shot_metrics.json``, written by
+    ``train.evaluate --record-file``), ``{}`` when absent."""
+    try:
+        return json.loads(ZERO_SHOT_METRICS.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
 def builtin_models() -> list[ModelSpec]:
+    zs = zero_shot_metrics()
+    note = figures_note("drawing", zs)
     return [
-        ModelSpec(ZERO_SHOT, "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)", "drawing",
-                  "zero-shot", ZERO_SHOT_ENCODER, trained=False),
+        ModelSpec(ZERO_SHOT, "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
+                  + (f" ({note})" if note else ""), "drawing", "zero-shot", ZERO_SHOT_ENCODER, trained=False,
+                  metrics=zs),
         ModelSpec(UNTRAINED_TEXT, "DSSDNet, MiniLM with untrained head", "text", "dssdnet",
                   DEFAULT_RERANKER, trained=False),
     ]  # fmt: skip
@@ -167,6 +208,9 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
         [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else ""]
     )
     note = figures_note("drawing" if kind == "hmcl" else "text", metrics)
+    if kind == "hmcl" and config.get("default") is True and note:
+        zs = figures_note("drawing", zero_shot_metrics())
+        note += f"; zero-shot: {zs}" if zs else ""
     suffix += f" ({note})" if note else ""
     if kind == "hmcl":
         dk = _drawing_kind(config)

@@ -67,7 +67,10 @@ def test_search_drawing_label_undo_export(client, server):
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][:4] == [1, "D0006", "front", "07-02"]
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · front · 07-02")
-    assert status == f"4 results with zero-shot (lite-clip, ImageNet weights) · {expected.spread}"
+    assert status == f"4 results with {wb.model('zero-shot', 'drawing').label} · {expected.spread}"
+    assert wb.model("zero-shot", "drawing").label.startswith(
+        "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
+    )
     assert (list_name, rank) == ("hmcl", 1)
     assert progress == "**0 of 4** candidates of this query labelled by ann"
 

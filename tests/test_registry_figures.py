@@ -36,3 +36,23 @@ def test_text_checkpoint_shows_bm25_beside_it(tmp_path):
     spec = _checkpoint(tmp_path / "ipc", {"kind": "dssdnet"}, metrics)
     assert spec.label == "DSSDNet: ipc (test nDCG@10 0.321 · fused 0.370 · BM25 0.370)"
     assert figures_note("text", {}) == "" and figures_note("drawing", {"after": {}}) == ""
+
+
+def test_drawing_checkpoint_shows_validation_and_test_apart_and_zero_shot_beside_the_default(tmp_path):
+    from patent_demo.registry import figures_note, zero_shot_metrics
+
+    def rec(sub, main):
+        return {"metrics": {"subclass_map": sub, "main_map": main, "hier_ndcg@10": 0.25}}
+
+    metrics = {"validation": {"uspc": rec(0.4512, 0.2013), "redbook": rec(0.41, 0.3)},
+               "test": {"uspc": rec(0.3311, 0.1702)}}  # fmt: skip
+    assert measured_figures("drawing", metrics) == {
+        "validation": {"subclass_map": 0.4512, "main_map": 0.2013, "hier_ndcg@10": 0.25},
+        "test": {"subclass_map": 0.3311, "main_map": 0.1702, "hier_ndcg@10": 0.25},
+        "redbook": {"subclass_map": 0.41, "main_map": 0.3, "hier_ndcg@10": 0.25},
+    }
+    note = "USPC val subclass/main mAP 0.451 / 0.201 · test 0.331 / 0.170 · Red Book val subclass mAP 0.410"
+    assert figures_note("drawing", metrics) == note
+    spec = _checkpoint(tmp_path / "hmcl-u", {"kind": "hmcl", "default": True, "train": {"steps": 5}}, metrics)
+    zs = figures_note("drawing", zero_shot_metrics())
+    assert spec.label == f"HMCL: hmcl-u ({note}" + (f"; zero-shot: {zs})" if zs else ")")

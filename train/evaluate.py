@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--record", nargs="?", const="", default=None, metavar="KEY",
       help="store the summary in the checkpoint's config.json and metrics.json under KEY (dots nest: after.test; "
            "default: real_validation with --redbook, after.test otherwise)")  # fmt: skip
+    a("--record-file", default=None,
+      help="with --record: write into this JSON instead of a checkpoint (the zero-shot figures, "
+           "patent_demo/configs/zero_shot_metrics.json)")  # fmt: skip
     return p
 
 
@@ -92,17 +95,22 @@ def load_eval_corpus(args: argparse.Namespace) -> Corpus:
     )
 
 
-def record(checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size: int, protocol: str) -> None:
-    """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``."""
+def record(
+    checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size: int, protocol: str,
+    files: list[Path] | None = None,
+) -> None:  # fmt: skip
+    """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``
+    (or into ``files``: the zero-shot model's figures file, which has no checkpoint)."""
     from patent_demo.checkpoint import write_json
     from patent_demo.drawing.evaluate import validation_summary
 
-    if not (checkpoint / "config.json").is_file():
-        raise SystemExit(f"--record needs a checkpoint directory, got {checkpoint}")
-    what = "every page against all others" if protocol == "all" else f"split {result.get('split')}"
+    if files is None and not (checkpoint / "config.json").is_file():
+        raise SystemExit(f"--record needs a checkpoint directory (or --record-file), got {checkpoint}")
+    split = result.get("split")
+    what = ("every page against all others" if protocol == "all" and split is None
+            else f"split {split}, every drawing against all others of it" if protocol == "all" else f"split {split}")  # fmt: skip
     summary = validation_summary(result, f"{corpus.name or corpus.root} ({what})", image_size)
-    for fname in ("config.json", "metrics.json"):
-        path = checkpoint / fname
+    for path in files or [checkpoint / fname for fname in ("config.json", "metrics.json")]:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         *parents, last = key.split(".")  # "after.test": the layout train.hmcl writes its test figures in
         node = data
@@ -141,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     if args.record is not None:
         key = args.record or ("real_validation" if args.redbook else f"after.{split or 'all'}")
-        record(Path(args.model), key, result, corpus, eval_tf.size, protocol)
+        files = [Path(args.record_file)] if args.record_file else None
+        record(Path(args.model), key, result, corpus, eval_tf.size, protocol, files)
     result = {
         "model": str(args.model),
         "kind": config.get("kind"),
