@@ -49,7 +49,7 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
     out, ship = tmp_path / "r.json", tmp_path / "ckpt"
     argv = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
             "--eval-every", "2", "--seeds", "0", "1", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
-            "--variants", "zero-shot", "lda-subclass", "cl", "hmcl-level", "hmcl-paper-text", "hmcl-shuffled",
+            "--variants", "zero-shot", "lda-subclass", "cl", "hmcl-level", "hmcl-paper-text", "hmcl-level-shuffled",
             "--out", str(out), "--ship", str(ship)]  # fmt: skip
     assert main(argv) == 0
     res = json.loads(out.read_text())
@@ -57,7 +57,7 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
         "cl",
         "hmcl-level",
         "hmcl-paper-text",
-        "hmcl-shuffled",
+        "hmcl-level-shuffled",
         "lda-subclass",
         "zero-shot",
     ]

@@ -18,7 +18,7 @@ of each train drawing, cached); every variant is a linear head ``z = W x + b`` (
 ``hmcl-paper``      HMCL (Eq. 2-4), weights 1 / 0.35 / 0.2 per positive (the paper's form)
 ``hmcl-level``      HMCL with level-balanced weights (``losses.hmcl.level_balanced_weights``)
 ``hmcl-*-text``     the same plus the title text term of Eq. 5 (lambda 0.2; MiniLM titles)
-``hmcl-shuffled``   ``hmcl-level`` with USPC labels shuffled over the train patents (a control)
+``hmcl-*-shuffled`` the same HMCL with USPC labels shuffled over the train patents (a control)
 ==================  ==========================================================================================
 
 Each step sees every train patent twice (two of its augmented views), so a step is one full batch of
@@ -57,7 +57,7 @@ from train.hmcl_uspc_data import trunk_features
 log = logging.getLogger("train.hmcl_uspc")
 HEAD_ENCODER = "lite-head"
 VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
-            "hmcl-paper-text", "hmcl-level-text", "hmcl-shuffled")  # fmt: skip
+            "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled")  # fmt: skip
 FITTED = ("pca-whiten", "lda-subclass", "lda-main")
 KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_ndcg@10")
 
@@ -189,7 +189,7 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
         params += list(text_proj.parameters())
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
     sub, main = tr.sub, tr.main
-    if variant == "hmcl-shuffled":
+    if variant.endswith("-shuffled"):
         perm = torch.randperm(len(sub), generator=g)
         sub, main = sub[perm], main[perm]
     n = len(tr.patents)
@@ -306,7 +306,7 @@ def run(args) -> dict:
 
 def choose_ship(results: dict, asked: str | None) -> tuple[str, dict]:
     """The variant (asked, else the trained one with the best mean val score) and its best-val run."""
-    trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED, "hmcl-shuffled")]
+    trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
     name = asked or max(trained, key=lambda v: np.mean([_score({"metrics": r["val"]})
                                                         for r in results["variants"][v]["runs"]]))  # fmt: skip
     runs = results["_heads"][name]
