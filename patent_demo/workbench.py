@@ -394,6 +394,36 @@ class Workbench:
             hits, self.spread(hits, loc, own_patent), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
         )
 
+    def search_application(
+        self,
+        images: Sequence[bytes | str | os.PathLike],
+        model: str,
+        k: int = 10,
+        how: str = "mean",
+        crop: bool = True,
+        query_locarno: str = "",
+        allowed: Collection[str] | None = None,
+    ) -> DrawingSearch:
+        """Top-k patents for a whole application: several views at once, each patent scored by the
+        ``how`` aggregate (``mean`` / ``max``) of every view's best-figure cosine
+        (``patent_demo.drawing.application``). ``query_embedding`` is ``[V, D]``; each hit's extras hold
+        its per-view scores."""
+        from patent_demo import taxonomy
+        from patent_demo.drawing.application import application_ranking
+
+        if not images:
+            raise ValueError("an application query needs at least one view")
+        spec = self.model(model, "drawing")
+        index = self.index(spec)
+        views = np.stack([self.embed_query(im, spec.key, crop=crop) for im in images])
+        n = len(set(index.patent_ids))
+        res = application_ranking(
+            views, index.embeddings, index.patent_ids, max(1, min(int(k), n)), how, allowed
+        )
+        hits = [self._hit(r, pid, s, extras=(res.extras or [{}])[r - 1]) for r, (pid, s) in enumerate(res, 1)]
+        loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
+        return DrawingSearch(hits, self.spread(hits, loc), views, "", "", loc, spec.key, spec.checkpoint_id)
+
     def spread(self, hits: Sequence[Hit], locarno: str, query_patent: str = "") -> str:
         """A line on how the top-k spread over the query's subclass and main class. Classes are read
         through ``hierarchy.patent_classes`` (Locarno, else USPC); the query's class is ``locarno`` when
