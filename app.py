@@ -153,6 +153,11 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         d_sheet_btn = gr.Button(
                             "Split a sheet into figures and search each", elem_id="d-sheet"
                         )
+                        d_views = gr.File(label="Whole application: several views at once", file_count="multiple",
+                                          type="filepath", elem_id="d-views", height=100)  # fmt: skip
+                        d_app_btn = gr.Button(
+                            "Search with all views (whole application)", elem_id="d-application"
+                        )
                         d_editor = gr.ImageEditor(label="Crop the query (optional; crop tool, then search)",
                                                   type="pil", sources=(), transforms=("crop",), layers=False,
                                                   brush=False, eraser=False, elem_id="d-editor", height=260)  # fmt: skip
@@ -355,6 +360,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
                                                  crop_state, *filters],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
+        d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop], [d_status, d_table],
+                        api_name="search_application")  # fmt: skip
         bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
                                  [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
         then_show(bm25_first.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, session, *filters],
