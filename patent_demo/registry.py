@@ -173,11 +173,12 @@ def _n_labels(config: dict) -> int | None:
 
 
 def _drawing_kind(config: dict) -> str:
-    """ "zero-shot" for a checkpoint made without training steps (e.g. a whitened projection), "cl" for a
-    plain contrastive run (no hierarchy weights), else "hmcl"."""
+    """ "fitted" for a checkpoint made without training steps (e.g. a whitened projection: fitted on training
+    drawings, so not zero-shot, which is the untouched trunk), "cl" for a plain contrastive run (no
+    hierarchy weights), else "hmcl"."""
     train = config.get("train") or {}
     if train.get("steps") == 0:
-        return "zero-shot"
+        return "fitted"
     loss = str(train.get("loss", train.get("variant", ""))).lower()
     if loss in ("cl", "contrastive", "plain"):
         return "cl"
@@ -239,7 +240,7 @@ def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
             spec = read_checkpoint_spec(cand)
             if spec is not None and spec.key not in found:
                 found[spec.key] = spec
-    order = {"hmcl": 0, "cl": 1, "zero-shot": 2}
+    order = {"hmcl": 0, "cl": 1, "fitted": 2, "zero-shot": 3}
     specs = list(found.values()) + builtin_models()
     drawing = sorted(
         (s for s in specs if s.task == "drawing"), key=lambda s: (not s.default, order.get(s.kind, 3), s.key)
