@@ -80,13 +80,79 @@ def render(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+START, END = "<!-- hmcl-uspc:start (written by train.hmcl_uspc_report) -->", "<!-- hmcl-uspc:end -->"
+README_ROWS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level", "hmcl-paper-text",
+               "hmcl-paper-shuffled")  # fmt: skip
+
+
+def _fig(m: dict, keys=("subclass_map", "main_map", "hier_ndcg@10")) -> str:
+    return " / ".join("–" if m.get(k) is None else f"{m[k]:.3f}" for k in keys)
+
+
+def readme_block(results: dict, models: dict) -> str:
+    """The README's drawing-results block: USPC val and test apart, the targets, Red Book transfer."""
+    v = results["variants"]
+    rows = ["| variant | USPC val: subclass / main mAP / hier nDCG@10 | USPC test: subclass / main mAP / hier nDCG@10 | "
+            "Δ test subclass mAP vs zero-shot [95% CI per seed] | Δ test main mAP |", "|---|---|---|---|---|"]  # fmt: skip
+    for name in README_ROWS:
+        if name not in v:
+            continue
+        e = v[name]
+        val = " / ".join(_ms(e["val"], k) for k in COLS)
+        test = " / ".join(_ms(e["test"], k) for k in COLS)
+        d = "— | —" if name == "zero-shot" else f"{_ci(e, 'subclass_map')} | {_ci(e, 'main_map')}"
+        rows.append(f"| {name} | {val} | {test} | {d} |")
+    sh = results.get("shipped") or {}
+    zs_t = {k: v["zero-shot"]["test"][k]["mean"] for k in COLS}
+    hm = v.get(sh.get("variant", ""), {})
+    d_sub = hm["test"]["subclass_map"]["mean"] - zs_t["subclass_map"] if hm else float("nan")
+    d_main = hm["test"]["main_map"]["mean"] - zs_t["main_map"] if hm else float("nan")
+    cl_h = v["cl"]["test"]["hier_ndcg@10"]["mean"] if "cl" in v else float("nan")
+    hm_h = hm["test"]["hier_ndcg@10"]["mean"] if hm else float("nan")
+    verdict = (
+        f"**Targets on USPC test** (HMCL ≥ zero-shot + 0.02 subclass and + 0.04 main-class mAP, HMCL ≥ CL on "
+        f"hierarchical nDCG@10), for the shipped variant `{sh.get('variant')}` over its 3 seeds: subclass "
+        f"{d_sub:+.3f} ({'met' if d_sub >= 0.02 else 'missed by %.3f' % (0.02 - d_sub)}), main class {d_main:+.3f} "
+        f"({'met' if d_main >= 0.04 else 'missed by %.3f' % (0.04 - d_main)}), hierarchical nDCG@10 {hm_h:.3f} against "
+        f"CL {cl_h:.3f} ({'met' if hm_h >= cl_h else 'missed'})."
+    )
+    rb = ["| model | Red Book pages: patent / subclass / main mAP | USPC val: subclass / main mAP | USPC test: subclass / main mAP |",
+          "|---|---|---|---|"]  # fmt: skip
+    for name, m in models.items():
+        seen = " (seen in training)" if m.get("seen") else ""
+        rb.append(f"| {name} | {_fig(m.get('redbook', {}), ('patent_map', 'subclass_map', 'main_map'))} | "
+                  f"{_fig(m.get('validation', {}), ('subclass_map', 'main_map'))}{seen} | "
+                  f"{_fig(m.get('test', {}), ('subclass_map', 'main_map'))}{seen} |")  # fmt: skip
+    return "\n".join([START, "", *rows, "", verdict, "", *rb, "", END])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc_report", description=__doc__.split("\n\n")[0])
     p.add_argument("results", help="the JSON of train.hmcl_uspc")
     p.add_argument("--out", default="docs/results_hmcl_uspc.md", help="Markdown to write")
+    p.add_argument("--readme", default=None, help="also rewrite the block between the hmcl-uspc markers here")
+    p.add_argument("--checkpoints", nargs="*", default=[], help="checkpoint dirs whose recorded figures the "
+                   "README block lists beside zero-shot (patent_demo/configs/zero_shot_metrics.json)")  # fmt: skip
     args = p.parse_args(argv)
-    text = render(json.loads(Path(args.results).read_text(encoding="utf-8")))
+    results = json.loads(Path(args.results).read_text(encoding="utf-8"))
+    text = render(results)
     Path(args.out).write_text(text, encoding="utf-8")
+    if args.readme:
+        from patent_demo.registry import ZERO_SHOT_METRICS, measured_figures
+
+        models = {}
+        for name, path in [("zero-shot", ZERO_SHOT_METRICS), *((Path(c).name, Path(c) / "metrics.json")
+                                                               for c in args.checkpoints)]:  # fmt: skip
+            metrics = json.loads(Path(path).read_text(encoding="utf-8")) if Path(path).is_file() else {}
+            models[name] = {
+                **measured_figures("drawing", metrics),
+                "seen": metrics.get("uspc_seen_in_training"),
+            }
+        readme = Path(args.readme).read_text(encoding="utf-8")
+        a, b = readme.index(START), readme.index(END) + len(END)
+        Path(args.readme).write_text(
+            readme[:a] + readme_block(results, models) + readme[b:], encoding="utf-8"
+        )
     return 0
 
 
