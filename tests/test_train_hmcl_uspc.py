@@ -46,34 +46,57 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
     from train.hmcl_uspc import main
     from train.hmcl_uspc_data import trunk_features
 
-    out, ship = tmp_path / "r.json", tmp_path / "ckpt"
-    argv = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
-            "--eval-every", "2", "--seeds", "0", "1", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
-            "--variants", "zero-shot", "lda-subclass", "cl", "hmcl-level", "hmcl-paper-text", "hmcl-level-shuffled",
-            "--out", str(out), "--ship", str(ship)]  # fmt: skip
-    assert main(argv) == 0
+    out, ship, heads = tmp_path / "r.json", tmp_path / "ckpt", str(tmp_path / "heads")
+    common = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
+              "--eval-every", "2", "--seeds", "0", "1", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
+              "--save-heads", heads]  # fmt: skip
+    # two parallel parts, then one merge that ships the best-on-val run over both
+    assert main([*common, "--variants", "zero-shot", "lda-subclass", "cl", "hmcl-level-shuffled",
+                 "--out", str(tmp_path / "a.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                *common,
+                "--variants",
+                "zero-shot",
+                "hmcl-level",
+                "hmcl-paper-text",
+                "--out",
+                str(tmp_path / "b.json"),
+            ]
+        )
+        == 0
+    )
+    assert main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--save-heads", heads,
+                 "--out", str(out), "--ship", str(ship)]) == 0  # fmt: skip
     res = json.loads(out.read_text())
     assert sorted(res["variants"]) == [
         "cl",
         "hmcl-level",
-        "hmcl-paper-text",
         "hmcl-level-shuffled",
+        "hmcl-paper-text",
         "lda-subclass",
         "zero-shot",
     ]
     assert res["setup"]["splits"] == {"train": 10, "val": 10, "test": 10}
     assert [r["seed"] for r in res["variants"]["hmcl-level"]["runs"]] == [0, 1]
     zs = res["variants"]["zero-shot"]
-    assert (
-        zs["test"]["subclass_map"]["values"][0]
-        == res["variants"]["zero-shot"]["runs"][0]["test"]["subclass_map"]
-    )
+    assert zs["test"]["subclass_map"]["values"][0] == zs["runs"][0]["test"]["subclass_map"]
     assert zs["test_vs_zero_shot"]["subclass_map"]["mean"] == 0.0
-    assert res["shipped"]["variant"] in ("cl", "hmcl-level", "hmcl-paper-text")
+    trained = ("cl", "hmcl-level", "hmcl-paper-text")
+    assert res["shipped"]["variant"] in trained
+    best = max((r for v in trained for r in res["variants"][v]["runs"]),
+               key=lambda r: r["val"]["subclass_map"] + r["val"]["main_map"])  # fmt: skip
+    assert res["shipped"]["val"] == best["val"] and res["shipped"]["test"] == best["test"]
+    metrics = json.loads((ship / "metrics.json").read_text())
+    assert (
+        metrics["validation"]["uspc"]["metrics"] == best["val"]
+        and metrics["test"]["uspc"]["metrics"] == best["test"]
+    )
     # the checkpoint describes itself and the registry lists it as a drawing model
     spec = read_checkpoint_spec(ship)
     assert spec.task == "drawing" and spec.encoder == "lite-head"
-    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl_uspc --corpus")
+    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl_uspc --merge")
     # loaded as the app loads it, it embeds as the trained head on the cached trunk features
     model, tf, _ = load_hmcl_checkpoint(ship)
     corpus = Corpus.load(uspc / "corpus")

@@ -65,7 +65,7 @@ KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_nd
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc", description=__doc__.split("\n\n")[0])
     a = p.add_argument
-    a("--corpus", required=True, help="the USPC 2007 corpus built with --splits splits/uspc2007.json")
+    a("--corpus", default=None, help="the USPC 2007 corpus built with --splits splits/uspc2007.json")
     a("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS, help="what to run")
     a("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds")
     a("--image-size", type=int, default=224, help="input size of the trunk")
@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     a("--out", default=None, help="write the results JSON here")
     a("--ship", default=None, help="write the best-on-val run of --ship-variant as a checkpoint here")
     a("--ship-variant", default=None, help="variant to ship (default: the best on val of the trained ones)")
+    a("--save-heads", default=None, help="save every run's head here (for --merge)")
+    a("--merge", nargs="+", default=None, metavar="JSON",
+      help="merge result files of parallel runs (their heads in --save-heads) instead of training; with --ship "
+           "the best-on-val run over all of them is shipped")  # fmt: skip
     return p
 
 
@@ -321,9 +325,14 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
     w, b = chosen["head"]
     state = {"visual.head.proj.weight": w, "visual.head.proj.bias": b}
     zs = results["variants"].get("zero-shot")
+    size = results["setup"]["image_size"]
+
+    def summary(where: str) -> dict:
+        m = chosen[where]["metrics"]
+        return {"corpus": f"uspc2007 (split {where}, every drawing against all others of it)", "protocol": "all",
+                "image_size": size, "num_queries": m.get("num_queries"), "metrics": m}  # fmt: skip
+
     figures = {
-        "uspc_val": chosen["val"]["metrics"],
-        "uspc_test": chosen["test"]["metrics"],
         "uspc_val_zero_shot": zs and {k: zs["val"][k]["mean"] for k in KEYS},
         "uspc_test_zero_shot": zs and {k: zs["test"][k]["mean"] for k in KEYS},
     }
@@ -336,14 +345,64 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
                         "s_m": 0.0 if loss == "cl" else s_m, "data": "USPC 2007 train split (splits/uspc2007.json)",
                         "chosen_on": "USPC val (subclass_map + main_map)", **results["setup"]["args"]},
               "uspc": figures}  # fmt: skip
-    save_checkpoint(directory, state, config, metrics={"uspc": figures}, command=["python", "-m", *argv])
+    metrics = {"validation": {"uspc": summary("val")}, "test": {"uspc": summary("test")}, "uspc": figures}
+    save_checkpoint(directory, state, config, metrics=metrics, command=["python", "-m", *argv])
+
+
+def save_heads(directory: str, heads: dict) -> None:
+    from safetensors.torch import save_file
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    for variant, runs in heads.items():
+        for r in runs:
+            if r["head"] is not None:
+                w, b = r["head"]
+                save_file({"weight": w.contiguous(), "bias": b.contiguous()},
+                          str(Path(directory) / f"{variant}-{r['seed']}.safetensors"))  # fmt: skip
+
+
+def merge(args, argv: list[str]) -> dict:
+    """One result from the JSONs of parallel runs (variants in file order; zero-shot from the first), and
+    with ``--ship`` the best-on-val run over all trained variants shipped from ``--save-heads``."""
+    from safetensors.torch import load_file
+
+    parts = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge]
+    results = {"setup": parts[0]["setup"], "zero_shot_flip": parts[0].get("zero_shot_flip"), "variants": {},
+               "commands": [p["command"] for p in parts]}  # fmt: skip
+    for part in parts:
+        for name, entry in part["variants"].items():
+            results["variants"].setdefault(name, entry)
+    if args.ship:
+        trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
+        name = args.ship_variant or max(trained, key=lambda v: np.mean([_score({"metrics": r["val"]})
+                                                                        for r in results["variants"][v]["runs"]]))  # fmt: skip
+        run_ = max(results["variants"][name]["runs"], key=lambda r: _score({"metrics": r["val"]}))
+        t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
+        chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"],
+                  "val": {"metrics": run_["val"]}, "test": {"metrics": run_["test"]}}  # fmt: skip
+        ship(args.ship, name, chosen, results, ["train.hmcl_uspc", *argv])
+        results["shipped"] = {"dir": args.ship, "variant": name, "seed": run_["seed"], "val": run_["val"],
+                              "test": run_["test"]}  # fmt: skip
+    results["command"] = (
+        "python -m train.hmcl_uspc " + " ".join(argv) + " (merging: " + "; ".join(results["commands"]) + ")"
+    )
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.merge:
+        results = merge(args, argv)
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return 0
+    if not args.corpus:
+        raise SystemExit("--corpus is required (unless --merge)")
     results = run(args)
+    if args.save_heads:
+        save_heads(args.save_heads, results["_heads"])
     if args.ship and args.no_test:
         raise SystemExit("--ship needs the test figures: run without --no-test")
     if args.ship:
