@@ -69,6 +69,13 @@ def render(results: dict) -> str:
             f"USPC test {sh['test']['subclass_map']:.3f} / {sh['test']['main_map']:.3f} "
             f"(hier nDCG@10 {sh['test']['hier_ndcg@10']:.3f}).",
         ]
+    if results.get("commands"):
+        lines += [
+            "",
+            "Produced by these parallel parts, then merged (`--merge`, which ships the best-on-val run of all):",
+            "",
+        ]
+        lines += [f"    {c}" for c in results["commands"]]
     if results.get("zero_shot_flip"):
         f = results["zero_shot_flip"]["val"]
         lines += [
