@@ -123,8 +123,9 @@ def figures_note(task: str, metrics: dict) -> str:
     m = measured_figures(task, metrics)
     if task == "drawing":
         parts = []
+        seen = " (USPC seen in training)" if metrics.get("uspc_seen_in_training") else ""
         if "validation" in m:
-            parts.append(f"USPC val subclass/main mAP {_sub_main(m['validation'])}")
+            parts.append(f"USPC val subclass/main mAP {_sub_main(m['validation'])}{seen}")
         if "test" in m:
             parts.append(f"test {_sub_main(m['test'])}")
         if "redbook" in m and "subclass_map" in m["redbook"]:

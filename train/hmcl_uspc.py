@@ -339,7 +339,7 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
     s_p, s_s, s_m = results["setup"]["args"]["weights"]
     loss = "cl" if variant == "cl" else "hmcl"
     config = {"kind": "hmcl", "model": {"name": HEAD_ENCODER, "image_size": results["setup"]["image_size"]},
-              "base": "default", "delta": True, "default": True,
+              "base": "default", "delta": True, "default": True, "scheme": "uspc",
               "train": {"script": "train.hmcl_uspc", "variant": variant, "loss": loss, "seed": chosen["seed"],
                         "best_step": chosen["step"], "s_p": s_p, "s_s": 0.0 if loss == "cl" else s_s,
                         "s_m": 0.0 if loss == "cl" else s_m, "data": "USPC 2007 train split (splits/uspc2007.json)",
