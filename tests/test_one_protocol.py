@@ -38,7 +38,11 @@ def uspc(tmp_path_factory):
         splits["test" if i % 2 == 0 else "train"] += [r[0] for r in by_sub[s]]
     (tmp / "splits.json").write_text(json.dumps(splits))
     out = tmp / "corpus"
-    build_corpus("images", src, out, metadata=table, splits_file=tmp / "splits.json", progress=False)
+    summary = build_corpus(
+        "images", src, out, metadata=table, splits_file=tmp / "splits.json", progress=False
+    )
+    assert f"splits    train 12, val 0, test 12 (from {tmp / 'splits.json'})" in summary.to_text()
+    assert Corpus.load(out).meta["splits"]["by"] == "file"
     return out
 
 

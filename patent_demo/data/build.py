@@ -70,6 +70,7 @@ class BuildSummary:
     codes: dict[str, dict[str, int]] = field(default_factory=dict)  # scheme -> {"patents", "codes"}
     splits: dict[str, int] = field(default_factory=dict)
     families: int = 0
+    splits_file: str = ""  # the committed split file the splits came from ("": drawn by family)
     qrels_queries: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -96,7 +97,8 @@ class BuildSummary:
         if self.splits:
             order = sorted(self.splits, key=lambda k: (("train", "val", "test") + (k,)).index(k))
             parts = ", ".join(f"{k} {self.splits[k]}" for k in order)
-            lines.append(f"  splits    {parts} (by family: {self.families:,} families)")
+            how = f"from {self.splits_file}" if self.splits_file else f"by family: {self.families:,} families"
+            lines.append(f"  splits    {parts} ({how})")
         if self.qrels_queries:
             lines.append(f"  qrels     {self.qrels_queries:,} queries (citations)")
         if self.figures:
@@ -405,6 +407,7 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
     summary.codes = {s: {"patents": code_patents[s], "codes": len(c)} for s, c in sorted(codes.items())}
     summary.splits = {k: len(v) for k, v in splits.items()}
     summary.families = len(set(family_of.values()))
+    summary.splits_file = str(splits_file or "")
     summary.qrels_queries = len(qrels)
     meta = {
         "format": FORMAT,
