@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 KEYS = ("subclass_map", "main_map", "hier_ndcg@10")
 
 
-def expand(e: np.ndarray, k: int, self_excluded: bool = True) -> np.ndarray:
+def expand(e: np.ndarray, k: int) -> np.ndarray:
     """Each row averaged with its ``k`` nearest other rows, re-normalised (``k = 0``: unchanged)."""
     if k == 0:
         return e

@@ -28,7 +28,18 @@ def _ci(entry: dict, key: str) -> str:
     return f"{d:+.3f} {cis}"
 
 
-def render(results: dict) -> str:
+def redbook_table(heads: dict) -> list[str]:
+    """Cross-scheme rows: every saved head on the Red Book pages (``bench/bench_heads_redbook.py``)."""
+    lines = ["| variant (USPC-trained head) | Red Book patent mAP | subclass mAP | main mAP | hier nDCG@10 |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for name, m in heads.items():
+        cells = [f"{m[k]['mean']:.3f}" + (f" ± {m[k]['std']:.3f}" if m[k]["n"] > 1 else "")
+                 for k in ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")]  # fmt: skip
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(results: dict, heads: dict | None = None) -> str:
     s = results["setup"]
     lines = [
         "# HMCL on real USPC drawings (train / val / test of `splits/uspc2007.json`)",
@@ -82,6 +93,10 @@ def render(results: dict) -> str:
             "",
             f"Flip averaging (zero-shot, val): subclass / main mAP {f['subclass_map']:.3f} / {f['main_map']:.3f}.",
         ]
+    if heads:
+        lines += ["", "**Cross-scheme transfer** (`python bench/bench_heads_redbook.py --heads runs/heads --json "
+                  "docs/bench/heads_redbook.json`): every head above, all seeds, on the 20 Red Book patents (Locarno, "
+                  "106 pages, every page against all others; validation, as it came out):", "", *redbook_table(heads)]  # fmt: skip
     for extra in results.get("notes") or []:
         lines += ["", extra]
     return "\n".join(lines) + "\n"
@@ -96,7 +111,7 @@ def _fig(m: dict, keys=("subclass_map", "main_map", "hier_ndcg@10")) -> str:
     return " / ".join("–" if m.get(k) is None else f"{m[k]:.3f}" for k in keys)
 
 
-def readme_block(results: dict, models: dict) -> str:
+def readme_block(results: dict, models: dict, heads: dict | None = None) -> str:
     """The README's drawing-results block: USPC val and test apart, the targets, Red Book transfer."""
     v = results["variants"]
     rows = ["| variant | USPC val: subclass / main mAP / hier nDCG@10 | USPC test: subclass / main mAP / hier nDCG@10 | "
@@ -137,7 +152,8 @@ def readme_block(results: dict, models: dict) -> str:
         rb.append(f"| {name} | {_fig(m.get('redbook', {}), ('patent_map', 'subclass_map', 'main_map'))} | "
                   f"{_fig(m.get('validation', {}), ('subclass_map', 'main_map'))}{seen} | "
                   f"{_fig(m.get('test', {}), ('subclass_map', 'main_map'))}{seen} |")  # fmt: skip
-    return "\n".join([START, "", *rows, "", verdict, "", *rb, "", END])
+    extra = ["", *redbook_table(heads)] if heads else []
+    return "\n".join([START, "", *rows, "", verdict, "", *rb, *extra, "", END])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,9 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--readme", default=None, help="also rewrite the block between the hmcl-uspc markers here")
     p.add_argument("--checkpoints", nargs="*", default=[], help="checkpoint dirs whose recorded figures the "
                    "README block lists beside zero-shot (patent_demo/configs/zero_shot_metrics.json)")  # fmt: skip
+    p.add_argument(
+        "--redbook-heads", default=None, help="bench/bench_heads_redbook.py JSON: the cross-scheme table"
+    )
     args = p.parse_args(argv)
     results = json.loads(Path(args.results).read_text(encoding="utf-8"))
-    text = render(results)
+    heads = json.loads(Path(args.redbook_heads).read_text(encoding="utf-8")) if args.redbook_heads else None
+    text = render(results, heads)
     Path(args.out).write_text(text, encoding="utf-8")
     if args.readme:
         from patent_demo.registry import ZERO_SHOT_METRICS, measured_figures
