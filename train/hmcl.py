@@ -405,9 +405,9 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
             log.warning("no label row is left to train on")
         extra_sub, extra_main = [], []
         for p in labels.patents[len(train_patents) :]:  # classes of the patents the labels bring in
-            sub = p.locarno if p is not None else ""
+            sub, main = patent_hierarchy(p.codes) if p is not None else ("", "")
             extra_sub.append(sub_vocab.setdefault(sub, len(sub_vocab)) if sub else -1)
-            extra_main.append(main_vocab.setdefault(sub[:2], len(main_vocab)) if sub else -1)
+            extra_main.append(main_vocab.setdefault(main, len(main_vocab)) if main else -1)
         sub_of = torch.cat([sub_of, torch.tensor(extra_sub, dtype=torch.int64)])
         main_of = torch.cat([main_of, torch.tensor(extra_main, dtype=torch.int64)])
     fig_patent_t = torch.tensor(fig_patent)
