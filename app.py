@@ -152,6 +152,11 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             "Split a sheet into figures and search each", elem_id="d-sheet"
                         )
                         crop = app_examiner.build_crop()
+                        d_views = gr.File(label="Whole application: several views at once", file_count="multiple",
+                                          type="filepath", elem_id="d-views", height=100)  # fmt: skip
+                        d_app_btn = gr.Button(
+                            "Search with all views (whole application)", elem_id="d-application"
+                        )
                     with gr.Column(scale=3):
                         d_status = gr.Markdown(elem_id="d-status")
                         # a grid without a preview: a click opens the hit in Document and Side by side
@@ -361,6 +366,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, session,
                                                  crop_state, *filters],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
+        d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop], [d_status, d_table],
+                        api_name="search_application")  # fmt: skip
         bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, *filters],
                                  [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
         dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, *filters],

@@ -18,7 +18,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
-from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
+from app_labelling import HIT_HEADERS, cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
@@ -184,6 +184,27 @@ class Handlers:
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             msg, session = self._failed(previous, err)
             return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
+
+    def search_application(self, files, model, k, crop):  # fmt: skip
+        """A whole application: several uploaded views at once, patents ranked by the mean over views of
+        each view's best-figure similarity (``Workbench.search_application``); returns status and table."""
+        import pandas as pd
+
+        try:
+            files = [f for f in (files or []) if f]
+            if not files:
+                raise BadInput("upload the views of the application (several drawings) first")
+            paths = [_upload(f)[0] for f in files]
+            model, k = _model(model, "drawing"), _k(k)
+            self._ready(model)
+            res = self.wb.search_application(paths, model, k, "mean", bool(crop))
+            spec = self.wb.model(model, "drawing")
+            rows = [[h.rank, h.patent_id, "all views", h.locarno, h.locarno_title, h.title, round(h.score, 4), ""]
+                    for h in res.hits]  # fmt: skip
+            status = f"{len(res.hits)} patents for an application of {len(paths)} views with {spec.label} · {res.spread}"
+            return status, pd.DataFrame(rows, columns=HIT_HEADERS)
+        except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
+            return warn(err), None
 
     def _snipped(self, res, text: str) -> list:
         """The hits of a text list, each with a snippet (escaped HTML) of the words BM25 matched."""

@@ -35,14 +35,17 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo.data.corpus import Corpus, Patent
+from patent_demo.hierarchy import patent_hierarchy
 
 
 def class_key(patent: Patent) -> str:
     """The class whose documents count as related to ``patent`` (see the module docstring)."""
-    if patent.codes.get("locarno"):
-        return "locarno:" + patent.codes["locarno"][0][:2]
-    if patent.codes.get("uspc"):
-        return "uspc:" + patent.codes["uspc"][0].split("/")[0]
+    try:
+        main = patent_hierarchy(patent.codes)[1]  # Locarno, else USPC, scheme-qualified
+    except ValueError:
+        main = ""
+    if main:
+        return main
     for scheme in ("ipc", "cpc"):
         if patent.codes.get(scheme):
             return f"{scheme}:" + patent.codes[scheme][0][:4]

@@ -5,7 +5,8 @@ A checkpoint directory (see ``patent_demo.checkpoint``) holds ``config.json`` wi
 re-rankers). Folders are rescanned on every call, so a checkpoint written while the app runs appears
 in its model list. The defaults, always present:
 
-* ``zero-shot``: the ``lite-clip`` drawing encoder with its pretrained (ImageNet) tower, no training;
+* ``zero-shot``: the ``lite-trunk`` drawing encoder: the packaged EfficientNet-Lite0 (ImageNet) trunk's own
+  pooled 1280-d features, no layer on top and nothing fitted (the strongest untrained baseline);
 * ``dssdnet-untrained``: MiniLM-L6 with a DSSDNet head at its initialisation (an untrained head).
 
 ``default_drawing_encoder(spec)`` and ``default_reranker(spec)`` build the model a spec names (weights
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 ZERO_SHOT = "zero-shot"
 UNTRAINED_TEXT = "dssdnet-untrained"
 DEFAULT_DRAWING_ENCODER = "lite-clip"
+ZERO_SHOT_ENCODER = "lite-trunk"
 DEFAULT_RERANKER = "minilm"
 LABEL_COUNT_KEYS = ("num_labels", "n_labels", "labels", "label_count")
 DRAWING_FIGURES = ("patent_map", "subclass_map", "main_map")
@@ -77,8 +79,10 @@ class ModelSpec:
 def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
     """The figures a checkpoint's ``metrics.json`` records, by where they were measured.
 
-    Drawing models: ``real`` (``real_validation``, the real drawings ``train.evaluate --record`` scored,
-    every page against all others) and ``generated`` (``after.test``, the generated corpus's test split).
+    Drawing models: ``validation`` (``validation.uspc``: the USPC val split, where choices are made),
+    ``test`` (``test.uspc``: the USPC test split, computed once per shipped checkpoint), ``redbook``
+    (``validation.redbook``: the 20 Red Book patents, every page against all others), ``real`` (the older
+    ``real_validation`` record) and ``generated`` (``after.test``, the generated corpus's test split).
     Text models: ``test`` (``after``, BM25 + re-ranking on its corpus's test queries) beside ``bm25``
     (plain BM25 on the same queries) and ``fused`` when the checkpoint has a fusion weight.
     """
@@ -87,10 +91,21 @@ def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
         d = d if isinstance(d, dict) else {}
         return {k: round(float(d[k]), 4) for k in keys if isinstance(d.get(k), int | float)}
 
+    def record(*path: str) -> dict:
+        node: Any = metrics
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return (node or {}).get("metrics") if isinstance(node, dict) else None
+
     if task == "drawing":
-        real = (metrics.get("real_validation") or {}).get("metrics")
-        generated = ((metrics.get("after") or {}).get("test") or {}).get("metrics")
-        out = {"real": pick(real, DRAWING_FIGURES), "generated": pick(generated, DRAWING_FIGURES)}
+        keys = (*DRAWING_FIGURES, "hier_ndcg@10")
+        out = {
+            "validation": pick(record("validation", "uspc"), keys),
+            "test": pick(record("test", "uspc"), keys),
+            "redbook": pick(record("validation", "redbook"), keys),
+            "real": pick(record("real_validation"), DRAWING_FIGURES),
+            "generated": pick(record("after", "test"), DRAWING_FIGURES),
+        }
     else:
         fused = ((metrics.get("fusion") or {}).get("test") or {}).get("fused")
         out = {"test": pick(metrics.get("after"), TEXT_FIGURES), "bm25": pick(metrics.get("bm25"), TEXT_FIGURES),
@@ -98,12 +113,26 @@ def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
     return {k: v for k, v in out.items() if v}
 
 
+def _sub_main(m: dict) -> str:
+    return f"{m.get('subclass_map', float('nan')):.3f} / {m.get('main_map', float('nan')):.3f}"
+
+
 def figures_note(task: str, metrics: dict) -> str:
-    """The short form of :func:`measured_figures` the model lists show after a model's name."""
+    """The short form of :func:`measured_figures` the model lists show after a model's name: USPC
+    validation and test subclass / main mAP apart (and Red Book pages), else the older records."""
     m = measured_figures(task, metrics)
     if task == "drawing":
-        parts = [f"{where} subclass mAP {m[where]['subclass_map']:.3f}" for where in ("real", "generated")
-                 if "subclass_map" in m.get(where, {})]  # fmt: skip
+        parts = []
+        seen = " (USPC seen in training)" if metrics.get("uspc_seen_in_training") else ""
+        if "validation" in m:
+            parts.append(f"USPC val subclass/main mAP {_sub_main(m['validation'])}{seen}")
+        if "test" in m:
+            parts.append(f"test {_sub_main(m['test'])}")
+        if "redbook" in m and "subclass_map" in m["redbook"]:
+            parts.append(f"Red Book val subclass mAP {m['redbook']['subclass_map']:.3f}")
+        if not parts:
+            parts = [f"{where} subclass mAP {m[where]['subclass_map']:.3f}" for where in ("real", "generated")
+                     if "subclass_map" in m.get(where, {})]  # fmt: skip
     else:
         parts = [f"test nDCG@10 {m['test']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("test", {}) else []
         parts += [f"fused {m['fused']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("fused", {}) else []
@@ -111,10 +140,25 @@ def figures_note(task: str, metrics: dict) -> str:
     return " · ".join(parts)
 
 
+ZERO_SHOT_METRICS = Path(__file__).resolve().parent / "configs" / "zero_shot_metrics.json"
+
+
+def zero_shot_metrics() -> dict:
+    """The zero-shot model's measured figures (``patent_demo/configs/zero_shot_metrics.json``, written by
+    ``train.evaluate --record-file``), ``{}`` when absent."""
+    try:
+        return json.loads(ZERO_SHOT_METRICS.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
 def builtin_models() -> list[ModelSpec]:
+    zs = zero_shot_metrics()
+    note = figures_note("drawing", zs)
     return [
-        ModelSpec(ZERO_SHOT, "zero-shot (lite-clip, ImageNet weights)", "drawing", "zero-shot",
-                  DEFAULT_DRAWING_ENCODER, trained=False),
+        ModelSpec(ZERO_SHOT, "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
+                  + (f" ({note})" if note else ""), "drawing", "zero-shot", ZERO_SHOT_ENCODER, trained=False,
+                  metrics=zs),
         ModelSpec(UNTRAINED_TEXT, "DSSDNet, MiniLM with untrained head", "text", "dssdnet",
                   DEFAULT_RERANKER, trained=False),
     ]  # fmt: skip
@@ -130,11 +174,12 @@ def _n_labels(config: dict) -> int | None:
 
 
 def _drawing_kind(config: dict) -> str:
-    """ "zero-shot" for a checkpoint made without training steps (e.g. a whitened projection), "cl" for a
-    plain contrastive run (no hierarchy weights), else "hmcl"."""
+    """ "fitted" for a checkpoint made without training steps (e.g. a whitened projection: fitted on training
+    drawings, so not zero-shot, which is the untouched trunk), "cl" for a plain contrastive run (no
+    hierarchy weights), else "hmcl"."""
     train = config.get("train") or {}
     if train.get("steps") == 0:
-        return "zero-shot"
+        return "fitted"
     loss = str(train.get("loss", train.get("variant", ""))).lower()
     if loss in ("cl", "contrastive", "plain"):
         return "cl"
@@ -165,6 +210,9 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
         [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else ""]
     )
     note = figures_note("drawing" if kind == "hmcl" else "text", metrics)
+    if kind == "hmcl" and config.get("default") is True and note:
+        zs = figures_note("drawing", zero_shot_metrics())
+        note += f"; zero-shot: {zs}" if zs else ""
     suffix += f" ({note})" if note else ""
     if kind == "hmcl":
         dk = _drawing_kind(config)
@@ -193,7 +241,7 @@ def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
             spec = read_checkpoint_spec(cand)
             if spec is not None and spec.key not in found:
                 found[spec.key] = spec
-    order = {"hmcl": 0, "cl": 1, "zero-shot": 2}
+    order = {"hmcl": 0, "cl": 1, "fitted": 2, "zero-shot": 3}
     specs = list(found.values()) + builtin_models()
     drawing = sorted(
         (s for s in specs if s.task == "drawing"), key=lambda s: (not s.default, order.get(s.kind, 3), s.key)
@@ -241,8 +289,9 @@ class OpenClipDrawingEncoder:
 def default_drawing_encoder(spec: ModelSpec) -> DrawingEncoder:
     """The encoder of a drawing model spec (weights read offline): the packaged default or a checkpoint.
 
-    Parameters a checkpoint does not hold (the zero-shot model's projection) come from ``create_encoder``'s
-    fixed ``init_seed``, so query embeddings match an index cached by an earlier process.
+    The zero-shot model has no parameter outside the packaged trunk; parameters a checkpoint does not hold
+    come from ``create_encoder``'s fixed ``init_seed``, so query embeddings match an index cached by an
+    earlier process.
     """
     if spec.path is None:
         return OpenClipDrawingEncoder(spec.encoder)

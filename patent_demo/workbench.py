@@ -36,6 +36,7 @@ from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
 from patent_demo.drawing.scale import index_settings
+from patent_demo.hierarchy import main_of, patent_classes
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -408,25 +409,55 @@ class Workbench:
             ]
         others = [h for h in hits if h.patent_id != own_patent]  # the query's own patent is not counted
         return DrawingSearch(
-            hits, self.spread(others, loc), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
+            hits, self.spread(others, loc, own_patent), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
         )
 
-    def spread(self, hits: Sequence[Hit], locarno: str) -> str:
-        """A line on how the top-k spread over the query's subclass and main class."""
+    def search_application(self, images: Sequence[bytes | str | os.PathLike], model: str, k: int = 10,
+                           how: str = "mean", crop: bool = True, query_locarno: str = "",
+                           allowed: Collection[str] | None = None) -> DrawingSearch:  # fmt: skip
+        """Top-k patents for a whole application: several views at once, each patent scored by the
+        ``how`` aggregate (``mean`` / ``max``) of every view's best-figure cosine
+        (``patent_demo.drawing.application``). ``query_embedding`` is ``[V, D]``; each hit's extras hold
+        its per-view scores."""
+        from patent_demo import taxonomy
+        from patent_demo.drawing.application import application_ranking
+
+        if not images:
+            raise ValueError("an application query needs at least one view")
+        spec = self.model(model, "drawing")
+        index = self.index(spec)
+        views = np.stack([self.embed_query(im, spec.key, crop=crop) for im in images])
+        n = len(set(index.patent_ids))
+        res = application_ranking(
+            views, index.embeddings, index.patent_ids, max(1, min(int(k), n)), how, allowed
+        )
+        hits = [self._hit(r, pid, s, extras=(res.extras or [{}])[r - 1]) for r, (pid, s) in enumerate(res, 1)]
+        loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
+        return DrawingSearch(hits, self.spread(hits, loc), views, "", "", loc, spec.key, spec.checkpoint_id)
+
+    def spread(self, hits: Sequence[Hit], locarno: str, query_patent: str = "") -> str:
+        """A line on how the top-k spread over the query's subclass and main class. Classes are read
+        through ``hierarchy.patent_classes`` (Locarno, else USPC); the query's class is ``locarno`` when
+        given, else that of ``query_patent``."""
         if not hits:
             return "no results"
         n = len(hits)
-        if not locarno:
-            top, count = Counter(h.locarno for h in hits).most_common(1)[0]
+        if locarno:
+            sub, main = locarno, main_of(locarno)
+        else:
+            sub, main = patent_classes(self.corpus[query_patent].codes) if query_patent else ("", "")
+        classes = [patent_classes(self.corpus[h.patent_id].codes) for h in hits]
+        if not sub:
+            top, count = Counter(c[0] for c in classes).most_common(1)[0]
             return (
                 f"query class unknown (give its Locarno code to compare); the top-{n} is led by "
                 f"{top or 'unclassified'} ({count} of {n})"
             )
-        same_sub = sum(1 for h in hits if h.locarno == locarno)
-        same_main = sum(1 for h in hits if h.locarno[:2] == locarno[:2])
+        same_sub = sum(1 for c in classes if c[0] == sub)
+        same_main = sum(1 for c in classes if c[1] == main)
         return (
-            f"of the top-{n}: {same_sub} in the query's subclass {locarno}, "
-            f"{same_main} in its main class {locarno[:2]}, {n - same_main} elsewhere"
+            f"of the top-{n}: {same_sub} in the query's subclass {sub}, "
+            f"{same_main} in its main class {main}, {n - same_main} elsewhere"
         )
 
     # -- text search -------------------------------------------------------------------------------------
@@ -524,14 +555,8 @@ class Workbench:
         ]
 
     # -- embedding map ---------------------------------------------------------------------------------
-    def embedding_map(
-        self,
-        model: str,
-        query: np.ndarray | None = None,
-        highlight: Sequence[str] = (),
-        dims: int = 2,
-        max_points: int | None = None,
-    ) -> dict:
+    def embedding_map(self, model: str, query: np.ndarray | None = None, highlight: Sequence[str] = (),
+                      dims: int = 2, max_points: int | None = None) -> dict:  # fmt: skip
         """PCA map of the corpus drawings (``patent_demo.analysis.embedding_map``)."""
         return analysis.embedding_map(self, model, query, highlight, dims, max_points)
 

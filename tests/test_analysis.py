@@ -19,6 +19,7 @@ def _uspc_corpus(root) -> Corpus:
     corpus = make_tiny_corpus(root, per_subclass=2, figures=2)
     for p in corpus.patents:
         p.codes = {"uspc": [USPC[p.codes["locarno"][0]]]}
+        p.extra["query_figure"] = 0  # a marked query view: the queries protocol (resolve_split)
     corpus.save()
     return Corpus.load(root)
 

@@ -67,7 +67,10 @@ def test_search_drawing_label_undo_export(client, server):
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][:4] == [1, "D0006", "front", "07-02"]
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · front · 07-02")
-    assert status == f"4 results with zero-shot (lite-clip, ImageNet weights) · {expected.spread}"
+    assert status == f"4 results with {wb.model('zero-shot', 'drawing').label} · {expected.spread}"
+    assert wb.model("zero-shot", "drawing").label.startswith(
+        "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
+    )
     assert (list_name, rank) == ("hmcl", 1)
     assert progress == "**0 of 4** candidates of this query labelled by ann"
 
@@ -191,3 +194,16 @@ def test_search_text_fused_list_and_explanation(client, server):
     _, md = client.predict(1, api_name="/explain")
     assert "⚠️ The gate is flat" in md or "Gate: " in md
     assert "domain-sensitive head" in md and "flipping it would change the score by" in md
+
+
+def test_search_application_ranks_patents_by_all_views(client, server):
+    from gradio_client import handle_file
+
+    _, wb, _ = server
+    views = [str(wb.corpus.image_path(f)) for f in wb.corpus["D0006"].figures[:2]]
+    status, table = client.predict([handle_file(v) for v in views], "zero-shot", 4, True,
+                                   api_name="/search_application")  # fmt: skip
+    expected = wb.search_application(views, "zero-shot", k=4)
+    assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
+    assert table["data"][0][1] == "D0006" and table["data"][0][2] == "all views"
+    assert status.startswith("4 patents for an application of 2 views with zero-shot")

@@ -13,6 +13,8 @@ from patent_demo.drawing import encoders as E
 
 PAPER_AND_DEFAULT = [
     "lite-clip",
+    "lite-trunk",
+    "lite-head",
     "resnet18",
     "resnet50",
     "vit-tiny",
@@ -58,7 +60,7 @@ def test_list_encoders_names_sources_and_offline_availability():
         infos["clip-vit-b16"].weights
         == "hub timm/vit_base_patch16_clip_224.openai/open_clip_model.safetensors"
     )
-    assert [n for n, i in infos.items() if i.offline] == ["lite-clip"]
+    assert [n for n, i in infos.items() if i.offline] == ["lite-clip", "lite-trunk", "lite-head"]
     assert all(i.description for i in infos.values())
 
 
@@ -300,3 +302,21 @@ def test_random_parts_are_the_same_in_every_build():
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     c, _, _ = E.create_encoder("lite-clip", pretrained=None, image_size=64, init_seed=1)
     assert not torch.equal(sa["visual.head.proj.weight"], c.state_dict()["visual.head.proj.weight"])
+
+
+def test_lite_trunk_is_the_packaged_trunk_pooled_with_nothing_on_top():
+    """The zero-shot encoder: ``encode_image`` is the L2-normalised global average of the packaged
+    EfficientNet-Lite0 trunk's last feature map ([B, 1280]); no parameter outside the trunk."""
+    import timm
+
+    model, _, eval_tf = E.create_encoder("lite-trunk", image_size=64)
+    assert [n for n, _ in model.visual.named_parameters() if not n.startswith("trunk.")] == []
+    ref = timm.create_model("tf_efficientnet_lite0", pretrained=False, num_classes=0)
+    ref.load_state_dict(W.lite0_timm_state_dict(), strict=False)
+    ref.eval()
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        ours = E.encode_images(model, x)
+        theirs = torch.nn.functional.normalize(ref.forward_features(x).mean((2, 3)), dim=1)
+    assert ours.shape == (2, 1280)
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)

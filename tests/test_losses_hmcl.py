@@ -278,3 +278,20 @@ def test_text_logit_scale_is_clamped():
     assert loss.scale().item() == pytest.approx(100.0)
     with pytest.raises(ValueError, match="logit_scale must be positive, got 0"):
         ImageTextLoss(logit_scale=0)
+
+
+def test_level_balanced_weights_share_each_levels_weight_among_its_positives():
+    """Anchor 0: one same-patent view (1), one same-subclass item (2), two same-main items (3, 4), one
+    unrelated item (5). Paper form: 1 / 0.35 / 0.2 / 0.2; level-balanced: 1 / 0.35 / 0.1 / 0.1."""
+    from patent_demo.losses.hmcl import hierarchical_weights, level_balanced_weights
+
+    patent = torch.tensor([0, 0, 1, 2, 3, 4])
+    sub = torch.tensor([0, 0, 0, 1, 2, 3])
+    main = torch.tensor([0, 0, 0, 0, 0, 1])
+    paper = hierarchical_weights(patent, sub, main)
+    balanced = level_balanced_weights(patent, sub, main)
+    torch.testing.assert_close(paper[0], torch.tensor([0.0, 1.0, 0.35, 0.2, 0.2, 0.0]))
+    torch.testing.assert_close(balanced[0], torch.tensor([0.0, 1.0, 0.35, 0.1, 0.1, 0.0]))
+    # item 3: only main-class mates (0, 1, 2, 4) -> 0.2 / 4 each
+    torch.testing.assert_close(balanced[3], torch.tensor([0.05, 0.05, 0.05, 0.0, 0.05, 0.0]))
+    assert float(balanced[5].sum()) == 0.0

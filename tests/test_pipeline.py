@@ -59,7 +59,8 @@ def make_tiny_corpus(root: Path, per_subclass: int = 2, figures: int = 3, size: 
     """``per_subclass`` patents for each of 5 subclasses (3 main classes), ``figures`` drawings each.
 
     Patent ids D0000.. in subclass order; texts repeat the subclass words, patent i adds its own word.
-    The test split holds every patent; train is empty.
+    The test split holds every patent; train is empty. Each patent marks its first figure as the query
+    view (``extra["query_figure"]``, as the built-in corpus does), so evaluation uses the ``queries`` protocol.
     """
     patents = []
     n = 0
@@ -82,6 +83,7 @@ def make_tiny_corpus(root: Path, per_subclass: int = 2, figures: int = 3, size: 
                     codes={"locarno": [sub]},
                     figures=figs,
                     date="2020-01-01",
+                    extra={"query_figure": 0},
                 )
             )
             n += 1
@@ -308,7 +310,7 @@ def test_evaluate_worst_first(bench):
 @pytest.mark.slow
 @pytest.mark.parametrize("test_split", [True, False], ids=["test-split", "no-split"])
 def test_error_analysis_reports_what_train_evaluate_reports(tmp_path, test_split):
-    """One protocol: the app's Error-analysis numbers (zero-shot lite-clip over the cached index) equal
+    """One protocol: the app's Error-analysis numbers (zero-shot, the untouched trunk, over the cached index) equal
     ``python -m train.evaluate`` on the same corpus, with a test split and (the shared fallback) without."""
     from train.evaluate import main as evaluate_main
 
@@ -320,7 +322,7 @@ def test_error_analysis_reports_what_train_evaluate_reports(tmp_path, test_split
                    progress=False)  # fmt: skip
     summary, rows = wb.evaluate(ZERO_SHOT, k=10)
     out = tmp_path / "eval.json"
-    assert evaluate_main(["--model", "lite-clip", "--corpus", str(tmp_path / "corpus"), "--out", str(out),
+    assert evaluate_main(["--model", "lite-trunk", "--corpus", str(tmp_path / "corpus"), "--out", str(out),
                           "--no-silhouette"]) == 0  # fmt: skip
     reference = json.loads(out.read_text())
     assert reference["protocol"] == ("queries" if test_split else "all")

@@ -36,3 +36,44 @@ def test_text_checkpoint_shows_bm25_beside_it(tmp_path):
     spec = _checkpoint(tmp_path / "ipc", {"kind": "dssdnet"}, metrics)
     assert spec.label == "DSSDNet: ipc (test nDCG@10 0.321 · fused 0.370 · BM25 0.370)"
     assert figures_note("text", {}) == "" and figures_note("drawing", {"after": {}}) == ""
+
+
+def test_drawing_checkpoint_shows_validation_and_test_apart_and_zero_shot_beside_the_default(tmp_path):
+    from patent_demo.registry import figures_note, zero_shot_metrics
+
+    def rec(sub, main):
+        return {"metrics": {"subclass_map": sub, "main_map": main, "hier_ndcg@10": 0.25}}
+
+    metrics = {"validation": {"uspc": rec(0.4512, 0.2013), "redbook": rec(0.41, 0.3)},
+               "test": {"uspc": rec(0.3311, 0.1702)}}  # fmt: skip
+    assert measured_figures("drawing", metrics) == {
+        "validation": {"subclass_map": 0.4512, "main_map": 0.2013, "hier_ndcg@10": 0.25},
+        "test": {"subclass_map": 0.3311, "main_map": 0.1702, "hier_ndcg@10": 0.25},
+        "redbook": {"subclass_map": 0.41, "main_map": 0.3, "hier_ndcg@10": 0.25},
+    }
+    note = "USPC val subclass/main mAP 0.451 / 0.201 · test 0.331 / 0.170 · Red Book val subclass mAP 0.410"
+    assert figures_note("drawing", metrics) == note
+    spec = _checkpoint(tmp_path / "hmcl-u", {"kind": "hmcl", "default": True, "train": {"steps": 5}}, metrics)
+    zs = figures_note("drawing", zero_shot_metrics())
+    assert spec.label == f"HMCL: hmcl-u ({note}" + (f"; zero-shot: {zs})" if zs else ")")
+
+
+def test_models_command_lists_validation_and_test_columns(tmp_path, capsys):
+    from patent_demo.cli import main
+
+    def rec(sub, main):
+        return {"metrics": {"subclass_map": sub, "main_map": main}}
+
+    root = tmp_path / "ck"
+    root.mkdir()
+    _checkpoint(root / "hmcl-u", {"kind": "hmcl", "model": {"name": "lite-head", "image_size": 224},
+                                  "train": {"steps": 5}},
+                {"validation": {"uspc": rec(0.46, 0.2)}, "test": {"uspc": rec(0.35, 0.19)}})  # fmt: skip
+    assert main(["models", "--checkpoints", str(root), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["hmcl-u"]["validation"] == {"subclass_map": 0.46, "main_map": 0.2}
+    assert rows["hmcl-u"]["test"] == {"subclass_map": 0.35, "main_map": 0.19}
+    assert main(["models", "--checkpoints", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "validation (USPC val): subclass_map 0.460, main_map 0.200" in out
+    assert "test (USPC test):      subclass_map 0.350, main_map 0.190" in out

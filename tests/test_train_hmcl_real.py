@@ -189,7 +189,7 @@ def test_whitened_checkpoint_served_at_another_size(tmp_path):
     assert config["model"]["train_image_size"] == 64
     assert config["trained_parameters"] == ["visual.head.proj.weight"]
     spec = read_checkpoint_spec(run)
-    assert spec.default and spec.kind == "zero-shot"  # nothing was trained
+    assert spec.default and spec.kind == "fitted"  # nothing was trained, but the projection was fitted
     model, eval_tf, _ = load_encoder(run)
     assert eval_tf.size == 80
     corpus = load_redbook(require_shared("impact_design_patent_samples"))

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split
+from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split, small_split_warning
 from patent_demo.drawing.finetune import load_encoder
 from train.config_file import apply_config
 
@@ -60,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--demo-size", type=int, default=256, help="drawing size of the generated demo corpus")
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
     a("--split", default="test", help="split to evaluate; 'all' for every patent (also without a test split)")
-    a("--protocol", choices=PROTOCOLS, default=None, help="queries (default for a split) or all (for all)")
+    a(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=None,
+        help="queries or all (default: queries where the corpus marks query views, else all)",
+    )
     a("--k", type=int, nargs="+", default=[10], help="nDCG cut-offs")
     a("--batch-size", type=int, default=64, help="figures per embedding batch")
     a("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -70,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--record", nargs="?", const="", default=None, metavar="KEY",
       help="store the summary in the checkpoint's config.json and metrics.json under KEY (dots nest: after.test; "
            "default: real_validation with --redbook, after.test otherwise)")  # fmt: skip
+    a("--record-file", default=None,
+      help="with --record: write into this JSON instead of a checkpoint (the zero-shot figures, "
+           "patent_demo/configs/zero_shot_metrics.json)")  # fmt: skip
     return p
 
 
@@ -87,17 +95,22 @@ def load_eval_corpus(args: argparse.Namespace) -> Corpus:
     )
 
 
-def record(checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size: int, protocol: str) -> None:
-    """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``."""
+def record(
+    checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size: int, protocol: str,
+    files: list[Path] | None = None,
+) -> None:  # fmt: skip
+    """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``
+    (or into ``files``: the zero-shot model's figures file, which has no checkpoint)."""
     from patent_demo.checkpoint import write_json
     from patent_demo.drawing.evaluate import validation_summary
 
-    if not (checkpoint / "config.json").is_file():
-        raise SystemExit(f"--record needs a checkpoint directory, got {checkpoint}")
-    what = "every page against all others" if protocol == "all" else f"split {result.get('split')}"
+    if files is None and not (checkpoint / "config.json").is_file():
+        raise SystemExit(f"--record needs a checkpoint directory (or --record-file), got {checkpoint}")
+    split = result.get("split")
+    what = ("every page against all others" if protocol == "all" and split is None
+            else f"split {split}, every drawing against all others of it" if protocol == "all" else f"split {split}")  # fmt: skip
     summary = validation_summary(result, f"{corpus.name or corpus.root} ({what})", image_size)
-    for fname in ("config.json", "metrics.json"):
-        path = checkpoint / fname
+    for path in files or [checkpoint / fname for fname in ("config.json", "metrics.json")]:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         *parents, last = key.split(".")  # "after.test": the layout train.hmcl writes its test figures in
         node = data
@@ -126,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     corpus = load_eval_corpus(args)
     split, protocol = resolve_split(corpus, args.split, args.protocol)
+    warning = small_split_warning(corpus, split)
+    if warning:
+        log.warning(warning)
     model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
     result = evaluate_drawings(
         model, eval_tf, corpus, split, ks=args.k, protocol=protocol,
@@ -133,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     if args.record is not None:
         key = args.record or ("real_validation" if args.redbook else f"after.{split or 'all'}")
-        record(Path(args.model), key, result, corpus, eval_tf.size, protocol)
+        files = [Path(args.record_file)] if args.record_file else None
+        record(Path(args.model), key, result, corpus, eval_tf.size, protocol, files)
     result = {
         "model": str(args.model),
         "kind": config.get("kind"),

@@ -47,6 +47,7 @@ from patent_demo.checkpoint import (
 from patent_demo.drawing.evaluate import evaluate_drawings
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
+from patent_demo.hierarchy import patent_hierarchy
 from patent_demo.losses.hmcl import hierarchical_weights
 from train.config_file import apply_config
 from train.hmcl_data import (
@@ -377,10 +378,11 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
         log.info("resuming %s at step %d", run_dir, state["step"])
 
     # labels of the training patents (shuffled for the control run)
-    subclasses = [p.locarno for p in train_patents]
+    # classes through the hierarchy (Locarno, else USPC; scheme-qualified keys), never Locarno only
+    keys = [patent_hierarchy(p.codes) for p in train_patents]
     if args.shuffle_labels:
-        subclasses = shuffle_labels(subclasses, args.seed)
-    mains = [s[:2] for s in subclasses]
+        keys = shuffle_labels(keys, args.seed)  # (subclass, main) pairs move together
+    subclasses, mains = [k[0] for k in keys], [k[1] for k in keys]
     sub_vocab = {s: i for i, s in enumerate(sorted(set(subclasses) - {""}))}
     main_vocab = {m: i for i, m in enumerate(sorted(set(mains) - {""}))}
     sub_of = torch.tensor([sub_vocab.get(s, -1) for s in subclasses])
@@ -403,9 +405,9 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
             log.warning("no label row is left to train on")
         extra_sub, extra_main = [], []
         for p in labels.patents[len(train_patents) :]:  # classes of the patents the labels bring in
-            sub = p.locarno if p is not None else ""
+            sub, main = patent_hierarchy(p.codes) if p is not None else ("", "")
             extra_sub.append(sub_vocab.setdefault(sub, len(sub_vocab)) if sub else -1)
-            extra_main.append(main_vocab.setdefault(sub[:2], len(main_vocab)) if sub else -1)
+            extra_main.append(main_vocab.setdefault(main, len(main_vocab)) if main else -1)
         sub_of = torch.cat([sub_of, torch.tensor(extra_sub, dtype=torch.int64)])
         main_of = torch.cat([main_of, torch.tensor(extra_main, dtype=torch.int64)])
     fig_patent_t = torch.tensor(fig_patent)

@@ -44,9 +44,9 @@ def load_corpus(args: argparse.Namespace) -> Corpus:
     return Corpus.load(root, validate=False, name="democorpus")
 
 
-def shuffle_labels(subclasses: Sequence[str], seed: int) -> list[str]:
-    """A random permutation of the subclass labels over the patents: every class keeps its size, and the
-    main class follows the new subclass (``"06-01"[:2]``), so the hierarchy stays consistent."""
+def shuffle_labels(subclasses: Sequence, seed: int) -> list:
+    """A random permutation of the labels over the patents (subclass strings, or ``(subclass, main)``
+    pairs that then move together): every class keeps its size and the hierarchy stays consistent."""
     perm = np.random.default_rng([seed, 7]).permutation(len(subclasses))
     return [subclasses[i] for i in perm]
 

@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
     b.add_argument("--seed", type=int, default=0, help="seed of the family split (default 0)")
     b.add_argument("--split", type=float, nargs=3, default=(0.7, 0.15, 0.15), metavar=("TRAIN", "VAL", "TEST"),
                    help="split fractions (default 0.7 0.15 0.15)")  # fmt: skip
+    b.add_argument("--splits", default=None, metavar="FILE",
+                   help="a committed split file (JSON train/val/test id lists, e.g. splits/uspc2007.json) "
+                        "saved instead of drawing a split by family")  # fmt: skip
     b.add_argument("--thumb-size", type=int, default=384, help="longer side of the thumbnails in pixels")
     b.add_argument("--workers", type=int, default=1, help="processes writing thumbnails (default 1)")
     b.add_argument("--restart", action="store_true", help="forget an earlier, unfinished build in --out")
@@ -60,7 +63,7 @@ def run_build(args: argparse.Namespace) -> int:
     summary = build_corpus(
         args.source, args.src, args.out, images=args.images, metadata=args.metadata, scheme=args.scheme,
         seed=args.seed, fractions=tuple(args.split), thumb_size=args.thumb_size, workers=args.workers,
-        progress=not args.quiet, restart=args.restart,
+        progress=not args.quiet, restart=args.restart, splits_file=args.splits,
     )  # fmt: skip
     print(summary.to_text())
     if args.split_sheets:

@@ -87,17 +87,21 @@ def add_parser(sub) -> None:
 
 
 # -- shared ------------------------------------------------------------------------------------------------------
-def _split(corpus: Corpus, asked: str | None) -> tuple[str | None, str]:
-    """(split name or None for every patent, a note for the reader)."""
-    if asked == "all":
-        return None, "every patent of the corpus (asked with --split all)"
-    if asked:
-        corpus.split(asked)  # raises naming the splits it has
-        return asked, f"split {asked!r} ({len(corpus.splits[asked])} patents)"
-    test = corpus.splits.get("test") or []
-    if test:
-        return "test", f"the corpus's saved test split ({len(test)} patents)"
-    return None, "this corpus has no test split: every figure is evaluated against all others"
+def _split(corpus: Corpus, asked: str | None, protocol: str | None = None) -> tuple[str | None, str, str]:
+    """(split name or None for every patent, protocol, a note for the reader): the rule of
+    ``patent_demo.drawing.evaluate.resolve_split``, shared with the app and ``train.evaluate``."""
+    from patent_demo.drawing.evaluate import resolve_split
+
+    split, protocol = resolve_split(corpus, asked or "test", protocol)
+    if split is None and asked == "all":
+        note = "every patent of the corpus (asked with --split all)"
+    elif split is None:
+        note = "this corpus has no test split: every figure is evaluated against all others"
+    elif asked:
+        note = f"split {split!r} ({len(corpus.splits[split])} patents)"
+    else:
+        note = f"the corpus's saved test split ({len(corpus.splits[split])} patents)"
+    return split, protocol, note
 
 
 def _arrays(per_query: dict, keys: list[str]) -> dict[str, np.ndarray]:
@@ -167,10 +171,13 @@ def drawing_run(corpus: Corpus, spec, split: str | None, protocol: str, ks: list
 
 
 def run_drawings(args: argparse.Namespace) -> int:
+    from patent_demo.drawing.evaluate import small_split_warning
+
     corpus = load_corpus(args.corpus)
-    split, note = _split(corpus, args.split)
-    patents = corpus.patents if split is None else corpus.split(split)
-    protocol = args.protocol or ("queries" if any("query_figure" in p.extra for p in patents) else "all")
+    split, protocol, note = _split(corpus, args.split, args.protocol)
+    warning = small_split_warning(corpus, split)
+    if warning:
+        print(warning, file=sys.stderr)
     spec = resolve_model(args.model, "drawing", args.checkpoints)
     res = drawing_run(corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device)
     keys = [*DRAWING_KEYS, *(f"{lvl}_ndcg@{k}" for k in args.k for lvl in ("patent", "subclass", "main"))]
@@ -332,7 +339,7 @@ def run_text(args: argparse.Namespace) -> int:
         raise ValueError(
             f"{corpus.root} has no qrels.txt; give judgements with --qrels (see `patent-demo qrels convert`)"
         )
-    split, note = _split(corpus, args.split)
+    split, _, note = _split(corpus, args.split)
     if args.split_file:
         chosen = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
         split = args.split or "test"

@@ -14,7 +14,9 @@ def add_parser(sub) -> None:
         "models",
         help="list the models the app would offer",
         description="Every model the app would offer: name, task, kind, classification scheme, image size "
-        "and the figures in its checkpoint's metrics.json (test split of the corpus it was trained on). "
+        "and the figures in its checkpoint's metrics.json: validation (USPC val split, where choices are made) "
+        "and test (USPC test split, computed once per shipped checkpoint) apart, Red Book pages (validation), "
+        "and the generated corpus's test split for older checkpoints. "
         "`default` in --model means the first drawing / text model listed.",
     )
     add_checkpoints(p)
@@ -46,6 +48,10 @@ def describe(spec: ModelSpec) -> dict:
         row["image_size"] = size
         row["scheme"] = config.get("scheme") or ("locarno" if spec.trained else "")
         figures = measured_figures("drawing", spec.metrics)
+        row["validation"] = figures.get("validation", {})  # USPC val: where choices are made
+        row["test"] = figures.get("test", {})  # USPC test: once per shipped checkpoint
+        row["redbook"] = figures.get("redbook", {})  # the 20 Red Book patents' pages (validation)
+        row["uspc_seen_in_training"] = bool(spec.metrics.get("uspc_seen_in_training"))
         row["measured"] = figures.get("generated", {})
         row["measured_real"] = figures.get("real", {})
         real = spec.metrics.get("real_validation") or {}
@@ -94,6 +100,14 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{r['name']:22s} {r['task']:8s} {r['kind']:10s} {r['scheme'] or '-':8s} {px:>4s}  {_fmt(r['measured'])}{on}"
         )
+        if r.get("validation") or r.get("test"):
+            seen = (
+                "  (USPC drawings seen in training: not held out)" if r.get("uspc_seen_in_training") else ""
+            )
+            print(f"{'':56s}  validation (USPC val): {_fmt(r.get('validation') or {})}")
+            print(f"{'':56s}  test (USPC test):      {_fmt(r.get('test') or {})}{seen}")
+        if r.get("redbook"):
+            print(f"{'':56s}  Red Book pages (val):  {_fmt(r['redbook'])}")
         if r.get("measured_real"):
             print(f"{'':56s}  real: {_fmt(r['measured_real'])}  ({r['measured_real_on']})")
         if r.get("measured_bm25"):

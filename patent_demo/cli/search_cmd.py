@@ -57,6 +57,9 @@ def add_parser(sub) -> None:
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
             )
             s.add_argument("--no-crop", action="store_true", help="do not crop query drawings to their ink")
+            s.add_argument("--application", choices=("mean", "max"), default=None,
+                           help="treat all query drawings as the views of one application: rank patents by the "
+                                "mean (or max) over views of each view's best-figure similarity")  # fmt: skip
             s.set_defaults(handler=run_drawings)
         else:
             s.add_argument(
@@ -223,6 +226,15 @@ def run_drawings(args: argparse.Namespace) -> int:
     out, table = [], []
     from patent_demo.examiner import drawing_search
 
+    if args.application:
+        allowed = f.allowed_ids(corpus) if f is not None else None
+        res = wb.search_application([p for _, p in queries], spec.key, args.k, args.application,
+                                    not args.no_crop, allowed=allowed)  # fmt: skip
+        for h in res.hits:
+            out.append(("application", h.patent_id, h.score))
+            table.append(("application", h.rank, h.patent_id, h.score, _codes(corpus[h.patent_id]),
+                          corpus[h.patent_id].title, ""))  # fmt: skip
+        queries = []
     for qid, path in queries:
         res, notes = drawing_search(wb, path, spec.key, args.k, True, not args.no_crop, "", f, own)
         for note in notes:

@@ -72,6 +72,7 @@ class BuildSummary:
     codes: dict[str, dict[str, int]] = field(default_factory=dict)  # scheme -> {"patents", "codes"}
     splits: dict[str, int] = field(default_factory=dict)
     families: int = 0
+    splits_file: str = ""  # the committed split file the splits came from ("": drawn by family)
     qrels_queries: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -98,7 +99,8 @@ class BuildSummary:
         if self.splits:
             order = sorted(self.splits, key=lambda k: (("train", "val", "test") + (k,)).index(k))
             parts = ", ".join(f"{k} {self.splits[k]}" for k in order)
-            lines.append(f"  splits    {parts} (by family: {self.families:,} families)")
+            how = f"from {self.splits_file}" if self.splits_file else f"by family: {self.families:,} families"
+            lines.append(f"  splits    {parts} ({how})")
         if self.qrels_queries:
             lines.append(f"  qrels     {self.qrels_queries:,} queries (citations)")
         if self.figures:
@@ -246,6 +248,7 @@ def build_corpus(
     workers: int = 1,
     progress: bool = True,
     restart: bool = False,
+    splits_file: str | os.PathLike | None = None,
 ) -> BuildSummary:
     """Build (or resume building) the corpus of source ``kind`` at ``src`` into ``out``; see the module
     docstring. Raises ``BuildError``/``SourceError`` (both ``ValueError``) with a one-line reason."""
@@ -272,7 +275,7 @@ def build_corpus(
     source = open_source(kind, src, out, images=images, metadata=metadata, scheme=scheme)
     done = {r["key"] for r in _read_items(state / ITEMS)}
     _stream(source, out, state / ITEMS, done, thumb_size, workers, progress)
-    summary = _finish(source, out, state / ITEMS, seed, fractions, thumb_size, src)
+    summary = _finish(source, out, state / ITEMS, seed, fractions, thumb_size, src, splits_file)
     summary.resumed_items = len(done)
     summary.seconds = round(time.perf_counter() - t0, 2)
     meta = json.loads((out / META).read_text(encoding="utf-8"))
@@ -335,8 +338,10 @@ def _stream(source: Source, out: Path, items_path: Path, done: set[str], thumb_s
 
 
 def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: tuple[float, float, float],
-            thumb_size: int, src: Path) -> BuildSummary:  # fmt: skip
-    """Write manifest, splits, qrels and corpus.json from ``items.jsonl`` (streamed, one pass)."""
+            thumb_size: int, src: Path, splits_file: str | os.PathLike | None = None) -> BuildSummary:  # fmt: skip
+    """Write manifest, splits, qrels and corpus.json from ``items.jsonl`` (streamed, one pass). With
+    ``splits_file`` (a committed split file, ``patent_demo.data.splits``) its splits are saved instead of
+    drawing them by family; it must list every patent exactly once."""
     try:
         image_root = source.image_root.relative_to(out).as_posix()
     except ValueError:
@@ -389,7 +394,18 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
         for other in group[1:]:
             families.union(group[0], other)
     family_of = {pid: families.find(pid) for pid in seen}
-    splits = family_splits(family_of, fractions, seed)
+    if splits_file:
+        from patent_demo.data.splits import read_splits_file
+
+        try:
+            splits = read_splits_file(splits_file, seen)
+        except ValueError as e:
+            raise BuildError(str(e)) from None
+        split_rule = {"by": "file", "file": str(splits_file),
+                      "rule": json.loads(Path(splits_file).read_text(encoding="utf-8")).get("rule", "")}  # fmt: skip
+    else:
+        splits = family_splits(family_of, fractions, seed)
+        split_rule = {"by": "family", "fractions": list(fractions), "seed": seed}
     _atomic_write(out / SPLITS, json.dumps(splits, indent=1, sort_keys=True) + "\n")
     qrels = {q: {d: r for d, r in ds.items() if d in seen} for q, ds in source.qrels.items() if q in seen}
     qrels = {q: ds for q, ds in qrels.items() if ds}
@@ -400,6 +416,7 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
     summary.codes = {s: {"patents": code_patents[s], "codes": len(c)} for s, c in sorted(codes.items())}
     summary.splits = {k: len(v) for k, v in splits.items()}
     summary.families = len(set(family_of.values()))
+    summary.splits_file = str(splits_file or "")
     summary.qrels_queries = len(qrels)
     meta = {
         "format": FORMAT,
@@ -411,7 +428,7 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
         "generated": False,
         "thumb_size": thumb_size,
         "seed": seed,
-        "splits": {"by": "family", "fractions": list(fractions), "seed": seed},
+        "splits": split_rule,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _atomic_write(out / META, json.dumps(meta, indent=1, sort_keys=True) + "\n")

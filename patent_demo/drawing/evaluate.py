@@ -27,20 +27,44 @@ PROTOCOLS = ("queries", "all")
 DEFAULT_KS = (10,)
 
 
+SMALL_SPLIT = 10
+
+
+def default_protocol(patents: Sequence[Patent]) -> str:
+    """``queries`` when the patents mark a query view (``extra["query_figure"]``, the demo corpus), else
+    ``all`` (real drawings: every figure a query)."""
+    return "queries" if any("query_figure" in p.extra for p in patents) else "all"
+
+
 def resolve_split(
     corpus: Corpus, split: str | None = "test", protocol: str | None = None
 ) -> tuple[str | None, str]:
-    """The split and protocol evaluated on ``corpus``, the one fallback every caller shares.
+    """The split and protocol evaluated on ``corpus``: the one rule the CLI (``patent-demo evaluate``), the
+    app's Error-analysis tab and ``train.evaluate`` share.
 
-    ``split`` when the corpus has it, with ``protocol`` (default ``queries``). A corpus without a
-    (non-empty) ``test`` split (real drawing pages loaded as they are), or ``split`` ``None`` / ``"all"``: every patent,
-    with ``protocol`` (default ``all``: no query view is marked). Another missing split raises
+    ``split`` when the corpus has it. A corpus without a (non-empty) ``test`` split (real drawing pages
+    loaded as they are), or ``split`` ``None`` / ``"all"``: every patent. ``protocol`` defaults to
+    :func:`default_protocol` of the patents evaluated (every patent: ``all``). Another missing split raises
     ``CorpusError``.
     """
     if split is None or split == "all" or (split == "test" and not corpus.splits.get("test")):
         return None, protocol or "all"
-    corpus.split(split)  # raises CorpusError for a missing split
-    return split, protocol or "queries"
+    return split, protocol or default_protocol(corpus.split(split))  # raises CorpusError for a missing split
+
+
+def small_split_warning(corpus: Corpus, split: str | None) -> str | None:
+    """A warning when ``split`` holds fewer than :data:`SMALL_SPLIT` patents (figures from so few patents
+    are noise), naming how to score the whole corpus instead; ``None`` otherwise."""
+    if split is None:
+        return None
+    n = len(corpus.split(split))
+    if n >= SMALL_SPLIT:
+        return None
+    return (
+        f"warning: split {split!r} holds only {n} patents (fewer than {SMALL_SPLIT}); its figures are noise "
+        "(patent, subclass and main-class mAP may coincide). Score the whole corpus with --split all, or build "
+        "the corpus with a committed split file (patent-demo corpus build --splits FILE)."
+    )
 
 
 def drawing_protocol(

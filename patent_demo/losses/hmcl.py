@@ -30,6 +30,7 @@ __all__ = [
     "HMCLLoss",
     "ImageTextLoss",
     "hierarchical_weights",
+    "level_balanced_weights",
     "hmcl_loss",
     "hmcl_loss_loop",
     "image_text_loss",
@@ -100,6 +101,33 @@ def hierarchical_weights(
     h = HMCLWeights(s_p, s_s, s_m).relevance(_same(patent_ids), same_sub, same_main, dtype)
     h.fill_diagonal_(0.0)
     return h
+
+
+def level_balanced_weights(
+    patent_ids: Tensor,
+    subclass_ids: Tensor | None = None,
+    main_ids: Tensor | None = None,
+    s_p: float = _DEFAULT.s_p,
+    s_s: float = _DEFAULT.s_s,
+    s_m: float = _DEFAULT.s_m,
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """Eq. 2 with each level's weight shared by that level's positives of the anchor: ``[N, N]``.
+
+    :func:`hierarchical_weights` gives every positive its level's weight, so an anchor with 1 same-patent,
+    2 same-subclass and 40 same-main-class items puts ``40 * 0.2 / (1 + 0.7 + 8) = 82%`` of its target on
+    the main class (the paper's form, the counts deciding). Here a positive at level ``L`` weighs
+    ``s_L / n_iL`` (``n_iL``: the anchor's positives at exactly that level), so after the ``H_i``
+    normalisation of Eq. 3 the three levels hold ``s_p : s_s : s_m`` of the target whatever their counts
+    (levels without a positive drop out). The diagonal is 0.
+    """
+    h = hierarchical_weights(patent_ids, subclass_ids, main_ids, 1.0, 0.5, 0.25, dtype)
+    out = torch.zeros_like(h)
+    for marker, weight in ((1.0, s_p), (0.5, s_s), (0.25, s_m)):
+        at = h == marker
+        count = at.sum(dim=1, keepdim=True).clamp_min(1).to(dtype)
+        out = torch.where(at, torch.full_like(h, weight) / count, out)
+    return out
 
 
 def multi_positive_cross_entropy(logits: Tensor, weights: Tensor) -> tuple[Tensor, Tensor]:

@@ -1,0 +1,64 @@
+"""Cross-scheme transfer: every head ``train.hmcl_uspc`` trained on the USPC train split (``--save-heads``),
+scored on the Red Book validation pages (Locarno), every page against all others, beside zero-shot.
+
+    python bench/bench_heads_redbook.py --heads runs/heads --json docs/bench/heads_redbook.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+KEYS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--heads", default="runs/heads")
+    p.add_argument("--redbook", default="../shared/data/impact_design_patent_samples")
+    p.add_argument("--json", default=None)
+    a = p.parse_args()
+    import torch
+    from safetensors.torch import load_file
+
+    from patent_demo.data.loaders.uspto import load_redbook
+    from patent_demo.drawing.encoders import create_encoder
+    from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings
+
+    torch.set_num_threads(1)
+    corpus = load_redbook(a.redbook)
+    items, _, selfs = drawing_protocol(corpus, None, "all")
+    model, _, tf = create_encoder("lite-trunk")
+    with torch.no_grad():
+        x = torch.cat([model.visual(torch.stack([tf(corpus.open_image(f)) for _, f in items[i : i + 16]]))
+                       for i in range(0, len(items), 16)])  # fmt: skip
+
+    def score(z: torch.Tensor) -> dict:
+        e = torch.nn.functional.normalize(z, dim=1).numpy().astype(np.float64)
+        m = score_embeddings(items, items, e, e, selfs, silhouette=False)["metrics"]
+        return {k: m[k] for k in KEYS}
+
+    runs = defaultdict(list)
+    runs["zero-shot"].append(score(x))
+    for f in sorted(Path(a.heads).glob("*.safetensors")):
+        variant = f.stem.rsplit("-", 1)[0]
+        h = load_file(str(f))
+        runs[variant].append(score(x @ h["weight"].T + h["bias"]))
+    out = {v: {k: {"mean": float(np.mean([r[k] for r in rs])), "std": float(np.std([r[k] for r in rs], ddof=1))
+                   if len(rs) > 1 else 0.0, "n": len(rs)} for k in KEYS} for v, rs in runs.items()}  # fmt: skip
+    for v, m in out.items():
+        print(f"{v:22s} " + " ".join(f"{k} {m[k]['mean']:.3f}±{m[k]['std']:.3f}" for k in KEYS))
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""``train.hmcl_uspc`` through its entry point on 30 real USPC drawings (64 px, 1 view, a few steps): every
+variant is recorded with val and test figures, and the shipped checkpoint, loaded the way the app loads
+it, embeds a drawing exactly as the head it was trained as."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+import torch
+
+from patent_demo.data.build import build_corpus
+from patent_demo.data.corpus import Corpus
+from patent_demo.registry import read_checkpoint_spec
+from tests.conftest import require_shared
+
+
+@pytest.fixture(scope="module")
+def uspc(tmp_path_factory):
+    src = require_shared("design_patents_2007_uspc_macaulay")
+    tmp = tmp_path_factory.mktemp("hmcl_uspc")
+    rows = [r for r in csv.reader(open(src / "metadata_2007.txt", encoding="utf-8"), delimiter="\t") if r]
+    by_sub = defaultdict(list)
+    for r in rows:
+        by_sub[r[1]].append(r)
+    subs = [s for s in sorted(by_sub) if len(by_sub[s]) == 2][:15]
+    (tmp / "t.tsv").write_text(
+        "".join("\t".join(r) + "\n" for s in subs for r in by_sub[s]), encoding="utf-8"
+    )
+    splits = {"train": [], "val": [], "test": []}
+    for i, s in enumerate(subs):
+        splits[("train", "val", "test")[i % 3]] += [r[0] for r in by_sub[s]]
+    (tmp / "splits.json").write_text(json.dumps(splits))
+    build_corpus(
+        "images", src, tmp / "corpus", metadata=tmp / "t.tsv", splits_file=tmp / "splits.json", progress=False
+    )
+    return tmp
+
+
+def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path):
+    from patent_demo.drawing.encoders import encode_images
+    from patent_demo.drawing.finetune import load_hmcl_checkpoint
+    from train.hmcl_uspc import main
+    from train.hmcl_uspc_data import trunk_features
+
+    out, ship, heads = tmp_path / "r.json", tmp_path / "ckpt", str(tmp_path / "heads")
+    common = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
+              "--eval-every", "2", "--seeds", "0", "1", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
+              "--save-heads", heads]  # fmt: skip
+    # two parallel parts, then one merge that ships the best-on-val run over both
+    assert main([*common, "--variants", "zero-shot", "lda-subclass", "cl", "hmcl-level-shuffled",
+                 "--out", str(tmp_path / "a.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                *common,
+                "--variants",
+                "zero-shot",
+                "hmcl-level",
+                "hmcl-paper-text",
+                "--out",
+                str(tmp_path / "b.json"),
+            ]
+        )
+        == 0
+    )
+    assert main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--save-heads", heads,
+                 "--out", str(out), "--ship", str(ship)]) == 0  # fmt: skip
+    res = json.loads(out.read_text())
+    assert sorted(res["variants"]) == [
+        "cl",
+        "hmcl-level",
+        "hmcl-level-shuffled",
+        "hmcl-paper-text",
+        "lda-subclass",
+        "zero-shot",
+    ]
+    assert res["setup"]["splits"] == {"train": 10, "val": 10, "test": 10}
+    assert [r["seed"] for r in res["variants"]["hmcl-level"]["runs"]] == [0, 1]
+    zs = res["variants"]["zero-shot"]
+    assert zs["test"]["subclass_map"]["values"][0] == zs["runs"][0]["test"]["subclass_map"]
+    assert zs["test_vs_zero_shot"]["subclass_map"]["mean"] == 0.0
+    trained = ("cl", "hmcl-level", "hmcl-paper-text")
+    assert res["shipped"]["variant"] in trained
+    best = max((r for v in trained for r in res["variants"][v]["runs"]),
+               key=lambda r: r["val"]["subclass_map"] + r["val"]["main_map"])  # fmt: skip
+    assert res["shipped"]["val"] == best["val"] and res["shipped"]["test"] == best["test"]
+    metrics = json.loads((ship / "metrics.json").read_text())
+    assert (
+        metrics["validation"]["uspc"]["metrics"] == best["val"]
+        and metrics["test"]["uspc"]["metrics"] == best["test"]
+    )
+    # the checkpoint describes itself and the registry lists it as a drawing model
+    spec = read_checkpoint_spec(ship)
+    assert spec.task == "drawing" and spec.encoder == "lite-head"
+    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl_uspc --merge")
+    # loaded as the app loads it, it embeds as the trained head on the cached trunk features
+    model, tf, _ = load_hmcl_checkpoint(ship)
+    corpus = Corpus.load(uspc / "corpus")
+    feats = trunk_features(corpus, 64, 1, {p.id for p in corpus.split("train")}, tmp_path / "cache")
+    from safetensors.torch import load_file
+
+    head = load_file(str(ship / "model.safetensors"))
+    p = corpus.patents[0]
+    with torch.no_grad():
+        ours = encode_images(model, tf(corpus.open_image(p.figures[0]))[None]).numpy()
+    z = feats["clean"][:1] @ head["visual.head.proj.weight"].T + head["visual.head.proj.bias"]
+    np.testing.assert_allclose(ours, torch.nn.functional.normalize(z, dim=1).numpy(), atol=1e-5)

@@ -1,0 +1,424 @@
+"""HMCL where real labels exist: a head on the frozen, packaged EfficientNet-Lite0 trunk, trained on the
+USPC train split of the 1,000 real 2007 design drawings (``splits/uspc2007.json``), chosen on USPC val,
+scored once on USPC test.
+
+    python -m train.hmcl_uspc --corpus runs/uspc2007 --out docs/results_hmcl_uspc.json \
+        --ship checkpoints/hmcl-uspc
+
+The trunk runs once per drawing (``train.hmcl_uspc_data``: clean, mirrored and ``--views`` augmented views
+of each train drawing, cached); every variant is a linear head ``z = W x + b`` (1280 -> 256, the
+``lite-head`` encoder) on the pooled features ``x``:
+
+==================  ==========================================================================================
+``zero-shot``       the trunk's own pooled features, nothing fitted (``lite-trunk``): the baseline
+``pca-whiten``      head = PCA whitening fitted on the train drawings (no labels): the head's initialisation
+``lda-subclass``    head = linear discriminant of the train USPC subclasses (shrinkage LDA, no training)
+``lda-main``        the same for main classes
+``cl``              whitening init, then contrastive training: the only positive is another augmented view
+``hmcl-paper``      HMCL (Eq. 2-4), weights 1 / 0.35 / 0.2 per positive (the paper's form)
+``hmcl-level``      HMCL with level-balanced weights (``losses.hmcl.level_balanced_weights``)
+``hmcl-*-text``     the same plus the title text term of Eq. 5 (lambda 0.2; MiniLM titles)
+``hmcl-*-shuffled`` the same HMCL with USPC labels shuffled over the train patents (a control)
+==================  ==========================================================================================
+
+Each step sees every train patent twice (two of its augmented views), so a step is one full batch of
+``2 x 600`` items. The step count is chosen on val (``--eval-every``; the checkpoint of the best val
+``subclass_map + main_map`` is kept). Per variant and seed the val and test figures are recorded; test
+figures are only printed, never used to choose. Bootstrap intervals (``patent_demo.metrics.paired_bootstrap``)
+compare each run's test queries with zero-shot's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from patent_demo.data.corpus import Corpus
+from patent_demo.drawing.evaluate import score_embeddings
+from patent_demo.hierarchy import factorize, patent_hierarchy
+from patent_demo.losses.hmcl import (
+    hierarchical_weights,
+    hmcl_loss,
+    image_text_loss,
+    level_balanced_weights,
+)
+from patent_demo.metrics import paired_bootstrap
+from train.hmcl_uspc_data import trunk_features
+
+log = logging.getLogger("train.hmcl_uspc")
+HEAD_ENCODER = "lite-head"
+VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
+            "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled")  # fmt: skip
+FITTED = ("pca-whiten", "lda-subclass", "lda-main")
+KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_ndcg@10")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc", description=__doc__.split("\n\n")[0])
+    a = p.add_argument
+    a("--corpus", default=None, help="the USPC 2007 corpus built with --splits splits/uspc2007.json")
+    a("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS, help="what to run")
+    a("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds")
+    a("--image-size", type=int, default=224, help="input size of the trunk")
+    a("--views", type=int, default=4, help="augmented views cached per train drawing")
+    a("--dim", type=int, default=256, help="head output dimension")
+    a("--steps", type=int, default=300, help="full-batch training steps")
+    a("--eval-every", type=int, default=25, help="val evaluation interval (the best val step is kept)")
+    a("--lr", type=float, default=1e-3, help="AdamW learning rate")
+    a("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
+    a("--tau", type=float, default=0.1, help="temperature of Eq. 4")
+    a("--weights", type=float, nargs=3, default=(1.0, 0.35, 0.2), metavar=("S_P", "S_S", "S_M"),
+      help="Eq. 2 weights: same patent, same subclass, same main class")  # fmt: skip
+    a("--text-weight", type=float, default=0.2, help="lambda of the text term (Eq. 5) in the -text variants")
+    a("--shrinkage", type=float, default=0.5, help="LDA covariance shrinkage")
+    a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
+    a("--cache-dir", default="cache", help="where trunk features are cached")
+    a("--threads", type=int, default=1, help="torch CPU threads")
+    a(
+        "--no-test",
+        action="store_true",
+        help="exploration on val: test is neither computed nor printed (choices are made with this flag on)",
+    )
+    a("--out", default=None, help="write the results JSON here")
+    a("--ship", default=None, help="write the best-on-val run of --ship-variant as a checkpoint here")
+    a("--ship-variant", default=None, help="variant to ship (default: the best on val of the trained ones)")
+    a("--save-heads", default=None, help="save every run's head here (for --merge)")
+    a("--merge", nargs="+", default=None, metavar="JSON",
+      help="merge result files of parallel runs (their heads in --save-heads) instead of training; with --ship "
+           "the best-on-val run over all of them is shipped")  # fmt: skip
+    return p
+
+
+# -- data ----------------------------------------------------------------------------------------------------
+class Split:
+    """One split's patents, their hierarchy ids and trunk features."""
+
+    def __init__(self, corpus: Corpus, name: str, feats: dict, index: dict[str, int]) -> None:
+        self.patents = corpus.split(name)
+        rows = [index[p.id] for p in self.patents]
+        self.items = [(p, p.figures[0]) for p in self.patents]
+        self.clean = feats["clean"][rows]
+        self.flip = feats["flip"][rows]
+        self.views = feats["views"][rows]
+        keys = [patent_hierarchy(p.codes) for p in self.patents]
+        self.sub = torch.from_numpy(factorize([k[0] for k in keys]))
+        self.main = torch.from_numpy(factorize([k[1] for k in keys]))
+        self.titles = [p.title for p in self.patents]
+
+
+def title_features(titles: list[str]) -> torch.Tensor:
+    """MiniLM-L6 mean-pooled title features ``[N, 384]`` (the packaged text tower without its projection)."""
+    from patent_demo.drawing.encoders import create_encoder, get_tokenizer
+
+    model, _, _ = create_encoder(HEAD_ENCODER)
+    model.text.proj = torch.nn.Identity()
+    with torch.no_grad():
+        return model.text(get_tokenizer(HEAD_ENCODER)(titles))
+
+
+# -- heads ---------------------------------------------------------------------------------------------------
+def whitening(x: torch.Tensor, dim: int, eps: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
+    """PCA whitening of ``x [N, 1280]`` to ``dim``: ``(W [dim, 1280], b [dim])`` with ``z = W x + b``."""
+    x = x.double()
+    mu = x.mean(0)
+    u, s, vt = torch.linalg.svd(x - mu, full_matrices=False)
+    var = s[:dim] ** 2 / (x.shape[0] - 1)
+    w = vt[:dim] / torch.sqrt(var + eps * var.max())[:, None]
+    if w.shape[0] < dim:  # fewer drawings than dimensions (tiny runs): zero rows
+        w = torch.cat([w, w.new_zeros(dim - w.shape[0], w.shape[1])])
+    return w.float(), (-(w @ mu)).float()
+
+
+def lda(
+    x: torch.Tensor, labels: torch.Tensor, dim: int, shrinkage: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shrinkage LDA projection ``(W [dim, 1280], b [dim])`` of labelled ``x``; classes with one member only
+    add to the within-class scatter as nothing (their deviation is 0) but still shape the between-class one."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    y = labels.numpy()
+    keep = y >= 0
+    k = min(dim, len(np.unique(y[keep])) - 1)
+    model = LinearDiscriminantAnalysis(solver="eigen", shrinkage=shrinkage, n_components=k)
+    model.fit(x[keep].numpy().astype(np.float64), y[keep])
+    w = torch.from_numpy(model.scalings_[:, :k].T.copy()).float()
+    w = torch.cat([w, torch.zeros(dim - k, w.shape[1])]) if k < dim else w
+    mu = x.mean(0)
+    return w, -(w @ mu)
+
+
+def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor) -> np.ndarray:
+    """Unit embeddings ``[N, D]`` of features ``x`` through a head (``None``: the trunk itself)."""
+    z = x if head is None else x @ head[0].T + head[1]
+    return F.normalize(z, dim=1).numpy()
+
+
+def evaluate(split: Split, head, flip: bool = False) -> dict:
+    x = (split.clean + split.flip) / 2 if flip else split.clean
+    e = embed(head, x)
+    res = score_embeddings(
+        split.items, split.items, e, e, np.arange(len(e)), silhouette=False, per_query=True
+    )
+    return {"metrics": res["metrics"], "per_query": {k: res["per_query"][k] for k in KEYS}}
+
+
+def _score(res: dict) -> float:
+    m = res["metrics"]
+    return (m["subclass_map"] or 0.0) + (m["main_map"] or 0.0)
+
+
+# -- training ------------------------------------------------------------------------------------------------
+def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.Tensor | None) -> dict:
+    """Train one variant from the whitening init; the head at the best val step is returned."""
+    g = torch.Generator().manual_seed(seed)
+    w0, b0 = whitening(tr.clean, args.dim)
+    w = torch.nn.Parameter(w0.clone())
+    b = torch.nn.Parameter(b0.clone())
+    params = [w, b]
+    text_proj = None
+    if variant.endswith("-text"):
+        text_proj = torch.nn.Linear(text.shape[1], args.dim)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            text_proj.reset_parameters()
+        params += list(text_proj.parameters())
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
+    sub, main = tr.sub, tr.main
+    if variant.endswith("-shuffled"):
+        perm = torch.randperm(len(sub), generator=g)
+        sub, main = sub[perm], main[perm]
+    n = len(tr.patents)
+    pid = torch.arange(n).repeat(2)
+    s_p, s_s, s_m = args.weights
+    if variant == "cl":
+        h = hierarchical_weights(pid, None, None, s_p, 0.0, 0.0)
+    elif variant.startswith("hmcl-paper"):
+        h = hierarchical_weights(pid, sub.repeat(2), main.repeat(2), s_p, s_s, s_m)
+    else:
+        h = level_balanced_weights(pid, sub.repeat(2), main.repeat(2), s_p, s_s, s_m)
+    pool = torch.cat([tr.clean[:, None], tr.views], dim=1)  # [n, V + 1, 1280]
+    best = {"step": 0, "val": evaluate(va, (w0, b0)), "head": (w0.clone(), b0.clone())}
+    curve = [(0, best["val"]["metrics"]["subclass_map"], best["val"]["metrics"]["main_map"])]
+    for step in range(1, args.steps + 1):
+        pick = torch.stack([torch.randperm(pool.shape[1], generator=g)[:2] for _ in range(n)])
+        x = torch.cat([pool[torch.arange(n), pick[:, 0]], pool[torch.arange(n), pick[:, 1]]])
+        z = x @ w.T + b
+        loss = hmcl_loss(z, h, tau=args.tau)
+        if text_proj is not None:
+            t = text_proj(text).repeat(2, 1)
+            loss = loss + args.text_weight * image_text_loss(z, t, 1 / 0.07, patent_ids=pid)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % args.eval_every == 0:
+            head = (w.detach().clone(), b.detach().clone())
+            res = evaluate(va, head)
+            curve.append((step, res["metrics"]["subclass_map"], res["metrics"]["main_map"]))
+            if _score(res) > _score(best["val"]):
+                best = {"step": step, "val": res, "head": head}
+    best["curve"] = curve
+    return best
+
+
+# -- the run -------------------------------------------------------------------------------------------------
+def summarise(values: list[float]) -> dict:
+    v = np.array([np.nan if x is None else x for x in values], dtype=np.float64)
+    return {"mean": float(np.nanmean(v)), "std": float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0,
+            "values": [float(x) for x in v]}  # fmt: skip
+
+
+def run(args) -> dict:
+    torch.set_num_threads(args.threads)
+    corpus = Corpus.load(args.corpus, validate=False)
+    train_ids = {p.id for p in corpus.split("train")}
+    feats = trunk_features(corpus, args.image_size, args.views, train_ids, args.cache_dir)
+    index = {pid: i for i, pid in enumerate(feats["ids"])}
+    tr, va, te = (Split(corpus, s, feats, index) for s in ("train", "val", "test"))
+    text = title_features(tr.titles) if any(v.endswith("-text") for v in args.variants) else None
+    results: dict = {"setup": {"corpus": str(corpus.root), "image_size": args.image_size, "views": args.views,
+                               "splits": {n: len(s.patents) for n, s in
+                                          (("train", tr), ("val", va), ("test", te))},
+                               "args": {k: v for k, v in vars(args).items() if k not in ("out", "ship")}},
+                     "variants": {}}  # fmt: skip
+    if args.no_test:  # exploration: score val twice, never test
+        te = va
+    zs_val, zs_test = evaluate(va, None), evaluate(te, None)
+    results["zero_shot_flip"] = {"val": evaluate(va, None, flip=True)["metrics"]}
+    heads: dict = {}
+    for variant in args.variants:
+        t0 = time.perf_counter()
+        runs = []
+        if variant == "zero-shot":
+            runs.append({"seed": None, "val": zs_val, "test": zs_test, "head": None, "step": 0})
+        elif variant in FITTED:
+            if variant == "pca-whiten":
+                head = whitening(tr.clean, args.dim)
+            else:
+                head = lda(
+                    tr.clean, tr.sub if variant == "lda-subclass" else tr.main, args.dim, args.shrinkage
+                )
+            runs.append({"seed": None, "val": evaluate(va, head), "test": evaluate(te, head), "head": head,
+                         "step": 0})  # fmt: skip
+        else:
+            for seed in args.seeds:
+                best = train_head(variant, seed, tr, va, args, text)
+                runs.append({"seed": seed, "val": best["val"], "test": evaluate(te, best["head"]),
+                             "head": best["head"], "step": best["step"], "curve": best["curve"]})  # fmt: skip
+        heads[variant] = runs
+        entry = {"runs": [], "val": {}, "test": {}, "test_vs_zero_shot": {}}
+        for r in runs:
+            boot = {k: paired_bootstrap(r["test"]["per_query"][k], zs_test["per_query"][k],
+                                        n_boot=args.bootstrap, seed=0) for k in KEYS}  # fmt: skip
+            entry["runs"].append({"seed": r["seed"], "best_step": r["step"], "curve": r.get("curve"),
+                                  "val": r["val"]["metrics"], "test": r["test"]["metrics"],
+                                  "test_vs_zero_shot": boot})  # fmt: skip
+        for where in ("val", "test"):
+            entry[where] = {k: summarise([r[where]["metrics"][k] for r in runs]) for k in KEYS}
+        entry["test_vs_zero_shot"] = {k: summarise([r["test_vs_zero_shot"][k]["diff"] for r in entry["runs"]])
+                                      for k in KEYS}  # fmt: skip
+        results["variants"][variant] = entry
+        v, t = entry["val"], entry["test"]
+        if args.no_test:
+            log.info("%-16s val sub %.3f±%.3f main %.3f±%.3f hier %.3f steps %s (%.0fs)", variant,
+                     v["subclass_map"]["mean"], v["subclass_map"]["std"], v["main_map"]["mean"], v["main_map"]["std"],
+                     v["hier_ndcg@10"]["mean"], [r["step"] for r in runs], time.perf_counter() - t0)  # fmt: skip
+            continue
+        log.info("%-16s val sub %.3f main %.3f hier %.3f | test sub %.3f±%.3f main %.3f±%.3f hier %.3f (%.0fs)",
+                 variant, v["subclass_map"]["mean"], v["main_map"]["mean"], v["hier_ndcg@10"]["mean"],
+                 t["subclass_map"]["mean"], t["subclass_map"]["std"], t["main_map"]["mean"], t["main_map"]["std"],
+                 t["hier_ndcg@10"]["mean"], time.perf_counter() - t0)  # fmt: skip
+    if args.no_test:
+        for entry in results["variants"].values():
+            entry.pop("test")
+            entry.pop("test_vs_zero_shot")
+            for r in entry["runs"]:
+                r.pop("test")
+                r.pop("test_vs_zero_shot")
+    results["_heads"] = heads
+    results["_splits"] = (tr, va, te)
+    return results
+
+
+def choose_ship(results: dict, asked: str | None) -> tuple[str, dict]:
+    """The variant (asked, else the trained one with the best mean val score) and its best-val run."""
+    trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
+    name = asked or max(trained, key=lambda v: np.mean([_score({"metrics": r["val"]})
+                                                        for r in results["variants"][v]["runs"]]))  # fmt: skip
+    runs = results["_heads"][name]
+    best = max(range(len(runs)), key=lambda i: _score(runs[i]["val"]))
+    return name, runs[best]
+
+
+def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[str]) -> None:
+    """Write the chosen head as a ``lite-head`` delta checkpoint (head weight and bias only)."""
+    from patent_demo.checkpoint import save_checkpoint
+
+    w, b = chosen["head"]
+    state = {"visual.head.proj.weight": w, "visual.head.proj.bias": b}
+    zs = results["variants"].get("zero-shot")
+    size = results["setup"]["image_size"]
+
+    def summary(where: str) -> dict:
+        m = chosen[where]["metrics"]
+        return {"corpus": f"uspc2007 (split {where}, every drawing against all others of it)", "protocol": "all",
+                "image_size": size, "num_queries": m.get("num_queries"), "metrics": m}  # fmt: skip
+
+    figures = {
+        "uspc_val_zero_shot": zs and {k: zs["val"][k]["mean"] for k in KEYS},
+        "uspc_test_zero_shot": zs and {k: zs["test"][k]["mean"] for k in KEYS},
+    }
+    s_p, s_s, s_m = results["setup"]["args"]["weights"]
+    loss = "cl" if variant == "cl" else "hmcl"
+    config = {"kind": "hmcl", "model": {"name": HEAD_ENCODER, "image_size": results["setup"]["image_size"]},
+              "base": "default", "delta": True, "default": True, "scheme": "uspc",
+              "train": {"script": "train.hmcl_uspc", "variant": variant, "loss": loss, "seed": chosen["seed"],
+                        "best_step": chosen["step"], "s_p": s_p, "s_s": 0.0 if loss == "cl" else s_s,
+                        "s_m": 0.0 if loss == "cl" else s_m, "data": "USPC 2007 train split (splits/uspc2007.json)",
+                        "chosen_on": "USPC val (subclass_map + main_map)", **results["setup"]["args"]},
+              "uspc": figures}  # fmt: skip
+    metrics = {"validation": {"uspc": summary("val")}, "test": {"uspc": summary("test")}, "uspc": figures}
+    save_checkpoint(directory, state, config, metrics=metrics, command=["python", "-m", *argv])
+
+
+def save_heads(directory: str, heads: dict) -> None:
+    from safetensors.torch import save_file
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    for variant, runs in heads.items():
+        for r in runs:
+            if r["head"] is not None:
+                w, b = r["head"]
+                save_file({"weight": w.contiguous(), "bias": b.contiguous()},
+                          str(Path(directory) / f"{variant}-{r['seed']}.safetensors"))  # fmt: skip
+
+
+def merge(args, argv: list[str]) -> dict:
+    """One result from the JSONs of parallel runs (variants in file order; zero-shot from the first), and
+    with ``--ship`` the best-on-val run over all trained variants shipped from ``--save-heads``."""
+    from safetensors.torch import load_file
+
+    parts = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge]
+    results = {"setup": parts[0]["setup"], "zero_shot_flip": parts[0].get("zero_shot_flip"), "variants": {},
+               "commands": [p["command"] for p in parts]}  # fmt: skip
+    for part in parts:
+        for name, entry in part["variants"].items():
+            results["variants"].setdefault(name, entry)
+    if args.ship:
+        trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
+        name = args.ship_variant or max(trained, key=lambda v: np.mean([_score({"metrics": r["val"]})
+                                                                        for r in results["variants"][v]["runs"]]))  # fmt: skip
+        run_ = max(results["variants"][name]["runs"], key=lambda r: _score({"metrics": r["val"]}))
+        t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
+        chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"],
+                  "val": {"metrics": run_["val"]}, "test": {"metrics": run_["test"]}}  # fmt: skip
+        ship(args.ship, name, chosen, results, ["train.hmcl_uspc", *argv])
+        results["shipped"] = {"dir": args.ship, "variant": name, "seed": run_["seed"], "val": run_["val"],
+                              "test": run_["test"]}  # fmt: skip
+    results["command"] = (
+        "python -m train.hmcl_uspc " + " ".join(argv) + " (merging: " + "; ".join(results["commands"]) + ")"
+    )
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if args.merge:
+        results = merge(args, argv)
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return 0
+    if not args.corpus:
+        raise SystemExit("--corpus is required (unless --merge)")
+    results = run(args)
+    if args.save_heads:
+        save_heads(args.save_heads, results["_heads"])
+    if args.ship and args.no_test:
+        raise SystemExit("--ship needs the test figures: run without --no-test")
+    if args.ship:
+        variant, chosen = choose_ship(results, args.ship_variant)
+        ship(args.ship, variant, chosen, results, ["train.hmcl_uspc", *argv])
+        results["shipped"] = {"dir": args.ship, "variant": variant, "seed": chosen["seed"],
+                              "val": chosen["val"]["metrics"], "test": chosen["test"]["metrics"]}  # fmt: skip
+        log.info("shipped %s seed %s to %s", variant, chosen["seed"], args.ship)
+    results.pop("_heads")
+    results.pop("_splits")
+    results["command"] = "python -m train.hmcl_uspc " + " ".join(argv)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
