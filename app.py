@@ -86,6 +86,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     lh = LabelHandlers(wb, store, identity)
     ex = app_examiner.ExaminerHandlers(wb, store, identity, h._ready)
     drawing_models = [(m.label, m.key) for m in wb.models("drawing")]
+    d_default = wb.default_drawing_model().key if wb.has_drawings() else drawing_models[0][1]
     text_models = [(m.label, m.key) for m in wb.models("text")]
     example_figs = wb.example_figures(6)
     example_paths = [str(wb.corpus.image_path(f)) for _, f in example_figs]
@@ -140,7 +141,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         d_query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
                                            elem_id="d-query")  # fmt: skip
                         d_model = gr.Dropdown(
-                            drawing_models, value=drawing_models[0][1], label="Model", elem_id="d-model"
+                            drawing_models, value=d_default, label="Model", elem_id="d-model"
                         )
                         d_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                         with gr.Row():
@@ -223,7 +224,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             ext = app_examiner.build_tabs()
             with gr.Tab("Embedding map", id="map"):
                 with gr.Row():
-                    m_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Left model")
+                    m_a = gr.Dropdown(drawing_models, value=d_default, label="Left model")
                     m_b = gr.Dropdown(
                         drawing_models,
                         value=drawing_models[min(1, len(drawing_models) - 1)][1],
@@ -239,7 +240,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     m_plot_b = gr.Plot(label="Right")
             with gr.Tab("Error analysis", id="errors"):
                 with gr.Row():
-                    e_model = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model")
+                    e_model = gr.Dropdown(drawing_models, value=d_default, label="Model")
                     e_split = gr.Radio([("test split", "test"), ("all figures", "all")], value="test",
                                        label="Queries", elem_id="e-split")  # fmt: skip
                     e_btn = gr.Button("Evaluate", variant="primary", elem_id="e-btn")
@@ -249,7 +250,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                        label="Worst queries first", interactive=False, max_height=300)  # fmt: skip
                 with gr.Row():
                     e_fig = gr.Dropdown([], label="Query figure")
-                    e_a = gr.Dropdown(drawing_models, value=drawing_models[0][1], label="Model A")
+                    e_a = gr.Dropdown(drawing_models, value=d_default, label="Model A")
                     e_b = gr.Dropdown(drawing_models, value=drawing_models[-1][1], label="Model B")
                     e_cmp = gr.Button("Compare")
                 e_cmp_md = gr.Markdown()

@@ -36,6 +36,7 @@ from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
 from patent_demo.drawing.index import DenseIndex
 from patent_demo.drawing.scale import index_settings
+from patent_demo.drawing.select import drawing_model_for_corpus
 from patent_demo.hierarchy import main_of, patent_classes
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
@@ -49,6 +50,7 @@ from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
 from patent_demo.text.search import TextQuery, TextReranker, candidate_text, first_stage
+from patent_demo.text.select import text_model_for_scheme
 
 
 @dataclass
@@ -464,11 +466,11 @@ class Workbench:
     def candidate_text(self, patent: Patent) -> str:
         return candidate_text(patent)
 
-    def default_text_model(self) -> ModelSpec:
-        """The text model used when none is named: a trained checkpoint whose domain scheme matches the
-        corpus's (``patent_demo.text.select``), else the first text model."""
-        from patent_demo.text.select import text_model_for_scheme
+    def default_drawing_model(self) -> ModelSpec:  # when none is named: the corpus's class scheme decides
+        return drawing_model_for_corpus(self.models("drawing"), self.corpus.patents)
 
+    def default_text_model(self) -> ModelSpec:
+        """When none is named: a trained checkpoint of the corpus's domain scheme (``text.select``), else the first."""
         specs = self.models("text")
         return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
 

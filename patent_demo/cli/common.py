@@ -51,8 +51,9 @@ def models(dirs: list[str]) -> list[ModelSpec]:
 def resolve_model(name: str, task: str, dirs: list[str], corpus: Corpus | None = None) -> ModelSpec | None:
     """The model ``name`` means for ``task`` ("drawing" or "text"), as the app would offer it.
 
-    ``default``: the model the app selects first (a trained one when present; for text with ``corpus``,
-    the checkpoint trained for the corpus's scheme, as the app does); ``zero-shot``: the
+    ``default``: the model the app selects first (a trained one when present; with ``corpus``, for text
+    the checkpoint trained for the corpus's scheme, for drawings zero-shot where the default head was
+    trained on another class scheme, as the app does); ``zero-shot``: the
     untuned drawing encoder; ``bm25``: plain BM25 (text; returns ``None``); a checkpoint directory path;
     otherwise a checkpoint or built-in model name from ``patent-demo models``.
     """
@@ -68,6 +69,10 @@ def resolve_model(name: str, task: str, dirs: list[str], corpus: Corpus | None =
             from patent_demo.text.select import corpus_scheme, text_model_for_scheme
 
             return text_model_for_scheme(specs, corpus_scheme(corpus.patents)) or specs[0]
+        if task == "drawing" and corpus is not None:
+            from patent_demo.drawing.select import drawing_model_for_corpus
+
+            return drawing_model_for_corpus(specs, corpus.patents)
         return specs[0]
     if name == ZERO_SHOT and task == "drawing":
         return next(m for m in specs if m.key == ZERO_SHOT)

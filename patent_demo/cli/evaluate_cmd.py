@@ -178,7 +178,7 @@ def run_drawings(args: argparse.Namespace) -> int:
     warning = small_split_warning(corpus, split)
     if warning:
         print(warning, file=sys.stderr)
-    spec = resolve_model(args.model, "drawing", args.checkpoints)
+    spec = resolve_model(args.model, "drawing", args.checkpoints, corpus)
     res = drawing_run(corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device)
     keys = [*DRAWING_KEYS, *(f"{lvl}_ndcg@{k}" for k in args.k for lvl in ("patent", "subclass", "main"))]
     keys = [k for k in keys if k in res["per_query"]]

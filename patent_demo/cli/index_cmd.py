@@ -48,7 +48,7 @@ def _workbench(args: argparse.Namespace):
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     corpus = load_corpus(args.corpus)
-    spec = resolve_model(args.model, "drawing", args.checkpoints)
+    spec = resolve_model(args.model, "drawing", args.checkpoints, corpus)
     dirs = [*args.checkpoints, *([str(spec.path.parent)] if spec.path is not None else [])]
     config = WorkbenchConfig(
         cache_dir=Path(args.cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(Path(d) for d in dirs)

@@ -219,7 +219,7 @@ def drawing_workbench(args: argparse.Namespace, corpus, spec):
 
 def run_drawings(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.corpus)
-    spec = resolve_model(args.model, "drawing", args.checkpoints)
+    spec = resolve_model(args.model, "drawing", args.checkpoints, corpus)
     queries = image_queries(args.query, args.queries)
     wb = drawing_workbench(args, corpus, spec)
     f, own = search_filter(args)
