@@ -60,7 +60,7 @@ def _text_search(page, text: str):
     page.get_by_role("tab", name="Text search").click()
     page.locator("#t-text textarea").fill(text)
     page.locator("#t-search").click()
-    page.locator("#t-status").get_by_text("re-ranked the top").wait_for(timeout=180_000)
+    page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
 
 
 def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F811
@@ -179,7 +179,7 @@ def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
     status.get_by_text("the query's own patent EP1870505A2 is left out with its family").wait_for(
         timeout=180_000
     )
-    status.get_by_text("re-ranked the top").wait_for(timeout=180_000)
+    status.get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
     assert page.locator("#t-text textarea").input_value().startswith(wb.corpus["EP1870505A2"].title)
     bm25 = page.locator("#t-bm25")
     assert not bm25.get_by_text("EP1870505A2", exact=True).count()
