@@ -59,10 +59,12 @@ def test_cli_from_another_folder_finds_the_checkpoints_and_reads_course_queries(
     ]
     assert [r[2] for r in rows[:3]] == [r[2] for r in rows[3:]]  # the same text, the same list
     assert not (elsewhere / "cache").exists() and not (elsewhere / "checkpoints").exists()
-    # "default" on an IPC corpus: the checkpoint trained for IPC, as the app picks it (the run's tag names it)
-    run = tmp_path / "default.trec"
-    args = ["search", "text", "--corpus", str(tmp_path / "cs"), "--model", "default", "--k", "2", "--candidates", "5",
-            "--query", "q2.xml", "--cache-dir", str(tmp_path / "cache"), "--run", str(run)]  # fmt: skip
-    out = _cli(args, elsewhere)
-    assert out.returncode == 0, out.stderr
-    assert {line.split()[-1] for line in run.read_text().splitlines()} == {"dssdnet-minilm-ipc"}
+    # the re-ranked list on an IPC corpus: by default the checkpoint trained for IPC, as the app picks it (the
+    # run's tag names it); "default" is the shipped default list (the hybrid first stage)
+    for model, tag in (("dssdnet", "dssdnet:dssdnet-minilm-ipc"), ("default", "hybrid")):
+        run = tmp_path / f"{model}.trec"
+        args = ["search", "text", "--corpus", str(tmp_path / "cs"), "--model", model, "--k", "2", "--candidates", "5",
+                "--query", "q2.xml", "--cache-dir", str(tmp_path / "cache"), "--run", str(run)]  # fmt: skip
+        out = _cli(args, elsewhere)
+        assert out.returncode == 0, out.stderr
+        assert {line.split()[-1] for line in run.read_text().splitlines()} == {tag}
