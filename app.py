@@ -427,7 +427,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                               l_auto, owner_token], label_out, api_name="label"))  # fmt: skip
 
         def button(value: str):
-            def label(list_name, rank, category, note, annotator, session, auto, token, request: gr.Request,
+            def label(list_name, rank, category, note, annotator, session, auto, token=None, request: gr.Request = None,
                       profile: gr.OAuthProfile | None = None):  # fmt: skip
                 return lh.do_label(value, list_name, rank, category, note, annotator, session, "", auto, token,
                                    request, profile)  # fmt: skip

@@ -130,6 +130,16 @@ def load_config(directory: str | os.PathLike) -> dict:
     return read_json(Path(directory) / CONFIG)
 
 
+def config_or_none(directory: str | os.PathLike | None) -> dict | None:
+    """The ``config.json`` of a checkpoint directory, or None (no directory, missing or unreadable)."""
+    if directory is None:
+        return None
+    try:
+        return load_config(directory)
+    except (OSError, ValueError):
+        return None
+
+
 def load_metrics(directory: str | os.PathLike) -> dict:
     path = Path(directory) / METRICS
     return read_json(path) if path.is_file() else {}

@@ -24,6 +24,16 @@ TEXT_QUERY = "XD000007"  # a training patent's title and abstract as a text quer
 TEST_QUERY = "XD000016"  # a test-split patent (08-04): its labels must stay out of training
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fp32_everywhere():
+    """Exact ranks below are fp32's: the precision chosen per CPU (bf16 where it has AVX512_BF16 or AMX)
+    moves a near-tie, so the run is pinned to fp32 (``PATENT_DEMO_PRECISION``) on every machine."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PATENT_DEMO_PRECISION", "fp32")
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """(tmp, corpus, checkpoint folder): the tiny corpus and a parent checkpoint trained for 2 steps."""

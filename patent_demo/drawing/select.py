@@ -9,24 +9,18 @@ untouched trunk (``docs/results_hmcl_uspc.md``), so a Locarno corpus gets ``zero
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from patent_demo.checkpoint import config_or_none
 
 SCHEMES = ("locarno", "uspc")
 
 
 def checkpoint_class_scheme(path: str | os.PathLike | None) -> str | None:
     """The class scheme a drawing checkpoint was trained on, or None (built-in model, not recorded)."""
-    if path is None:
-        return None
-    try:
-        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    scheme = config.get("scheme")
+    scheme = (config_or_none(path) or {}).get("scheme")
     return str(scheme) if scheme in SCHEMES else None
 
 

@@ -8,21 +8,16 @@ workbench prefers a checkpoint whose scheme matches the corpus's (``Workbench.te
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from patent_demo.checkpoint import config_or_none
 
 
 def checkpoint_scheme(path: str | os.PathLike | None) -> str | None:
     """The domain scheme of a DSSDNet checkpoint directory, or None (no checkpoint, unreadable)."""
-    if path is None:
-        return None
-    try:
-        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    config = config_or_none(path) or {}
     if config.get("kind") != "dssdnet":
         return None
     scheme = (config.get("model") or {}).get("domain_scheme")
