@@ -162,6 +162,21 @@ def test_category_applies_to_text_hits_and_resets(browser, server):  # noqa: F81
     page.close()
 
 
+def _shared_hash_predict(client, *args, api_name: str):
+    """``client.predict`` on a session hash that a live page also listens on: the two share one event
+    stream, and the client's wait is sometimes cancelled when the page's stream takes its message; the
+    call is then sent again (at most three times; the answers checked below do not change with it)."""
+    import concurrent.futures
+
+    for attempt in range(3):
+        try:
+            return client.predict(*args, api_name=api_name)
+        except concurrent.futures.CancelledError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(browser, server):  # noqa: F811
     """Without a login the page holds a token (``gr.BrowserState``) and its session is owned by the token's
     HMAC: a raw client that sends this page's session hash reaches its state but not its token, so its
@@ -191,11 +206,11 @@ def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(bro
     (session_hash,) = hashes - {""}
     thief = Client(url, verbose=False)
     thief.session_hash = session_hash
-    msg = thief.predict("owner-examiner", api_name="/undo")[0]
+    msg = _shared_hash_predict(thief, "owner-examiner", api_name="/undo")[0]
     assert msg == "⚠️ this browser session is not yours: undo acts on your own labels only"
     assert not next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone
     before = len(store.labels(include_undone=True))
-    msg = thief.predict("not", "hmcl", 2, "", "", "thief", api_name="/label")[0]
+    msg = _shared_hash_predict(thief, "not", "hmcl", 2, "", "", "thief", api_name="/label")[0]
     assert msg == "⚠️ this browser session is not yours: label on your own result lists only"
     assert len(store.labels(include_undone=True)) == before  # nothing stored on this browser's list
     page.locator("#lbl-undo").click()

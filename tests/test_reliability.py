@@ -365,8 +365,9 @@ def measured(call):
 def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, case):
     """Each hostile input gets its answer class (a ⚠️ message naming the problem, or a normal answer for an
     input within the limits), stores nothing, names no server path, costs at most 1 CPU-second and 200 MB
-    of peak memory when refused (an answered one is a search: a wide guard only), and leaves the server
-    answering."""
+    of peak memory when refused (an answered one is a search: a wide guard only; over a budget, the call
+    is measured twice more and the best of three counts, since the process's CPU time includes other
+    threads' work), and leaves the server answering."""
     cid, setup, build, fragment = case
     url, _, store, files = live
     if setup == "text":
@@ -376,6 +377,12 @@ def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, 
     before = store.count()
     api, args, at = build(live)
     out, cost = measured(lambda: client.predict(*args, api_name=api))
+    limit = (3 * CPU_BUDGET_S, 2 * PEAK_BUDGET_MB) if fragment is None else (CPU_BUDGET_S, PEAK_BUDGET_MB)
+    for _ in range(2):  # the process's CPU also counts other threads' work on a loaded machine: best of 3
+        if cost["cpu_s"] <= limit[0] and cost["peak_mb"] <= limit[1]:
+            break
+        _, again = measured(lambda: client.predict(*args, api_name=api))
+        cost = {k: min(cost[k], again[k]) for k in cost}
     COSTS[cid] = {**cost, "endpoint": api, "class": "⚠️" if fragment else "answered"}
     msg = out[at] if isinstance(out, tuple | list) else out
     if fragment is None:  # within the limits: answered normally
