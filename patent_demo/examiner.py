@@ -72,12 +72,15 @@ def corpus_patent_of(wb, data: bytes) -> str:
 
 
 def own_and_family(corpus, patent_id: str) -> set[str]:
-    """The ids a search for ``patent_id``'s own drawing or text leaves out: the patent and its family."""
+    """The ids a search for ``patent_id``'s own drawing or text leaves out: the patent and its family, the
+    same family that collapses hits and draws the text split (``families.family_sets``: listed members,
+    shared family ids, identical texts), plus listed members the family key does not reach."""
     from patent_demo.document import family_members
+    from patent_demo.families import family_sets
 
     if patent_id not in corpus:
         return set()
-    return {patent_id, *family_members(corpus[patent_id], corpus)}
+    return {patent_id, *family_sets(corpus).get(patent_id, ()), *family_members(corpus[patent_id], corpus)}
 
 
 def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[str]) -> SearchFilter:

@@ -86,3 +86,23 @@ def test_identical_texts_are_one_family_in_lists_as_in_the_text_split():
     assert fam["US7000000"] == {"US7000000"}
     res = Results(["US5583744", "US7000000", "US6535378"], np.array([3.0, 2, 1]))
     assert collapse(res, corpus).ids == ["US5583744", "US7000000"]
+
+
+def test_own_and_family_leaves_out_identical_text_twins_and_listed_members():
+    """Excluding a query's own patent uses the same families as collapse and the split: a continuation with
+    the query's text is left out with it, listed members too, an unrelated patent is not."""
+    from patent_demo.examiner import own_and_family
+
+    corpus = Corpus(
+        ".",
+        [
+            Patent("US6535378", title="Headphone", text="A headphone with a band."),
+            Patent("US5583744", title="HEADPHONE", text="A headphone, with a band"),
+            Patent("US7000000", title="Chair", text="A chair."),
+        ],
+    )
+    assert own_and_family(corpus, "US5583744") == {"US6535378", "US5583744"}
+    assert own_and_family(corpus, "US7000000") == {"US7000000"}
+    assert own_and_family(CORPUS, "EP1870505A2") == {"EP1870505A2", "US20080016626A1"}
+    assert own_and_family(CORPUS, "D1") == {"D1", "D2"}
+    assert own_and_family(CORPUS, "NOPE") == set()
