@@ -46,7 +46,7 @@ def wait_for(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise SystemExit(f"app.py did not answer on {url} within {timeout:.0f} s")
 
 
-def take(url: str, query: Path, out: Path, width: int, height: int, chromium: str) -> None:
+def take(url: str, query: Path, out: Path, width: int, height: int, chromium: str, wait_s: float) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -55,13 +55,23 @@ def take(url: str, query: Path, out: Path, width: int, height: int, chromium: st
         page.goto(url)
         page.locator("#d-file input[type=file]").set_input_files(str(query))
         page.locator("#d-query img").wait_for(timeout=60_000)
-        page.locator("#d-search").click()
-        page.locator("#d-gallery img").nth(9).wait_for(timeout=300_000)
+        end = time.monotonic() + wait_s
+        while True:  # the first search starts the index build in the background: search again until it is ready
+            page.locator("#d-search").click()
+            try:
+                page.locator("#d-gallery img").nth(9).wait_for(timeout=15_000)
+                break
+            except Exception:
+                if time.monotonic() > end:
+                    page.screenshot(path=str(out.with_suffix(".failed.png")), full_page=True)
+                    raise SystemExit(f"no results within {wait_s:.0f} s: the page as it stood is in "
+                                     f"{out.with_suffix('.failed.png')}")  # fmt: skip
         page.wait_for_function(
             "() => [...document.querySelectorAll('#d-gallery img, #d-query img, #d-examples img')]"
             ".every(i => i.complete && i.naturalWidth > 0)",
             timeout=60_000,
         )
+        page.evaluate("window.scrollTo(0, 0)")  # the cursor row may have scrolled the page
         page.wait_for_timeout(500)  # let the layout settle after the last image
         page.screenshot(path=str(out), full_page=False)
         browser.close()
@@ -76,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--height", type=int, default=1100, help="viewport height (default 1100)")
     p.add_argument("--chromium", default=CHROMIUM, help=f"the chromium binary (default {CHROMIUM})")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the app to start")
+    p.add_argument("--wait", type=float, default=300, help="seconds to wait for the results (default 300)")
     args = p.parse_args(argv)
     query = Path(args.query).resolve()
     if not query.is_file():
@@ -88,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
         try:
             wait_for(f"http://127.0.0.1:{port}/", proc, args.timeout)
-            take(f"http://127.0.0.1:{port}/", query, Path(args.out), args.width, args.height, args.chromium)
+            take(f"http://127.0.0.1:{port}/", query, Path(args.out), args.width, args.height, args.chromium, args.wait)
         finally:
             proc.terminate()
             try:
