@@ -105,12 +105,44 @@ def headline(src: list) -> str:
     ])  # fmt: skip
 
 
+def _three(m: dict) -> str:
+    return " / ".join(f"{m[k]:.3f}" for k in ("subclass_map", "main_map", "hier_ndcg@10"))
+
+
+def redbook_application(src: list) -> str:
+    """Single pages against whole applications on the Red Book patents (``bench/bench_application.py``)."""
+    lines = [f"Red Book pages ({src[0]['pages']} pages of {src[0]['patents']} patents), each query against the other "
+             "patents (its own left out): subclass / main-class mAP / hier nDCG@10.", "",
+             "| model | single page | whole application (mean over views) | whole application (max over views) |",
+             "|---|---|---|---|"]  # fmt: skip
+    for d in src:
+        lines.append(f"| `{Path(d['model']).name}` | {_three(d['single_view'])} | {_three(d['application_mean'])} | "
+                     f"{_three(d['application_max'])} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def evaluate_comparison(src: list) -> str:
+    """``patent-demo evaluate drawings --against`` JSON: both models and the paired bootstrap per metric."""
+    d = src[0]
+    lines = [f"`{d['model']}` against `{d['against']}` on {d['evaluated']} ({d['num_queries']} queries, "
+             f"{d['image_size']} px; per patent, 95 % paired bootstrap interval):", "",
+             f"| metric | {d['model']} | {d['against']} | difference [95 %] |", "|---|---|---|---|"]  # fmt: skip
+    for m in (k for k in ("subclass_map", "main_map", "subclass_ndcg@10", "main_ndcg@10") if k in d["comparison"]):
+        a, b, c = d["summary"][m]["per_patent"], d["baseline_summary"][m]["per_patent"], d["comparison"][m]["per_patent"]
+        lines.append(f"| {m} | {a:.3f} | {b:.3f} | {c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] |")
+    return "\n".join(lines)
+
+
 _CKPT_METRICS = ("patent_demo/configs/zero_shot_metrics.json", *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS))
 
 REGISTRY: tuple[Block, ...] = (
     Block("headline", ("docs/results_hmcl_uspc.json", "docs/results_text.json"), headline, "README.md"),
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
+    Block("redbook-application", ("docs/bench/application_redbook_zero_shot.json",
+                                  "docs/bench/application_redbook_hmcl_uspc.json"), redbook_application, "docs/results.md"),
+    Block("uspc-default-vs-zero-shot", ("docs/bench/evaluate_uspc_test_default_vs_zero_shot.json",),
+          evaluate_comparison, "docs/results.md"),
     Block("results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True),
     Block("results-hmcl-uspc-page", ("docs/results_hmcl_uspc.json", "docs/bench/heads_redbook.json"),
           hmcl_uspc_page, "docs/results_hmcl_uspc.md", whole_file=True),  # fmt: skip
@@ -136,11 +168,11 @@ def apply(block: Block, text: str, body: str) -> str:
     return text[:a] + "\n\n" + body.strip("\n") + "\n\n" + text[b:]
 
 
-def run(blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = ROOT) -> list[str]:
+def run(blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = ROOT) -> tuple[list[str], list[str]]:
     """Render every block; write the targets, or with ``check`` only say which blocks are stale.
-    Returns one line per stale (``check``) or rewritten block."""
+    Returns (one line per stale or rewritten block, one line per block whose markers are missing)."""
     texts: dict[str, str] = {}
-    changed = []
+    changed, errors = [], []
     for block in blocks:
         path = root / block.target
         if block.target not in texts:
@@ -149,7 +181,7 @@ def run(blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = 
         try:
             new = apply(block, texts[block.target], body)
         except ValueError as err:
-            changed.append(f"block '{block.name}': {err}")
+            errors.append(f"block '{block.name}': {err}")
             continue
         if new != texts[block.target]:
             changed.append(f"{block.target}: block '{block.name}' differs from {', '.join(block.sources)}")
@@ -159,7 +191,7 @@ def run(blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = 
             path = root / target
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 path.write_text(text, encoding="utf-8")
-    return changed
+    return changed, errors
 
 
 def orphan_markers(root: Path = ROOT, blocks: tuple[Block, ...] = REGISTRY) -> list[str]:
@@ -183,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         for b in REGISTRY:
             print(f"{b.name}: {', '.join(b.sources)} -> {b.target}{' (whole file)' if b.whole_file else ''}")
         return 0
-    problems = orphan_markers()
-    changed = run(check=args.check)
+    changed, errors = run(check=args.check)
+    problems = errors + orphan_markers()
     if args.check:
         for line in problems + changed:
             print(f"stale: {line}", file=sys.stderr)
@@ -194,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(REGISTRY)} figure blocks match their JSON")
         return 0
     for line in problems:
-        print(f"warning: {line}", file=sys.stderr)
+        print(f"error: {line}", file=sys.stderr)
     print("\n".join(f"rewrote {c}" for c in changed) or f"{len(REGISTRY)} figure blocks already match their JSON")
     return 1 if problems else 0
 
