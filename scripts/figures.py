@@ -47,7 +47,12 @@ def inner(text: str, start: str, end: str) -> str:
 
 # -- renderers: thin adapters over the reports' own functions ------------------------------------------------
 
-DRAWING_MODELS = ("hmcl-uspc", "whitened-lite-clip", "cl-lite-clip", "hmcl-lite-clip")  # shipped drawing models
+DRAWING_MODELS = (
+    "hmcl-uspc",
+    "whitened-lite-clip",
+    "cl-lite-clip",
+    "hmcl-lite-clip",
+)  # shipped drawing models
 
 
 def text_results(src: list) -> str:
@@ -67,7 +72,7 @@ def drawing_models(metrics: list) -> dict:
     from patent_demo.registry import measured_figures
 
     return {name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
-            for name, m in zip(("zero-shot", *DRAWING_MODELS), metrics)}  # fmt: skip
+            for name, m in zip(("zero-shot", *DRAWING_MODELS), metrics, strict=True)}  # fmt: skip
 
 
 def hmcl_uspc_results(src: list) -> str:
@@ -127,25 +132,49 @@ def evaluate_comparison(src: list) -> str:
     lines = [f"`{d['model']}` against `{d['against']}` on {d['evaluated']} ({d['num_queries']} queries, "
              f"{d['image_size']} px; per patent, 95 % paired bootstrap interval):", "",
              f"| metric | {d['model']} | {d['against']} | difference [95 %] |", "|---|---|---|---|"]  # fmt: skip
-    for m in (k for k in ("subclass_map", "main_map", "subclass_ndcg@10", "main_ndcg@10") if k in d["comparison"]):
-        a, b, c = d["summary"][m]["per_patent"], d["baseline_summary"][m]["per_patent"], d["comparison"][m]["per_patent"]
+    for m in (
+        k for k in ("subclass_map", "main_map", "subclass_ndcg@10", "main_ndcg@10") if k in d["comparison"]
+    ):
+        a, b, c = (
+            d["summary"][m]["per_patent"],
+            d["baseline_summary"][m]["per_patent"],
+            d["comparison"][m]["per_patent"],
+        )
         lines.append(f"| {m} | {a:.3f} | {b:.3f} | {c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] |")
     return "\n".join(lines)
 
 
-_CKPT_METRICS = ("patent_demo/configs/zero_shot_metrics.json", *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS))
+_CKPT_METRICS = (
+    "patent_demo/configs/zero_shot_metrics.json",
+    *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS),
+)
 
 REGISTRY: tuple[Block, ...] = (
     Block("headline", ("docs/results_hmcl_uspc.json", "docs/results_text.json"), headline, "README.md"),
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
-    Block("redbook-application", ("docs/bench/application_redbook_zero_shot.json",
-                                  "docs/bench/application_redbook_hmcl_uspc.json"), redbook_application, "docs/results.md"),
-    Block("uspc-default-vs-zero-shot", ("docs/bench/evaluate_uspc_test_default_vs_zero_shot.json",),
-          evaluate_comparison, "docs/results.md"),
-    Block("results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True),
-    Block("results-hmcl-uspc-page", ("docs/results_hmcl_uspc.json", "docs/bench/heads_redbook.json"),
-          hmcl_uspc_page, "docs/results_hmcl_uspc.md", whole_file=True),  # fmt: skip
+    Block(
+        "redbook-application",
+        ("docs/bench/application_redbook_zero_shot.json", "docs/bench/application_redbook_hmcl_uspc.json"),
+        redbook_application,
+        "docs/results.md",
+    ),
+    Block(
+        "uspc-default-vs-zero-shot",
+        ("docs/bench/evaluate_uspc_test_default_vs_zero_shot.json",),
+        evaluate_comparison,
+        "docs/results.md",
+    ),
+    Block(
+        "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
+    ),
+    Block(
+        "results-hmcl-uspc-page",
+        ("docs/results_hmcl_uspc.json", "docs/bench/heads_redbook.json"),
+        hmcl_uspc_page,
+        "docs/results_hmcl_uspc.md",
+        whole_file=True,
+    ),  # fmt: skip
 )
 
 
@@ -168,7 +197,9 @@ def apply(block: Block, text: str, body: str) -> str:
     return text[:a] + "\n\n" + body.strip("\n") + "\n\n" + text[b:]
 
 
-def run(blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = ROOT) -> tuple[list[str], list[str]]:
+def run(
+    blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = ROOT
+) -> tuple[list[str], list[str]]:
     """Render every block; write the targets, or with ``check`` only say which blocks are stale.
     Returns (one line per stale or rewritten block, one line per block whose markers are missing)."""
     texts: dict[str, str] = {}
@@ -198,7 +229,7 @@ def orphan_markers(root: Path = ROOT, blocks: tuple[Block, ...] = REGISTRY) -> l
     """Markers in README.md or docs/*.md that no registered block fills."""
     known = {(b.target, b.name) for b in blocks}
     out = []
-    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+    for path in [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.is_file()]:
         rel = path.relative_to(root).as_posix()
         for name in re.findall(r"<!-- figures:([\w.-]+) -->", path.read_text(encoding="utf-8")):
             if (rel, name) not in known:
@@ -227,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
-    print("\n".join(f"rewrote {c}" for c in changed) or f"{len(REGISTRY)} figure blocks already match their JSON")
+    print(
+        "\n".join(f"rewrote {c}" for c in changed)
+        or f"{len(REGISTRY)} figure blocks already match their JSON"
+    )
     return 1 if problems else 0
 
 

@@ -56,7 +56,9 @@ def take(url: str, query: Path, out: Path, width: int, height: int, chromium: st
         page.locator("#d-file input[type=file]").set_input_files(str(query))
         page.locator("#d-query img").wait_for(timeout=60_000)
         end = time.monotonic() + wait_s
-        while True:  # the first search starts the index build in the background: search again until it is ready
+        while (
+            True
+        ):  # the first search starts the index build in the background: search again until it is ready
             page.locator("#d-search").click()
             try:
                 page.locator("#d-gallery img").nth(9).wait_for(timeout=15_000)
@@ -65,7 +67,7 @@ def take(url: str, query: Path, out: Path, width: int, height: int, chromium: st
                 if time.monotonic() > end:
                     page.screenshot(path=str(out.with_suffix(".failed.png")), full_page=True)
                     raise SystemExit(f"no results within {wait_s:.0f} s: the page as it stood is in "
-                                     f"{out.with_suffix('.failed.png')}")  # fmt: skip
+                                     f"{out.with_suffix('.failed.png')}") from None  # fmt: skip
         page.wait_for_function(
             "() => [...document.querySelectorAll('#d-gallery img, #d-query img, #d-examples img')]"
             ".every(i => i.complete && i.naturalWidth > 0)",
@@ -99,7 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
         try:
             wait_for(f"http://127.0.0.1:{port}/", proc, args.timeout)
-            take(f"http://127.0.0.1:{port}/", query, Path(args.out), args.width, args.height, args.chromium, args.wait)
+            take(
+                f"http://127.0.0.1:{port}/",
+                query,
+                Path(args.out),
+                args.width,
+                args.height,
+                args.chromium,
+                args.wait,
+            )
         finally:
             proc.terminate()
             try:

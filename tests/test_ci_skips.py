@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT, SKIP_ALLOWLIST, read_skip_allowlist
 
-CASES = '''
+CASES = """
 import pytest
 
 def test_allowed():
@@ -41,11 +41,13 @@ def test_xfail_is_not_a_skip():
 
 def test_passes():
     pass
-'''
+"""
 
 
 def run_cases(tmp_path, ci: bool) -> subprocess.CompletedProcess:
-    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_runtest_makereport  # noqa: F401\n")
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_runtest_makereport  # noqa: F401\n"
+    )
     (tmp_path / "test_cases.py").write_text(textwrap.dedent(CASES))
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["PYTHONPATH"] = str(REPO_ROOT)

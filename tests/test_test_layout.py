@@ -54,7 +54,9 @@ def unmapped(root: Path = ROOT) -> list[str]:
         if paths is not None:
             missing = [p for p in paths if not (root / p).exists()]
             if not paths or missing:
-                out.append(f"tests/{test.name}: its 'Tests:' line names no existing file: {', '.join(missing) or '(empty)'}")
+                out.append(
+                    f"tests/{test.name}: its 'Tests:' line names no existing file: {', '.join(missing) or '(empty)'}"
+                )
         elif test.stem.removeprefix("test_") not in names:
             out.append(f"tests/{test.name}: no module '{test.stem.removeprefix('test_')}' under the top level, "
                        f"{', '.join(d + '/' for d in SOURCE_DIRS)} and no 'Tests: path[, path]' docstring line")  # fmt: skip
@@ -63,7 +65,9 @@ def unmapped(root: Path = ROOT) -> list[str]:
 
 def test_every_test_file_maps_to_the_module_it_tests():
     problems = unmapped()
-    assert not problems, "test files that map to no module (rule: tests/test_test_layout.py):\n" + "\n".join(problems)
+    assert not problems, "test files that map to no module (rule: tests/test_test_layout.py):\n" + "\n".join(
+        problems
+    )
 
 
 def test_the_rule_on_a_made_up_tree(tmp_path):
