@@ -7,9 +7,10 @@
 A block sits in a Markdown file between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; a whole
 generated page (``docs/results_text.md``) is a block whose target has no markers. The registry below lists
 every block once: its name, the JSON it reads, the function that renders it and the file it goes to. The
-renderers are the reports' own (``train/text_report.py``, ``train/hmcl_uspc_report.py``), so a table is
-written one way whether a training run or this script writes it. To add a block, add a ``Block`` and put
-its two markers where it goes.
+renderers are the reports' own (``train/text_report.py``, ``train/hmcl_uspc_report.py``,
+``train/dssdnet_report.py``), so a table is written one way whether a training run or this script writes
+it; the blocks no report wrote before (the README headline, the Red Book applications, the CLI check) are
+rendered here. To add a block, add a ``Block`` and put its two markers where it goes.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ def hmcl_uspc_page(src: list) -> str:
     from train import hmcl_uspc_report
 
     return hmcl_uspc_report.render(src[0], src[1])
+
+
+def dssdnet_ipc_page(src: list) -> str:
+    from train import dssdnet_report
+
+    return dssdnet_report.markdown(src[0], src[0]["command"])
 
 
 def headline(src: list) -> str:
@@ -168,6 +175,13 @@ REGISTRY: tuple[Block, ...] = (
     Block(
         "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
     ),
+    Block(
+        "results-dssdnet-ipc-page",
+        ("docs/results_dssdnet_ipc.json",),
+        dssdnet_ipc_page,
+        "docs/results_dssdnet_ipc.md",
+        whole_file=True,
+    ),  # fmt: skip
     Block(
         "results-hmcl-uspc-page",
         ("docs/results_hmcl_uspc.json", "docs/bench/heads_redbook.json"),
