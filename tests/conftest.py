@@ -1,8 +1,10 @@
-"""Shared test helpers: the real data samples that live beside the repository (``../shared/data``)."""
+"""Shared test helpers: the real data samples that live beside the repository (``../shared/data``), and
+the rule that a test skipped under ``CI=true`` fails unless its reason is on ``tests/skip_allowlist.txt``."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -30,3 +32,46 @@ def require_shared(subdir: str = "") -> Path:
 def shared_data() -> Path:
     """The root of the real data samples (``../shared/data``)."""
     return require_shared()
+
+
+# -- skips under CI ------------------------------------------------------------------------------------------
+# On CI (``CI=true``) every dependency, data sample and browser is installed, so a skip hides a test that did
+# not run. A skip there is a failure unless its reason matches an entry of tests/skip_allowlist.txt.
+
+SKIP_ALLOWLIST = Path(__file__).resolve().parent / "skip_allowlist.txt"
+
+
+def read_skip_allowlist(path: Path = SKIP_ALLOWLIST) -> list[tuple[str, str]]:
+    """``[(pattern, why)]`` from lines ``PATTERN :: WHY`` (a regular expression searched in the skip's
+    reason, and why such a skip is allowed on CI); blank lines and ``#`` comments are ignored."""
+    entries = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        pattern, sep, why = line.partition(" :: ")
+        if not sep or not pattern.strip() or not why.strip():
+            raise ValueError(f"{path}:{n}: expected 'PATTERN :: WHY', got {line!r}")
+        re.compile(pattern.strip())
+        entries.append((pattern.strip(), why.strip()))
+    return entries
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # (file, line, "Skipped: reason")
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        reason = skip_reason(report)
+        if not any(re.search(p, reason) for p, _ in read_skip_allowlist()):
+            report.outcome = "failed"
+            report.longrepr = (
+                f"skipped under CI=true, and the reason is on no line of {SKIP_ALLOWLIST.name}: {reason}\n"
+                "(install what the test needs, or add 'PATTERN :: WHY' to tests/skip_allowlist.txt)"
+            )
+    return report

@@ -23,6 +23,8 @@ Worked by hand (grades relevant 2, partly 1, not 0):
   Nominal: 1 - 9 * 4 / (100 - 46) = 1/3. Ordinal: d_01 = (4 - 2)^2 = 4, d_12 = (7 - 3.5)^2 = 12.25,
   d_02 = (10 - 4.5)^2 = 30.25; observed 2 * 30.25 + 2 * 12.25 = 85, expected 2 * (3*4 + 18*30.25 + 6*12.25)
   = 1260; alpha = 1 - 9 * 85 / 1260 = 0.392857.
+
+Tests: app_labelling.py, patent_demo/labels/agreement.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The app's API driven through gradio_client against a server on a free port (tiny corpus and models)."""
+"""The app's API driven through gradio_client against a server on a free port (tiny corpus and models).
+
+Tests: app.py, app_handlers.py
+"""
 
 from __future__ import annotations
 

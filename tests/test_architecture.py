@@ -5,6 +5,8 @@
   the training scripts never import the UI; the UI never imports the training scripts.
 * No star imports anywhere.
 * No module over ``MAX_LINES`` lines, the app and the training scripts included.
+
+Tests: patent_demo/, train/, app.py
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ The IPC checkpoint is the default re-ranker, class codes show as IPC, a search w
 the corpus gets no "no good match" warning while an off-topic paragraph does, quoting the score the BM25
 table shows; the drawing tab says plainly that the corpus has no drawings. Screenshots go to
 ``test-artifacts/exam-text-*.png``.
+
+Tests: app_examiner.py, patent_demo/examiner.py
 """
 
 from __future__ import annotations

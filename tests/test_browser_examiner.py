@@ -3,6 +3,8 @@ pages, real dates and Locarno codes) plus the 419 grant XML records (text), sear
 zero-shot drawing encoder and the default re-ranker. Prior-art cut-off and class filter, the whole
 record of a hit, side by side, a drawing sheet split into figures, highlighted text rows, and the
 search report. Screenshots go to ``test-artifacts/examiner-*.png``.
+
+Tests: app_examiner.py, patent_demo/examiner.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``patent-demo corpus build`` on every shared real-data source, read in place and never written to."""
+"""``patent-demo corpus build`` on every shared real-data source, read in place and never written to.
+
+Tests: patent_demo/data/build.py, patent_demo/cli/corpus_cmd.py
+"""
 
 from __future__ import annotations
 

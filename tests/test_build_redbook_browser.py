@@ -2,6 +2,8 @@
 as the query, and every result tile, every example and the query drawing itself render as images.
 
 The screenshot goes to ``test-artifacts/redbook-drawing-search.png``.
+
+Tests: patent_demo/data/build.py, app.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Sharded, resumable embedding of a built corpus and the merge into the app's index."""
+"""Sharded, resumable embedding of a built corpus and the merge into the app's index.
+
+Tests: patent_demo/drawing/scale.py, patent_demo/cli/index_cmd.py
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Background warm-up: every drawing model's index is built in a thread while searches with a ready model
-go on; the status line names the models still building and is empty once all are ready."""
+go on; the status line names the models still building and is empty once all are ready.
+
+Tests: patent_demo/workbench.py, patent_demo/registry.py
+"""
 
 from __future__ import annotations
 

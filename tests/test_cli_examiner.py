@@ -1,5 +1,8 @@
 """``patent-demo search … --before/--classification/--country/--kind`` and ``patent-demo labels report``
-on corpora built from the real samples."""
+on corpora built from the real samples.
+
+Tests: patent_demo/cli/search_cmd.py, patent_demo/cli/labels_cmd.py
+"""
 
 from __future__ import annotations
 

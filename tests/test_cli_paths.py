@@ -1,6 +1,9 @@
 """The CLI run from another folder finds the project's checkpoints and cache (not the working
 directory's), reads a course query file in either XML form and, on an IPC corpus, takes the IPC
-checkpoint as its default re-ranker, on the real cs3245 corpus."""
+checkpoint as its default re-ranker, on the real cs3245 corpus.
+
+Tests: patent_demo/cli/common.py
+"""
 
 from __future__ import annotations
 

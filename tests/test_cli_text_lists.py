@@ -1,7 +1,10 @@
 """``patent-demo search/evaluate text --model bm25|dense|hybrid|dssdnet|fused`` on a 60-patent slice of the
 real cs3245 corpus: the dense list equals a brute-force numpy ranking of the packaged MiniLM's
 embeddings, the hybrid list equals ``hybrid_fusion`` of the two first stages, and the evaluation scores
-what the search returns, through the real entry point."""
+what the search returns, through the real entry point.
+
+Tests: patent_demo/text/lists.py, patent_demo/cli/search_cmd.py, patent_demo/cli/evaluate_cmd.py
+"""
 
 from __future__ import annotations
 

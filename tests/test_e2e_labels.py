@@ -6,6 +6,8 @@ test-split patent, marks low-ranked same-subclass patents relevant and high-rank
 patents not relevant, and exports. ``train.retrain`` then fine-tunes on CPU (64 px, a few steps) and
 writes the report; the judged-relevant patents rank higher, the rejected ones lower, and the labels
 of the test-split query were held out.
+
+Tests: train/retrain.py, app.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""BM25 + DSSDNet score fusion: weight 1 is BM25, 0 the re-ranker, tuned on validation queries."""
+"""BM25 + DSSDNet score fusion: weight 1 is BM25, 0 the re-ranker, tuned on validation queries.
+
+Tests: patent_demo/text/fusion.py
+"""
 
 import numpy as np
 import pytest

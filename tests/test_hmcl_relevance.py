@@ -1,5 +1,8 @@
 """One h(i, j): the loss, the weight matrix, the per-pair relation and the metrics' graded gains agree,
-for Locarno and USPC items, and items of different schemes relate only through the patent."""
+for Locarno and USPC items, and items of different schemes relate only through the patent.
+
+Tests: patent_demo/hierarchy.py, patent_demo/losses/hmcl.py, patent_demo/metrics/drawing.py
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """Label what you see, in Debian's chromium: one cursor followed by the gallery preview, the table's
 highlighted row and the label panel; grade badges; auto-advance as a visible toggle; "show unlabelled
-only"; the category resetting after each label; stale results cleared when a search fails."""
+only"; the category resetting after each label; stale results cleared when a search fails.
+
+Tests: app_labelling.py
+"""
 
 from __future__ import annotations
 

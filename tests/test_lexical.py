@@ -1,3 +1,5 @@
+"""Tests: patent_demo/text/bm25.py"""
+
 import json
 import math
 from pathlib import Path

@@ -1,4 +1,7 @@
-"""Patent numbers in the forms examiners type them, and one hit per family, on hand-built corpora."""
+"""Patent numbers in the forms examiners type them, and one hit per family, on hand-built corpora.
+
+Tests: patent_demo/numbers.py, patent_demo/families.py
+"""
 
 from __future__ import annotations
 

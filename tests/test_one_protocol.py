@@ -1,6 +1,9 @@
 """One drawing-evaluation protocol: ``patent-demo evaluate drawings``, ``train.evaluate`` and the app's
 Error-analysis tab (``Workbench.evaluate``) score the same queries with the same figures on one real USPC
-corpus built with a committed-style split file; a split of fewer than 10 patents is warned about."""
+corpus built with a committed-style split file; a split of fewer than 10 patents is warned about.
+
+Tests: patent_demo/drawing/evaluate.py
+"""
 
 from __future__ import annotations
 

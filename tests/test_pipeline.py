@@ -1,4 +1,7 @@
-"""The workbench pipeline on a hand-built corpus with a pixel encoder and a tiny random BERT re-ranker."""
+"""The workbench pipeline on a hand-built corpus with a pixel encoder and a tiny random BERT re-ranker.
+
+Tests: patent_demo/workbench.py
+"""
 
 from __future__ import annotations
 

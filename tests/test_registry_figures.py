@@ -1,5 +1,8 @@
 """The model lists show the figures each checkpoint was measured at: real validation beside the
-generated-corpus test split for drawing models, the re-ranked list beside BM25 for text models."""
+generated-corpus test split for drawing models, the re-ranked list beside BM25 for text models.
+
+Tests: patent_demo/registry.py
+"""
 
 from __future__ import annotations
 

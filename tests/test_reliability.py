@@ -5,6 +5,8 @@ labelling) is ``bench/bench_labels_load.py``.
 
 The label database lives in a temporary folder outside the working directory, as ``/data`` does on a
 Space, so the export case also shows that exports are served from wherever the database is.
+
+Tests: app.py, app_access.py, patent_demo/limits.py
 """
 
 from __future__ import annotations

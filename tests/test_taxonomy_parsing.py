@@ -1,5 +1,8 @@
 """Code parsing against hostile input: a length cap before any regex, linear normalisation, and Locarno
-subclasses checked against the table (and every real code of the shared samples still parsing)."""
+subclasses checked against the table (and every real code of the shared samples still parsing).
+
+Tests: patent_demo/taxonomy.py
+"""
 
 import csv
 import re

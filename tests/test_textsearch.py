@@ -1,3 +1,5 @@
+"""Tests: patent_demo/text/search.py"""
+
 import numpy as np
 import pytest
 

@@ -1,0 +1,283 @@
+"""Every figure table of the README and ``docs/`` written from the JSON the evaluations and benchmarks saved.
+
+    python scripts/figures.py            # rewrite every block (and every generated page) from its JSON
+    python scripts/figures.py --check    # exit 1, naming each stale block, when a file differs from its JSON
+    python scripts/figures.py --list     # the registry: block, JSON sources, target
+
+A block sits in a Markdown file between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; a whole
+generated page (``docs/results_text.md``) is a block whose target has no markers. The registry below lists
+every block once: its name, the JSON it reads, the function that renders it and the file it goes to. The
+renderers are the reports' own (``train/text_report.py``, ``train/hmcl_uspc_report.py``,
+``train/dssdnet_report.py``), so a table is written one way whether a training run or this script writes
+it; the blocks no report wrote before (the README headline, the Red Book applications, the CLI check) are
+rendered here. To add a block, add a ``Block`` and put its two markers where it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from any folder
+    sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    sources: tuple[str, ...]  # JSON files (relative to the project root) the block is rendered from
+    render: Callable[[list], str]  # the loaded sources -> Markdown
+    target: str  # the file it goes to (relative to the project root)
+    whole_file: bool = False  # the target is generated entire (no markers)
+
+
+def load(rel: str):
+    return json.loads((ROOT / rel).read_text(encoding="utf-8"))
+
+
+def inner(text: str, start: str, end: str) -> str:
+    """A report's README block without the report's own start / end markers."""
+    return text.strip().removeprefix(start).removesuffix(end).strip("\n")
+
+
+# -- renderers: thin adapters over the reports' own functions ------------------------------------------------
+
+DRAWING_MODELS = (
+    "hmcl-uspc",
+    "whitened-lite-clip",
+    "cl-lite-clip",
+    "hmcl-lite-clip",
+)  # shipped drawing models
+
+
+def text_results(src: list) -> str:
+    from train import text_report
+
+    return inner(text_report.readme_block(src[0]), text_report.START, text_report.END)
+
+
+def text_page(src: list) -> str:
+    from train import text_report
+
+    return text_report.markdown(src[0])
+
+
+def drawing_models(metrics: list) -> dict:
+    """``{name: figures}`` for zero-shot and each shipped drawing checkpoint, as the model list shows them."""
+    from patent_demo.registry import measured_figures
+
+    return {name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
+            for name, m in zip(("zero-shot", *DRAWING_MODELS), metrics, strict=True)}  # fmt: skip
+
+
+def hmcl_uspc_results(src: list) -> str:
+    from train import hmcl_uspc_report
+
+    results, *metrics = src
+    return inner(hmcl_uspc_report.readme_block(results, drawing_models(metrics)), hmcl_uspc_report.START,
+                 hmcl_uspc_report.END)  # fmt: skip
+
+
+def hmcl_uspc_page(src: list) -> str:
+    from train import hmcl_uspc_report
+
+    return hmcl_uspc_report.render(src[0], src[1])
+
+
+def dssdnet_ipc_page(src: list) -> str:
+    from train import dssdnet_report
+
+    return dssdnet_report.markdown(src[0], src[0]["command"])
+
+
+def headline(src: list) -> str:
+    """The README's two-line summary: the default drawing model against zero-shot on USPC test, and the
+    default text list against BM25 on the cs3245 test queries."""
+    uspc, text = src
+    v = uspc["variants"]
+    sh = uspc["shipped"]
+    zs = v["zero-shot"]["test"]
+    t = text["lists"]["test"]
+    d = text["default"]["list"]
+    return "\n".join([
+        "| task (test split) | baseline | shipped default | metric |",
+        "|---|---|---|---|",
+        f"| drawings, real USPC 2007 ({uspc['setup']['splits']['test']} test drawings) | zero-shot "
+        f"{zs['subclass_map']['mean']:.3f} / {zs['main_map']['mean']:.3f} | `{Path(sh['dir']).name}` ({sh['variant']}) "
+        f"{sh['test']['subclass_map']:.3f} / {sh['test']['main_map']:.3f} | subclass / main-class mAP |",
+        f"| text, cs3245 citations ({text['queries']['test']} test queries) | BM25 {t['bm25']['map@10']['mean']:.3f} / "
+        f"{t['bm25']['recall@100']['mean']:.3f} | {d} {t[d]['map@10']['mean']:.3f} / {t[d]['recall@100']['mean']:.3f} "
+        "| MAP@10 / R@100 |",
+    ])  # fmt: skip
+
+
+def _three(m: dict) -> str:
+    return " / ".join(f"{m[k]:.3f}" for k in ("subclass_map", "main_map", "hier_ndcg@10"))
+
+
+def redbook_application(src: list) -> str:
+    """Single pages against whole applications on the Red Book patents (``bench/bench_application.py``)."""
+    lines = [f"Red Book pages ({src[0]['pages']} pages of {src[0]['patents']} patents), each query against the other "
+             "patents (its own left out): subclass / main-class mAP / hier nDCG@10.", "",
+             "| model | single page | whole application (mean over views) | whole application (max over views) |",
+             "|---|---|---|---|"]  # fmt: skip
+    for d in src:
+        lines.append(f"| `{Path(d['model']).name}` | {_three(d['single_view'])} | {_three(d['application_mean'])} | "
+                     f"{_three(d['application_max'])} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def evaluate_comparison(src: list) -> str:
+    """``patent-demo evaluate drawings --against`` JSON: both models and the paired bootstrap per metric."""
+    d = src[0]
+    lines = [f"`{d['model']}` against `{d['against']}` on {d['evaluated']} ({d['num_queries']} queries, "
+             f"{d['image_size']} px; per patent, 95 % paired bootstrap interval):", "",
+             f"| metric | {d['model']} | {d['against']} | difference [95 %] |", "|---|---|---|---|"]  # fmt: skip
+    for m in (
+        k for k in ("subclass_map", "main_map", "subclass_ndcg@10", "main_ndcg@10") if k in d["comparison"]
+    ):
+        a, b, c = (
+            d["summary"][m]["per_patent"],
+            d["baseline_summary"][m]["per_patent"],
+            d["comparison"][m]["per_patent"],
+        )
+        lines.append(f"| {m} | {a:.3f} | {b:.3f} | {c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] |")
+    return "\n".join(lines)
+
+
+_CKPT_METRICS = (
+    "patent_demo/configs/zero_shot_metrics.json",
+    *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS),
+)
+
+REGISTRY: tuple[Block, ...] = (
+    Block("headline", ("docs/results_hmcl_uspc.json", "docs/results_text.json"), headline, "README.md"),
+    Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
+    Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
+    Block(
+        "redbook-application",
+        ("docs/bench/application_redbook_zero_shot.json", "docs/bench/application_redbook_hmcl_uspc.json"),
+        redbook_application,
+        "docs/results.md",
+    ),
+    Block(
+        "uspc-default-vs-zero-shot",
+        ("docs/bench/evaluate_uspc_test_default_vs_zero_shot.json",),
+        evaluate_comparison,
+        "docs/results.md",
+    ),
+    Block(
+        "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
+    ),
+    Block(
+        "results-dssdnet-ipc-page",
+        ("docs/results_dssdnet_ipc.json",),
+        dssdnet_ipc_page,
+        "docs/results_dssdnet_ipc.md",
+        whole_file=True,
+    ),  # fmt: skip
+    Block(
+        "results-hmcl-uspc-page",
+        ("docs/results_hmcl_uspc.json", "docs/bench/heads_redbook.json"),
+        hmcl_uspc_page,
+        "docs/results_hmcl_uspc.md",
+        whole_file=True,
+    ),  # fmt: skip
+)
+
+
+# -- writing and checking --------------------------------------------------------------------------------------
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- figures:{name} -->", f"<!-- /figures:{name} -->"
+
+
+def apply(block: Block, text: str, body: str) -> str:
+    """``text`` with the block's body replaced (the whole text for a generated page)."""
+    if block.whole_file:
+        return body
+    start, end = markers(block.name)
+    found = [m.start() for m in re.finditer(re.escape(start), text)]
+    if len(found) != 1 or text.count(end) != 1 or text.index(end) < found[0]:
+        raise ValueError(f"{block.target}: expected one '{start}' followed by one '{end}'")
+    a, b = found[0] + len(start), text.index(end)
+    return text[:a] + "\n\n" + body.strip("\n") + "\n\n" + text[b:]
+
+
+def run(
+    blocks: tuple[Block, ...] = REGISTRY, check: bool = False, root: Path = ROOT
+) -> tuple[list[str], list[str]]:
+    """Render every block; write the targets, or with ``check`` only say which blocks are stale.
+    Returns (one line per stale or rewritten block, one line per block whose markers are missing)."""
+    texts: dict[str, str] = {}
+    changed, errors = [], []
+    for block in blocks:
+        path = root / block.target
+        if block.target not in texts:
+            texts[block.target] = path.read_text(encoding="utf-8") if path.is_file() else ""
+        body = block.render([load(s) for s in block.sources])
+        try:
+            new = apply(block, texts[block.target], body)
+        except ValueError as err:
+            errors.append(f"block '{block.name}': {err}")
+            continue
+        if new != texts[block.target]:
+            changed.append(f"{block.target}: block '{block.name}' differs from {', '.join(block.sources)}")
+            texts[block.target] = new
+    if not check:
+        for target, text in texts.items():
+            path = root / target
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+    return changed, errors
+
+
+def orphan_markers(root: Path = ROOT, blocks: tuple[Block, ...] = REGISTRY) -> list[str]:
+    """Markers in README.md or docs/*.md that no registered block fills."""
+    known = {(b.target, b.name) for b in blocks}
+    out = []
+    for path in [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.is_file()]:
+        rel = path.relative_to(root).as_posix()
+        for name in re.findall(r"<!-- figures:([\w.-]+) -->", path.read_text(encoding="utf-8")):
+            if (rel, name) not in known:
+                out.append(f"{rel}: block '{name}' is in no registry entry")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale block")
+    p.add_argument("--list", action="store_true", help="print the registry and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        for b in REGISTRY:
+            print(f"{b.name}: {', '.join(b.sources)} -> {b.target}{' (whole file)' if b.whole_file else ''}")
+        return 0
+    changed, errors = run(check=args.check)
+    problems = errors + orphan_markers()
+    if args.check:
+        for line in problems + changed:
+            print(f"stale: {line}", file=sys.stderr)
+        if problems or changed:
+            print("run `python scripts/figures.py` to rewrite them from the JSON", file=sys.stderr)
+            return 1
+        print(f"{len(REGISTRY)} figure blocks match their JSON")
+        return 0
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    print(
+        "\n".join(f"rewrote {c}" for c in changed)
+        or f"{len(REGISTRY)} figure blocks already match their JSON"
+    )
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
