@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo import checkpoint
-from patent_demo.metrics import per_query_metrics
+from patent_demo.metrics import paired_bootstrap, per_query_metrics
+from patent_demo.metrics.bootstrap import interval
 from patent_demo.results import Results
 from patent_demo.text.fusion import FUSION_METRICS, fuse_run, tune_fusion_weight
 from train import dssdnet_data
@@ -81,14 +82,6 @@ def split_lists(run_dir: Path, split: str, k_rerank: int) -> tuple[dict, dict]:
     return bm25, head
 
 
-def paired_bootstrap(diff: np.ndarray, n: int, seed: int = 0) -> dict:
-    """Mean of the per-query differences ``diff`` and its 95 % percentile interval over ``n`` resamples."""
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(n, len(diff)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"mean": float(diff.mean()), "ci95": [float(lo), float(hi)], "p_le_0": float((means <= 0).mean())}
-
-
 def report(run_dirs: list[Path], qrels: dict, n_boot: int) -> dict:
     ks = sorted({int(m.split("@")[1]) for m in METRICS})
     per_seed, per_query = [], {name: [] for name in LISTS}
@@ -128,7 +121,8 @@ def report(run_dirs: list[Path], qrels: dict, n_boot: int) -> dict:
         for m in METRICS:
             model = np.array([np.mean([pq[q][m] for pq in per_query[name]]) for q in qids])
             base = np.array([np.mean([pq[q][m] for pq in per_query["bm25"]]) for q in qids])
-            out["bootstrap_vs_bm25"][name][m] = paired_bootstrap(model - base, n_boot)
+            # one group per query, in sorted id order: the plain query bootstrap
+            out["bootstrap_vs_bm25"][name][m] = interval(paired_bootstrap(model, base, qids, n_boot, seed=0))
     out["per_seed"] = per_seed
     out["fusion_objective"] = list(FUSION_METRICS)
     return out
