@@ -352,7 +352,11 @@ def test_paired_bootstrap_matches_a_naive_loop():
         keep = [i for i in range(30) if not np.isnan(a[i])]
         d = {i: a[i] - b[i] for i in keep}
         names = sorted({str(i) for i in range(len(keep))}) if grp is None else sorted({grp[i] for i in keep})
-        members = {n: [keep[int(n)]] for n in names} if grp is None else {n: [i for i in keep if grp[i] == n] for n in names}
+        members = (
+            {n: [keep[int(n)]] for n in names}
+            if grp is None
+            else {n: [i for i in keep if grp[i] == n] for n in names}
+        )
         r = np.random.default_rng(4)
         boots = []
         for row in r.integers(0, len(names), size=(300, len(names))):

@@ -113,11 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     # model
     a("--model", "--encoder", dest="encoder", default="lite-clip",
       help="the architecture: an encoder name from patent_demo/configs/encoders.json (--encoder: deprecated alias)")  # fmt: skip
-    a(
-        "--pretrained",
-        default="default",
-        help="base weights: 'default' (registry source), a file, or a hub tag",
-    )
+    a("--pretrained", default="default", help="base weights: 'default' (registry source), a file, or a hub tag")  # fmt: skip
     a("--image-size", type=int, default=128, help="input size S of the vision tower (drawings become S x S)")
     a("--train-blocks", type=int, default=3, help="train the last N vision blocks plus the projections")
     a("--init-from", default=None,
@@ -128,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
            "deeppatent2, generated (cached frozen trunk, validated on --redbook)")  # fmt: skip
     a("--uspc", default=f"{DATA}/design_patents_2007_uspc_macaulay", help="USPC 2007 drawings folder")
     a("--deeppatent2", default=f"{DATA}/deeppatent2_techdrawfinder_samples", help="DeepPatent2 folder")
-    a("--redbook", default=f"{DATA}/impact_design_patent_samples", help="Red Book validation folder (cached feed)")
+    a("--redbook", default=f"{DATA}/impact_design_patent_samples", help="Red Book validation folder (cached feed)")  # fmt: skip
     a("--demo-figures", type=int, default=3, help="figures per generated patent in the cached feed (0: all)")
     a("--max-per-source", type=int, default=0, help="cached feed: at most N drawings of each source (0: all)")
     a("--views", type=int, default=4, help="cached feed: augmented views cached per training drawing")
@@ -138,20 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--init-projection", choices=("package", "whiten"), default="package",
       help="cached feed: the image projection's start: as created (package), or the whitening of the training "
            "drawings' pooled features (needs --train-blocks 0)")  # fmt: skip
-    a(
-        "--corpus",
-        default=None,
-        help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus",
-    )
+    a("--corpus", default=None, help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus")  # fmt: skip
     a("--demo-patents", type=int, default=400, help="patents of the generated demo corpus (without --corpus)")
     a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
     a("--demo-size", type=int, default=256, help="drawing size in pixels of the generated demo corpus")
-    a(
-        "--demo-types",
-        type=int,
-        default=None,
-        help="number of object types of the demo corpus (default: by size)",
-    )
+    a("--demo-types", type=int, default=None, help="number of object types of the demo corpus (default: by size)")  # fmt: skip
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
     a("--train-split", default="train", help="split to train on")
     a("--eval-splits", nargs="*", default=["val", "test"], help="splits evaluated before and after training")
@@ -160,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not evaluate before training (e.g. when zero-shot is known)",
     )
-    a("--eval-before", action="store_true", help="cached feed: also validate the pretrained encoder (zero_shot)")
+    a("--eval-before", action="store_true", help="cached feed: also validate the pretrained encoder (zero_shot)")  # fmt: skip
     a("--eval-sizes", type=int, nargs="*", default=[160, 224],
       help="cached feed: also validate at these input sizes (weights trained at one size apply at any)")  # fmt: skip
     a("--serve-size", type=int, default=0,
@@ -171,12 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--eval-batch-size", type=int, default=64, help="figures per batch when embedding for evaluation")
     a("--workers", type=int, default=0, help="DataLoader worker processes (0: load in the training process)")
     # loss
-    a(
-        "--loss",
-        choices=("hmcl", "cl"),
-        default="hmcl",
-        help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)",
-    )
+    a("--loss", choices=("hmcl", "cl"), default="hmcl", help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)")  # fmt: skip
     a("--pairs", choices=("views", "figures"), default="figures",
       help="a positive pair: two augmented views of one figure, or two figures of one patent")  # fmt: skip
     a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0 disables it")
@@ -198,12 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
       help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)")  # fmt: skip
     a("--label-groups", type=int, default=4, help="labelled queries added to every batch")
     a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
-    a(
-        "--label-negatives",
-        type=int,
-        default=2,
-        help="judged-not-relevant figures per labelled query in a batch",
-    )
+    a("--label-negatives", type=int, default=2, help="judged-not-relevant figures per labelled query in a batch")  # fmt: skip
     a("--allow-test-labels", action="store_true",
       help="also train on labels of test-split queries and candidates (held out by default)")  # fmt: skip
     a("--test-split", default="test", help="split whose queries and patents labels must not come from")
@@ -223,17 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice; cached feed 1)")
     # output
-    a("--out", default=None, help="parent directory of the run directory (default runs; cached feed runs/real)")
+    a("--out", default=None, help="parent directory of the run directory (default runs; cached feed runs/real)")  # fmt: skip
     a("--name", default=None, help="run name (default: built from the key hyperparameters)")
     a("--resume", action="store_true", help="continue the run in <out>/<name> from its state.pt")
     a("--stop-after-steps", type=int, default=0,
       help="end this invocation after N steps, saving checkpoint and state (for time-limited jobs; --resume continues)")  # fmt: skip
-    a(
-        "--save-every",
-        type=int,
-        default=0,
-        help="also write the checkpoint every N steps (0: only at the end)",
-    )
+    a("--save-every", type=int, default=0, help="also write the checkpoint every N steps (0: only at the end)")  # fmt: skip
     a("--log-every", type=int, default=None, help="log the loss every N steps (default 10; cached feed 25)")
     return p
 
@@ -260,7 +232,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.pretrained = parent.get("base", args.pretrained)
     args.cached = args.sources != ["corpus"]
     if args.cached and "corpus" in args.sources:
-        parser.error("--sources: corpus trains end to end; it does not mix with the cached sources " + " ".join(SOURCES))
+        parser.error(
+            "--sources: corpus trains end to end; it does not mix with the cached sources "
+            + " ".join(SOURCES)
+        )
     for key, images, cached in (("batch_patents", 24, 32), ("warmup_steps", 30, 20), ("threads", None, 1),
                                 ("out", "runs", "runs/real"), ("log_every", 10, 25)):  # fmt: skip
         if getattr(args, key) is None:

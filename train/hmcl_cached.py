@@ -267,8 +267,6 @@ def run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) -> 
         "real_validation_at": summaries_at(metrics["real_validation_at"]),
         **({"default": True} if args.default else {}),
     }
-    save_checkpoint(
-        run_dir, delta(current, base), config, metrics, ["python", "-m", "train.hmcl", *argv]
-    )
+    save_checkpoint(run_dir, delta(current, base), config, metrics, ["python", "-m", "train.hmcl", *argv])
     log.info("saved %s", run_dir)
     return 0

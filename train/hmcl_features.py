@@ -133,7 +133,6 @@ def text_tower_features(model: nn.Module, tokenizer, texts: list[str], batch_siz
     return features[inverse], (text.proj if hf else nn.Identity())
 
 
-
 # ----------------------------------------------------------------------------------------------
 # the split vision tower
 

@@ -41,7 +41,12 @@ def paired_bootstrap(
     boot = sums[draw].sum(axis=1) / counts[draw].sum(axis=1)
     tail = round(100.0 * (1.0 - level) / 2.0, 10)  # 2.5 for 95 %, exactly
     low, high = np.percentile(boot, [tail, 100.0 - tail])
-    return {"diff": float(d.mean()), "low": float(low), "high": float(high), "p_le_0": float((boot <= 0).mean())}
+    return {
+        "diff": float(d.mean()),
+        "low": float(low),
+        "high": float(high),
+        "p_le_0": float((boot <= 0).mean()),
+    }
 
 
 def interval(result: dict[str, float]) -> dict:
