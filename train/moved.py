@@ -55,7 +55,9 @@ class _MovedLoader(importlib.abc.Loader):
 
     def get_code(self, fullname: str):  # python -m train.<old>: print the new command and exit 2
         text = message(self.old)
-        return compile(f"import sys\nsys.stderr.write({text!r} + '\\n')\nsys.exit(2)\n", f"<{fullname}>", "exec")
+        return compile(
+            f"import sys\nsys.stderr.write({text!r} + '\\n')\nsys.exit(2)\n", f"<{fullname}>", "exec"
+        )
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):
