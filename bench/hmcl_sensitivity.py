@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from patent_demo.hierarchy import HMCLWeights  # noqa: E402
-from train.tables import mean_std  # noqa: E402
+from train.sweep import mean_std  # noqa: E402
 
 log = logging.getLogger("bench.hmcl_sensitivity")
 CENTRE = {"s_s": HMCLWeights().s_s, "s_m": HMCLWeights().s_m, "lambda": 0.2, "tau": 0.1}

@@ -1,4 +1,4 @@
-"""``train.sweep`` (the one runner of both models) and ``train.tables``: mean ± std and bootstrap tables, a
+"""``train.sweep`` (the one runner of both models): mean ± std and bootstrap tables, a
 tiny end-to-end HMCL sweep through the entry point (runs reused on a second call), the DSSDNet ladder's
 aggregation, and the earlier command names failing with the one to type."""
 
@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from patent_demo import checkpoint
-from train import sweep, tables
+from train import sweep
 from train.moved import MOVED
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_mean_std_and_the_end_to_end_table():
-    assert tables.mean_std([1.0, 2.0, 3.0]) == (2.0, 1.0)
-    assert tables.mean_std([0.5, None, float("nan")]) == (0.5, 0.0)
-    assert all(math.isnan(x) for x in tables.mean_std([None]))
+    assert sweep.mean_std([1.0, 2.0, 3.0]) == (2.0, 1.0)
+    assert sweep.mean_std([0.5, None, float("nan")]) == (0.5, 0.0)
+    assert all(math.isnan(x) for x in sweep.mean_std([None]))
     results = {
         "cl": {"cl-s0": {"metrics": {"patent_map": 0.25}, "silhouette": 0.1},
                "cl-s1": {"metrics": {"patent_map": 0.75}, "silhouette": None}},
@@ -52,7 +52,7 @@ def test_cached_summary_bootstraps_seed_means_against_the_reference():
         "zero-shot-224": {"zero-shot-224": result(1.0)},
         "hmcl": {"hmcl-s0": result(1.0), "hmcl-s1": result(2.0)},
     }
-    summary = tables.summarise_against(results, "zero-shot-224", cols, 200)
+    summary = sweep.summarise_against(results, "zero-shot-224", cols, 200)
     assert summary["zero-shot-224"]["bootstrap"] == {}
     h = summary["hmcl"]
     assert h["n"] == 2 and h["runs"] == ["hmcl-s0", "hmcl-s1"]
@@ -80,21 +80,21 @@ def test_tiny_hmcl_sweep_writes_and_reuses(tmp_path):
 
 
 def test_dssdnet_ladder_aggregates_finished_runs(tmp_path):
-    from train.sweep_variants import dssdnet_aggregate, dssdnet_markdown, dssdnet_run_dir
+    from train.dssdnet_report import ladder_aggregate, ladder_markdown, ladder_run_dir
 
     for seed, r in ((0, 0.4), (1, 0.6)):
-        d = dssdnet_run_dir(tmp_path, "demo", "dssdnet", seed)
+        d = ladder_run_dir(tmp_path, "demo", "dssdnet", seed)
         d.mkdir(parents=True)
         checkpoint.write_json(d / checkpoint.CONFIG, {"kind": "dssdnet"})
         after = {f"{m}@10": r for m in ("recall", "map", "map_retrieved", "ndcg")}
         checkpoint.write_json(d / checkpoint.METRICS, {"after": after, "bm25": {k: 0.3 for k in after},
                                                        "evaluation": {"queries": 5, "library": 9}})  # fmt: skip
         (d / checkpoint.COMMAND).write_text(f"python -m train.dssdnet --seed {seed}\n")
-    result = dssdnet_aggregate(tmp_path, ["demo"], ["bert_c", "dssdnet"], [0, 1])
+    result = ladder_aggregate(tmp_path, ["demo"], ["bert_c", "dssdnet"], [0, 1])
     agg = result["demo"]["variants"]["dssdnet"]["recall@10"]
     assert agg[0] == pytest.approx(0.5) and agg[1] == pytest.approx(math.sqrt(0.02))
     assert "bert_c" not in result["demo"]["variants"]
-    md = dssdnet_markdown(result, [0, 1])
+    md = ladder_markdown(result, [0, 1])
     assert "| BM25 | 0.300 |" in md and "| DSSDNet | 0.500 ± 0.141 |" in md
     table = tmp_path / "ladder"
     table.with_suffix(".md").write_text("old\n<!-- notes -->\nkept notes\n")

@@ -10,9 +10,9 @@
 Every run is one ``train.hmcl`` / ``train.dssdnet`` call: a variant's flags on top of the config (or the
 dataset's data options), then whatever follows ``--``. A run whose directory already holds final metrics is
 reused, so an interrupted sweep is finished by running the same command again. ``--table PREFIX`` writes
-``PREFIX.md`` and ``PREFIX.json`` (``train.tables``): mean ± std over seeds (sample std).
+``PREFIX.md`` and ``PREFIX.json``: mean ± std over seeds (sample std).
 
-**hmcl**: the config's feed picks the variants (``train.sweep_variants``). End to end on a corpus: each run
+**hmcl**: the config's feed picks the variants (``IMAGES`` or ``CACHED``). End to end on a corpus: each run
 evaluated on ``--split`` (true labels); ``--redbook DIR`` also evaluates every run on Red Book pages (every
 page against all others) for a second table. Cached real drawings: every run validated on the Red Book pages
 at its training size and, as rows ``<variant>@<size>``, at each of ``--sizes``; micro (pages) and macro
@@ -28,29 +28,95 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from train.sweep_variants import (
-    CACHED,
-    CACHED_COLUMNS,
-    CACHED_UNSEEDED,
-    DSSDNET_DATASETS,
-    DSSDNET_VARIANTS,
-    IMAGE_COLUMNS,
-    IMAGES,
-    dssdnet_aggregate,
-    dssdnet_finished,
-    dssdnet_markdown,
-    dssdnet_run_dir,
-    run_settings,
+import numpy as np
+
+from patent_demo.drawing.transforms import SCAN_CHOICES
+from patent_demo.metrics import paired_bootstrap
+from train.dssdnet_report import (
+    LADDER_DATASETS,
+    LADDER_VARIANTS,
+    ladder_aggregate,
+    ladder_finished,
+    ladder_markdown,
+    ladder_run_dir,
 )
-from train.tables import cell, interval_cell, markdown_table, seed_stats, summarise_against, write_table
 
 log = logging.getLogger("train.sweep")
 NOTES_MARK = "<!-- notes -->"
+
+# -- the variants: train.hmcl flags on top of the config -------------------------------------------------------
+# IMAGES: end to end on a corpus (train/configs/hmcl-lite.json): zero-shot (no training, no seed), cl (Eq. 1, no
+# text), hmcl (Eqs. 2-4, no text), hmcl-text (plus Eq. 5), hmcl-shuffled (labels permuted, no text).
+# CACHED: cached real and generated drawings (train/configs/hmcl-real.json): zero-shot at three sizes, the
+# whitened projection (no training), CL, HMCL, HMCL + text, the shuffled control, other sizes, scan-like
+# augmentations, one kind of training drawings, the package projection init.
+IMAGES: dict[str, list[str]] = {
+    "zero-shot": [],
+    "cl": ["--loss", "cl", "--text-weight", "0"],
+    "hmcl": ["--loss", "hmcl", "--text-weight", "0"],
+    "hmcl-text": ["--loss", "hmcl"],
+    "hmcl-shuffled": ["--loss", "hmcl", "--text-weight", "0", "--shuffle-labels"],
+}
+IMAGE_COLUMNS = (
+    "patent_map", "patent_ndcg@10", "subclass_map", "subclass_ndcg@10", "main_map", "main_ndcg@10",
+    "hier_ndcg@10", "silhouette",
+)  # fmt: skip
+
+
+CACHED: dict[str, list[str]] = {
+    "zero-shot-128": ["--steps", "0", "--image-size", "128", "--init-projection", "package"],
+    "zero-shot-160": ["--steps", "0", "--image-size", "160", "--init-projection", "package"],
+    "zero-shot-224": ["--steps", "0", "--image-size", "224", "--init-projection", "package"],
+    "whitened": ["--steps", "0", "--init-projection", "whiten"],
+    "whitened-real-only": ["--steps", "0", "--init-projection", "whiten", "--sources", "uspc", "deeppatent2"],
+    "whitened-scan-all": ["--steps", "0", "--init-projection", "whiten", "--scan", "all"],
+    "cl": ["--loss", "cl", "--text-weight", "0"],
+    "hmcl": ["--loss", "hmcl", "--text-weight", "0"],
+    "hmcl-text": ["--loss", "hmcl"],
+    "hmcl-shuffled": ["--loss", "hmcl", "--shuffle-labels"],
+    "hmcl-text-160": ["--loss", "hmcl", "--image-size", "160", "--views", "2"],
+    "hmcl-text-224": ["--loss", "hmcl", "--image-size", "224", "--views", "2"],
+    "hmcl-text-real-only": ["--loss", "hmcl", "--sources", "uspc", "deeppatent2"],
+    "hmcl-text-generated-only": ["--loss", "hmcl", "--sources", "generated"],
+    "hmcl-text-package-init": ["--loss", "hmcl", "--init-projection", "package", "--lr", "3e-4"],
+    "cl-package-init": ["--loss", "cl", "--text-weight", "0", "--init-projection", "package", "--lr", "3e-4"],
+    "hmcl-text-scan-all": ["--loss", "hmcl", "--scan", "all"],
+    **{f"hmcl-text-scan-{c}": ["--loss", "hmcl", "--scan", c] for c in SCAN_CHOICES},
+}
+CACHED_UNSEEDED = (
+    "zero-shot-128",
+    "zero-shot-160",
+    "zero-shot-224",
+    "whitened",
+    "whitened-real-only",
+    "whitened-scan-all",
+)
+CACHED_COLUMNS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
+
+
+def run_settings(train: dict) -> str:
+    """The settings that tell single runs apart, from a run's ``config.json`` ``train`` section."""
+    if not train:
+        return ""
+    parts = ["no training" if train.get("steps") == 0 else train.get("loss", "?")]
+    parts.append(f"init {train.get('init_projection', 'package')}")
+    if train.get("steps"):
+        parts += [f"lr {train['lr']:g}", f"{train['steps']} steps", f"{train.get('train_blocks')} blocks",
+                  f"λ {train['text_weight']:g}", f"τ {train['tau']:g}"]  # fmt: skip
+        if train.get("loss") == "hmcl":
+            parts.append("w " + "/".join(f"{w:g}" for w in train["weights"]))
+        if train.get("subclass_fraction") != 0.5:
+            parts.append(f"subclass share {train['subclass_fraction']:g}")
+    parts.append("+".join(train.get("sources", [])))
+    if train.get("scan"):
+        parts.append("scan " + "+".join(train["scan"]))
+    return ", ".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,12 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("extra", nargs=argparse.REMAINDER, help="after '--': flags passed to every train.hmcl run")
     d = sub.add_parser("dssdnet", help="train.dssdnet ablation ladder x seeds")
     a = d.add_argument
-    a("--datasets", nargs="+", default=["demo"], choices=sorted(DSSDNET_DATASETS), help="datasets to run")
+    a("--datasets", nargs="+", default=["demo"], choices=sorted(LADDER_DATASETS), help="datasets to run")
     a(
         "--variants",
         nargs="+",
-        default=DSSDNET_VARIANTS,
-        choices=DSSDNET_VARIANTS,
+        default=LADDER_VARIANTS,
+        choices=LADDER_VARIANTS,
         help="variants of the ladder",
     )
     a("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds")
@@ -103,6 +169,96 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extra(args) -> list[str]:
     return args.extra[1:] if args.extra[:1] == ["--"] else [a for a in args.extra if a != "--"]
+
+
+# -- tables: mean ± std over seeds (sample std), bootstraps against a reference, markdown + JSON ---------------
+def mean_std(values: Sequence[float | None]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; 0 for one value); NaN for no values (None and NaN skipped)."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return float("nan"), float("nan")
+    m = math.fsum(vals) / len(vals)
+    if len(vals) == 1:
+        return m, 0.0
+    return m, math.sqrt(math.fsum((v - m) ** 2 for v in vals) / (len(vals) - 1))
+
+
+def cell(m: float, s: float | None = None) -> str:
+    """``m ± s`` at three decimals (``m`` alone without ``s``); ``n/a`` for NaN."""
+    if m is None or math.isnan(m):
+        return "n/a"
+    return f"{m:.3f}" if s is None else f"{m:.3f} ± {s:.3f}"
+
+
+def interval_cell(b: dict | None) -> str:
+    """A bootstrap result as ``+d [+low, +high]`` (``—`` when there is none)."""
+    return "—" if not b else f"{b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:
+    """A markdown table (with ``caption`` and a blank line above it when given)."""
+    lines = [caption, ""] if caption else []
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(prefix: str | Path, markdown: str, payload) -> Path:
+    """``<prefix>.md`` and ``<prefix>.json`` (sorted keys, one space indent); returns the prefix path."""
+    table = Path(prefix)
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    table.with_suffix(".json").write_text(
+        json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return table
+
+
+def seed_stats(rows: Sequence[dict], columns: Sequence[str]) -> dict:
+    """``{"n", "mean": {col}, "std": {col}}`` of the rows (one dict of column values per seed)."""
+    stats = {col: mean_std([row.get(col) for row in rows]) for col in columns}
+    return {
+        "n": len(rows),
+        "mean": {c: s[0] for c, s in stats.items()},
+        "std": {c: s[1] for c, s in stats.items()},
+    }
+
+
+def seed_mean(runs: dict[str, dict], columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per-query scores (``per_query``) averaged over a variant's seeds (NaN where undefined)."""
+    out = {}
+    for col in columns:
+        stack = np.asarray(
+            [[np.nan if v is None else v for v in r["per_query"][col]] for r in runs.values()], dtype=float
+        )
+        out[col] = np.nanmean(stack, axis=0) if stack.size else stack
+    return out
+
+
+def summarise_against(results: dict[str, dict[str, dict]], reference: str, columns: Sequence[str],
+                      n_boot: int) -> dict:  # fmt: skip
+    """``{variant: {"runs", "n", "mean", "std", "macro_mean", "macro_std", "bootstrap"}}`` of evaluations
+    with ``metrics``, ``macro``, ``per_query`` and ``query_patents``: mean ± std over seeds of the micro and
+    macro means, and a paired cluster bootstrap (patents resampled) of each variant's seed-averaged
+    per-query scores against ``reference``'s."""
+    ref = results.get(reference, {})
+    ref_pq = seed_mean(ref, columns) if ref else None
+    out = {}
+    for variant, runs in results.items():
+        if not runs:
+            continue
+        rows = list(runs.values())
+        micro = seed_stats([r["metrics"] for r in rows], columns)
+        macro = seed_stats([r["macro"] for r in rows], columns)
+        entry: dict = {"runs": sorted(runs), "n": len(rows), "mean": micro["mean"], "std": micro["std"],
+                       "macro_mean": macro["mean"], "macro_std": macro["std"], "bootstrap": {}}  # fmt: skip
+        if ref_pq is not None and variant != reference:
+            pq, groups = seed_mean(runs, columns), rows[0]["query_patents"]
+            entry["bootstrap"] = {
+                c: paired_bootstrap(pq[c], ref_pq[c], groups, n_boot, seed=0) for c in columns
+            }
+        out[variant] = entry
+    return out
 
 
 # -- hmcl ----------------------------------------------------------------------------------------------------
@@ -319,12 +475,12 @@ def main_dssdnet(args, command: str) -> int:
     extra, out = _extra(args), Path(args.out)
 
     def write() -> dict:
-        result = dssdnet_aggregate(out, args.datasets, args.variants, args.seeds)
+        result = ladder_aggregate(out, args.datasets, args.variants, args.seeds)
         if args.table:
             path = Path(args.table).with_suffix(".md")
             notes = path.read_text(encoding="utf-8").split(NOTES_MARK, 1)[1] if path.is_file() and NOTES_MARK in path.read_text(encoding="utf-8") else ""  # fmt: skip
             text = "# DSSDNet ablation: BM25 vs BERT(C) vs DS_SD vs DS_SD_MR vs DSSDNet\n\n"
-            text += f"Produced by:\n\n```\n{command}\n```\n\n" + dssdnet_markdown(result, args.seeds)
+            text += f"Produced by:\n\n```\n{command}\n```\n\n" + ladder_markdown(result, args.seeds)
             text += f"\n{NOTES_MARK}{notes or chr(10)}"
             payload = {"datasets": result, "seeds": args.seeds, "runner_command": command}
             write_table(args.table, text, payload)
@@ -334,11 +490,11 @@ def main_dssdnet(args, command: str) -> int:
         for ds in args.datasets:
             for seed in args.seeds:
                 for v in args.variants:
-                    path = dssdnet_run_dir(out, ds, v, seed)
-                    if dssdnet_finished(path):
+                    path = ladder_run_dir(out, ds, v, seed)
+                    if ladder_finished(path):
                         log.info("[sweep] %s: done, skipped", path)
                         continue
-                    run_args = [*DSSDNET_DATASETS[ds], "--variant", v, "--seed", str(seed), "--out", str(path),
+                    run_args = [*LADDER_DATASETS[ds], "--variant", v, "--seed", str(seed), "--out", str(path),
                                 "--no-eval-before", *extra]  # fmt: skip
                     log.info("[sweep] %s", shlex.join(run_args))
                     t0 = time.perf_counter()
