@@ -8,6 +8,7 @@
 * ``python -m patent_demo.metrics RUN QRELS --k 100 200 400`` scores a TREC run file (``cli``).
 """
 
+from patent_demo.metrics.bootstrap import paired_bootstrap
 from patent_demo.metrics.drawing import (
     LEVELS,
     DrawingEval,
@@ -17,7 +18,6 @@ from patent_demo.metrics.drawing import (
     macro_means,
     silhouette_by_subclass,
 )
-from patent_demo.metrics.bootstrap import paired_bootstrap
 from patent_demo.metrics.text import (
     DEFAULT_KS,
     TEXT_METRICS,
