@@ -1,4 +1,4 @@
-"""Cross-scheme transfer: every head ``train.hmcl_uspc`` trained on the USPC train split (``--save-heads``),
+"""Cross-scheme transfer: every head ``train.hmcl_heads`` trained on the USPC train split (``--save-heads``),
 scored on the Red Book validation pages (Locarno), every page against all others, beside zero-shot.
 
     python bench/bench_heads_redbook.py --heads runs/heads --json docs/bench/heads_redbook.json

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from patent_demo.hierarchy import HMCLWeights  # noqa: E402
-from train.hmcl_real_runner import mean_std  # noqa: E402
+from train.sweep import mean_std  # noqa: E402
 
 log = logging.getLogger("bench.hmcl_sensitivity")
 CENTRE = {"s_s": HMCLWeights().s_s, "s_m": HMCLWeights().s_m, "lambda": 0.2, "tau": 0.1}
@@ -45,7 +45,7 @@ def points() -> list[tuple[str, float, dict]]:
 
 def run(config: str, out: Path, param: str, value: float, point: dict, seed: int, steps: int,
         sizes: list[int], size: int | None) -> dict:  # fmt: skip
-    from train import hmcl_real
+    from train import hmcl
 
     label = "centre" if param == "centre" else f"{param}{value:g}"
     name = f"sweep-{label}-{steps}st-s{seed}"
@@ -53,7 +53,7 @@ def run(config: str, out: Path, param: str, value: float, point: dict, seed: int
     if not (path.is_file() and "real_validation" in json.loads(path.read_text())):
         argv = ["--config", config, *flags(point), "--steps", str(steps), "--seed", str(seed), "--out", str(out),
                 "--name", name, "--eval-sizes", *map(str, sizes)]  # fmt: skip
-        if hmcl_real.main(argv) != 0:
+        if hmcl.main(argv) != 0:
             raise RuntimeError(f"run {name} failed")
     metrics = json.loads(path.read_text())
     return metrics["real_validation_at"][str(size)] if size else metrics["real_validation"]

@@ -12,7 +12,7 @@ import torch
 from patent_demo.checkpoint import load_config, load_metrics, load_train_state, load_weights
 from patent_demo.drawing.finetune import load_hmcl_checkpoint, set_trainable, vision_blocks
 from train import evaluate as evaluate_script
-from train import hmcl, hmcl_data
+from train import hmcl, hmcl_features, hmcl_sources
 
 LEVEL_KEYS = {"patent_map", "subclass_map", "main_map", "patent_ndcg@10", "subclass_ndcg@10", "main_ndcg@10"}
 
@@ -129,7 +129,7 @@ def test_loaded_model_blocks_and_text_features(runs):
 
     tok = get_tokenizer("lite-clip")
     texts = ["Chair. A chair with four legs", "Lamp"]
-    feats, proj = hmcl_data.text_tower_features(model, tok, texts)
+    feats, proj = hmcl_features.text_tower_features(model, tok, texts)
     with torch.no_grad():
         want = model.encode_text(tok(texts))
         assert torch.allclose(proj(feats), want, atol=1e-5, rtol=0)
@@ -137,11 +137,11 @@ def test_loaded_model_blocks_and_text_features(runs):
 
 def test_shuffle_labels_keeps_class_sizes():
     labels = ["06-01"] * 5 + ["06-02"] * 3 + ["07-01"] * 2
-    shuffled = hmcl_data.shuffle_labels(labels, seed=3)
+    shuffled = hmcl_sources.shuffle_labels(labels, seed=3)
     assert Counter(shuffled) == Counter(labels)
     assert shuffled != labels
-    assert shuffled == hmcl_data.shuffle_labels(labels, seed=3)
-    assert shuffled != hmcl_data.shuffle_labels(labels, seed=4)
+    assert shuffled == hmcl_sources.shuffle_labels(labels, seed=3)
+    assert shuffled != hmcl_sources.shuffle_labels(labels, seed=4)
 
 
 def test_lr_schedule_warmup_then_cosine():
@@ -160,19 +160,3 @@ def test_config_file_and_overrides(tmp_path):
     cfg.write_text(json.dumps({"stepz": 7}))
     with pytest.raises(SystemExit):
         hmcl.parse_args(["--config", str(cfg)])
-
-
-def test_runner_mean_std_and_table():
-    from train import hmcl_runner
-
-    assert hmcl_runner.mean_std([1.0, 2.0, 3.0]) == (2.0, 1.0)
-    assert hmcl_runner.mean_std([0.5, None, float("nan")]) == (0.5, 0.0)
-    results = {
-        "cl": {"cl-s0": {"metrics": {"patent_map": 0.25}, "silhouette": 0.1},
-               "cl-s1": {"metrics": {"patent_map": 0.75}, "silhouette": None}},
-    }  # fmt: skip
-    summary = hmcl_runner.summarise(results)
-    assert summary["cl"]["n"] == 2 and summary["cl"]["mean"]["patent_map"] == 0.5
-    assert summary["cl"]["std"]["patent_map"] == pytest.approx(math.sqrt(0.125), abs=1e-15)
-    row = hmcl_runner.format_table(summary, "caption").splitlines()[-1]
-    assert row.startswith("| cl | 2 | 0.500 ± 0.354 | n/a |") and row.endswith("| 0.100 ± 0.000 |")

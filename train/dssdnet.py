@@ -16,7 +16,8 @@ Examples::
 Training follows the article (AdamW, lr 2e-5, weight decay 5e-4, dropout 0.1, batch 64, early
 stopping on the validation loss). Only the heads and the top ``--train-layers`` encoder layers
 train; the checkpoint stores those parameters only (a delta on the base weights); on one process the
-frozen layers' outputs are cached (``train/dssdnet_cache.py``). Evaluation runs before and after
+frozen layers' outputs are cached (``train/dssdnet_cache.py``); the data sources (the public pair TSV,
+the app's exported labels, a text corpus with citations or qrels) are ``train/dssdnet_data.py``. Evaluation runs before and after
 training: BM25 top ``--k-first`` for the queries of each ``--eval-split``, the first ``--k-rerank``
 re-ranked, Recall/MAP/PRES/nDCG at ``--ks`` (``patent_demo.metrics.evaluate_run``); for a pair
 source, BM25 over each query's own candidates against the re-ranked candidates.
@@ -40,9 +41,9 @@ import torch
 
 from patent_demo import checkpoint
 from patent_demo.losses.dssdnet import DEFAULT_ALPHA, VARIANTS, DSSDNetLoss, domain_alpha
+from patent_demo.text.evaluate import MAP_DEFINITIONS
 from patent_demo.text.reranker import Reranker, create_reranker, load_config
 from train import dssdnet_data as data
-from train import dssdnet_eval
 from train.dssdnet_args import VARIANT_CHOICES, build_parser, parse_args
 from train.dssdnet_cache import CachedReranker, FeatureCache, encoder_layers
 
@@ -292,13 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0 and eval_task is not None and state is None:
         metrics["splits"] = {s: {} for s in splits}
         for s in splits:
-            metrics["splits"][s]["bm25"], bm25_run = dssdnet_eval.evaluate(None, eval_task, args, s)
-            log.info("%-5s bm25   %s", s, dssdnet_eval.fmt(metrics["splits"][s]["bm25"]))
+            metrics["splits"][s]["bm25"], bm25_run = data.evaluate(None, eval_task, args, s)
+            log.info("%-5s bm25   %s", s, data.fmt(metrics["splits"][s]["bm25"]))
             if args.write_run:
-                dssdnet_eval.write_run(out / f"bm25.{s}.txt", bm25_run, "bm25")
+                data.write_run(out / f"bm25.{s}.txt", bm25_run, "bm25")
             if not args.no_eval_before:
-                metrics["splits"][s]["before"], _ = dssdnet_eval.evaluate(scorer, eval_task, args, s)
-                log.info("%-5s before %s", s, dssdnet_eval.fmt(metrics["splits"][s]["before"]))
+                metrics["splits"][s]["before"], _ = data.evaluate(scorer, eval_task, args, s)
+                log.info("%-5s before %s", s, data.fmt(metrics["splits"][s]["before"]))
         metrics.update({k: v for k, v in metrics["splits"][headline].items()})
 
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
@@ -394,11 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         if eval_task is not None:
             metrics.setdefault("splits", {s: {} for s in splits})
             for s in splits:
-                after, run = dssdnet_eval.evaluate(scorer, eval_task, args, s)
+                after, run = data.evaluate(scorer, eval_task, args, s)
                 metrics["splits"].setdefault(s, {})["after"] = after
-                log.info("%-5s after  %s", s, dssdnet_eval.fmt(after))
+                log.info("%-5s after  %s", s, data.fmt(after))
                 if args.write_run:
-                    dssdnet_eval.write_run(out / f"run.{s}.txt", run, run_name)
+                    data.write_run(out / f"run.{s}.txt", run, run_name)
             metrics["after"] = metrics["splits"][headline]["after"]
             if cache is not None:
                 cache.save()
@@ -406,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
             train_seconds=round(train_seconds, 1), train_cpu_seconds=round(train_cpu_seconds, 1),
             total_seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu_started, 1),
-            map_definitions=dssdnet_eval.MAP_DEFINITIONS, evaluation=dssdnet_eval.eval_description(args, eval_task, headline),
+            map_definitions=MAP_DEFINITIONS, evaluation=data.eval_description(args, eval_task, headline),
         )  # fmt: skip
         train_info = {
             "run_name": run_name, "args": vars(args), "variant": variant, "alpha": alpha, "domain_scheme": scheme,

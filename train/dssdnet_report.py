@@ -1,4 +1,5 @@
-"""BM25 vs pure DSSDNet vs the fused list on a corpus task, from finished ``train.dssdnet`` runs.
+"""DSSDNet tables from finished ``train.dssdnet`` runs: BM25 vs pure DSSDNet vs the fused list on a corpus task
+(``python -m train.dssdnet_report``), and the ablation ladder ``train.sweep dssdnet`` writes (``ladder_*``).
 
 Each run directory (one seed) must hold ``bm25.<split>.txt`` and ``run.<split>.txt`` for the
 validation and test splits (``train.dssdnet --eval-split val test --write-run``). Per seed, the BM25
@@ -29,10 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo import checkpoint
-from patent_demo.metrics import per_query_metrics
+from patent_demo.metrics import paired_bootstrap, per_query_metrics
+from patent_demo.metrics.bootstrap import interval
 from patent_demo.results import Results
 from patent_demo.text.fusion import FUSION_METRICS, fuse_run, tune_fusion_weight
 from train import dssdnet_data
+from train.dssdnet import VARIANT_FLAGS
 from train.dssdnet_args import parse_args as train_args
 
 log = logging.getLogger("train.dssdnet_report")
@@ -81,14 +84,6 @@ def split_lists(run_dir: Path, split: str, k_rerank: int) -> tuple[dict, dict]:
     return bm25, head
 
 
-def paired_bootstrap(diff: np.ndarray, n: int, seed: int = 0) -> dict:
-    """Mean of the per-query differences ``diff`` and its 95 % percentile interval over ``n`` resamples."""
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(n, len(diff)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"mean": float(diff.mean()), "ci95": [float(lo), float(hi)], "p_le_0": float((means <= 0).mean())}
-
-
 def report(run_dirs: list[Path], qrels: dict, n_boot: int) -> dict:
     ks = sorted({int(m.split("@")[1]) for m in METRICS})
     per_seed, per_query = [], {name: [] for name in LISTS}
@@ -128,7 +123,8 @@ def report(run_dirs: list[Path], qrels: dict, n_boot: int) -> dict:
         for m in METRICS:
             model = np.array([np.mean([pq[q][m] for pq in per_query[name]]) for q in qids])
             base = np.array([np.mean([pq[q][m] for pq in per_query["bm25"]]) for q in qids])
-            out["bootstrap_vs_bm25"][name][m] = paired_bootstrap(model - base, n_boot)
+            # one group per query, in sorted id order: the plain query bootstrap
+            out["bootstrap_vs_bm25"][name][m] = interval(paired_bootstrap(model, base, qids, n_boot, seed=0))
     out["per_seed"] = per_seed
     out["fusion_objective"] = list(FUSION_METRICS)
     return out
@@ -212,6 +208,111 @@ def ship(result: dict, out: Path, command: str) -> Path:
     checkpoint.write_json(out / checkpoint.METRICS, metrics)
     log.info("shipped %s as %s (BM25 weight %.2f)", src, out, best["weight"])
     return out
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1; 0 for one value) of the seeds' figures."""
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+# -- the ablation ladder of train.sweep dssdnet: BERT(C), DS_SD, DS_SD_MR, DSSDNet x seeds against BM25 -----------
+REPO = Path(__file__).resolve().parent.parent
+CS3245 = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels"
+LADDER_DATASETS = {
+    "demo": ["--demo-patents", "400"],
+    "cs3245": [
+        "--text-corpus",
+        str(CS3245 / "patsnap_docs.jsonl"),
+        "--pairs",
+        str(CS3245 / "in_corpus_citation_pairs.tsv"),
+    ],
+}
+LADDER_TITLES = {
+    "demo": "built-in corpus (400 generated design patents; Locarno subclass as the domain)",
+    "cs3245": "cs3245 PatSnap corpus (2,244 patents; citing patent -> in-corpus cited patents; IPC subclass as the domain)",
+}
+LADDER_VARIANTS = ["bert_c", "ds_sd", "ds_sd_mr", "dssdnet"]
+LADDER_METRICS = ("recall", "map", "map_retrieved", "ndcg")
+
+
+def ladder_run_dir(out: Path, dataset: str, variant: str, seed: int) -> Path:
+    return out / dataset / variant / f"seed{seed}"
+
+
+def ladder_finished(path: Path) -> bool:
+    return (path / checkpoint.CONFIG).is_file() and "after" in checkpoint.load_metrics(path)
+
+
+def ladder_aggregate(out: Path, datasets, variants, seeds) -> dict:
+    """``{dataset: {"bm25": {...}, "variants": {v: {metric: [mean, std]}}, "runs": [...], ...}}``."""
+    result = {}
+    for ds in datasets:
+        runs = {
+            v: [
+                ladder_run_dir(out, ds, v, s) for s in seeds if ladder_finished(ladder_run_dir(out, ds, v, s))
+            ]
+            for v in variants
+        }
+        done = [p for ps in runs.values() for p in ps]
+        if not done:
+            continue
+        first = checkpoint.load_metrics(done[0])
+        entry = {"bm25": first["bm25"], "evaluation": first.get("evaluation", {}), "variants": {}, "runs": {}}
+        for v, paths in runs.items():
+            if not paths:
+                continue
+            ms = [checkpoint.load_metrics(p) for p in paths]
+            keys = [k for k in ms[0]["after"] if "@" in k]
+            entry["variants"][v] = {k: list(mean_std([m["after"][k] for m in ms])) for k in keys}
+            entry["runs"][v] = [
+                {"seed": int(p.name.removeprefix("seed")), "after": m["after"], "epochs": m.get("epochs_run"),
+                 "stop_reason": m.get("stop_reason"), "train_seconds": m.get("train_seconds"), "cpu_seconds": m.get("cpu_seconds"),
+                 "command": (p / checkpoint.COMMAND).read_text(encoding="utf-8").strip()}
+                for p, m in zip(paths, ms, strict=True)
+            ]  # fmt: skip
+        result[ds] = entry
+    return result
+
+
+def _ks(entry: dict) -> list[int]:
+    return sorted({int(k.split("@")[1]) for k in entry["bm25"] if "@" in k})
+
+
+def ladder_markdown(result: dict, seeds) -> str:
+    """Tables: one per dataset and cut-off group (k <= 50 and k >= 100), rows BM25 + variants."""
+    lines = []
+    for ds, entry in result.items():
+        ev = entry["evaluation"]
+        lines += [f"### {LADDER_TITLES.get(ds, ds)}", ""]
+        lines.append(
+            f"{ev.get('queries')} test queries over {ev.get('library')} documents; BM25 top {ev.get('k_first')}, "
+            f"the first {ev.get('k_rerank')} re-ranked; mean ± std over seeds {', '.join(map(str, seeds))}."
+        )
+        lines.append("")
+        ks = _ks(entry)
+        for group in ([k for k in ks if k <= 50], [k for k in ks if k > 50]):
+            if not group:
+                continue
+            header = ["model"] + [f"{name}@{k}" for k in group for name in ("R", "MAP", "MAP†", "nDCG")]
+            lines.append("| " + " | ".join(header) + " |")
+            lines.append("|" + "---|" * len(header))
+            row = ["BM25"] + [f"{entry['bm25'][f'{m}@{k}']:.3f}" for k in group for m in LADDER_METRICS]
+            lines.append("| " + " | ".join(row) + " |")
+            for v in LADDER_VARIANTS:
+                if v not in entry["variants"]:
+                    continue
+                agg = entry["variants"][v]
+                cells = [
+                    f"{agg[f'{m}@{k}'][0]:.3f} ± {agg[f'{m}@{k}'][1]:.3f}"
+                    for k in group
+                    for m in LADDER_METRICS
+                ]
+                lines.append("| " + " | ".join([VARIANT_FLAGS[v], *cells]) + " |")
+            lines.append("")
+    lines.append(
+        "MAP: trec_eval AP@k; MAP†: the DSSDNet author's code (AP over the relevant documents retrieved in the top k)."
+    )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,30 +1,39 @@
-"""Fine-tune a drawing encoder with HMCL (Eqs. 2-5) or the plain contrastive loss (Eq. 1).
+"""Fine-tune a drawing encoder with HMCL (Eqs. 2-5) or the plain contrastive loss (Eq. 1): the one HMCL trainer.
 
 One command, CPU or CUDA (bf16 autocast), single process or ``torchrun`` DDP::
 
     python -m train.hmcl --config train/configs/hmcl-lite.json --model lite-clip --out runs
     torchrun --nproc_per_node 8 -m train.hmcl --config train/configs/hmcl-lite.json --model vit-base \\
         --train-blocks 99 --image-size 224 --batch-patents 64 --workers 8 --out runs
+    python -m train.hmcl --config train/configs/hmcl-real.json --seed 0 --out runs/real --name hmcl-text-s0
 
-The architecture is ``--model`` (an encoder config name; ``--encoder`` is a deprecated alias); the config
-file holds hyperparameter defaults only. Settings come from the config file, then the command line (``--tiny`` sits between them). A batch holds
-``P`` patents (``--batch-patents``) drawn by ``HierarchicalBatchSampler`` (several patents of one subclass
-and of one main class) and ``2P`` embeddings: two augmented views of one figure (``--pairs views``) or
-two figures of the patent, each augmented once (``--pairs figures``). The last ``--train-blocks`` blocks
-of the vision tower and the projections train; everything else, BatchNorm statistics included, stays
-frozen, and the checkpoint stores only the parameters training changed. Evaluation (mAP and nDCG@k at
-patent, subclass and main-class level) runs before and after training on ``--eval-splits``.
+The drawings come from data sources (``train.hmcl_sources``, ``--sources``):
+
+* ``corpus`` (the default): a corpus directory (``--corpus``) or the generated demo corpus, trained end to
+  end on images, evaluated (mAP and nDCG@k at patent, subclass and main-class level) before and after
+  training on ``--eval-splits``; ``--labels`` adds the app's exported examiner labels (judged positives
+  and hard negatives); DDP, ``--resume`` and ``--init-from`` apply here.
+* ``uspc``, ``deeppatent2``, ``generated`` (real and generated drawings, any mix): the frozen part of the
+  vision tower is cached per augmented view (``--views``) and every step runs only the last
+  ``--train-blocks`` blocks and the projections, so a run takes minutes on CPU; validated on every Red Book
+  page (``--redbook``) against all other pages, never trained on (``train.hmcl_cached``).
+
+Both feeds run the same step loop (``train.hmcl_loop.fit``) on the same loss module. The architecture is
+``--model`` (an encoder config name; ``--encoder`` is a deprecated alias); the config file holds
+hyperparameter defaults only. Settings come from the config file, then the command line (``--tiny`` sits
+between them). A batch holds ``P`` patents (``--batch-patents``) drawn by ``HierarchicalBatchSampler``
+(several patents of one subclass and of one main class) and ``2P`` embeddings: two augmented views of one
+figure (``--pairs views``) or two figures of the patent (``--pairs figures``; a cached single-figure patent
+gets two views of its drawing). The checkpoint stores only the parameters training changed.
 
 A run directory ``<out>/<run name>/`` holds ``model.safetensors``, ``config.json``, ``metrics.json``,
-``command.txt``, ``state.pt`` (optimiser, scheduler, step: ``--resume`` continues from it) and
-``train.log``.
+``command.txt`` and ``train.log`` (end to end also ``state.pt``: optimiser, scheduler, step).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 import time
@@ -47,21 +56,26 @@ from patent_demo.checkpoint import (
 from patent_demo.drawing.evaluate import evaluate_drawings
 from patent_demo.drawing.finetune import KIND, set_trainable
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
-from patent_demo.hierarchy import patent_hierarchy
+from patent_demo.drawing.transforms import SCAN_CHOICES
+from patent_demo.hierarchy import HMCLWeights, patent_hierarchy
 from patent_demo.losses.hmcl import hierarchical_weights
+from train import hmcl_cached
 from train.config_file import apply_config
-from train.hmcl_data import (
-    StepBatches,
-    TrainFigures,
+from train.hmcl_features import StepBatches, TrainFigures, collate, text_tower_features
+from train.hmcl_loop import (
+    Step,
     TrainModule,
-    collate,
-    load_corpus,
-    patent_text,
-    shuffle_labels,
-    text_tower_features,
+    close_logging,
+    cosine_schedule,
+    fit,
+    lr_factor,
+    make_optimizer,
+    setup_logging,
 )
+from train.hmcl_sources import DATA, SOURCES, CorpusSource, load_corpus, patent_text, shuffle_labels
 from train.labels_data import LabelBatches, label_training, lineage
 
+__all__ = ["build_parser", "lr_factor", "main", "make_optimizer", "parse_args", "run_name"]
 log = logging.getLogger("train.hmcl")
 
 # Settings of --tiny: a few steps on a tiny generated corpus with small images (tests call this).
@@ -87,7 +101,7 @@ TINY = {
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m train.hmcl",
-        description="Fine-tune a drawing encoder with HMCL or plain contrastive learning.",
+        description="Fine-tune a drawing encoder with HMCL or plain contrastive learning (the one HMCL trainer).",
     )
     a = p.add_argument
     a(
@@ -99,30 +113,32 @@ def build_parser() -> argparse.ArgumentParser:
     # model
     a("--model", "--encoder", dest="encoder", default="lite-clip",
       help="the architecture: an encoder name from patent_demo/configs/encoders.json (--encoder: deprecated alias)")  # fmt: skip
-    a(
-        "--pretrained",
-        default="default",
-        help="base weights: 'default' (registry source), a file, or a hub tag",
-    )
+    a("--pretrained", default="default", help="base weights: 'default' (registry source), a file, or a hub tag")  # fmt: skip
     a("--image-size", type=int, default=128, help="input size S of the vision tower (drawings become S x S)")
     a("--train-blocks", type=int, default=3, help="train the last N vision blocks plus the projections")
     a("--init-from", default=None,
       help="fine-tune from this HMCL checkpoint (its encoder, base weights and image size); the new one gets version + 1")  # fmt: skip
     # data
-    a(
-        "--corpus",
-        default=None,
-        help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus",
-    )
+    a("--sources", nargs="+", choices=("corpus", *SOURCES), default=["corpus"],
+      help="training drawings: corpus (--corpus or the demo corpus, end to end on images) or any of uspc, "
+           "deeppatent2, generated (cached frozen trunk, validated on --redbook)")  # fmt: skip
+    a("--uspc", default=f"{DATA}/design_patents_2007_uspc_macaulay", help="USPC 2007 drawings folder")
+    a("--deeppatent2", default=f"{DATA}/deeppatent2_techdrawfinder_samples", help="DeepPatent2 folder")
+    a("--redbook", default=f"{DATA}/impact_design_patent_samples", help="Red Book validation folder (cached feed)")  # fmt: skip
+    a("--demo-figures", type=int, default=3, help="figures per generated patent in the cached feed (0: all)")
+    a("--max-per-source", type=int, default=0, help="cached feed: at most N drawings of each source (0: all)")
+    a("--views", type=int, default=4, help="cached feed: augmented views cached per training drawing")
+    a("--scan", nargs="*", default=[], choices=[*SCAN_CHOICES, "all"],
+      help="cached feed: scan-like augmentations of the generated drawings")  # fmt: skip
+    a("--scan-prob", type=float, default=0.5, help="probability of each --scan augmentation")
+    a("--init-projection", choices=("package", "whiten"), default="package",
+      help="cached feed: the image projection's start: as created (package), or the whitening of the training "
+           "drawings' pooled features (needs --train-blocks 0)")  # fmt: skip
+    a("--corpus", default=None, help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus")  # fmt: skip
     a("--demo-patents", type=int, default=400, help="patents of the generated demo corpus (without --corpus)")
     a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
     a("--demo-size", type=int, default=256, help="drawing size in pixels of the generated demo corpus")
-    a(
-        "--demo-types",
-        type=int,
-        default=None,
-        help="number of object types of the demo corpus (default: by size)",
-    )
+    a("--demo-types", type=int, default=None, help="number of object types of the demo corpus (default: by size)")  # fmt: skip
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
     a("--train-split", default="train", help="split to train on")
     a("--eval-splits", nargs="*", default=["val", "test"], help="splits evaluated before and after training")
@@ -131,21 +147,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not evaluate before training (e.g. when zero-shot is known)",
     )
+    a("--eval-before", action="store_true", help="cached feed: also validate the pretrained encoder (zero_shot)")  # fmt: skip
+    a("--eval-sizes", type=int, nargs="*", default=[160, 224],
+      help="cached feed: also validate at these input sizes (weights trained at one size apply at any)")  # fmt: skip
+    a("--serve-size", type=int, default=0,
+      help="cached feed: input size the checkpoint is used at (one of --eval-sizes; 0: --image-size)")  # fmt: skip
+    a("--default", action="store_true",
+      help='mark the checkpoint as the app\'s default drawing model ("default": true in config.json)')  # fmt: skip
     a("--eval-k", type=int, nargs="+", default=[10], help="nDCG cut-offs of the evaluation")
     a("--eval-batch-size", type=int, default=64, help="figures per batch when embedding for evaluation")
     a("--workers", type=int, default=0, help="DataLoader worker processes (0: load in the training process)")
     # loss
-    a(
-        "--loss",
-        choices=("hmcl", "cl"),
-        default="hmcl",
-        help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)",
-    )
+    a("--loss", choices=("hmcl", "cl"), default="hmcl", help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)")  # fmt: skip
     a("--pairs", choices=("views", "figures"), default="figures",
       help="a positive pair: two augmented views of one figure, or two figures of one patent")  # fmt: skip
     a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0 disables it")
     a("--tau", type=float, default=0.1, help="temperature of the contrastive losses")
-    a("--weights", type=float, nargs=3, default=[1.0, 0.35, 0.2], metavar=("S_P", "S_S", "S_M"),
+    a("--weights", type=float, nargs=3, default=list(HMCLWeights().as_tuple()), metavar=("S_P", "S_S", "S_M"),
       help="HMCL relevance of same patent, same subclass, same main class (Eq. 2)")  # fmt: skip
     a("--shuffle-labels", action="store_true",
       help="control: permute Locarno subclasses across training patents (class sizes kept); evaluate on true labels")  # fmt: skip
@@ -162,12 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
       help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)")  # fmt: skip
     a("--label-groups", type=int, default=4, help="labelled queries added to every batch")
     a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
-    a(
-        "--label-negatives",
-        type=int,
-        default=2,
-        help="judged-not-relevant figures per labelled query in a batch",
-    )
+    a("--label-negatives", type=int, default=2, help="judged-not-relevant figures per labelled query in a batch")  # fmt: skip
     a("--allow-test-labels", action="store_true",
       help="also train on labels of test-split queries and candidates (held out by default)")  # fmt: skip
     a("--test-split", default="test", help="split whose queries and patents labels must not come from")
@@ -176,27 +189,24 @@ def build_parser() -> argparse.ArgumentParser:
     a("--seed", type=int, default=0, help="seed of sampling, augmentation and label shuffling")
     a("--steps", type=int, default=300, help="optimiser steps (ignored when --epochs is given)")
     a("--epochs", type=int, default=None, help="train for this many passes of the sampler instead of --steps")
-    a("--batch-patents", type=int, default=24, help="P patents per batch (2P embeddings), per process")
+    a("--batch-patents", type=int, default=None,
+      help="P patents per batch (2P embeddings), per process (default 24; cached feed 32)")  # fmt: skip
     a("--lr", type=float, default=3e-4, help="peak learning rate of AdamW")
     a("--weight-decay", type=float, default=0.05, help="AdamW weight decay (matrices and convolutions only)")
-    a("--warmup-steps", type=int, default=30, help="linear warm-up steps before the cosine decay")
+    a("--warmup-steps", type=int, default=None,
+      help="linear warm-up steps before the cosine decay (default 30; cached feed 20)")  # fmt: skip
     a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
     a("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this value (0: off)")
     a("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice; cached feed 1)")
     # output
-    a("--out", default="runs", help="parent directory of the run directory")
+    a("--out", default=None, help="parent directory of the run directory (default runs; cached feed runs/real)")  # fmt: skip
     a("--name", default=None, help="run name (default: built from the key hyperparameters)")
     a("--resume", action="store_true", help="continue the run in <out>/<name> from its state.pt")
     a("--stop-after-steps", type=int, default=0,
       help="end this invocation after N steps, saving checkpoint and state (for time-limited jobs; --resume continues)")  # fmt: skip
-    a(
-        "--save-every",
-        type=int,
-        default=0,
-        help="also write the checkpoint every N steps (0: only at the end)",
-    )
-    a("--log-every", type=int, default=10, help="log the loss every N steps")
+    a("--save-every", type=int, default=0, help="also write the checkpoint every N steps (0: only at the end)")  # fmt: skip
+    a("--log-every", type=int, default=None, help="log the loss every N steps (default 10; cached feed 25)")
     return p
 
 
@@ -220,8 +230,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.encoder = parent["model"]["name"]
         args.image_size = int(parent["model"].get("image_size") or args.image_size)
         args.pretrained = parent.get("base", args.pretrained)
+    args.cached = args.sources != ["corpus"]
+    if args.cached and "corpus" in args.sources:
+        parser.error(
+            "--sources: corpus trains end to end; it does not mix with the cached sources "
+            + " ".join(SOURCES)
+        )
+    for key, images, cached in (("batch_patents", 24, 32), ("warmup_steps", 30, 20), ("threads", None, 1),
+                                ("out", "runs", "runs/real"), ("log_every", 10, 25)):  # fmt: skip
+        if getattr(args, key) is None:
+            setattr(args, key, cached if args.cached else images)
+    if args.cached:
+        given = [f for f, v in (("--corpus", args.corpus), ("--labels", args.labels), ("--init-from", args.init_from),
+                                ("--resume", args.resume), ("--epochs", args.epochs)) if v]  # fmt: skip
+        if given:
+            parser.error(f"{', '.join(given)}: only with --sources corpus (the end-to-end feed)")
+        if args.views < 2:
+            parser.error("--views must be at least 2 (a single-figure patent needs two views)")
     if args.loss == "cl" and (args.weights[1] or args.weights[2]):
         args.weights = [args.weights[0], 0.0, 0.0]
+    if args.cached:
+        HMCLWeights.coerce(args.weights)
     if args.batch_patents < 2:
         parser.error("--batch-patents must be at least 2 (a contrastive batch needs negatives)")
     if args.image_size < 32:
@@ -230,7 +259,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run_name(args: argparse.Namespace) -> str:
-    """A name built from the key hyperparameters, e.g. ``hmcl-lite-clip-figures-tw0.2-tau0.1-w1_0.35_0.2-b3-128px-300st-s0``."""
+    """A name built from the key hyperparameters, e.g. ``hmcl-lite-clip-figures-tw0.2-tau0.1-w1_0.35_0.2-b3-128px-300st-s0``
+    (cached feed: ``hmcl-tw0.2-tau0.1-w1_0.35_0.2-128px-300st-s0``)."""
+    if args.cached:
+        return hmcl_cached.run_name(args)
     w = "_".join(f"{x:g}" for x in args.weights)
     parts = [args.loss, args.encoder, args.pairs, f"tw{args.text_weight:g}", f"tau{args.tau:g}"]
     if args.loss == "hmcl":
@@ -242,43 +274,7 @@ def run_name(args: argparse.Namespace) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# optimisation
-
-
-def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay from 1 to ``min_ratio`` at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def make_optimizer(module: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW; decay on matrices and convolution kernels only (not on biases, norms or the logit scale)."""
-    decay, no_decay = [], []
-    for _, p in module.named_parameters():
-        if p.requires_grad:
-            (decay if p.ndim >= 2 else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
-
-
-# ----------------------------------------------------------------------------------------------
-# the run
-
-
-def _setup_logging(run_dir: Path | None) -> list[logging.Handler]:
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    fmt = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stdout)]
-    if run_dir is not None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(run_dir / "train.log", encoding="utf-8"))
-    for h in handlers:
-        h.setFormatter(fmt)
-        log.addHandler(h)
-    return handlers
+# the run (end to end on images)
 
 
 def _device(spec: str, local_rank: int) -> torch.device:
@@ -310,6 +306,15 @@ def _brief(metrics: dict) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.cached:  # real and generated drawings through the cached frozen trunk, on the CPU
+        torch.set_num_threads(args.threads)
+        name = args.name or run_name(args)
+        run_dir = Path(args.out) / name
+        handlers = setup_logging(run_dir)
+        try:
+            return hmcl_cached.run(args, argv, name, run_dir)
+        finally:
+            close_logging(handlers)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -324,15 +329,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     name = args.name or run_name(args)
     run_dir = Path(args.out) / name
-    handlers = _setup_logging(run_dir if rank == 0 else None)
+    handlers = setup_logging(run_dir if rank == 0 else None)
     if rank != 0:  # one process reports progress; the others only warnings
         log.setLevel(logging.WARNING)
     try:
         return _train(args, argv, name, run_dir, device, rank, world)
     finally:
-        for h in handlers:
-            log.removeHandler(h)
-            h.close()
+        close_logging(handlers)
         if world > 1:
             import torch.distributed as dist
 
@@ -345,7 +348,8 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
     t_start = time.time()
     torch.manual_seed(args.seed)
     log.info("run %s on %s (world size %d)", name, device, world)
-    corpus = load_corpus(args)
+    source = CorpusSource(load_corpus(args), args.train_split)
+    corpus = source.corpus
     train_patents = [p for p in corpus.split(args.train_split) if p.figures]
     log.info(
         "corpus %s: %d patents, %d in split %r",
@@ -447,9 +451,7 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
             module, device_ids=[device.index] if device.type == "cuda" else None
         )
     optimizer = make_optimizer(module, args.lr, args.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, total, args.warmup_steps, args.min_lr_ratio)
-    )
+    scheduler = cosine_schedule(optimizer, total, args)
     if state:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -500,53 +502,39 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
         f" + {min(args.label_groups, len(labels.groups))} labelled queries" if labels is not None else "",
     )
     text_dev = text_features.to(device) if text_features is not None else None
-    step, t0, seen, last = start, time.time(), 0, {}
-    for images, fig_idx in loader:
-        b = images.shape[0]
-        pat = fig_patent_t[fig_idx]  # [B]
-        if views == 2:  # [P, 2, 3, S, S]: both views of figure i belong to patent i
-            images = images.transpose(0, 1).reshape(2 * b, *images.shape[2:])
-            pat = pat.repeat(2)
-        else:
-            images = images[:, 0]
-        images = images.to(device, non_blocking=True)
-        pat_d = pat.to(device)
-        tf = text_dev[pat_d] if text_dev is not None else None
-        extra = {}
-        if labels is not None:  # Eq. 2 weights with the examiners' judgements applied
-            s_p, s_s, s_m = args.weights
-            h = hierarchical_weights(pat, sub_of[pat], main_of[pat], s_p, s_s, s_m)
-            h, mask = labels.apply(h, pat)
-            extra = {"h": h.to(device), "negative_mask": mask.to(device)}
-            if has_text is not None:
-                extra["text_mask"] = has_text[pat].to(device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            losses = wrapped(images, pat_d, sub_of[pat].to(device), main_of[pat].to(device), tf, **extra)
-        loss = sum(losses.values())
-        if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"loss is {loss.item()} at step {step}: { ({k: v.item() for k, v in losses.items()}) }"
-            )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if args.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(
-                [p for p in module.parameters() if p.requires_grad], args.grad_clip
-            )
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        seen += images.shape[0]
-        last = {k: float(v.detach()) for k, v in losses.items()} | {"loss": float(loss.detach())}
-        if step % args.log_every == 0 or step == total:
-            rate = seen / max(time.time() - t0, 1e-9)
-            terms = " ".join(f"{k}={v:.4f}" for k, v in last.items())
-            log.info("step %d/%d %s lr=%.2e %.1f img/s", step, total, terms, scheduler.get_last_lr()[0], rate)
+
+    def steps():
+        for images, fig_idx in loader:
+            b = images.shape[0]
+            pat = fig_patent_t[fig_idx]  # [B]
+            if views == 2:  # [P, 2, 3, S, S]: both views of figure i belong to patent i
+                images = images.transpose(0, 1).reshape(2 * b, *images.shape[2:])
+                pat = pat.repeat(2)
+            else:
+                images = images[:, 0]
+            images = images.to(device, non_blocking=True)
+            pat_d = pat.to(device)
+            tf = text_dev[pat_d] if text_dev is not None else None
+            extra = {}
+            if labels is not None:  # Eq. 2 weights with the examiners' judgements applied
+                s_p, s_s, s_m = args.weights
+                h = hierarchical_weights(pat, sub_of[pat], main_of[pat], s_p, s_s, s_m)
+                h, mask = labels.apply(h, pat)
+                extra = {"h": h.to(device), "negative_mask": mask.to(device)}
+                if has_text is not None:
+                    extra["text_mask"] = has_text[pat].to(device)
+            inputs = (images, pat_d, sub_of[pat].to(device), main_of[pat].to(device), tf)
+            yield Step(inputs, extra, images.shape[0])
+
+    def after_step(step: int) -> bool:
         if args.save_every and step % args.save_every == 0 and step < total:
             save(step, final=False)
-        if args.stop_after_steps and step - start >= args.stop_after_steps and step < total:
-            break
-    train_seconds = time.time() - t0
+        return bool(args.stop_after_steps and step - start >= args.stop_after_steps and step < total)
+
+    done = fit(module, steps(), optimizer, scheduler, total=total, start=start, grad_clip=args.grad_clip,
+               log_every=args.log_every, forward=wrapped, autocast="cuda" if device.type == "cuda" else None,
+               after_step=after_step)  # fmt: skip
+    step, seen, last, train_seconds = done.step, done.seen, done.last, done.seconds
 
     if rank == 0:
         if step >= total:

@@ -1,4 +1,5 @@
-"""Write ``docs/results_hmcl_uspc.md`` from the JSON ``train.hmcl_uspc`` produced (nothing typed by hand).
+"""Write ``docs/results_hmcl_uspc.md`` from the JSON ``train.hmcl_heads`` produced (nothing typed by hand;
+results made before it was renamed record the command as ``train.hmcl_uspc``).
 
 python -m train.hmcl_uspc_report docs/results_hmcl_uspc.json --out docs/results_hmcl_uspc.md
 """
@@ -158,7 +159,7 @@ def readme_block(results: dict, models: dict, heads: dict | None = None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc_report", description=__doc__.split("\n\n")[0])
-    p.add_argument("results", help="the JSON of train.hmcl_uspc")
+    p.add_argument("results", help="the JSON of train.hmcl_heads")
     p.add_argument("--out", default="docs/results_hmcl_uspc.md", help="Markdown to write")
     p.add_argument("--readme", default=None, help="also rewrite the block between the hmcl-uspc markers here")
     p.add_argument("--checkpoints", nargs="*", default=[], help="checkpoint dirs whose recorded figures the "

@@ -6,7 +6,7 @@
   the uploaded file is a corpus figure) is in the test split or its bytes hash to a test-split figure;
   a text query when its patent is in the test split or its text is (contained in) a test patent's
   text. Judged candidates from test-split patents are dropped too (they are the test gallery).
-* :class:`LabelTraining`: the kept HMCL rows as extra training items for ``train/hmcl.py``: each
+* :class:`LabelTraining`: the kept HMCL rows as extra training items for ``train.hmcl``: each
   labelled query is a *group* (its query drawing plus judged figures from the corpus); the judgements
   become patent-pair overrides of the HMCL relevance matrix (Eq. 2): ``h = s_rel`` (grade 2) or
   ``s_partly`` (grade 1) for judged-relevant pairs, and a ``negative_mask`` entry for pairs judged not
@@ -28,6 +28,7 @@ import torch
 
 from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
 from patent_demo.drawing.imageio import file_sha256
+from train.hmcl_features import step_seed
 
 GRADE_RELEVANT, GRADE_PARTLY = 2, 1
 MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test patent's text is a leak
@@ -300,10 +301,6 @@ class LabelTraining:
         return h, mask.to(h.device)
 
 
-def _seed_of(*parts: int) -> int:
-    return int(np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1, dtype=np.uint64)[0])
-
-
 class LabelBatches:
     """``StepBatches`` with ``groups_per_step`` label groups appended to every batch.
 
@@ -339,7 +336,7 @@ class LabelBatches:
                     figs += [
                         pool[int(i)] for i in rng.choice(len(pool), size=min(k, len(pool)), replace=False)
                     ]
-        return [(f, _seed_of(self.seed, step, self.rank, 100_000 + j)) for j, f in enumerate(figs)]
+        return [(f, step_seed(self.seed, step, self.rank, 100_000 + j)) for j, f in enumerate(figs)]
 
     def __iter__(self):
         step = self.inner.start

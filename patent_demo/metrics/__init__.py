@@ -4,9 +4,11 @@
   lists against TREC qrels (DSSDNet evaluation), and the TREC run reader;
 * ``patent_demo.metrics.drawing``: mAP and nDCG@k at patent, subclass and main-class level over a
   query x gallery score matrix (HMCL evaluation), and the silhouette by subclass;
+* ``patent_demo.metrics.bootstrap``: the paired (cluster) bootstrap of two systems on the same queries;
 * ``python -m patent_demo.metrics RUN QRELS --k 100 200 400`` scores a TREC run file (``cli``).
 """
 
+from patent_demo.metrics.bootstrap import paired_bootstrap
 from patent_demo.metrics.drawing import (
     LEVELS,
     DrawingEval,
@@ -14,7 +16,6 @@ from patent_demo.metrics.drawing import (
     breakdown_by_class,
     drawing_metrics,
     macro_means,
-    paired_bootstrap,
     silhouette_by_subclass,
 )
 from patent_demo.metrics.text import (

@@ -208,43 +208,6 @@ def macro_means(per_query: Mapping[str, np.ndarray], groups: Sequence[str]) -> d
     return out
 
 
-def paired_bootstrap(
-    a: Sequence[float],
-    b: Sequence[float],
-    groups: Sequence[str] | None = None,
-    n_boot: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> dict[str, float]:
-    """Paired bootstrap of ``mean(a) - mean(b)`` over queries scored by two systems (NaN pairs dropped).
-
-    With ``groups`` (e.g. each query's patent) whole groups are resampled (a cluster bootstrap: the pages
-    of one patent are not independent queries). Returns ``{"diff", "low", "high", "p_le_0"}``: the observed
-    difference, the percentile interval at ``level`` and the share of resamples with a difference <= 0.
-    """
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"paired_bootstrap: {a.shape} and {b.shape} differ")
-    keep = ~(np.isnan(a) | np.isnan(b))
-    d = (a - b)[keep]
-    if not d.size:
-        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "p_le_0": float("nan")}
-    g = np.asarray([str(x) for x in groups])[keep] if groups is not None else np.arange(d.size).astype(str)
-    names, inverse = np.unique(g, return_inverse=True)
-    sums = np.bincount(inverse, weights=d, minlength=len(names))
-    counts = np.bincount(inverse, minlength=len(names)).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    draw = rng.integers(0, len(names), size=(n_boot, len(names)))
-    boot = sums[draw].sum(axis=1) / counts[draw].sum(axis=1)
-    alpha = (1.0 - level) / 2
-    return {
-        "diff": float(d.mean()),
-        "low": float(np.quantile(boot, alpha)),
-        "high": float(np.quantile(boot, 1 - alpha)),
-        "p_le_0": float((boot <= 0).mean()),
-    }
-
-
 def silhouette_by_subclass(
     embeddings: np.ndarray, labels: Sequence[str], sample_size: int | None = None, seed: int = 0
 ) -> tuple[float, dict[str, float]]:

@@ -1,13 +1,14 @@
-"""HMCL where real labels exist: a head on the frozen, packaged EfficientNet-Lite0 trunk, trained on the
-USPC train split of the 1,000 real 2007 design drawings (``splits/uspc2007.json``), chosen on USPC val,
-scored once on USPC test.
+"""HMCL where real labels exist: linear heads on the frozen, packaged EfficientNet-Lite0 trunk, trained on
+the USPC train split of the 1,000 real 2007 design drawings (``splits/uspc2007.json``), chosen on USPC val,
+scored once on USPC test; the variants x seeds sweep and the shipped head.
 
-    python -m train.hmcl_uspc --corpus runs/uspc2007 --out docs/results_hmcl_uspc.json \
+    python -m train.hmcl_heads --corpus runs/uspc2007 --out docs/results_hmcl_uspc.json \
         --ship checkpoints/hmcl-uspc
 
-The trunk runs once per drawing (``train.hmcl_uspc_data``: clean, mirrored and ``--views`` augmented views
-of each train drawing, cached); every variant is a linear head ``z = W x + b`` (1280 -> 256, the
-``lite-head`` encoder) on the pooled features ``x``:
+The trunk runs once per drawing (``train.hmcl_features.trunk_features``: clean, mirrored and ``--views``
+augmented views of each train drawing, cached); the trained variants run HMCL's one step loop
+(``train.hmcl_loop.fit``) on a linear head ``z = W x + b`` (1280 -> 256, the ``lite-head`` encoder) on the
+pooled features ``x``:
 
 ==================  ==========================================================================================
 ``zero-shot``       the trunk's own pooled features, nothing fitted (``lite-trunk``): the baseline
@@ -52,9 +53,11 @@ from patent_demo.losses.hmcl import (
     level_balanced_weights,
 )
 from patent_demo.metrics import paired_bootstrap
-from train.hmcl_uspc_data import trunk_features
+from train.hmcl_features import trunk_features
+from train.hmcl_loop import Step, fit
 
-log = logging.getLogger("train.hmcl_uspc")
+log = logging.getLogger("train.hmcl_heads")
+PROG = "train.hmcl_heads"
 HEAD_ENCODER = "lite-head"
 VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
             "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled")  # fmt: skip
@@ -63,7 +66,7 @@ KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_nd
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.split("\n\n")[0])
     a = p.add_argument
     a("--corpus", default=None, help="the USPC 2007 corpus built with --splits splits/uspc2007.json")
     a("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS, help="what to run")
@@ -177,21 +180,44 @@ def _score(res: dict) -> float:
 
 
 # -- training ------------------------------------------------------------------------------------------------
+class LinearHead(torch.nn.Module):
+    """``z = W x + b`` from the whitening init, with the HMCL loss of relevance ``h`` (Eq. 4) and, given a
+    text projection, the title term of Eq. 5; ``forward(x)`` returns the loss terms for ``fit``."""
+
+    def __init__(self, w0, b0, h, tau, text_proj=None, text=None, text_weight=0.0, pid=None) -> None:
+        super().__init__()
+        self.w, self.b = torch.nn.Parameter(w0.clone()), torch.nn.Parameter(b0.clone())
+        self.h, self.tau, self.text_proj, self.text, self.text_weight, self.pid = (
+            h,
+            tau,
+            text_proj,
+            text,
+            text_weight,
+            pid,
+        )
+
+    def head(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.w.detach().clone(), self.b.detach().clone()
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        z = x @ self.w.T + self.b
+        out = {"hmcl_loss": hmcl_loss(z, self.h, tau=self.tau)}
+        if self.text_proj is not None:
+            t = self.text_proj(self.text).repeat(2, 1)
+            out["text_loss"] = self.text_weight * image_text_loss(z, t, 1 / 0.07, patent_ids=self.pid)
+        return out
+
+
 def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.Tensor | None) -> dict:
     """Train one variant from the whitening init; the head at the best val step is returned."""
     g = torch.Generator().manual_seed(seed)
     w0, b0 = whitening(tr.clean, args.dim)
-    w = torch.nn.Parameter(w0.clone())
-    b = torch.nn.Parameter(b0.clone())
-    params = [w, b]
     text_proj = None
     if variant.endswith("-text"):
         text_proj = torch.nn.Linear(text.shape[1], args.dim)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             text_proj.reset_parameters()
-        params += list(text_proj.parameters())
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
     sub, main = tr.sub, tr.main
     if variant.endswith("-shuffled"):
         perm = torch.randperm(len(sub), generator=g)
@@ -205,26 +231,33 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
         h = hierarchical_weights(pid, sub.repeat(2), main.repeat(2), s_p, s_s, s_m)
     else:
         h = level_balanced_weights(pid, sub.repeat(2), main.repeat(2), s_p, s_s, s_m)
+    module = LinearHead(w0, b0, h, args.tau, text_proj, text, args.text_weight, pid)
+    params = [module.w, module.b] + (list(text_proj.parameters()) if text_proj is not None else [])
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
     pool = torch.cat([tr.clean[:, None], tr.views], dim=1)  # [n, V + 1, 1280]
     best = {"step": 0, "val": evaluate(va, (w0, b0)), "head": (w0.clone(), b0.clone())}
     curve = [(0, best["val"]["metrics"]["subclass_map"], best["val"]["metrics"]["main_map"])]
-    for step in range(1, args.steps + 1):
-        pick = torch.stack([torch.randperm(pool.shape[1], generator=g)[:2] for _ in range(n)])
-        x = torch.cat([pool[torch.arange(n), pick[:, 0]], pool[torch.arange(n), pick[:, 1]]])
-        z = x @ w.T + b
-        loss = hmcl_loss(z, h, tau=args.tau)
-        if text_proj is not None:
-            t = text_proj(text).repeat(2, 1)
-            loss = loss + args.text_weight * image_text_loss(z, t, 1 / 0.07, patent_ids=pid)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+
+    def steps():  # every train patent twice (two of its augmented views): one full batch per step
+        for _ in range(args.steps):
+            pick = torch.stack([torch.randperm(pool.shape[1], generator=g)[:2] for _ in range(n)])
+            yield Step(
+                (torch.cat([pool[torch.arange(n), pick[:, 0]], pool[torch.arange(n), pick[:, 1]]]),),
+                {},
+                2 * n,
+            )
+
+    def after_step(step: int) -> bool:
+        nonlocal best
         if step % args.eval_every == 0:
-            head = (w.detach().clone(), b.detach().clone())
+            head = module.head()
             res = evaluate(va, head)
             curve.append((step, res["metrics"]["subclass_map"], res["metrics"]["main_map"]))
             if _score(res) > _score(best["val"]):
                 best = {"step": step, "val": res, "head": head}
+        return False
+
+    fit(module, steps(), opt, total=args.steps, log_every=args.steps + 1, after_step=after_step)
     best["curve"] = curve
     return best
 
@@ -340,7 +373,7 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
     loss = "cl" if variant == "cl" else "hmcl"
     config = {"kind": "hmcl", "model": {"name": HEAD_ENCODER, "image_size": results["setup"]["image_size"]},
               "base": "default", "delta": True, "default": True, "scheme": "uspc",
-              "train": {"script": "train.hmcl_uspc", "variant": variant, "loss": loss, "seed": chosen["seed"],
+              "train": {"script": PROG, "variant": variant, "loss": loss, "seed": chosen["seed"],
                         "best_step": chosen["step"], "s_p": s_p, "s_s": 0.0 if loss == "cl" else s_s,
                         "s_m": 0.0 if loss == "cl" else s_m, "data": "USPC 2007 train split (splits/uspc2007.json)",
                         "chosen_on": "USPC val (subclass_map + main_map)", **results["setup"]["args"]},
@@ -380,11 +413,11 @@ def merge(args, argv: list[str]) -> dict:
         t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
         chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"],
                   "val": {"metrics": run_["val"]}, "test": {"metrics": run_["test"]}}  # fmt: skip
-        ship(args.ship, name, chosen, results, ["train.hmcl_uspc", *argv])
+        ship(args.ship, name, chosen, results, [PROG, *argv])
         results["shipped"] = {"dir": args.ship, "variant": name, "seed": run_["seed"], "val": run_["val"],
                               "test": run_["test"]}  # fmt: skip
     results["command"] = (
-        "python -m train.hmcl_uspc " + " ".join(argv) + " (merging: " + "; ".join(results["commands"]) + ")"
+        f"python -m {PROG} " + " ".join(argv) + " (merging: " + "; ".join(results["commands"]) + ")"
     )
     return results
 
@@ -407,13 +440,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--ship needs the test figures: run without --no-test")
     if args.ship:
         variant, chosen = choose_ship(results, args.ship_variant)
-        ship(args.ship, variant, chosen, results, ["train.hmcl_uspc", *argv])
+        ship(args.ship, variant, chosen, results, [PROG, *argv])
         results["shipped"] = {"dir": args.ship, "variant": variant, "seed": chosen["seed"],
                               "val": chosen["val"]["metrics"], "test": chosen["test"]["metrics"]}  # fmt: skip
         log.info("shipped %s seed %s to %s", variant, chosen["seed"], args.ship)
     results.pop("_heads")
     results.pop("_splits")
-    results["command"] = "python -m train.hmcl_uspc " + " ".join(argv)
+    results["command"] = f"python -m {PROG} " + " ".join(argv)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""``train.hmcl_uspc`` through its entry point on 30 real USPC drawings (64 px, 1 view, a few steps): every
+"""``train.hmcl_heads`` (linear heads on cached trunk features, the HMCL step loop) through its entry point on 30 real USPC drawings (64 px, 1 view, a few steps): every
 variant is recorded with val and test figures, and the shipped checkpoint, loaded the way the app loads
 it, embeds a drawing exactly as the head it was trained as."""
 
@@ -43,8 +43,8 @@ def uspc(tmp_path_factory):
 def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path):
     from patent_demo.drawing.encoders import encode_images
     from patent_demo.drawing.finetune import load_hmcl_checkpoint
-    from train.hmcl_uspc import main
-    from train.hmcl_uspc_data import trunk_features
+    from train.hmcl_features import trunk_features
+    from train.hmcl_heads import main
 
     out, ship, heads = tmp_path / "r.json", tmp_path / "ckpt", str(tmp_path / "heads")
     common = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
@@ -96,7 +96,7 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
     # the checkpoint describes itself and the registry lists it as a drawing model
     spec = read_checkpoint_spec(ship)
     assert spec.task == "drawing" and spec.encoder == "lite-head"
-    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl_uspc --merge")
+    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl_heads --merge")
     # loaded as the app loads it, it embeds as the trained head on the cached trunk features
     model, tf, _ = load_hmcl_checkpoint(ship)
     corpus = Corpus.load(uspc / "corpus")

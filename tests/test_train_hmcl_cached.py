@@ -1,5 +1,6 @@
-"""Training on real drawings: the USPC reader, the split tower, scan-like augmentations and a tiny run whose
-checkpoint reproduces its cached validation figures through the full model."""
+"""``train.hmcl`` on real drawings through the cached-trunk feed (``train.hmcl_cached``): the USPC source, the
+split tower, scan-like augmentations and a tiny run whose checkpoint reproduces its cached validation figures
+through the full model."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_scan_like_is_seeded_and_each_choice_acts():
 
 
 def test_uspc_items_and_shuffle():
-    from train.hmcl_real_data import shuffle_hierarchy, uspc_items
+    from train.hmcl_sources import shuffle_hierarchy, uspc_items
 
     items = uspc_items(require_shared("design_patents_2007_uspc_macaulay"))
     assert len(items) == 1000 and len({it.patent for it in items}) == 1000
@@ -62,7 +63,7 @@ def test_uspc_items_and_shuffle():
 def tower():
     from patent_demo.drawing.encoders import create_encoder
     from patent_demo.drawing.finetune import set_trainable
-    from train.hmcl_real_data import SplitTower
+    from train.hmcl_features import SplitTower
 
     model, _, _ = create_encoder("lite-clip", image_size=64)
     model.eval()
@@ -88,14 +89,14 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     from patent_demo.data.loaders.uspto import load_redbook
     from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
-    from train import hmcl_real
+    from train import hmcl, hmcl_cached
 
     out = tmp_path / "runs"
     argv = ["--image-size", "64", "--steps", "3", "--batch-patents", "4", "--views", "2", "--train-blocks", "1",
             "--max-per-source", "12", "--sources", "uspc", "deeppatent2", "--cache-dir", str(tmp_path / "cache"),
             "--out", str(out), "--name", "tiny", "--log-every", "1", "--warmup-steps", "1",
             "--eval-sizes", "80"]  # fmt: skip
-    assert hmcl_real.main(argv) == 0
+    assert hmcl.main(argv) == 0
     run = out / "tiny"
     metrics = json.loads((run / "metrics.json").read_text())
     config = json.loads((run / "config.json").read_text())
@@ -112,29 +113,48 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     full = evaluate_drawings(model, eval_tf, corpus, None, protocol="all", silhouette=False)
     for key in ("patent_map", "subclass_map", "main_map", "hier_ndcg@10"):
         assert full["metrics"][key] == pytest.approx(metrics["real_validation"]["metrics"][key], abs=1e-4)
-    assert (run / "command.txt").read_text().startswith("python -m train.hmcl_real")
+    assert (run / "command.txt").read_text().startswith("python -m train.hmcl --image-size")
     # the same weights at another input size: stored by the run, recomputed by revalidate
     at80 = config["real_validation_at"]["80"]
     assert at80["image_size"] == 80 and at80["metrics"]["patent_map"] is not None
-    again = hmcl_real.revalidate(run, [80])
+    again = hmcl_cached.revalidate(run, hmcl.parse_args(["--sources", "uspc"]), [80])
     assert again["80"]["metrics"]["patent_map"] == pytest.approx(at80["metrics"]["patent_map"], abs=1e-9)
 
 
 def test_config_rejects_architecture_keys(tmp_path):
-    from train import hmcl_real
+    from train import hmcl
 
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"model": "vit-base", "tau": 0.2}))
     with pytest.raises(SystemExit):
-        hmcl_real.parse_args(["--config", str(cfg)])
-    cfg.write_text(json.dumps({"tau": 0.2}))
-    args = hmcl_real.parse_args(["--config", str(cfg), "--encoder", "lite-clip"])
-    assert args.tau == 0.2 and args.model == "lite-clip"
+        hmcl.parse_args(["--config", str(cfg)])
+    cfg.write_text(json.dumps({"tau": 0.2, "sources": ["uspc"]}))
+    args = hmcl.parse_args(["--config", str(cfg), "--encoder", "lite-clip"])
+    assert args.tau == 0.2 and args.encoder == "lite-clip" and args.cached
+    # the cached feed's defaults are the earlier real-data command's, the end-to-end feed's its own
+    assert (args.batch_patents, args.warmup_steps, args.threads, args.out, args.log_every) == (
+        32,
+        20,
+        1,
+        "runs/real",
+        25,
+    )
+    e2e = hmcl.parse_args([])
+    assert not e2e.cached and (e2e.batch_patents, e2e.warmup_steps, e2e.out) == (24, 30, "runs")
+    real = hmcl.parse_args(["--config", "train/configs/hmcl-real.json"])
+    assert real.cached and real.sources == ["uspc", "deeppatent2", "generated"]
+    for bad in (
+        ["--sources", "corpus", "uspc"],
+        ["--sources", "uspc", "--labels", "x.jsonl"],
+        ["--sources", "uspc", "--views", "1"],
+    ):
+        with pytest.raises(SystemExit):
+            hmcl.parse_args(bad)
 
 
 def test_whitened_projection_decorrelates_the_training_features(tower):
-    from train.hmcl_real import whiten_projection
-    from train.hmcl_real_data import SplitTower
+    from train.hmcl_cached import whiten_projection
+    from train.hmcl_features import SplitTower
 
     model, _ = tower
     pooled = SplitTower(model, 0)
@@ -176,13 +196,13 @@ def test_whitened_checkpoint_served_at_another_size(tmp_path):
     from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
     from patent_demo.registry import read_checkpoint_spec
-    from train import hmcl_real
+    from train import hmcl
 
     argv = ["--image-size", "64", "--steps", "0", "--train-blocks", "0", "--init-projection", "whiten",
             "--views", "2", "--max-per-source", "150", "--sources", "uspc", "--text-weight", "0",
             "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path), "--name", "w", "--eval-sizes", "80",
             "--serve-size", "80", "--default"]  # fmt: skip
-    assert hmcl_real.main(argv) == 0
+    assert hmcl.main(argv) == 0
     run = tmp_path / "w"
     config = json.loads((run / "config.json").read_text())
     assert config["default"] is True and config["model"]["image_size"] == 80
