@@ -68,19 +68,11 @@ def text_page(src: list) -> str:
     return text_report.markdown(src[0])
 
 
-def drawing_models(metrics: list) -> dict:
-    """``{name: figures}`` for zero-shot and each shipped drawing checkpoint, as the model list shows them."""
-    from patent_demo.registry import measured_figures
-
-    return {name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
-            for name, m in zip(("zero-shot", *DRAWING_MODELS), metrics, strict=True)}  # fmt: skip
-
-
 def hmcl_uspc_results(src: list) -> str:
     from train import hmcl_uspc_report
 
     results, *metrics = src
-    return inner(hmcl_uspc_report.readme_block(results, drawing_models(metrics)), hmcl_uspc_report.START,
+    return inner(hmcl_uspc_report.readme_block(results, hmcl_uspc_report.drawing_models(("zero-shot", *DRAWING_MODELS), metrics)), hmcl_uspc_report.START,
                  hmcl_uspc_report.END)  # fmt: skip
 
 

@@ -157,13 +157,20 @@ def readme_block(results: dict, models: dict, heads: dict | None = None) -> str:
     return "\n".join([START, "", *rows, "", verdict, "", *rb, *extra, "", END])
 
 
+def drawing_models(names, metrics: list) -> dict:
+    """``{name: figures}`` for each drawing model's recorded metrics (zero-shot and the shipped checkpoints),
+    as the model list shows them: the figures the README block lists beside the head table."""
+    from patent_demo.registry import measured_figures
+
+    return {name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
+            for name, m in zip(names, metrics, strict=True)}  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc_report", description=__doc__.split("\n\n")[0])
     p.add_argument("results", help="the JSON of train.hmcl_heads")
     p.add_argument("--out", default="docs/results_hmcl_uspc.md", help="Markdown to write")
-    p.add_argument("--readme", default=None, help="also rewrite the block between the hmcl-uspc markers here")
-    p.add_argument("--checkpoints", nargs="*", default=[], help="checkpoint dirs whose recorded figures the "
-                   "README block lists beside zero-shot (patent_demo/configs/zero_shot_metrics.json)")  # fmt: skip
+    p.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # gone: scripts/figures.py writes blocks
     p.add_argument(
         "--redbook-heads", default=None, help="bench/bench_heads_redbook.py JSON: the cross-scheme table"
     )
@@ -173,20 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(results, heads)
     Path(args.out).write_text(text, encoding="utf-8")
     if args.readme:
-        from patent_demo.registry import ZERO_SHOT_METRICS, measured_figures
-
-        models = {}
-        for name, path in [("zero-shot", ZERO_SHOT_METRICS), *((Path(c).name, Path(c) / "metrics.json")
-                                                               for c in args.checkpoints)]:  # fmt: skip
-            metrics = json.loads(Path(path).read_text(encoding="utf-8")) if Path(path).is_file() else {}
-            models[name] = {
-                **measured_figures("drawing", metrics),
-                "seen": metrics.get("uspc_seen_in_training"),
-            }
-        readme = Path(args.readme).read_text(encoding="utf-8")
-        a, b = readme.index(START), readme.index(END) + len(END)
-        Path(args.readme).write_text(
-            readme[:a] + readme_block(results, models) + readme[b:], encoding="utf-8"
+        raise SystemExit(
+            "--readme is gone: python scripts/figures.py rewrites every README and docs/ block from JSON"
         )
     return 0
 

@@ -234,8 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
     p.add_argument("--json", required=True, help="the JSON to write")
     p.add_argument("--md", required=True, help="the Markdown to write")
-    p.add_argument("--readme", default=None, help="a README whose text-results block to rewrite")
+    p.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # gone: scripts/figures.py writes blocks
     args = p.parse_args(argv)
+    if args.readme:
+        raise SystemExit(
+            "--readme is gone: python scripts/figures.py rewrites every README and docs/ block from JSON"
+        )
     load = lambda f: json.loads(Path(f).read_text(encoding="utf-8"))  # noqa: E731
     r = report(load(args.untrained), [load(f) for f in args.finetuned], args.bootstrap)
     r["rerank"] = [rerank_summary(load(f), args.bootstrap) for f in args.rerank]
@@ -243,10 +247,6 @@ def main(argv: list[str] | None = None) -> int:
     r["command"] = "python -m train.text_report " + " ".join(argv if argv is not None else sys.argv[1:])
     Path(args.json).write_text(json.dumps(r, indent=1) + "\n", encoding="utf-8")
     Path(args.md).write_text(markdown(r), encoding="utf-8")
-    if args.readme:
-        text = Path(args.readme).read_text(encoding="utf-8")
-        a, b = text.index(START), text.index(END) + len(END)
-        Path(args.readme).write_text(text[:a] + readme_block(r) + text[b:], encoding="utf-8")
     print(markdown(r))
     return 0
 
