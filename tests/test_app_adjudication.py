@@ -205,7 +205,7 @@ def test_bad_adjudication_is_reported(client, served, args, message):
 
 
 def test_unknown_label_is_refused_with_a_message(client, served):
-    """A value outside the radio's choices reaches the handler (app_access.lenient), which names it."""
+    """A value outside the radio's choices reaches the handler (patent_demo.ui.access.lenient), which names it."""
     n = served[1].count()
     msg = client.predict(Q_TEXT, "D0009", "maybe", "", "dana", api_name="/adjudicate")[0]
     assert (

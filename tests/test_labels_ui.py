@@ -13,7 +13,7 @@ from tests.test_browser import browser, untick_exclusions  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CURSOR_BG = "rgb(255, 233, 168)"  # app_labelling.CURSOR_STYLE
+CURSOR_BG = "rgb(255, 233, 168)"  # patent_demo.ui.labelling.CURSOR_STYLE
 
 
 def _highlighted(page, table: str) -> list[str]:
