@@ -562,8 +562,8 @@ def test_a_party_never_adjudicates_and_identity_flags_are_checked(live):
 def test_on_a_space_with_sign_in_the_profile_decides(live):
     from types import SimpleNamespace
 
-    from patent_demo.ui.access import Identity
     from patent_demo.labels.store import LabelError
+    from patent_demo.ui.access import Identity
 
     ident = Identity(oauth=True)
     request = SimpleNamespace(username="mallory")

@@ -334,6 +334,7 @@ class Handlers:
 
     def embedding_maps(self, model_a, model_b, dims, session, progress=TRACK_TQDM):
         """PCA maps of two drawing models side by side (query and its top-k highlighted when present)."""
+        from patent_demo.analysis import embedding_map as map_data
         from patent_demo.plots import embedding_map
 
         figs = []
@@ -346,7 +347,7 @@ class Handlers:
                     hl = [r["id"] for r in session["lists"].get("hmcl", [])]
                 figs.append(
                     embedding_map(
-                        self.wb.embedding_map(model, query=q, highlight=hl, dims=3 if dims == "3-D" else 2)
+                        map_data(self.wb, model, query=q, highlight=hl, dims=3 if dims == "3-D" else 2)
                     )
                 )
             return *figs, ""
