@@ -2,9 +2,10 @@
 sheets, the whole record of a hit, side-by-side views, the search report.
 
 ``build_filters()`` and ``build_tabs()`` create the components inside ``blocks.build_demo``'s layout;
-``ExaminerHandlers`` holds their event handlers; ``wire(...)`` connects them. The core work is in
-``patent_demo.examiner``, ``patent_demo.sheet_search``, ``patent_demo.document`` and
-``patent_demo.labels.search_report``.
+``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and
+``wire_more_like_this`` connect them. The filter panel is read as one value (``FilterPanel.value``, a
+``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.examiner``,
+``patent_demo.sheet_search``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
 """
 
 from __future__ import annotations
