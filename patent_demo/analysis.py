@@ -1,6 +1,7 @@
 """What the Embedding-map and Error-analysis tabs compute over a workbench's index: the PCA map of the
 corpus drawings and the per-query error analysis under the one drawing-evaluation protocol
-(``patent_demo.drawing.evaluate``). ``Workbench.embedding_map`` / ``protocol`` / ``evaluate`` call these.
+(``Workbench.protocol``, the one drawing-evaluation protocol of ``patent_demo.drawing.evaluate``). The UI's
+tabs call these with their workbench; the workbench never imports this module.
 
 Classes are read through ``patent_demo.hierarchy.patent_hierarchy``: a patent's Locarno subclass, else its
 USPC subclass, so a USPC-coded corpus is mapped and analysed by its own classes.
@@ -10,15 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from patent_demo.data.corpus import Patent
 from patent_demo.hierarchy import patent_classes
-
-if TYPE_CHECKING:
-    from patent_demo.workbench import Workbench
+from patent_demo.workbench import Workbench
 
 
 def class_of(patent: Patent) -> str:
@@ -113,25 +111,12 @@ def embedding_map(
     }
 
 
-def protocol(wb: Workbench, split: str = "test") -> tuple[list[int], list[int]]:
-    """Query/gallery rows of the index under the one drawing-evaluation protocol
-    (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
-    query figures against its other figures, or, without a test split (or with ``split="all"``), every
-    figure against all others."""
-    from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
-
-    split, protocol = resolve_split(wb.corpus, split)
-    queries, gallery, _ = drawing_protocol(wb.corpus, split, protocol)
-    row = {f.path: i for i, (_, f) in enumerate(wb._figures())}
-    return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
-
-
 def describe_protocol(wb: Workbench, split: str = "test") -> str:
     """Which figures an evaluation of ``wb``'s corpus uses (``resolve_split``): the test split, or every
     figure against all the others when the corpus has no test split."""
     from patent_demo.drawing.evaluate import resolve_split
 
-    q_rows, g_rows = protocol(wb, split)
+    q_rows, g_rows = wb.protocol(split)
     split, kind = resolve_split(wb.corpus, split)
     if kind == "all":
         where = "every figure against all the others" + (
@@ -151,7 +136,7 @@ def evaluate(
     from patent_demo.drawing.evaluate import score_embeddings
 
     index = wb.index(model)
-    q_rows, g_rows = protocol(wb, split)
+    q_rows, g_rows = wb.protocol(split)
     if not q_rows or not g_rows or q_rows == g_rows and len(q_rows) < 2:
         raise ValueError("the evaluated patents need at least two figures in all to evaluate")
     figs = wb._figures()

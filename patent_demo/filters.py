@@ -1,5 +1,8 @@
 """Search filters: a prior-art cut-off date, classification prefixes, country, kind code, date range.
 
+A :class:`Filters` is the examiner's filter panel as one value (a ``SearchFilter`` and how the query's
+own patent is treated): the UI builds it once from its fields and the API takes it as one JSON object.
+
 A :class:`SearchFilter` decides, for each patent of a corpus, whether it may be returned. Retrieval
 takes the allowed ids (``allowed_ids``) and restricts itself to them *inside* the search (FAISS id
 selector in ``DenseIndex``, score mask in ``BM25Index``), so k hits come back whenever k allowed
@@ -278,6 +281,79 @@ class SearchFilter:
         if self.kind_code:
             parts.append("kind " + ", ".join(self.kind_code))
         return " · ".join(parts) if parts else "no filter"
+
+
+# -- the filter panel as one value ----------------------------------------------------------------------
+FILTER_TEXT_FIELDS = ("before", "classification", "country", "kind_code", "date_from", "date_to")
+FILTER_FLAGS = ("own_date", "exclude_own", "per_family")
+FILTER_KEYS = ("before", "own_date", "classification", "country", "kind_code", "date_from", "date_to",
+               "exclude_own", "per_family")  # fmt: skip
+FILTER_EXAMPLE = '{"before": "2019-06-30", "classification": "06-01", "exclude_own": true}'
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Everything the examiner's filter panel says about a search, as one value: what it may return
+    (``search``) and how the query's own patent is treated.
+
+    ``own_date``: without a typed cut-off, use the query patent's own priority / filing date;
+    ``exclude_own``: leave out the query's own patent and family (a corpus drawing or text);
+    ``per_family``: one hit per family in the text lists.
+
+    The UI and the API send it as one JSON object whose keys are ``FILTER_KEYS`` (each optional; ``{}`` or
+    ``null`` is no filter): text fields a string (the lists also a list of strings), flags ``true`` /
+    ``false``. ``from_value`` turns anything else into a ``ValueError`` that says what is wrong.
+    """
+
+    search: SearchFilter = SearchFilter()
+    own_date: bool = False
+    exclude_own: bool = False
+    per_family: bool = False
+
+    @classmethod
+    def from_value(cls, value: object) -> Filters:
+        """The filters of a request: a mapping (or its JSON text) with keys from ``FILTER_KEYS``."""
+        import json
+
+        if isinstance(value, Filters):
+            return value
+        if value is None or value == "":
+            return cls()
+        if isinstance(value, str):
+            limits.check_text(value, "the filters", 8 * limits.MAX_FILTER_CHARS)
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError(f"the filters must be a JSON object such as {FILTER_EXAMPLE}") from None
+        if not isinstance(value, Mapping):
+            raise ValueError(f"the filters must be a JSON object such as {FILTER_EXAMPLE}, "
+                             f"not {type(value).__name__}")  # fmt: skip
+        unknown = sorted(str(k)[:40] for k in value if k not in FILTER_KEYS)
+        if unknown:
+            known = ", ".join(FILTER_KEYS)
+            raise ValueError(f"unknown filter {', '.join(map(repr, unknown[:5]))}; the filters are {known}")
+        for key in FILTER_FLAGS:
+            if not isinstance(value.get(key, False), bool | None):
+                raise ValueError(f"the filter {key} must be true or false")
+        text = {}
+        for key in FILTER_TEXT_FIELDS:
+            v = "" if value.get(key) is None else value[key]
+            listed = key in ("classification", "country", "kind_code") and isinstance(v, list)
+            if not isinstance(v, str) and not (listed and all(isinstance(x, str) for x in v)):
+                raise ValueError(f"the filter {key} must be text, not {type(v).__name__}")
+            text[key] = v
+        return cls(SearchFilter.parse(**text), *(bool(value.get(k)) for k in FILTER_FLAGS))
+
+    @classmethod
+    def from_fields(cls, before="", own_date=False, classification="", country="", kind_code="", date_from="",
+                    date_to="", exclude_own=False, per_family=False) -> Filters:  # fmt: skip
+        """The filters from the panel's fields, in the order of ``FILTER_KEYS``."""
+        return cls.from_value(dict(zip(FILTER_KEYS, (before, bool(own_date), classification, country, kind_code,
+                                                     date_from, date_to, bool(exclude_own), bool(per_family)), strict=True)))  # fmt: skip
+
+    def describe(self) -> str:
+        """The status-bar line of the filters (``SearchFilter.describe``)."""
+        return self.search.describe()
 
 
 def split_prior_art(

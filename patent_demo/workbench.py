@@ -29,8 +29,6 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo import analysis
-from patent_demo.analysis import ErrorRow
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.imageio import file_sha256
@@ -556,20 +554,18 @@ class Workbench:
             for r, (pid, s) in enumerate(res, 1)
         ]
 
-    # -- embedding map ---------------------------------------------------------------------------------
-    def embedding_map(self, model: str, query: np.ndarray | None = None, highlight: Sequence[str] = (),
-                      dims: int = 2, max_points: int | None = None) -> dict:  # fmt: skip
-        """PCA map of the corpus drawings (``patent_demo.analysis.embedding_map``)."""
-        return analysis.embedding_map(self, model, query, highlight, dims, max_points)
+    # -- the evaluation protocol (the embedding map and the error analysis: ``patent_demo.analysis``) -----
+    def protocol(self, split: str = "test") -> tuple[list[int], list[int]]:
+        """Query/gallery rows of the index under the one drawing-evaluation protocol
+        (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
+        query figures against its other figures, or, without a test split (or with ``split="all"``), every
+        figure against all others."""
+        from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
 
-    # -- error analysis --------------------------------------------------------------------------------
-    def protocol(self) -> tuple[list[int], list[int]]:
-        """Query/gallery rows of the index under the one protocol (``patent_demo.analysis.protocol``)."""
-        return analysis.protocol(self)
-
-    def evaluate(self, model: str, k: int = 10) -> tuple[dict[str, float | None], list[ErrorRow]]:
-        """Metrics and per-query rows, worst first (``patent_demo.analysis.evaluate``)."""
-        return analysis.evaluate(self, model, k)
+        split, protocol = resolve_split(self.corpus, split)
+        queries, gallery, _ = drawing_protocol(self.corpus, split, protocol)
+        row = {f.path: i for i, (_, f) in enumerate(self._figures())}
+        return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
 
     def compare(
         self, figure: str, model_a: str, model_b: str, k: int = 10

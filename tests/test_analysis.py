@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patent_demo.analysis import class_of, describe_protocol, main_class_of
+from patent_demo.analysis import class_of, describe_protocol, embedding_map, evaluate, main_class_of
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.registry import ZERO_SHOT
 from patent_demo.workbench import Workbench, WorkbenchConfig
@@ -35,7 +35,7 @@ def test_error_analysis_on_a_uspc_corpus(tmp_path):
     corpus = _uspc_corpus(tmp_path / "corpus")
     wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus,
                    drawing_encoder_factory=lambda spec: PixelEncoder(), progress=False)  # fmt: skip
-    summary, rows = wb.evaluate(ZERO_SHOT, k=5)
+    summary, rows = evaluate(wb, ZERO_SHOT, k=5)
     assert summary["num_queries"] == len(rows) == 10
     assert {r.locarno for r in rows} == set(USPC.values())
     # the naive subclass AP of every row: same USPC subclass, other test figures ranked by cosine
@@ -53,7 +53,7 @@ def test_error_analysis_on_a_uspc_corpus(tmp_path):
     assert describe_protocol(wb) == (
         "the test split, one query figure per patent against the split's other figures: 10 queries, 10 gallery figures"
     )
-    m = wb.embedding_map(ZERO_SHOT, dims=2)
+    m = embedding_map(wb, ZERO_SHOT, dims=2)
     assert set(m["subclasses"]) == set(USPC.values())
     assert set(m["mains"]) == {"D6", "D7", "D26"}
 

@@ -24,7 +24,7 @@ Worked by hand (grades relevant 2, partly 1, not 0):
   d_02 = (10 - 4.5)^2 = 30.25; observed 2 * 30.25 + 2 * 12.25 = 85, expected 2 * (3*4 + 18*30.25 + 6*12.25)
   = 1260; alpha = 1 - 9 * 85 / 1260 = 0.392857.
 
-Tests: app_labelling.py, patent_demo/labels/agreement.py
+Tests: patent_demo/ui/labelling.py, patent_demo/labels/agreement.py
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def test_bad_adjudication_is_reported(client, served, args, message):
 
 
 def test_unknown_label_is_refused_with_a_message(client, served):
-    """A value outside the radio's choices reaches the handler (app_access.lenient), which names it."""
+    """A value outside the radio's choices reaches the handler (patent_demo.ui.access.lenient), which names it."""
     n = served[1].count()
     msg = client.predict(Q_TEXT, "D0009", "maybe", "", "dana", api_name="/adjudicate")[0]
     assert (

@@ -1,6 +1,6 @@
 """The app's API driven through gradio_client against a server on a free port (tiny corpus and models).
 
-Tests: app.py, app_handlers.py
+Tests: app.py, patent_demo/ui/handlers.py
 """
 
 from __future__ import annotations
@@ -142,6 +142,46 @@ def test_bm25_list_comes_first(client, server):
     assert status.startswith(f"BM25 found {len(expected)}; ") and "re-ranks the hybrid top 100" in status
     *_, status = client.predict("   ", "", "dssdnet-untrained", 5, api_name="/search_bm25")
     assert status.startswith("⚠️ the abstract is empty")
+
+
+def test_the_search_filters_travel_as_one_json_value(client, server):
+    """Every search endpoint takes the filter panel as one last parameter (``patent_demo.filters.Filters``):
+    a JSON object whose keys are ``FILTER_KEYS``; a malformed one is a message that says what is wrong."""
+    from patent_demo.filters import FILTER_KEYS, SearchFilter
+
+    _, wb, _ = server
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for name in (
+        "/search_drawing",
+        "/search_sheet",
+        "/search_bm25",
+        "/search_dense",
+        "/search_text",
+        "/search_combined",
+    ):
+        params = [p["parameter_name"] for p in endpoints[name]["parameters"]]
+        assert params[-1] == "filters" and not set(params) & {
+            "before",
+            "classification",
+            "country",
+            "date_from",
+        }, name
+    assert set(FILTER_KEYS) >= {"before", "classification", "own_date", "exclude_own", "per_family"}
+    query = "lamp with a shade and bulb"
+    wanted = SearchFilter.parse(classification="26-05")
+    out = client.predict(
+        query, "", "dssdnet-untrained", 5, "ann", {"classification": "26-05"}, api_name="/search_text"
+    )
+    assert not out[2].startswith("⚠️") and "class 26-05" in out[2], out[2]
+    assert out[1]["data"] and all(wanted.admits(wb.corpus[r[2]]) for r in out[0]["data"] + out[1]["data"])
+    for bad, message in ((["26-05"], "the filters must be a JSON object such as"),
+                         ("{before", "the filters must be a JSON object such as"),
+                         ({"cutoff": "2019-01-01"}, "unknown filter 'cutoff'; the filters are before, own_date"),
+                         ({"exclude_own": "yes"}, "the filter exclude_own must be true or false"),
+                         ({"country": 7}, "the filter country must be text, not int"),
+                         ({"before": "yesterday"}, "cut-off date 'yesterday' is not a date")):  # fmt: skip
+        status = client.predict(query, "", "dssdnet-untrained", 5, "ann", bad, api_name="/search_text")[2]
+        assert status.startswith("⚠️ ") and message in status, (bad, status)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 Screenshots go to ``test-artifacts/`` (1366x768 and 400 px phone width). Without /usr/bin/chromium the
 tests skip with a message, except under ``CI=true`` where they fail.
 
-Tests: app.py, app_handlers.py
+Tests: app.py, patent_demo/ui/handlers.py
 """
 
 from __future__ import annotations

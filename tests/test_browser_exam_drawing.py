@@ -6,7 +6,7 @@ typed in any usual form opens its record, undo puts the cursor back so the next 
 undone hit, the query's own patent is left out, the crop box crops the query, and the agreement tab's
 drawing renders. Screenshots go to ``test-artifacts/exam-*.png``.
 
-Tests: app_examiner.py, patent_demo/examiner.py
+Tests: patent_demo/ui/examiner.py, patent_demo/examiner.py
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the corpus gets no "no good match" warning while an off-topic paragraph does, qu
 table shows; the drawing tab says plainly that the corpus has no drawings. Screenshots go to
 ``test-artifacts/exam-text-*.png``.
 
-Tests: app_examiner.py, patent_demo/examiner.py
+Tests: patent_demo/ui/examiner.py, patent_demo/examiner.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ zero-shot drawing encoder and the default re-ranker. Prior-art cut-off and class
 record of a hit, side by side, a drawing sheet split into figures, highlighted text rows, and the
 search report. Screenshots go to ``test-artifacts/examiner-*.png``.
 
-Tests: app_examiner.py, patent_demo/examiner.py
+Tests: patent_demo/ui/examiner.py, patent_demo/examiner.py
 """
 
 from __future__ import annotations

@@ -55,28 +55,29 @@ def test_text_own_date_drops_the_query_patent(bench):
 
 
 def test_handlers_crop_sheet_document_report(bench):
-    import app_examiner
-    from app_handlers import Handlers
+    from patent_demo.ui.examiner import ExaminerHandlers
+    from patent_demo.ui.handlers import Handlers
+    from patent_demo.ui.inputs import cropped_query
 
     wb, store = bench
     h = Handlers(wb, store)
-    ex = app_examiner.ExaminerHandlers(wb, store)
+    ex = ExaminerHandlers(wb, store)
     path = str(wb.corpus.image_path(wb.corpus["D0002"].figures[0]))
     full = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann")
     assert full[1].startswith("4 results with") and full[3]["lists"]["hmcl"][0]["id"] == "D0002"
     # a crop (the left half) is searched instead of the file, and the stored query image is the crop
     im = Image.open(path).convert("L")
     crop = im.crop((0, 0, im.width // 2, im.height))
-    out = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, crop)
+    out = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, None, crop)
     session = out[3]
     import hashlib
 
-    cropped_bytes, was_cropped = app_examiner.cropped_query(path, crop)
+    cropped_bytes, was_cropped = cropped_query(path, crop)
     assert was_cropped and Image.open(io.BytesIO(cropped_bytes)).size == crop.size
     assert "4 results with" in out[1] and session["query_id"] != full[3]["query_id"]
     assert session["image_sha"] == hashlib.sha256(cropped_bytes).hexdigest()  # the crop is the query
     # a filter typed with a bad date is a ⚠️ message, not a stack trace
-    bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", None, None, "2021-02-30")
+    bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", {"before": "2021-02-30"})
     assert bad[1].startswith("⚠️ cut-off date '2021-02-30' is not a calendar date")
     # a sheet of two corpus drawings
     a = wb.corpus.open_image(wb.corpus["D0000"].figures[1], crop=False, square=False)
@@ -99,7 +100,7 @@ def test_handlers_crop_sheet_document_report(bench):
     from patent_demo.labels.sessions import label_from_session
 
     store.add(label_from_session(full[3], "hmcl", 1, "relevant", "ann", "", "same <b>bowl</b>"))
-    files, md, frame = ex.report(full[3]["query_id"], "", False)
+    files, md, frame = ex.report(full[3]["query_id"], {}, False)
     assert md.startswith("1 documents in the report") and files[0].endswith(".csv")
     assert "same &amp;lt;b&amp;gt;bowl" in frame  # escaped in the page, and again for srcdoc
     with open(files[0], encoding="utf-8") as fh:
@@ -124,14 +125,14 @@ def test_no_good_match_note_for_an_unrelated_drawing(bench):
 
 
 def test_combined_search_takes_the_filters(bench):
-    from app_handlers import Handlers
     from patent_demo.text.search import candidate_text
+    from patent_demo.ui.handlers import Handlers
 
     wb, store = bench
     h = Handlers(wb, store)
     path = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))
     text = candidate_text(wb.corpus["D0006"])
-    out = h.search_combined(path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", None, "", True)
+    out = h.search_combined(path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", {"own_date": True})
     status, session = out[3], out[4]
     assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in status
     for name in ("hmcl", "dssdnet", "fused"):
@@ -143,11 +144,11 @@ def test_combined_search_takes_the_filters(bench):
 def test_selecting_a_hit_opens_record_and_side_by_side(bench):
     from types import SimpleNamespace
 
-    import app_examiner
-    from app_handlers import Handlers
+    from patent_demo.ui.examiner import ExaminerHandlers
+    from patent_demo.ui.handlers import Handlers
 
     wb, store = bench
-    h, ex = Handlers(wb, store), app_examiner.ExaminerHandlers(wb, store)
+    h, ex = Handlers(wb, store), ExaminerHandlers(wb, store)
     path = str(wb.corpus.image_path(wb.corpus["D0002"].figures[0]))
     session = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann")[3]
     page, figs, pid, q, hit, caption = ex.open_drawing_hit(

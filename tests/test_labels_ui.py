@@ -2,7 +2,7 @@
 highlighted row and the label panel; grade badges; auto-advance as a visible toggle; "show unlabelled
 only"; the category resetting after each label; stale results cleared when a search fails.
 
-Tests: app_labelling.py
+Tests: patent_demo/ui/labelling.py
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.test_browser import browser, untick_exclusions  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CURSOR_BG = "rgb(255, 233, 168)"  # app_labelling.CURSOR_STYLE
+CURSOR_BG = "rgb(255, 233, 168)"  # patent_demo.ui.labelling.CURSOR_STYLE
 
 
 def _highlighted(page, table: str) -> list[str]:

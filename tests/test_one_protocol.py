@@ -1,6 +1,6 @@
 """One drawing-evaluation protocol: ``patent-demo evaluate drawings``, ``train.evaluate`` and the app's
-Error-analysis tab (``Workbench.evaluate``) score the same queries with the same figures on one real USPC
-corpus built with a committed-style split file; a split of fewer than 10 patents is warned about.
+Error-analysis tab (``patent_demo.analysis.evaluate``) score the same queries with the same figures on one real
+USPC corpus built with a committed-style split file; a split of fewer than 10 patents is warned about.
 
 Tests: patent_demo/drawing/evaluate.py
 """
@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import pytest
 
+from patent_demo import analysis
 from patent_demo.cli import main as cli_main
 from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus
@@ -65,7 +66,7 @@ def test_cli_train_evaluate_and_app_score_one_protocol(uspc, tmp_path, capsys):
     )
     wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=Corpus.load(uspc),
                    progress=False)  # fmt: skip
-    app, _ = wb.evaluate(ZERO_SHOT, k=10)
+    app, _ = analysis.evaluate(wb, ZERO_SHOT, k=10)
     cli, train = json.loads(cli_json.read_text()), json.loads(train_json.read_text())
     assert cli["split"] == train["split"] == "test" and cli["protocol"] == train["protocol"] == "all"
     assert cli["metrics"]["num_queries"] == 12

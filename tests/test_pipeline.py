@@ -14,6 +14,7 @@ import torch
 from PIL import Image, ImageDraw
 from transformers import BertConfig, BertModel, BertTokenizer
 
+from patent_demo import analysis
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import ZERO_SHOT, scan_models
@@ -273,7 +274,7 @@ def test_embedding_map_samples_and_keeps_highlight(bench):
     from sklearn.metrics import silhouette_score
 
     wb, _ = bench
-    full = wb.embedding_map(ZERO_SHOT, dims=2)
+    full = analysis.embedding_map(wb, ZERO_SHOT, dims=2)
     assert full["coords"].shape == (30, 2) and full["sampled"] == (30, 30)
     index = wb.index(ZERO_SHOT)
     labels = [wb.corpus[p].locarno for p in index.patent_ids]
@@ -281,7 +282,7 @@ def test_embedding_map_samples_and_keeps_highlight(bench):
         silhouette_score(index.embeddings, labels, metric="cosine"), abs=1e-6
     )
     q = index.embeddings[0]
-    part = wb.embedding_map(ZERO_SHOT, query=q, highlight=["D0009"], dims=3, max_points=10)
+    part = analysis.embedding_map(wb, ZERO_SHOT, query=q, highlight=["D0009"], dims=3, max_points=10)
     assert part["coords"].shape == (10, 3) and part["sampled"] == (10, 30)
     assert sum(part["highlight"]) == 3 and all(
         p == "D0009" for p, h in zip(part["patents"], part["highlight"], strict=True) if h
@@ -291,7 +292,7 @@ def test_embedding_map_samples_and_keeps_highlight(bench):
 
 def test_evaluate_worst_first(bench):
     wb, _ = bench
-    summary, rows = wb.evaluate(ZERO_SHOT, k=5)
+    summary, rows = analysis.evaluate(wb, ZERO_SHOT, k=5)
     assert len(rows) == 10 and summary["num_queries"] == 10
     assert [r.subclass_ap for r in rows] == sorted(r.subclass_ap for r in rows)
     # naive subclass AP for the worst query: gallery = other test figures, ranked by cosine
@@ -324,7 +325,7 @@ def test_error_analysis_reports_what_train_evaluate_reports(tmp_path, test_split
         corpus = Corpus.load(tmp_path / "corpus")
     wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus,
                    progress=False)  # fmt: skip
-    summary, rows = wb.evaluate(ZERO_SHOT, k=10)
+    summary, rows = analysis.evaluate(wb, ZERO_SHOT, k=10)
     out = tmp_path / "eval.json"
     assert evaluate_main(["--model", "lite-trunk", "--corpus", str(tmp_path / "corpus"), "--out", str(out),
                           "--no-silhouette"]) == 0  # fmt: skip

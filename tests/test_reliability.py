@@ -6,7 +6,7 @@ labelling) is ``bench/bench_labels_load.py``.
 The label database lives in a temporary folder outside the working directory, as ``/data`` does on a
 Space, so the export case also shows that exports are served from wherever the database is.
 
-Tests: app.py, app_access.py, patent_demo/limits.py
+Tests: app.py, patent_demo/ui/access.py, patent_demo/limits.py
 """
 
 from __future__ import annotations
@@ -138,11 +138,9 @@ def _adjudicate(query_id="txt-0000000000000000", cand="D0001", label="not", note
     return ("/adjudicate", (query_id, cand, label, note, annotator), 0)
 
 
-FILTER_FIELDS = ("before", "own", "classification", "country", "kind", "date_from", "date_to")
-
-
 def _filters(**given) -> tuple:
-    return tuple(given.get(f, False if f == "own" else "") for f in FILTER_FIELDS)
+    """The filter panel as the one JSON value every search endpoint takes last (``patent_demo.filters.Filters``)."""
+    return ({{"kind": "kind_code", "own": "own_date"}.get(k, k): v for k, v in given.items()},)
 
 
 def _searched(endpoint: str, lv, name="good.png", **filters):
@@ -151,7 +149,7 @@ def _searched(endpoint: str, lv, name="good.png", **filters):
     if endpoint == "/search_drawing":
         return endpoint, (_file(lv, name), "zero-shot", 4, True, True, "", "ann", *f), 1
     if endpoint == "/search_sheet":
-        return endpoint, (_file(lv, name), "zero-shot", 4, *f, "ann"), 1
+        return endpoint, (_file(lv, name), "zero-shot", 4, "ann", *f), 1
     if endpoint == "/search_text":
         return endpoint, (ABSTRACT, "", "dssdnet-untrained", 5, "ann", *f), 2
     if endpoint == "/search_bm25":
@@ -160,7 +158,7 @@ def _searched(endpoint: str, lv, name="good.png", **filters):
 
 
 def _sheet(lv, name="good.png", k=4, model="zero-shot"):
-    return "/search_sheet", (_file(lv, name), model, k, *_filters(), "ann"), 1
+    return "/search_sheet", (_file(lv, name), model, k, "ann", *_filters()), 1
 
 
 SEARCHES = ("/search_drawing", "/search_sheet", "/search_text", "/search_bm25", "/search_combined")
@@ -269,7 +267,7 @@ CASES += [
 ] + [(f"{api[1:]}-gray-6000-searched", None, lambda lv, api=api: _searched(api, lv, "gray-6000.png"), None)
        for api in ("/search_drawing", "/search_sheet", "/search_combined")]  # fmt: skip
 CASES += [
-    ("sheet-none", None, lambda lv: ("/search_sheet", (None, "zero-shot", 4, *_filters(), "ann"), 1),
+    ("sheet-none", None, lambda lv: ("/search_sheet", (None, "zero-shot", 4, "ann", *_filters()), 1),
      "upload a drawing sheet"),
     ("sheet-text-file", None, lambda lv: _sheet(lv, "notes.png"), "notes.png: not a readable image"),
     ("sheet-bomb", None, lambda lv: _sheet(lv, "header-100000.png"), "decompression bomb"),
@@ -300,10 +298,10 @@ CASES += [
                                                                    "", "ann"), 1), "unknown drawing model 'nope'"),
     ("text-model-unknown", None, lambda lv: ("/search_text", (ABSTRACT, "", "nope", 5, "ann"), 2),
      "unknown text model 'nope'"),
-    ("report-none", None, lambda lv: ("/search_report", (None, "", False), 1), "label some hits, press Refresh"),
-    ("report-10kB", None, lambda lv: ("/search_report", ("q" * 10_000, "", False), 1), "the query id has 10,000"),
-    ("report-unknown", None, lambda lv: ("/search_report", ("txt-nobody", "", False), 1), "no labels for query"),
-    ("report-cutoff-10kB", None, lambda lv: ("/search_report", ("txt-nobody", "2" * 10_000, False), 1),
+    ("report-none", None, lambda lv: ("/search_report", (None, {}, False), 1), "label some hits, press Refresh"),
+    ("report-10kB", None, lambda lv: ("/search_report", ("q" * 10_000, {}, False), 1), "the query id has 10,000"),
+    ("report-unknown", None, lambda lv: ("/search_report", ("txt-nobody", {}, False), 1), "no labels for query"),
+    ("report-cutoff-10kB", None, lambda lv: ("/search_report", ("txt-nobody", {"before": "2" * 10_000}, False), 1),
      "the cut-off date has 10,000 characters"),
     ("compare-none", None, lambda lv: ("/compare", (None, "zero-shot", "zero-shot"), 2), "evaluate a model first"),
     ("compare-10kB", None, lambda lv: ("/compare", ("f" * 10_000, "zero-shot", "zero-shot"), 2),
@@ -487,7 +485,7 @@ def test_exports_are_served_from_a_database_outside_the_cwd(live, client):
 def guarded(live, tmp_path_factory):
     """The same workbench behind a login: alice, bob and lead (admin), plus a shared secret."""
     import app
-    from app_labelling import Identity
+    from patent_demo.ui.access import Identity
 
     _, wb, _, _ = live
     store = LabelStore(tmp_path_factory.mktemp("guarded") / "labels.sqlite")
@@ -535,7 +533,7 @@ def test_login_decides_the_annotator_and_admins_adjudicate_and_export(guarded):
 
 
 def test_a_party_never_adjudicates_and_identity_flags_are_checked(live):
-    from app_labelling import Identity
+    from patent_demo.ui.access import Identity
 
     store = live[2]
     ident_many, ident_one = (
@@ -566,8 +564,8 @@ def test_a_party_never_adjudicates_and_identity_flags_are_checked(live):
 def test_on_a_space_with_sign_in_the_profile_decides(live):
     from types import SimpleNamespace
 
-    from app_labelling import Identity
     from patent_demo.labels.store import LabelError
+    from patent_demo.ui.access import Identity
 
     ident = Identity(oauth=True)
     request = SimpleNamespace(username="mallory")
@@ -643,13 +641,13 @@ def test_a_failed_search_clears_the_list_it_replaces(live, client, failing):
 
 # -- reports: the database outside the checkout and the temp dir (as /data), private files ---------------------
 def test_the_search_report_is_served_from_a_private_copy_and_written_0600(live, client):
-    from app_access import SERVED
+    from patent_demo.ui.access import SERVED
 
     url, _, store, _ = live
     client.predict(*_text()[1], api_name="/search_text")
     client.predict(*_label(annotator="reporter", note="same shade")[1], api_name="/label")
     qid = next(x.query_id for x in store.labels() if x.annotator == "reporter")
-    files, md, _ = client.predict(qid, "", True, api_name="/search_report")
+    files, md, _ = client.predict(qid, {}, True, api_name="/search_report")
     assert md.startswith("1 documents in the report") or "documents in the report" in md, md
     on_disk = store.path.parent / "reports"
     assert stat.S_IMODE(on_disk.stat().st_mode) == 0o700
@@ -664,7 +662,7 @@ def test_the_search_report_is_served_from_a_private_copy_and_written_0600(live, 
     # later reports replace the served copies instead of piling them up (the newest few stay for
     # concurrent downloads)
     for _ in range(SERVED.KEEP + 3):
-        client.predict(qid, "2030-01-01", False, api_name="/search_report")
+        client.predict(qid, {"before": "2030-01-01"}, False, api_name="/search_report")
     assert len(list((SERVED.root / "reports").iterdir())) == SERVED.KEEP
 
 
@@ -690,9 +688,9 @@ def test_non_admins_read_their_own_labels_only_and_admins_read_all(guarded):
         cl.predict(*_text("lamp shade bulb holder")[1], api_name="/search_text")
         assert cl.predict(*_label(label=grade, rank=2, note=note)[1], api_name="/label")[0].startswith("✓")
     qid = store.labels()[-1].query_id
-    _, md, frame = alice.predict(qid, "", True, api_name="/search_report")
+    _, md, frame = alice.predict(qid, {}, True, api_name="/search_report")
     assert "alice-secret-note" in frame and "bob-secret-note" not in frame and "bob" not in frame, md
-    _, _, frame = lead.predict(qid, "", True, api_name="/search_report")
+    _, _, frame = lead.predict(qid, {}, True, api_name="/search_report")
     assert "alice-secret-note" in frame and "bob-secret-note" in frame
     report, queue = bob.predict(api_name="/agreement")
     assert "Your own labels only" in report and "alice" not in report and queue["data"] == []
@@ -705,7 +703,7 @@ def test_the_sheet_search_takes_the_annotator_from_the_login(guarded, live):
 
     url, _ = guarded
     alice = Client(url, auth=("alice", "apw"), verbose=False)
-    out = alice.predict(*_sheet(live)[1][:-1], "mallory", api_name="/search_sheet")
+    out = alice.predict(*_sheet(live)[1][:3], "mallory", *_filters(), api_name="/search_sheet")
     assert not out[1].startswith("⚠️") and "labelled by alice" in out[-1] and "mallory" not in out[-1]
 
 
@@ -790,7 +788,8 @@ def test_the_crop_box_previews_a_large_upload_shrunk_within_the_budgets(live):
     (so a corpus drawing is still recognised), a box makes the crop the query."""
     import gradio as gr
 
-    from app_examiner import crop_box, cropped_query
+    from patent_demo.ui.examiner import crop_box
+    from patent_demo.ui.inputs import cropped_query
 
     path = str(live[3] / "gray-6000.png")
     value, cost = measured(lambda: gr.Image(type="pil").postprocess(crop_box(path, 0, 0, 100, 100)[0]))

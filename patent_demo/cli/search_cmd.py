@@ -261,7 +261,7 @@ def run_drawings(args: argparse.Namespace) -> int:
 
 # -- text -------------------------------------------------------------------------------------------------------
 def run_text(args: argparse.Namespace) -> int:
-    from patent_demo.cli.evaluate_cmd import text_run
+    from patent_demo.cli.text_lists import text_run
     from patent_demo.text.search import TextQuery
 
     corpus = load_corpus(args.corpus)
@@ -271,7 +271,7 @@ def run_text(args: argparse.Namespace) -> int:
         pairs = read_text_queries(args.queries)
     queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
                for qid, text in pairs]  # fmt: skip
-    from patent_demo.cli.evaluate_cmd import list_label, resolve_text_list
+    from patent_demo.cli.text_lists import list_label, resolve_text_list
     from patent_demo.filters import allowed_per_query, cutoff_of_queries
 
     list_name, spec = resolve_text_list(args.model, args.reranker, args.checkpoints, corpus)

@@ -14,10 +14,23 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import Protocol
 
-from patent_demo.labels.store import Label, LabelStore, write_private
+from patent_demo.labels.label import Label
+from patent_demo.labels.private import write_private
 
 EXPORT_FILES = ("qrels.txt", "hmcl.jsonl", "dssdnet.jsonl", "disputed.jsonl")
+
+
+class LabelStore(Protocol):
+    """What the exports read of a label store (``patent_demo.labels.store.LabelStore``, whose ``export_*``
+    methods call these functions): its decided, disputed and stored labels."""
+
+    def resolved(self) -> dict[tuple[str, str], Label]: ...
+
+    def disputed(self) -> list[tuple[tuple[str, str], dict[str, str]]]: ...
+
+    def labels(self, include_undone: bool = False, query_id: str | None = None) -> list[Label]: ...
 
 
 def _write_lines(path: str | os.PathLike, lines: list[str]) -> None:

@@ -29,27 +29,22 @@ import sqlite3
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 from patent_demo.labels.fields import (
     LabelError,
-    clean_codes,
     clean_id,
     clean_line,
-    clean_note,
-    clean_text,
-    preview,
 )
+from patent_demo.labels.label import CATEGORIES, GRADES, LISTS, MODALITIES, QUERY_KINDS, Label
+from patent_demo.labels.private import DIR_MODE, FILE_MODE, private_dir, write_private
 
-GRADES = {"relevant": 2, "partly": 1, "not": 0}
-CATEGORIES = ("", "X", "Y", "A")
-LISTS = ("hmcl", "bm25", "dssdnet", "fused")
-QUERY_KINDS = ("image", "text", "combined")
-MODALITIES = {"image": "drawing", "text": "text", "combined": "patent"}  # query kind -> judged pair
+__all__ = ["CATEGORIES", "DIR_MODE", "FILE_MODE", "GRADES", "LISTS", "Label", "LabelError", "LabelStore", "QUERY_KINDS",
+           "combined_query_id", "image_query_id", "text_query_id", "write_private"]  # fmt: skip
+
 SCHEMA_VERSION = 2
-FILE_MODE, DIR_MODE = 0o600, 0o700
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -85,88 +80,6 @@ V2_COLUMNS = {
 }
 
 
-@dataclass
-class Label:
-    """One judgement of one candidate shown for one query."""
-
-    annotator: str
-    query_id: str
-    query_kind: str
-    candidate_id: str
-    list_name: str
-    rank: int
-    score: float
-    label: str
-    query_text: str = ""
-    query_codes: dict = field(default_factory=dict)
-    query_image_sha: str = ""
-    query_image_file: str = ""
-    query_patent_id: str = ""
-    candidate_figure: str = ""
-    checkpoint_id: str = ""
-    category: str = ""
-    note: str = ""
-    adjudicated: bool = False
-    modality: str = ""  # filled from query_kind by check()
-    session_id: str = ""  # the app session that made it: only that session may undo it
-    idempotency_key: str = ""  # a retried request with the same key stores once
-    id: int | None = None
-    created_at: str = ""
-    undone: bool = False
-    replayed: bool = field(default=False, compare=False)  # add() found the key already stored
-
-    @property
-    def grade(self) -> int:
-        return GRADES[self.label]
-
-    def check(self) -> None:
-        """Validate every field and normalise the free text in place; raises ``LabelError``."""
-        self.annotator = clean_line(self.annotator, "annotator")
-        if not self.annotator:
-            raise LabelError("annotator is empty: enter your name (or sign in) before labelling")
-        for name in ("label", "category", "list_name", "query_kind"):
-            if not isinstance(getattr(self, name), str):
-                raise LabelError(
-                    f"{name.replace('_', ' ')} must be text, got {type(getattr(self, name)).__name__}"
-                )
-        if self.label not in GRADES:
-            raise LabelError(f"label {preview(self.label)} is not one of {sorted(GRADES)}")
-        if self.category not in CATEGORIES:
-            raise LabelError(f"category {preview(self.category)} is not one of X, Y, A or empty")
-        if self.list_name not in LISTS:
-            raise LabelError(f"list {preview(self.list_name)} is not one of {LISTS}")
-        if self.query_kind not in QUERY_KINDS:
-            raise LabelError(f"query kind {preview(self.query_kind)} is not one of {QUERY_KINDS}")
-        modality = MODALITIES[self.query_kind]
-        if self.modality and self.modality != modality:
-            raise LabelError(
-                f"a {self.query_kind} query judges {modality} pairs, not {preview(self.modality)}"
-            )
-        self.modality = modality
-        if self.category and modality != "text":
-            raise LabelError(
-                f"the search-report category {self.category} applies to text hits only, not to a {modality} judgement"
-            )
-        if self.category in ("X", "Y") and self.label == "not":
-            raise LabelError(
-                f"category {self.category} marks a relevant document; it cannot go with 'not relevant'"
-            )
-        for name in ("query_id", "candidate_id", "query_image_sha", "query_image_file", "query_patent_id",
-                     "candidate_figure", "checkpoint_id", "session_id", "idempotency_key"):  # fmt: skip
-            setattr(self, name, clean_id(getattr(self, name), name.replace("_", " ")))
-        if not self.query_id or not self.candidate_id:
-            raise LabelError("a label needs a query and a candidate: run a search first")
-        self.query_text = clean_text(self.query_text)
-        self.query_codes = clean_codes(self.query_codes)
-        self.note = clean_note(self.note)
-        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or not 1 <= self.rank <= 100_000:
-            raise LabelError(f"rank must be a whole number from 1, got {self.rank!r}")
-        try:
-            self.score = float(self.score)
-        except (TypeError, ValueError) as err:
-            raise LabelError(f"score must be a number, got {self.score!r}") from err
-
-
 def text_query_id(text: str) -> str:
     norm = " ".join(text.split()).lower()
     return "txt-" + hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
@@ -180,35 +93,6 @@ def combined_query_id(sha256: str, text: str) -> str:
     return "mix-" + hashlib.sha256((sha256 + "\n" + " ".join(text.split()).lower()).encode()).hexdigest()[:16]
 
 
-def _private_dir(path: Path) -> None:
-    """Create ``path`` (and missing parents) as 0700; an existing folder is left as it is."""
-    missing = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        d.mkdir(mode=DIR_MODE, exist_ok=True)
-        os.chmod(d, DIR_MODE)
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``path`` atomically (temporary file, then rename) with mode 0600."""
-    _private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 _SUFFIX = re.compile(r"\.[a-z0-9]{1,5}")
 _ALL_PARTIES = "none: every adjudicator labelled it; it stays disputed until one who did not is added"
 
@@ -219,7 +103,7 @@ class LabelStore:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        _private_dir(self.path.parent)
+        private_dir(self.path.parent)
         self.image_dir = self.path.parent / "query_images"
         self._pending_dir = self.image_dir / ".pending"
         self._pending: Counter[str] = Counter()  # staged query drawing -> searches still showing it
@@ -332,7 +216,7 @@ class LabelStore:
         staged = self._pending_dir / Path(rel).name
         if not staged.exists():
             raise LabelError("the query drawing of this search is no longer held: run the search again")
-        _private_dir(final.parent)
+        private_dir(final.parent)
         os.replace(staged, final)
         self._pending.pop(staged.name, None)
 

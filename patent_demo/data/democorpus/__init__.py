@@ -13,7 +13,8 @@ from patent_demo.data.democorpus.build import (
     plan_corpus,
     retrieval_protocol,
 )
-from patent_demo.data.democorpus.designs import TYPES, Design, DesignType, Feature, make_design
+from patent_demo.data.democorpus.catalog import TYPES, make_design
+from patent_demo.data.democorpus.designs import Design, DesignType, Feature
 from patent_demo.data.democorpus.render import VIEWS, Style, build_scene, render_view
 
 __all__ = [

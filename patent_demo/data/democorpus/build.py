@@ -35,7 +35,7 @@ import numpy as np
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.data.democorpus import text
-from patent_demo.data.democorpus.designs import TYPES, make_design
+from patent_demo.data.democorpus.catalog import TYPES, make_design
 from patent_demo.data.democorpus.render import Style, build_scene, render_view
 
 VERSION = 1

@@ -13,7 +13,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from patent_demo.data.democorpus.build import make_patent, plan_corpus
-from patent_demo.data.democorpus.designs import TYPES
+from patent_demo.data.democorpus.catalog import TYPES
 
 
 def contact_sheet(rows: int = 10, cell: int = 192, columns: int = 8, seed: int = 0) -> Image.Image:

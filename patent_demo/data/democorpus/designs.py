@@ -7,7 +7,8 @@ ranges live beside the geometry that uses them) and returns the parts as meshes 
 (a patent family member): discrete choices are kept, continuous ones move a little.
 
 ``TYPES`` maps a type key to its ``DesignType`` (Locarno subclass, noun, title variants); the type
-definitions live in the ``types_*`` modules (furniture, household, lighting, technical, electronics).
+definitions live in the ``types_*`` modules (furniture, household, lighting, technical, electronics), which
+``catalog`` imports (it fills ``TYPES`` and holds ``make_design``).
 """
 
 from __future__ import annotations
@@ -113,33 +114,7 @@ def register(key: str, locarno: str, noun: str, titles: Sequence[str]) -> Callab
     return wrap
 
 
-def make_design(
-    key: str, rng: np.random.Generator, base: dict | None = None, jitter: float = 0.0
-) -> tuple[Design, dict]:
-    """Build one design of type ``key``; returns the design and its parameter values."""
-    try:
-        dtype = TYPES[key]
-    except KeyError:
-        raise KeyError(f"unknown design type {key!r}; known: {sorted(TYPES)}") from None
-    p = Params(rng, base, jitter)
-    design = dtype.build(p)
-    return design, dict(p.values)
-
-
 def size_word(value: float, lo: float, hi: float, words: Sequence[str]) -> str:
     """The word for where ``value`` lies in ``[lo, hi]``, from ``words`` ordered low to high."""
     t = (value - lo) / max(hi - lo, 1e-9)
     return words[min(int(t * len(words)), len(words) - 1)]
-
-
-def _load_types() -> None:
-    from patent_demo.data.democorpus import (  # noqa: F401
-        types_electronics,
-        types_furniture,
-        types_household,
-        types_lighting,
-        types_technical,
-    )
-
-
-_load_types()

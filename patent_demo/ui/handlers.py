@@ -1,11 +1,12 @@
-"""The workbench UI's search handlers: ``Handlers(workbench, store)``, one method per search event of ``app.py``
-(the label panel, export and agreement handlers are ``app_labelling.LabelHandlers``).
+"""The workbench UI's search handlers: ``Handlers(workbench, store)``, one method per search event of the page
+(``blocks``); the label panel, export and agreement handlers are ``labelling.LabelHandlers``, the examiner's
+(sheets, the whole record, side by side, the search report) ``examiner.ExaminerHandlers``.
 
 Gradio calls the bound methods; each takes the values of its event's input components and returns the
 values of its outputs. Every failure comes back as a ⚠️ message and a toast (no server path, user text
 escaped) and the server carries on. A failed search clears the results it replaces, so no label can go
 to a stale list. A drawing model whose index is still being built is refused with the names of the
-ready ones while the index builds in the background. The core package never imports this module.
+ready ones while the index builds in the background. Every search takes the filter panel as one value (``patent_demo.filters.Filters``).
 """
 
 from __future__ import annotations
@@ -18,51 +19,26 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
-from app_labelling import HIT_HEADERS, cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
+from patent_demo.filters import Filters
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
-from patent_demo.limits import MAX_ID_CHARS, MAX_K, check_text
+from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, cropped_query, model_key, top_k, upload
+from patent_demo.ui.labelling import (
+    HIT_HEADERS,
+    Identity,
+    cursor_md,
+    gallery_items,
+    progress_md,
+    table_value,
+    warn,
+)
 from patent_demo.workbench import Workbench
 
-TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
 FEW_PATENTS = 20  # fewer query patents than this in an evaluation: a warning
-NO_DRAWINGS = "this corpus has no drawings (a text corpus): search it in the Text search tab"
-
-
-class BadInput(Exception):
-    """Raised inside handlers for messages the user should see (the server carries on)."""
-
-
-def _k(value: Any) -> int:
-    """top-k from a request: a whole number from 1 to ``MAX_K``."""
-    try:
-        k = float(value)
-    except (TypeError, ValueError):
-        raise BadInput(f"top-k must be a whole number from 1 to {MAX_K}, got {str(value)[:20]!r}") from None
-    if not k.is_integer() or not 1 <= k <= MAX_K:
-        raise BadInput(f"top-k must be a whole number from 1 to {MAX_K}, got {str(value)[:20]!r}")
-    return int(k)
-
-
-def _model(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
-        raise BadInput(f"choose a {what} model")
-    return value
-
-
-def _upload(file: Any, what: str = "a drawing (PNG, JPEG or TIFF)") -> tuple[str, bytes, str]:
-    """(path, bytes, suffix) of an uploaded file."""
-    if not file:
-        raise BadInput(f"upload {what} or pick an example first")
-    if not isinstance(file, str):
-        raise BadInput("the drawing must be an uploaded file")
-    path = Path(file)
-    if not path.is_file():
-        raise BadInput(f"the uploaded file {path.name} is gone: upload it again")
-    return file, path.read_bytes(), path.suffix.lower() or ".png"
 
 
 def _fmt(x: Any, nd: int = 3) -> str:
@@ -81,8 +57,6 @@ class Handlers:
     """The search handlers of the workbench UI over one workbench and one label store."""
 
     def __init__(self, workbench: Workbench, store: LabelStore, identity=None) -> None:
-        from app_labelling import Identity
-
         self.wb = workbench
         self.store = store
         self.identity = identity or Identity()
@@ -142,27 +116,25 @@ class Handlers:
             "history": history_of(previous),
         }
 
-    def search_drawing(self, file, model, k, group, crop, locarno, annotator, previous=None, crop_image=None,
-                       before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                       exclude_own=False, per_family=False, request: gr.Request = None,
-                       profile: gr.OAuthProfile | None = None, progress=TRACK_TQDM):  # fmt: skip
+    def search_drawing(self, file, model, k, group, crop, locarno, annotator, filters=None, previous=None,
+                       crop_image=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                       progress=TRACK_TQDM):  # fmt: skip
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
-        ``crop_image``), restricted by the filter panel; with ``exclude_own`` a corpus drawing's own
-        patent and family are left out. Returns gallery, status line, hit table."""
-        from app_examiner import cropped_query, parse_filter
-
+        ``crop_image``), restricted by the filter panel (``filters``, one ``Filters`` value); with its
+        ``exclude_own`` a corpus drawing's own patent and family are left out. Returns gallery, status line,
+        hit table."""
         try:
-            file, data, suffix = _upload(file)
-            model, k = _model(model, "drawing"), _k(k)
+            file, data, suffix = upload(file)
+            model, k = model_key(model, "drawing"), top_k(k)
             self._ready(model)
             if locarno is not None and not isinstance(locarno, str):
                 raise BadInput("the Locarno code must be text")
             query, cropped = cropped_query(file, crop_image)
-            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
+            f = Filters.from_value(filters)
             own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
             res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
-                                                 bool(crop), locarno or "", f, own, own_patent,
-                                                 exclude_own=bool(exclude_own))  # fmt: skip
+                                                 bool(crop), locarno or "", f.search, f.own_date, own_patent,
+                                                 exclude_own=f.exclude_own)  # fmt: skip
             spec = self.wb.model(model, "drawing")
             sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
@@ -194,8 +166,8 @@ class Handlers:
             files = [f for f in (files or []) if f]
             if not files:
                 raise BadInput("upload the views of the application (several drawings) first")
-            paths = [_upload(f)[0] for f in files]
-            model, k = _model(model, "drawing"), _k(k)
+            paths = [upload(f)[0] for f in files]
+            model, k = model_key(model, "drawing"), top_k(k)
             self._ready(model)
             res = self.wb.search_application(paths, model, k, "mean", bool(crop))
             spec = self.wb.model(model, "drawing")
@@ -220,19 +192,16 @@ class Handlers:
                 )
         return hits
 
-    def search_bm25(self, abstract, codes, model, k, before="", own=False, classification="", country="",
-                    kind="", date_from="", date_to="", exclude_own=False, per_family=False):  # fmt: skip
+    def search_bm25(self, abstract, codes, model, k, filters=None):
         """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
         the DSSDNet and fused tables emptied, and a status saying the re-ranking follows."""
-        from app_examiner import parse_filter
-
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
-            spec = self.wb.model(_model(model, "text"), "text")
-            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), spec.key, f, own, rerank=False,
-                                                exclude_own=bool(exclude_own), per_family=bool(per_family))  # fmt: skip
+            spec = self.wb.model(model_key(model, "text"), "text")
+            f = Filters.from_value(filters)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, top_k(k), spec.key, f.search, f.own_date,
+                                                rerank=False, exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
             status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.config.bm25_candidates}…"
@@ -240,16 +209,14 @@ class Handlers:
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, None, warn(err)
 
-    def search_dense(self, abstract, codes, model, k, before="", own=False, classification="", country="",
-                     kind="", date_from="", date_to="", exclude_own=False, per_family=False):  # fmt: skip
+    def search_dense(self, abstract, codes, model, k, filters=None):
         """The dense and hybrid lists (the text button's second step, before the re-ranker)."""
-        from app_examiner import parse_filter
-
         try:
             text, qcodes = check_abstract(abstract), parse_query_codes(codes)
-            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, _k(k), "", f, own, lists=("dense", "hybrid"),
-                                                exclude_own=bool(exclude_own), per_family=bool(per_family))  # fmt: skip
+            f = Filters.from_value(filters)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, top_k(k), "", f.search, f.own_date,
+                                                lists=("dense", "hybrid"), exclude_own=f.exclude_own,
+                                                per_family=f.per_family)  # fmt: skip
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             for name in ("dense", "hybrid"):
                 add_list(session, name, self._snipped(lists[name], text), name)
@@ -260,22 +227,19 @@ class Handlers:
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, warn(err)
 
-    def search_text(self, abstract, codes, model, k, annotator, previous=None,
-                    before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                    exclude_own=False, per_family=False, request: gr.Request = None,
-                    profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def search_text(self, abstract, codes, model, k, annotator, filters=None, previous=None,
+                    request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
         """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
         restricted by the filter panel."""
-        from app_examiner import parse_filter
         from patent_demo.text.hybrid import default_text_list
 
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
-            model, k = _model(model, "text"), _k(k)
-            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f, own, exclude_own=bool(exclude_own),
-                                                per_family=bool(per_family))  # fmt: skip
+            model, k = model_key(model, "text"), top_k(k)
+            f = Filters.from_value(filters)
+            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f.search, f.own_date,
+                                                exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
             bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
@@ -315,26 +279,24 @@ class Handlers:
         judged = self.store.judged(session["query_id"], who) if who else {}
         return table_value(self.wb, session, "fused", judged, None)
 
-    def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, previous=None,
-                        before="", own=False, classification="", country="", kind="", date_from="", date_to="",
-                        exclude_own=False, per_family=False, request: gr.Request = None,
-                        profile: gr.OAuthProfile | None = None, progress=TRACK_TQDM):  # fmt: skip
+    def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, filters=None, previous=None,
+                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                        progress=TRACK_TQDM):  # fmt: skip
         """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
         restricted by the filter panel inside its search."""
-        from app_examiner import parse_filter
         from patent_demo.results import Results
 
         try:
-            file, data, suffix = _upload(file, "a drawing as well as the abstract")
+            file, data, suffix = upload(file, "a drawing as well as the abstract")
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
-            dmodel, tmodel, k = _model(dmodel, "drawing"), _model(tmodel, "text"), _k(k)
+            dmodel, tmodel, k = model_key(dmodel, "drawing"), model_key(tmodel, "text"), top_k(k)
             self._ready(dmodel)
-            f, own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f, own,
-                                                  exclude_own=bool(exclude_own))  # fmt: skip
-            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f, own, exclude_own=bool(exclude_own),
-                                                 per_family=bool(per_family))  # fmt: skip
+            f = Filters.from_value(filters)
+            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f.search, f.own_date,
+                                                  exclude_own=f.exclude_own)  # fmt: skip
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f.search, f.own_date,
+                                                 exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
             dss = lists["dssdnet"]
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
@@ -372,6 +334,7 @@ class Handlers:
 
     def embedding_maps(self, model_a, model_b, dims, session, progress=TRACK_TQDM):
         """PCA maps of two drawing models side by side (query and its top-k highlighted when present)."""
+        from patent_demo.analysis import embedding_map as map_data
         from patent_demo.plots import embedding_map
 
         figs = []
@@ -384,7 +347,7 @@ class Handlers:
                     hl = [r["id"] for r in session["lists"].get("hmcl", [])]
                 figs.append(
                     embedding_map(
-                        self.wb.embedding_map(model, query=q, highlight=hl, dims=3 if dims == "3-D" else 2)
+                        map_data(self.wb, model, query=q, highlight=hl, dims=3 if dims == "3-D" else 2)
                     )
                 )
             return *figs, ""
@@ -400,7 +363,7 @@ class Handlers:
             if not self.wb.has_drawings():
                 raise BadInput(NO_DRAWINGS)
             split = "all" if split == "all" else "test"
-            summary, rows = evaluate(self.wb, _model(model, "drawing"), k=10, split=split)
+            summary, rows = evaluate(self.wb, model_key(model, "drawing"), k=10, split=split)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
             md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb, split)}"
@@ -422,7 +385,7 @@ class Handlers:
             if not check_text(figure, "the query figure", MAX_ID_CHARS):
                 raise BadInput("evaluate a model first, then pick a query figure")
             for model in (model_a, model_b):
-                self._ready(_model(model, "drawing"))
+                self._ready(model_key(model, "drawing"))
             a, b = self.wb.compare(figure, model_a, model_b, k=8)
             gal_a, gal_b = (
                 [(h.image_path, f"#{h.rank} {h.patent_id} {h.locarno} {h.score:.3f}") for h in res.hits]

@@ -10,7 +10,7 @@ from typing import Any
 
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2]  # the folder of app.py: defaults live beside it
 
 
 def default_labels_path() -> tuple[Path, str]:

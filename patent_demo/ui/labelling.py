@@ -22,7 +22,6 @@ from typing import Any
 
 import gradio as gr
 
-from app_access import SERVED, Identity, check_owner, lenient  # noqa: F401 - Identity, lenient: app.py imports them here
 from patent_demo.document import scheme_code
 from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
@@ -30,6 +29,7 @@ from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
 from patent_demo.limits import check_text
 from patent_demo.text.explain import explain_markdown, found_by
+from patent_demo.ui.access import SERVED, Identity, check_owner
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
@@ -327,7 +327,7 @@ class LabelHandlers:
                  profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Store one judgement of hit ``rank`` of ``list_name`` for the current query. With ``auto_advance``
         the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once; a
-        session bound to a browser's token takes labels only with that token (``app_access.check_owner``)."""
+        session bound to a browser's token takes labels only with that token (``access.check_owner``)."""
         try:
             check_owner(session, owner_token, "label on your own result lists only")
             parse_rank(rank)  # the same message with or without a current list
@@ -353,7 +353,7 @@ class LabelHandlers:
     def undo(self, annotator, session, owner_token=None, request: gr.Request = None,
              profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Undo the last label this browser session made (whatever name it was made under); a session bound
-        to a browser's token needs that token (``app_access.check_owner``)."""
+        to a browser's token needs that token (``access.check_owner``)."""
         try:
             check_owner(session, owner_token)
             who = self._soft_who(annotator, request, profile)

@@ -1,10 +1,11 @@
 """The examiner's parts of the workbench UI: search filters and prior-art cut-off, query crop, drawing
 sheets, the whole record of a hit, side-by-side views, the search report.
 
-``build_filters()`` and ``build_tabs()`` create the components inside ``app.build_demo``'s layout;
-``ExaminerHandlers`` holds their event handlers; ``wire(...)`` connects them. The core work is in
-``patent_demo.examiner``, ``patent_demo.sheet_search``, ``patent_demo.document`` and
-``patent_demo.labels.search_report``.
+``build_filters()`` and ``build_tabs()`` create the components inside ``blocks.build_demo``'s layout;
+``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and
+``wire_more_like_this`` connect them. The filter panel is read as one value (``FilterPanel.value``, a
+``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.examiner``,
+``patent_demo.sheet_search``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,52 +21,39 @@ from pathlib import Path
 import gradio as gr
 from PIL import Image, ImageDraw
 
-from app_handlers import TRACK_TQDM, BadInput
-from app_labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo import examiner
 from patent_demo.document import document_html, document_view
 from patent_demo.drawing.imageio import load_drawing
-from patent_demo.filters import SearchFilter
+from patent_demo.filters import FILTER_KEYS, Filters
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
 from patent_demo.labels.sessions import add_list, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
-from patent_demo.limits import MAX_DATE_CHARS, MAX_ID_CHARS, check_text
+from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
+from patent_demo.ui.inputs import TRACK_TQDM, BadInput, cropped_query, model_key, top_k, upload
+from patent_demo.ui.labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo.workbench import Workbench
 
 
 @dataclass
-class FilterInputs:
-    before: gr.Textbox
-    own: gr.Checkbox
-    classification: gr.Textbox
-    country: gr.Textbox
-    kind: gr.Textbox
-    date_from: gr.Textbox
-    date_to: gr.Textbox
-    exclude_own: gr.Checkbox
-    per_family: gr.Checkbox
+class FilterPanel:
+    """The filter panel's fields (in the order of ``patent_demo.filters.FILTER_KEYS``) and ``value``, the one
+    JSON value every search reads: the page rebuilds it from the fields whenever one changes (in the
+    browser, before any search can read it), and an API call sends it as one parameter (``{}``: no filter)."""
 
-    def components(self) -> list:
-        return [
-            self.before,
-            self.own,
-            self.classification,
-            self.country,
-            self.kind,
-            self.date_from,
-            self.date_to,
-            self.exclude_own,
-            self.per_family,
-        ]
+    fields: list
+    value: gr.JSON
 
-    def tick_on_load(self, demo) -> None:
-        """Both checkboxes are ticked when the page loads (an API call that leaves them out has them off)."""
-        demo.load(lambda: (True, True), None, [self.exclude_own, self.per_family], api_name=False)
+    def wire(self, demo) -> None:
+        """Keep ``value`` equal to the fields: on page load (the two ticked boxes) and on every change."""
+        keys = json.dumps(list(FILTER_KEYS))
+        js = f"(...v) => Object.fromEntries({keys}.map((key, i) => [key, v[i]]))"
+        demo.load(None, self.fields, self.value, js=js, api_name=False)
+        gr.on([f.change for f in self.fields], None, self.fields, self.value, js=js, api_name=False)
 
 
-def build_filters() -> FilterInputs:
+def build_filters() -> FilterPanel:
     """The filter panel every search reads (an accordion under the annotator box)."""
     with gr.Accordion(
         "Search filters and prior-art cut-off (apply to every search)", open=False, elem_id="filters"
@@ -83,23 +72,12 @@ def build_filters() -> FilterInputs:
             d_from = gr.Textbox(value="", label="Published from", placeholder="YYYY-MM-DD", elem_id="f-from")
             d_to = gr.Textbox(value="", label="Published to", placeholder="YYYY-MM-DD", elem_id="f-to")
         with gr.Row():
-            exclude = gr.Checkbox(value=False, label="exclude the query's own patent and family (a corpus drawing or text)",
+            exclude = gr.Checkbox(value=True, label="exclude the query's own patent and family (a corpus drawing or text)",
                                   elem_id="f-exclude")  # fmt: skip
-            family = gr.Checkbox(value=False, label="one hit per family in text lists (the others listed under it)",
+            family = gr.Checkbox(value=True, label="one hit per family in text lists (the others listed under it)",
                                  elem_id="f-family")  # fmt: skip
-    return FilterInputs(before, own, cls, country, kind, d_from, d_to, exclude, family)
-
-
-def parse_filter(before, own, classification, country, kind, date_from, date_to) -> tuple[SearchFilter, bool]:
-    f = SearchFilter.parse(
-        before=before or "",
-        classification=classification or "",
-        country=country or "",
-        kind_code=kind or "",
-        date_from=date_from or "",
-        date_to=date_to or "",
-    )
-    return f, bool(own)
+    value = gr.JSON({}, visible=False, label="filters")
+    return FilterPanel([before, own, cls, country, kind, d_from, d_to, exclude, family], value)
 
 
 def _data_uri(path: str, size: int = 160) -> str:
@@ -180,18 +158,6 @@ def wire_crop(crop: CropInputs, d_file, crop_state) -> None:
         edge.input(crop_box, [d_file, *crop.edges()], [crop.preview, crop_state, crop.md], api_name=False)
 
 
-def cropped_query(file: str | None, crop) -> tuple[bytes, bool]:
-    """The query bytes: the examiner's crop (the crop box's image, ``crop_box``) when there is one, else the
-    uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
-    if not file:
-        raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
-    if isinstance(crop, Image.Image):
-        buf = io.BytesIO()
-        crop.convert("L").save(buf, format="PNG")
-        return buf.getvalue(), True
-    return Path(file).read_bytes(), False
-
-
 def sheet_overlay(page: Image.Image, boxes, names) -> Image.Image:
     """The sheet at most 900 px a side with its figure boxes: shrunk in grayscale first, then coloured
     (a 6000 x 6000 page in RGB alone would hold 108 MB)."""
@@ -211,12 +177,12 @@ class ExaminerHandlers:
     """Handlers of the examiner's events over one workbench and one label store."""
 
     def __init__(self, workbench: Workbench, store: LabelStore, identity=None, ready=None) -> None:
-        from app_access import Identity
+        from patent_demo.ui.access import Identity
 
         self.wb = workbench
         self.store = store
         self.identity = identity or Identity()
-        self._ready = ready or (lambda model: None)  # app_handlers.Handlers._ready: refuse an unbuilt index
+        self._ready = ready or (lambda model: None)  # handlers.Handlers._ready: refuse an unbuilt index
 
     def _who(self, annotator, request, profile) -> str:
         try:
@@ -225,22 +191,20 @@ class ExaminerHandlers:
             return ""
 
     # -- searches ------------------------------------------------------------------------------------
-    def search_sheet(self, file, crop_image, model, k, before="", own=False, classification="", country="",
-                     kind="", date_from="", date_to="", exclude_own=False, per_family=False, annotator="",
-                     previous=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+    def search_sheet(self, file, crop_image, model, k, annotator="", filters=None, previous=None,
+                     request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                      progress=TRACK_TQDM):  # fmt: skip
         """Split an uploaded sheet into figures, search each with the filters, merge the lists. On failure
         the previous list is cleared (no label can go to it)."""
-        from app_handlers import _k, _model, _upload
         from patent_demo.sheet_search import figure_names, search_sheet
 
         try:
-            file, _, _ = _upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
-            model, k = _model(model, "drawing"), _k(k)
+            file, _, _ = upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
+            model, k = model_key(model, "drawing"), top_k(k)
             self._ready(model)
             data, _ = cropped_query(file, crop_image)
-            f, _own = parse_filter(before, own, classification, country, kind, date_from, date_to)
-            res = search_sheet(self.wb, data, model, k, search_filter=f, name=Path(file).name)
+            f = Filters.from_value(filters)
+            res = search_sheet(self.wb, data, model, k, search_filter=f.search, name=Path(file).name)
             spec = self.wb.model(model, "drawing")
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
@@ -383,24 +347,24 @@ class ExaminerHandlers:
         choices = [(f"{what[:50]} · {kind} · {n} labels · {qid}", qid) for qid, kind, what, n in rows]
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
-    def report(self, query_id, before, include_not, session=None, request: gr.Request = None,
+    def report(self, query_id, filters, include_not, session=None, request: gr.Request = None,
                profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Write the search report of one query (CSV + HTML, 0600 in a 0700 folder beside the database)
         with this browser session's search history (each query, its filters, model, date and examiner), and
         preview it; served from a private copy. A non-admin's report holds their own labels only."""
-        from app_access import SERVED
+        from patent_demo.ui.access import SERVED
 
         try:
             reader = self.identity.reader("", request, profile)
             query_id = check_text(query_id, "the query id", MAX_ID_CHARS)
-            check_text(before, "the cut-off date", MAX_DATE_CHARS)
+            cutoff = Filters.from_value(filters).search.before
             if not query_id:
                 raise BadInput("label some hits, press Refresh, then pick a query")
             bm25 = self.wb.bm25()
             corpus = self.wb.corpus
             passage = lambda q, d: snippet_text(bm25, corpus[d].text, q) if d in corpus else ""  # noqa: E731
             rep = build_report(self.store, query_id, corpus, passage, include_not=bool(include_not),
-                               cutoff=SearchFilter.parse(before=before or "").before, annotator=reader)  # fmt: skip
+                               cutoff=cutoff, annotator=reader)  # fmt: skip
             rep.history = list((session or {}).get("history") or [])
             images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
             csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)

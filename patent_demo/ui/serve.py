@@ -1,0 +1,113 @@
+"""How the workbench is served: ``main`` parses the flags (``patent_demo.ui.args``), opens the label store
+and the workbench, warms the caches and launches the UI of ``patent_demo.ui.blocks.build_demo`` with
+``launch_kwargs`` (theme, CSS, the keyboard shortcuts, the paths Gradio may serve, the login check)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import gradio as gr
+
+from patent_demo.data.corpus import CorpusError
+from patent_demo.labels.store import LabelStore
+from patent_demo.ui.args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
+from patent_demo.ui.blocks import build_demo
+from patent_demo.ui.labelling import Identity
+from patent_demo.workbench import Workbench
+
+SHORTCUTS = {
+    "1": "lbl-rel",
+    "2": "lbl-part",
+    "3": "lbl-not",
+    "u": "lbl-undo",
+    "j": "lbl-next",
+    "k": "lbl-prev",
+}
+KEYS_JS = """
+<script>
+document.addEventListener('keydown', (e) => {
+  const t = e.target, tag = (t && t.tagName || '').toLowerCase();
+  if (tag === 'input' || tag === 'textarea' || tag === 'select' || (t && t.isContentEditable)) return;
+  if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
+  const id = %s[e.key];
+  if (!id) return;
+  const el = document.getElementById(id);
+  if (el) { e.preventDefault(); el.click(); }
+});
+</script>
+"""
+CSS = """
+#label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
+.kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
+@media (max-width: 640px) { .gradio-container {padding: 4px !important;}
+  #d-gallery .grid-container {grid-template-columns: repeat(2, 1fr) !important;}
+  #d-table {display: none !important;} }
+#d-gallery .grid-wrap {max-height: none !important; height: auto !important; overflow: visible !important;}
+#d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
+#d-gallery .thumbnail-item {aspect-ratio: auto !important; height: auto !important; display: flex !important;
+  flex-direction: column; overflow: visible !important;}
+#d-gallery .thumbnail-item img {height: 150px !important; width: 100% !important; object-fit: contain !important;}
+#d-gallery .caption-label {position: static !important; opacity: 1 !important; border: none !important;
+  font-size: 12px; padding: 2px 4px !important; line-height: 1.25;}
+"""
+
+
+def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dict:
+    """Theme, CSS, keyboard script, the paths the UI may serve (corpus drawings, cache) and, with
+    ``--annotators``, the login check."""
+    auth = identity.auth() if identity is not None else None
+    return {
+        **(
+            {
+                "auth": auth,
+                "auth_message": "Log in with the name and password (or shared secret) you were given.",
+            }
+            if auth
+            else {}
+        ),  # fmt: skip
+        "theme": gr.themes.Soft(),
+        "css": CSS,
+        "head": KEYS_JS % json.dumps(SHORTCUTS),
+        "allowed_paths": [
+            str(Path(workbench.corpus.image_root).resolve()),
+            str(Path(workbench.corpus.root).resolve()),
+            str(workbench.config.cache_dir.resolve()),
+        ],
+        "max_file_size": "25mb",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    labels_path, warning = (Path(args.labels), "") if args.labels else default_labels_path()
+    store = LabelStore(labels_path)
+    wb = make_workbench(args)
+    if args.export_labels:
+        out = store.export_all(Path(args.export_labels), corpus=wb.corpus)
+        n = {k: v for k, (_, v) in out.items()}
+        print(f"{store.count()} labels -> {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows, "
+              f"{n['dssdnet.jsonl']} DSSDNet rows, {n['disputed.jsonl']} disputed pairs in {args.export_labels}")  # fmt: skip
+        return 0
+    try:
+        identity = Identity.from_flags(args.annotators, args.admin, oauth=on_space_with_sign_in())
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        wb.corpus  # noqa: B018 - a raw collection is refused here, in one line naming the build command
+    except CorpusError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    store.purge_staged_images()  # drawings of searches that ended with the last server
+    if not args.no_warmup:
+        wb.warm_up_background()
+    demo = build_demo(wb, store, warning, identity)
+    demo.queue(default_concurrency_limit=2).launch(
+        server_name=args.host, server_port=args.port, **launch_kwargs(wb, identity)
+    )
+    return 0
