@@ -217,7 +217,16 @@ def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(bro
     assert msg == "⚠️ this browser session is not yours: label on your own result lists only"
     assert len(store.labels(include_undone=True)) == before  # nothing stored on this browser's list
     page.goto(url)  # the same browser again: its stored token owns the label
-    page.locator("#lbl-undo").click()
-    page.locator("#l-status").get_by_text("↶ undid relevant").wait_for(timeout=10_000)
+    # the token reaches the page's state in its load event: an Undo sent before that acts without it (the
+    # status then says there is nothing of this session to undo), so the click is repeated until it lands
+    status = page.locator("#l-status")
+    for _ in range(6):
+        page.locator("#lbl-undo").click()
+        try:
+            status.get_by_text("↶ undid relevant").wait_for(timeout=5_000)
+            break
+        except Exception:  # noqa: BLE001 - the load event had not run yet: press again
+            page.wait_for_timeout(1_000)
+    status.get_by_text("↶ undid relevant").wait_for(timeout=10_000)
     assert next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone
     page.close()
