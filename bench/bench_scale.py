@@ -1,21 +1,24 @@
-"""Scale benchmark: build time per 1,000 figures, index memory, query latency and recall@100 against exact
-search for the flat, IVF-PQ and HNSW kinds of ``patent_demo.drawing.index.DenseIndex``, up to 1,000,000
-vectors of the lite-clip embedding dimension (256).
+"""Scale benchmark: recall@100 against exact search, p50 / p95 latency (one query at a time), build time
+and index memory of every ``DenseIndex`` kind (flat, IVF-Flat, IVF-SQ8 / IVF-fp16 and IVF-PQ with exact
+re-scoring from the stored embeddings, HNSW) at several nprobe / rescore / efSearch settings, at 100k,
+300k and 1M figures; the per-patent over-fetch at which the patent top 10 equals exact search's; and the
+start time and RSS of opening a saved 1M index memory-mapped. One JSON record per measurement.
 
 Vectors: real drawing embeddings are not spread evenly over the sphere. They share a common direction
 (every drawing is black lines on white), and they cluster by main class, subclass and patent (the
-views of one design). ``make_vectors`` draws that hierarchy, 32 main classes → 8 subclasses each →
+views of one design). ``make_vectors`` draws that hierarchy, 32 main classes -> 8 subclasses each ->
 patents of 10 figures, plus a shared offset, with the spreads set so the mean cosine of random pairs,
-same-subclass pairs and same-patent pairs is close to what the zero-shot encoder gives on the real Red
-Book pages. ``--real CORPUS`` embeds a built corpus with the zero-shot encoder and prints those
-statistics beside the synthetic ones, so the match is checked in the same run.
+same-subclass pairs and same-patent pairs is close to what the encoder gives on the real Red Book
+pages. ``--real INDEX_DIR`` (a saved index of real figures) mixes those real embeddings into every base
+set and prints their statistics beside the synthetic ones.
 
-Latency is one query at a time (an examiner uploads one drawing), medians and p95 over ``--queries``.
-Memory is the size of the serialised FAISS index (what a process holds for it) plus, separately, the
-float32 embeddings ``DenseIndex`` keeps for the maps.
+``--table`` writes the records the app chooses from (``patent_demo/drawing/scale_table.json``, read by
+``patent_demo.drawing.scale.choose_settings``); ``--render LOG`` rewrites the table in docs/scale.md from
+a log (``render_markdown``).
 
-    OMP_NUM_THREADS=1 nice -n 10 python bench/bench_scale.py --sizes 100000 1000000 \
-        --hnsw-sizes 100000 300000 --real /tmp/corpora/redbook --log docs/bench/bench_scale.log
+    OMP_NUM_THREADS=2 nice -n 10 python bench/bench_scale.py --sizes 100000 300000 1000000 \
+        --real /tmp/scale/redbook --mmap-dir /tmp/scale/mmap1m/idx --log docs/bench/bench_scale.log \
+        --table patent_demo/drawing/scale_table.json
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import faiss  # noqa: E402
 
 from patent_demo.drawing.faiss_kinds import set_num_threads  # noqa: E402
 from patent_demo.drawing.index import DenseIndex  # noqa: E402
-from patent_demo.drawing.scale import choose_kind  # noqa: E402
+from patent_demo.drawing.scale import describe_choice, kind_label, pick  # noqa: E402
 
 DIM = 256
 FIGURES_PER_PATENT = 10
@@ -115,74 +118,284 @@ def cosine_stats(
     }
 
 
-def real_stats(corpus_dir: str) -> dict:
-    """Embed a built corpus with the zero-shot encoder and return its cosine statistics."""
-    from patent_demo.data.corpus import Corpus
-    from patent_demo.drawing.embed import embed_corpus_figures
-    from patent_demo.drawing.finetune import load_encoder
-
-    corpus = Corpus.load(corpus_dir, validate=False)
-    figs = corpus.figures()
-    model, tf, _ = load_encoder("lite-clip")
-    t0 = time.perf_counter()
-    x = embed_corpus_figures(model, tf, corpus, figs, batch_size=16)
-    secs = time.perf_counter() - t0
-    patents = np.array([p.id for p, _ in figs])
-    subs = np.array([p.locarno or next(iter(p.codes.values()), [""])[0] for p, _ in figs])
-    out = cosine_stats(x, patents, subs)
-    out.update(
-        corpus=str(corpus_dir), figures=len(figs), embed_seconds_per_1000=round(1000 * secs / len(figs), 1)
-    )
-    return out
+def load_real(index_dir: str) -> tuple[np.ndarray, list[str]]:
+    """The embeddings and patent ids of a saved index of real figures."""
+    root = Path(index_dir)
+    x = np.load(root / "embeddings.npy").astype(np.float32)
+    pids = json.loads((root / "ids.json").read_text())["patent_ids"]
+    return x / np.linalg.norm(x, axis=1, keepdims=True), pids
 
 
 def index_bytes(index: faiss.Index) -> int:
     return int(faiss.serialize_index(index).nbytes)
 
 
-def bench_kind(
-    kind: str, x: np.ndarray, queries: np.ndarray, truth: np.ndarray, k: int, params: dict
-) -> dict:
-    ids = [str(i) for i in range(len(x))]
-    t0 = time.perf_counter()
-    index = DenseIndex.build(x, ids, ids, kind=kind, normalize=False, **params)
-    build = time.perf_counter() - t0
-    lat = []
-    found = []
+def timed_queries(index: DenseIndex, queries: np.ndarray, k: int) -> tuple[list[float], np.ndarray]:
+    """Per-query seconds and the found rows ``[Q, k]``, one query at a time (an examiner's upload)."""
+    lat, found = [], []
     for q in queries:
         t = time.perf_counter()
         _, rows = index.search_raw(q[None, :], k)
         lat.append(time.perf_counter() - t)
         found.append(rows[0])
-    recall = float(
-        np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)])
-    )
-    row = {
-        "kind": kind, "n": len(x), "params": index.params, "build_s": round(build, 2),
-        "build_s_per_1000": round(1000 * build / len(x), 4), "index_mb": round(index_bytes(index.index) / 2**20, 1),
+    return lat, np.stack(found)
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    k = truth.shape[1]
+    return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)]))
+
+
+def record(index: DenseIndex, n: int, lat: list[float], rec: float, k: int, build: float) -> dict:
+    return {
+        "kind": index.kind, "n": n, "dim": index.dim, "params": dict(index.params), "build_s": round(build, 1),
+        "index_mb": round(index_bytes(index.index) / 2**20, 1),
         "embeddings_mb": round(index.embeddings.nbytes / 2**20, 1),
         "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
-        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(recall, 4),
+        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(rec, 4),
+        "queries": len(lat), "load": [round(v, 2) for v in os.getloadavg()],
     }  # fmt: skip
-    del index
-    return row
+
+
+def sweep(index: DenseIndex, n: int, queries: np.ndarray, truth: np.ndarray, k: int, build: float,
+          grid: list[dict], emit) -> list[dict]:  # fmt: skip
+    """Measure ``index`` at each search-parameter setting of ``grid`` (no rebuild between them)."""
+    rows = []
+    for params in grid:
+        index.set_search_params(**params)
+        lat, found = timed_queries(index, queries, k)
+        rows.append(record(index, n, lat, recall(found, truth), k, build))
+        emit(rows[-1])
+    return rows
+
+
+def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int) -> list[list[int]]:
+    """The exact per-patent top k: the first k distinct patents of the exact figure ranking (a patent
+    scores its best figure)."""
+    out = []
+    for rows in truth_rows:
+        seen: list[int] = []
+        for r in rows:
+            p = int(patent_of[r])
+            if p not in seen:
+                seen.append(p)
+                if len(seen) == k:
+                    break
+        out.append(seen)
+    return out
+
+
+def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], k: int,
+                     factors: list[int]) -> list[dict]:  # fmt: skip
+    """For each over-fetch factor f (``fetch = f * k`` figures), the share of queries whose patent top k
+    equals exact search's (same patents in the same order)."""
+    out = []
+    for f in factors:
+        same, lat = 0, []
+        for q, want in zip(queries, exact, strict=True):
+            t = time.perf_counter()
+            res = index.search_patents(q, k, fetch=f * k)
+            lat.append(time.perf_counter() - t)
+            same += [int(p) for p in res.ids] == want
+        out.append({"factor": f, "equal_share": round(same / len(exact), 4),
+                    "latency_ms_p50": round(1000 * float(np.median(lat)), 3)})  # fmt: skip
+    return out
+
+
+def hnsw_capped(x: np.ndarray, budget_s: float, chunk: int = 50_000, M: int = 32, ef: int = 80) -> dict:
+    """Add ``x`` to an HNSW graph in chunks until done or ``budget_s`` of build has passed."""
+    index = faiss.IndexHNSWFlat(x.shape[1], M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ef
+    t0 = time.perf_counter()
+    while index.ntotal < len(x) and time.perf_counter() - t0 < budget_s:
+        index.add(x[index.ntotal : index.ntotal + chunk])
+    return {"index": index, "added": int(index.ntotal), "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def nlist_for(n: int) -> int:
+    """~2 sqrt(N) lists, a power of two (512 at 100k, 1024 at 300k, 2048 at 1M)."""
+    return int(2 ** round(np.log2(2 * np.sqrt(n))))
+
+
+def measure_size(n: int, base: np.ndarray, patent_of: np.ndarray, queries: np.ndarray, args, emit) -> list[dict]:
+    x = base[:n]
+    k = args.k
+    exact = faiss.IndexFlatIP(x.shape[1])
+    exact.add(x)
+    _, truth = exact.search(queries, max(k, 1000))
+    del exact
+    truth_k = truth[:, :k]
+    ids = [str(i) for i in range(n)]
+    pids = [str(p) for p in patent_of[:n]]
+    nl = nlist_for(n)
+    probes = [p for p in args.nprobe if p <= nl]
+    plans = [
+        ("flat", {}, [{}]),
+        ("ivf", {"nlist": nl, "train": args.train}, [{"nprobe": p} for p in probes]),
+        ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "rescore": 4},
+         [{"nprobe": p, "rescore": r} for p in probes for r in (0, 2, 4)]),
+        ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "fp16"}, [{"nprobe": p} for p in probes]),
+        ("ivfpq", {"nlist": nl, "train": args.train, "m": 32, "rescore": 10},
+         [{"nprobe": p, "rescore": r} for p in probes for r in (4, 10)]),
+    ]  # fmt: skip
+    rows: list[dict] = []
+    for kind, build_params, grid in plans:
+        if kind not in args.kinds:
+            continue
+        t0 = time.perf_counter()
+        index = DenseIndex.build(x, ids, pids, kind=kind, normalize=False, **build_params)
+        build = time.perf_counter() - t0
+        qs = queries[: args.flat_queries] if kind == "flat" and n > 300_000 else queries
+        rows += sweep(index, n, qs, truth_k[: len(qs)], k, build, grid, emit)
+        del index
+    if "hnsw" in args.kinds:
+        built = hnsw_capped(x, args.hnsw_budget)
+        emit({"hnsw_build": {"n": n, "added": built["added"], "seconds": built["seconds"],
+                             "budget_s": args.hnsw_budget, "complete": built["added"] == n}})  # fmt: skip
+        if built["added"] == n:
+            index = DenseIndex(built["index"], ids, pids, x, "hnsw", {"M": 32, "efConstruction": 80, "efSearch": 64},
+                               normalize=False)  # fmt: skip
+            rows += sweep(index, n, queries, truth_k, k, built["seconds"], [{"efSearch": e} for e in args.ef], emit)
+    # the settings the app would take at this size, and their per-patent over-fetch
+    choice = pick(rows, n, x.shape[1])
+    emit({"pick": {"n": n, "choice": describe_choice(choice) if choice else None}})
+    if choice is not None and choice["kind"] != "flat":
+        index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
+        over = patent_overfetch(index, queries, exact_patent_top(truth, patent_of, 10), 10, args.fetch)
+        fetch = next((o["factor"] for o in over if o["equal_share"] == 1.0), None)
+        emit({"patent_overfetch": {"n": n, "kind": choice["kind"], "params": choice["params"], "top": 10,
+                                   "factors": over, "first_exact_factor": fetch}})  # fmt: skip
+        for r in rows:
+            if r is choice:
+                r["patent_fetch"] = fetch
+        if n == max(args.sizes) and args.mmap_dir:
+            rows_mmap = mmap_open(index, Path(args.mmap_dir), queries[0])
+            emit({"mmap_open": rows_mmap})
+        del index
+    return rows
+
+
+OPEN_SCRIPT = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, {root!r})
+import numpy as np
+from patent_demo.drawing.index import DenseIndex
+t1 = time.perf_counter()
+index = DenseIndex.load({path!r}, mmap={mmap})
+t2 = time.perf_counter()
+q = np.load({query!r})
+index.search(q, 100)
+t3 = time.perf_counter()
+rss = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(("VmRSS", "VmHWM"))]
+print(json.dumps({{"mmap": {mmap}, "import_s": round(t1 - t0, 2), "open_s": round(t2 - t1, 2),
+                  "first_query_s": round(t3 - t2, 3), "rss_mb": round(rss[1] / 1024, 1),
+                  "peak_rss_mb": round(rss[0] / 1024, 1)}}))
+"""
+
+
+def mmap_open(index: DenseIndex, root: Path, query: np.ndarray) -> list[dict]:
+    """Save ``index`` under ``root`` and open it in a fresh process, read and memory-mapped: start
+    time and RSS (``/proc/self/status`` VmRSS, VmHWM) after the open and one query."""
+    import subprocess
+
+    index.save(root)
+    np.save(root.parent / "query.npy", query)
+    out = []
+    for mmap in (False, True):
+        script = OPEN_SCRIPT.format(root=str(Path(__file__).resolve().parents[1]), path=str(root), mmap=mmap,
+                                    query=str(root.parent / "query.npy"))  # fmt: skip
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        out.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the table in docs/scale.md
+
+ORDER = ("flat", "ivf", "ivfsq", "ivfpq", "hnsw")
+
+
+def settings_label(params: dict) -> str:
+    keys = ("nlist", "nprobe", "rescore", "m", "efSearch")
+    return ", ".join(f"{k} {params[k]}" for k in keys if params.get(k))
+
+
+def render_markdown(records: list[dict]) -> str:
+    """The measured table (markdown) from bench records: per size, every kind and setting, the ones that
+    meet recall@100 >= 0.95 in bold, then the app's pick, the patent over-fetch, HNSW builds, mmap opens."""
+    from patent_demo.drawing.scale import LATENCY_BUDGET_MS, RECALL_TARGET
+
+    rows = [r for r in records if "kind" in r and "recall@100" in r]
+    lines = [f"| figures | kind | settings | recall@100 | p50 ms | p95 ms | index MB | build s |",
+             "|---:|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in sorted(rows, key=lambda r: (r["n"], ORDER.index(r["kind"]))):
+        ok = r["recall@100"] >= RECALL_TARGET and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
+        rec = f"**{r['recall@100']:.3f}**" if ok else f"{r['recall@100']:.3f}"
+        lines.append(f"| {r['n']:,} | {kind_label(r['kind'], r['params'])} | {settings_label(r['params'])} | {rec} | "
+                     f"{r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['index_mb']:.0f} | {r['build_s']:.0f} |")  # fmt: skip
+    extra = []
+    for r in records:
+        if "pick" in r:
+            extra.append(f"- {r['pick']['n']:,} figures: the app picks {r['pick']['choice'] or 'nothing (exact search)'}")
+        if "patent_overfetch" in r:
+            o = r["patent_overfetch"]
+            shares = ", ".join(f"{f['factor']}x: {f['equal_share']:.3f}" for f in o["factors"])
+            extra.append(f"- {o['n']:,} figures, per-patent top {o['top']} equal to exact search's at over-fetch {shares}"
+                         f" (first exact: {o['first_exact_factor']}x)")  # fmt: skip
+        if "hnsw_build" in r:
+            h = r["hnsw_build"]
+            extra.append(f"- HNSW (M 32, efConstruction 80) at {h['n']:,}: {h['added']:,} figures added in "
+                         f"{h['seconds']:.0f} s of a {h['budget_s']:.0f} s budget ({'complete' if h['complete'] else 'not complete'})")  # fmt: skip
+        if "mmap_open" in r:
+            for m in r["mmap_open"]:
+                extra.append(f"- open {'memory-mapped' if m['mmap'] else 'read whole'}: {m['open_s']} s, "
+                             f"first query {m['first_query_s']} s, RSS {m['rss_mb']:.0f} MB (peak {m['peak_rss_mb']:.0f} MB)")
+    return "\n".join(lines + [""] + extra) + "\n"
+
+
+def render_into(doc: Path, records: list[dict], start="<!-- scale:start -->", end="<!-- scale:end -->") -> None:
+    text = doc.read_text(encoding="utf-8")
+    a, b = text.index(start) + len(start), text.index(end)
+    doc.write_text(text[:a] + "\n" + render_markdown(records) + text[b:], encoding="utf-8")
+
+
+def read_log(path: str) -> list[dict]:
+    """The records of the last run in a log (a run starts with its ``command`` header)."""
+    runs: list[list[dict]] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        obj = json.loads(line)
+        if "command" in obj:
+            runs.append([])
+        runs[-1].append(obj)
+    return runs[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="flat and IVF-PQ sizes")
-    p.add_argument("--hnsw-sizes", type=int, nargs="*", default=[100_000], help="HNSW sizes (slow to build)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--kinds", nargs="+", default=["flat", "ivf", "ivfsq", "ivfpq", "hnsw"])
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--flat-queries", type=int, default=40, help="queries for flat search above 300k (slow)")
     p.add_argument("--k", type=int, default=100)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--real", default=None, help="a built corpus to compare cosine statistics with")
-    p.add_argument("--ivfpq", nargs="+", default=["refine=0", "refine=4"],
-                   help="IVF-PQ settings to measure, e.g. 'nprobe=32,refine=4' (codes only with refine=0)")  # fmt: skip
-    p.add_argument("--hnsw", default="efSearch=128", help="HNSW parameters (efSearch >= k for recall@k)")
-    p.add_argument("--log", default=None, help="append each result line (JSON) here as it is measured")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--nprobe", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512])
+    p.add_argument("--train", type=int, default=64, help="k-means training points per IVF list")
+    p.add_argument("--ef", type=int, nargs="+", default=[128, 256, 512], help="HNSW efSearch settings")
+    p.add_argument("--hnsw-budget", type=float, default=900.0, help="seconds of HNSW build before giving up")
+    p.add_argument("--fetch", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="per-patent over-fetch factors")
+    p.add_argument("--real", default=None, help="a saved index of real figures, mixed into the base")
+    p.add_argument("--mmap-dir", default=None, help="save the largest picked index here and time opening it")
+    p.add_argument("--log", default=None, help="append each record (JSON) here as it is measured")
+    p.add_argument("--table", default=None, help="write the measured records the app chooses from here")
+    p.add_argument("--render", default=None, metavar="LOG", help="only rewrite the table of --doc from LOG")
+    p.add_argument("--doc", default=str(Path(__file__).resolve().parents[1] / "docs" / "scale.md"))
     args = p.parse_args(argv)
+    if args.render:
+        render_into(Path(args.doc), read_log(args.render))
+        return 0
     set_num_threads(args.threads)
-    parse = lambda s: {k: int(v) for k, v in (kv.split("=") for kv in s.split(",") if kv)}  # noqa: E731
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
 
     def emit(obj: dict) -> None:
@@ -194,28 +407,32 @@ def main(argv: list[str] | None = None) -> int:
 
     emit({"command": " ".join(sys.argv), "host": platform.node(), "cpus": os.cpu_count(), "threads": args.threads,
           "load": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
-    if args.real:
-        emit({"real_embeddings": real_stats(args.real)})
-    largest = max([*args.sizes, *args.hnsw_sizes])
+    largest = max(args.sizes)
     t0 = time.perf_counter()
-    x_all, sub_all = make_vectors(largest + args.queries, seed=0)
+    x_all, sub_all = make_vectors(largest + args.queries, dim=args.dim, seed=0)
     emit({"generated": largest + args.queries, "seconds": round(time.perf_counter() - t0, 1)})
-    queries, base_all, base_sub = x_all[-args.queries :], x_all[:largest], sub_all[:largest]
-    patents = np.arange(largest) // FIGURES_PER_PATENT
-    emit({"synthetic_embeddings": cosine_stats(base_all[:200_000], patents[:200_000], base_sub[:200_000])})
-    for n in sorted(set(args.sizes) | set(args.hnsw_sizes)):
-        x = base_all[:n]
-        exact = faiss.IndexFlatIP(x.shape[1])
-        exact.add(x)
-        _, truth = exact.search(queries, args.k)
-        del exact
-        runs = [("flat", {})] if n in args.sizes else []
-        runs += [("ivfpq", parse(s)) for s in args.ivfpq] if n in args.sizes else []
-        runs += [("hnsw", parse(args.hnsw))] if n in args.hnsw_sizes else []
-        for kind, params in runs:
-            row = bench_kind(kind, x, queries, truth, args.k, params)
-            row["app_would_pick"] = choose_kind(n)
-            emit(row)
+    queries, base, sub_all = x_all[-args.queries :], x_all[:largest], sub_all[:largest]
+    patent_of = np.arange(largest) // FIGURES_PER_PATENT
+    emit({"synthetic_embeddings": cosine_stats(base[:200_000], patent_of[:200_000], sub_all[:200_000])})
+    if args.real:
+        real, real_pids = load_real(args.real)
+        if real.shape[1] == args.dim:
+            # the real figures take the first rows (patent numbers after the synthetic ones)
+            codes = {p: i for i, p in enumerate(dict.fromkeys(real_pids))}
+            base[: len(real)] = real
+            patent_of[: len(real)] = [patent_of[-1] + 1 + codes[p] for p in real_pids]
+            emit({"real_embeddings": {"index": args.real, "figures": len(real), "mixed_in": True,
+                                      **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
+    rows: list[dict] = []
+    for n in sorted(args.sizes):
+        rows += measure_size(n, base, patent_of, queries, args, emit)
+    if args.table:  # the records of other dimensions (another run) are kept
+        table = Path(args.table)
+        old = json.loads(table.read_text()) if table.is_file() else {"commands": [], "records": []}
+        keep = [r for r in old["records"] if r.get("dim") != args.dim]
+        commands = [c for c in old.get("commands", []) if c.get("dim") != args.dim]
+        commands.append({"dim": args.dim, "command": " ".join(sys.argv)})
+        table.write_text(json.dumps({"commands": commands, "records": keep + rows}, indent=1) + "\n")
     if log:
         log.close()
     return 0

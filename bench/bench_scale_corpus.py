@@ -1,0 +1,132 @@
+"""A corpus of a million figures for the scale check: the real Red Book patents plus synthetic ones, with
+the synthetic figures' embeddings written as the shards ``patent-demo index embed`` writes.
+
+Embedding a million drawings on a 2-core CPU takes days (about 0.5 s a figure), so only the real figures
+are embedded, by the real command; the rest are synthetic patents of 10 figures each whose embeddings
+come from ``bench_scale.make_vectors`` (the statistics of real ones) and whose images are one placeholder
+drawing (symbolic links, so the app can show a hit). What this writes:
+
+    OUT/corpus/                 manifest.jsonl (real patents first, then synthetic), corpus.json, images/
+    CACHE/shards/<corpus>/<model>/shard-00001.npy ...  every shard after the real figures' (shard 0)
+
+and then the real pipeline runs unchanged (``--shard-size`` = the number of real figures, so shard 0
+holds exactly them and ``index embed`` embeds only those; the synthetic shards are on disk, so it skips
+them like shards of an earlier run)::
+
+    python bench/bench_scale_corpus.py --redbook /tmp/scale/rb --figures 1000000 --out /tmp/scale/c1m
+    patent-demo index embed --corpus /tmp/scale/c1m/corpus --model MODEL --cache-dir /tmp/scale/c1m/cache \\
+        --shard-size 106 --checkpoints checkpoints
+    patent-demo index merge --corpus /tmp/scale/c1m/corpus --model MODEL --cache-dir /tmp/scale/c1m/cache \\
+        --checkpoints checkpoints
+    patent-demo search --corpus /tmp/scale/c1m/corpus --cache-dir /tmp/scale/c1m/cache drawing QUERY.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_scale import FIGURES_PER_PATENT, make_vectors  # noqa: E402
+
+from patent_demo.data.corpus import Corpus, Figure, Patent  # noqa: E402
+from patent_demo.drawing.scale import shard_path, shard_ranges  # noqa: E402
+
+
+def placeholder(path: Path) -> None:
+    """A white drawing with a frame and the word SYNTHETIC (the image of every synthetic figure)."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("L", (320, 320), 255)
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((20, 20, 300, 300), outline=0, width=3)
+    draw.text((110, 150), "SYNTHETIC", fill=0)
+    img.save(path)
+
+
+def write_corpus(redbook: Path, out: Path, figures: int) -> Corpus:
+    real = Corpus.load(redbook, validate=False)
+    images = out / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    patents = []
+    for p in real.patents:  # real figures: links to the real pages, same relative paths
+        for f in p.figures:
+            link = images / f.path
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.is_symlink():
+                link.symlink_to(real.image_path(f))
+        patents.append(Patent.from_dict({**p.to_dict(), "figures": [{"path": f.path, "view": f.view, "label": f.label}
+                                                                  for f in p.figures]}))  # fmt: skip
+    n_real = sum(len(p.figures) for p in patents)
+    art = images / "synthetic.png"
+    placeholder(art)
+    n_synth = -(-(figures - n_real) // FIGURES_PER_PATENT)
+    locarno = sorted({c for p in real.patents for c in p.codes.get("locarno", [])}) or ["99-00"]
+    for i in range(n_synth):
+        d = images / "synthetic" / f"{i // 1000:04d}"
+        d.mkdir(parents=True, exist_ok=True)
+        figs = []
+        for j in range(min(FIGURES_PER_PATENT, figures - n_real - i * FIGURES_PER_PATENT)):
+            rel = f"synthetic/{i // 1000:04d}/S{i:07d}-{j + 1}.png"
+            link = images / rel
+            if not link.is_symlink():
+                link.symlink_to(art)
+            figs.append(Figure(rel, view="page", label=f"FIG. {j + 1}"))
+        patents.append(Patent(id=f"SYN{i:07d}", title=f"synthetic design {i}", figures=figs, country="XX",
+                              codes={"locarno": [locarno[i % len(locarno)]]}))  # fmt: skip
+    corpus = Corpus(root=out / "corpus", patents=patents, meta={"image_root": str(images.resolve()), "source": "manifest",
+                                                        "source_label": "Red Book + synthetic (scale check)"})  # fmt: skip
+    corpus.save(out / "corpus")
+    return Corpus.load(out / "corpus", validate=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--redbook", required=True, help="a built Red Book corpus (patent-demo corpus build)")
+    p.add_argument("--figures", type=int, default=1_000_000)
+    p.add_argument("--out", required=True)
+    p.add_argument("--model", default="default", help="the drawing model the index is for")
+    p.add_argument("--checkpoints", nargs="*", default=[str(ROOT / "checkpoints")])
+    p.add_argument("--seed", type=int, default=7)
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    corpus = write_corpus(Path(args.redbook), out, args.figures)
+    figs = corpus.figures()
+    n_real = sum(1 for pt, _ in figs if not pt.id.startswith("SYN"))
+    print(f"corpus {out / 'corpus'}: {len(corpus.patents):,} patents, {len(figs):,} figures "
+          f"({n_real} real) in {time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+    from patent_demo.cli.index_cmd import _shards, _workbench
+
+    ns = argparse.Namespace(corpus=str(out / "corpus"), model=args.model, checkpoints=args.checkpoints,
+                            cache_dir=str(out / "cache"))  # fmt: skip
+    wb, spec = _workbench(ns)
+    shards = _shards(wb, spec)
+    shards.mkdir(parents=True, exist_ok=True)
+    ranges = shard_ranges(len(figs), n_real)
+    (shards / "shards.json").write_text(json.dumps({"figures": len(figs), "shard_size": n_real,
+                                                    "shards": len(ranges)}, indent=1, sort_keys=True) + "\n")  # fmt: skip
+    x, _ = make_vectors(len(figs) - n_real, seed=args.seed)  # synthetic rows: figures n_real ..
+    for i, (a, b) in enumerate(ranges[1:], start=1):
+        path = shard_path(shards, i)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, x[a - n_real : b - n_real])
+        os.replace(tmp, path)
+    print(f"{len(ranges) - 1} synthetic shards of {n_real} figures in {shards} ({spec.key}, "
+          f"{x.shape[1]}-d) after {time.perf_counter() - t0:.0f} s; shard 0 ({n_real} real figures) is left "
+          f"to `patent-demo index embed --shard-size {n_real}`")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
