@@ -143,7 +143,9 @@ def timed_queries(index: DenseIndex, queries: np.ndarray, k: int) -> tuple[list[
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
     k = truth.shape[1]
-    return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)]))
+    return float(
+        np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)])
+    )
 
 
 def record(index: DenseIndex, n: int, lat: list[float], rec: float, k: int, build: float) -> dict:
@@ -186,20 +188,46 @@ def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int) -> l
 
 
 def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], k: int,
-                     factors: list[int]) -> list[dict]:  # fmt: skip
-    """For each over-fetch factor f (``fetch = f * k`` figures), the share of queries whose patent top k
-    equals exact search's (same patents in the same order)."""
+                     factors: list[int], nprobes: list[int] = (0,)) -> list[dict]:  # fmt: skip
+    """For each over-fetch factor f (``fetch = f * k`` figures) and lists probed (IVF kinds; 0: the
+    index's nprobe), the share of queries whose patent top k equals exact search's (same patents in the
+    same order; ``same_set_share``: the same patents)."""
     out = []
-    for f in factors:
-        same, lat = 0, []
-        for q, want in zip(queries, exact, strict=True):
-            t = time.perf_counter()
-            res = index.search_patents(q, k, fetch=f * k)
-            lat.append(time.perf_counter() - t)
-            same += [int(p) for p in res.ids] == want
-        out.append({"factor": f, "equal_share": round(same / len(exact), 4),
-                    "latency_ms_p50": round(1000 * float(np.median(lat)), 3)})  # fmt: skip
+    for nprobe in nprobes:
+        index.patent_nprobe = nprobe
+        for f in factors:
+            same, same_set, lat = 0, 0, []
+            for q, want in zip(queries, exact, strict=True):
+                t = time.perf_counter()
+                res = index.search_patents(q, k, fetch=f * k)
+                lat.append(time.perf_counter() - t)
+                got = [int(p) for p in res.ids]
+                same += got == want
+                same_set += set(got) == set(want)
+            out.append({"nprobe": nprobe, "factor": f, "equal_share": round(same / len(exact), 4),
+                        "same_set_share": round(same_set / len(exact), 4),
+                        "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
+                        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3)})  # fmt: skip
+    index.patent_nprobe = 0
     return out
+
+
+def patent_settings(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], factors: list[int],
+                    emit) -> tuple[int | None, int]:  # fmt: skip
+    """Measure the per-patent top 10 of ``index`` against exact search over over-fetch factors and, for
+    IVF kinds, 1x-8x the index's nprobe; returns ``(factor, nprobe)`` of the fastest setting whose top 10
+    equals exact search's for every query (``(None, 0)``: none did)."""
+    nprobes = [0]
+    if "nprobe" in index.params:
+        nl, base = int(index.params["nlist"]), int(index.params["nprobe"])
+        nprobes = sorted({min(nl, base * m) for m in (1, 2, 4, 8)})
+    over = patent_overfetch(index, queries, exact, 10, factors, nprobes)
+    exact_rows = [o for o in over if o["equal_share"] == 1.0]
+    best = min(exact_rows, key=lambda o: o["latency_ms_p50"], default=None)
+    emit({"patent_overfetch": {"n": index.count, "kind": index.kind, "params": index.params, "top": 10,
+                               "factors": over, "first_exact_factor": best and best["factor"],
+                               "exact_nprobe": best and best["nprobe"]}})  # fmt: skip
+    return (best["factor"], best["nprobe"]) if best else (None, 0)
 
 
 def hnsw_capped(x: np.ndarray, budget_s: float, chunk: int = 50_000, M: int = 32, ef: int = 80) -> dict:
@@ -217,7 +245,9 @@ def nlist_for(n: int) -> int:
     return int(2 ** round(np.log2(2 * np.sqrt(n))))
 
 
-def measure_size(n: int, base: np.ndarray, patent_of: np.ndarray, queries: np.ndarray, args, emit) -> list[dict]:
+def measure_size(
+    n: int, base: np.ndarray, patent_of: np.ndarray, queries: np.ndarray, args, emit
+) -> list[dict]:
     x = base[:n]
     k = args.k
     exact = faiss.IndexFlatIP(x.shape[1])
@@ -255,19 +285,18 @@ def measure_size(n: int, base: np.ndarray, patent_of: np.ndarray, queries: np.nd
         if built["added"] == n:
             index = DenseIndex(built["index"], ids, pids, x, "hnsw", {"M": 32, "efConstruction": 80, "efSearch": 64},
                                normalize=False)  # fmt: skip
-            rows += sweep(index, n, queries, truth_k, k, built["seconds"], [{"efSearch": e} for e in args.ef], emit)
+            rows += sweep(
+                index, n, queries, truth_k, k, built["seconds"], [{"efSearch": e} for e in args.ef], emit
+            )
     # the settings the app would take at this size, and their per-patent over-fetch
     choice = pick(rows, n, x.shape[1])
     emit({"pick": {"n": n, "choice": describe_choice(choice) if choice else None}})
     if choice is not None and choice["kind"] != "flat":
         index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
-        over = patent_overfetch(index, queries, exact_patent_top(truth, patent_of, 10), 10, args.fetch)
-        fetch = next((o["factor"] for o in over if o["equal_share"] == 1.0), None)
-        emit({"patent_overfetch": {"n": n, "kind": choice["kind"], "params": choice["params"], "top": 10,
-                                   "factors": over, "first_exact_factor": fetch}})  # fmt: skip
-        for r in rows:
-            if r is choice:
-                r["patent_fetch"] = fetch
+        fetch, nprobe = patent_settings(
+            index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+        )
+        choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
         if n == max(args.sizes) and args.mmap_dir:
             rows_mmap = mmap_open(index, Path(args.mmap_dir), queries[0])
             emit({"mmap_open": rows_mmap})
@@ -327,48 +356,115 @@ def render_markdown(records: list[dict]) -> str:
     from patent_demo.drawing.scale import LATENCY_BUDGET_MS, RECALL_TARGET
 
     rows = [r for r in records if "kind" in r and "recall@100" in r]
-    lines = [f"| figures | kind | settings | recall@100 | p50 ms | p95 ms | index MB | build s |",
-             "|---:|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in sorted(rows, key=lambda r: (r["n"], ORDER.index(r["kind"]))):
+    lines = ["| dim | vectors | kind | settings | recall@100 | p50 ms | p95 ms | index MB | build s | load |",
+             "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in sorted(rows, key=lambda r: (r["dim"], r["n"], ORDER.index(r["kind"]))):
         ok = r["recall@100"] >= RECALL_TARGET and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
         rec = f"**{r['recall@100']:.3f}**" if ok else f"{r['recall@100']:.3f}"
-        lines.append(f"| {r['n']:,} | {kind_label(r['kind'], r['params'])} | {settings_label(r['params'])} | {rec} | "
-                     f"{r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['index_mb']:.0f} | {r['build_s']:.0f} |")  # fmt: skip
+        lines.append(f"| {r['dim']} | {r['n']:,} | {kind_label(r['kind'], r['params'])} | {settings_label(r['params'])} | "
+                     f"{rec} | {r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['index_mb']:.0f} | "
+                     f"{r['build_s']:.0f} | {r['load'][0]:.1f} |")  # fmt: skip
     extra = []
     for r in records:
         if "pick" in r:
-            extra.append(f"- {r['pick']['n']:,} figures: the app picks {r['pick']['choice'] or 'nothing (exact search)'}")
+            extra.append(
+                f"- {r['pick']['n']:,} figures: the app picks {r['pick']['choice'] or 'nothing (exact search)'}"
+            )
         if "patent_overfetch" in r:
             o = r["patent_overfetch"]
-            shares = ", ".join(f"{f['factor']}x: {f['equal_share']:.3f}" for f in o["factors"])
-            extra.append(f"- {o['n']:,} figures, per-patent top {o['top']} equal to exact search's at over-fetch {shares}"
-                         f" (first exact: {o['first_exact_factor']}x)")  # fmt: skip
+            shares = ", ".join(
+                f"nprobe {f.get('nprobe') or o['params'].get('nprobe', '-')} fetch {f['factor']}x: "
+                f"{f['equal_share']:.3f} ({f['latency_ms_p50']:.1f} ms)"
+                for f in o["factors"]
+            )
+            found = (f"fastest exact: fetch {o['first_exact_factor']}x, nprobe {o.get('exact_nprobe') or o['params'].get('nprobe')}"
+                     if o["first_exact_factor"] else "no setting tried was exact for every query")  # fmt: skip
+            extra.append(f"- {o['n']:,} x {o['params'].get('nlist', '')} lists, {kind_label(o['kind'], o['params'])}: share of "
+                         f"queries whose per-patent top {o['top']} equals exact search's: {shares}; {found}")  # fmt: skip
         if "hnsw_build" in r:
             h = r["hnsw_build"]
             extra.append(f"- HNSW (M 32, efConstruction 80) at {h['n']:,}: {h['added']:,} figures added in "
                          f"{h['seconds']:.0f} s of a {h['budget_s']:.0f} s budget ({'complete' if h['complete'] else 'not complete'})")  # fmt: skip
         if "mmap_open" in r:
             for m in r["mmap_open"]:
-                extra.append(f"- open {'memory-mapped' if m['mmap'] else 'read whole'}: {m['open_s']} s, "
-                             f"first query {m['first_query_s']} s, RSS {m['rss_mb']:.0f} MB (peak {m['peak_rss_mb']:.0f} MB)")
-    return "\n".join(lines + [""] + extra) + "\n"
+                extra.append(
+                    f"- open {'memory-mapped' if m['mmap'] else 'read whole'}: {m['open_s']} s, "
+                    f"first query {m['first_query_s']} s, RSS {m['rss_mb']:.0f} MB (peak {m['peak_rss_mb']:.0f} MB)"
+                )
+    measured = [f"- {kind_label(r['kind'], r['params'])} at {r['n']:,} x {r['dim']}: measured "
+                f"{r['index_mb'] * 2**20 / r['n']:,.0f} bytes/vector, formula {bytes_per_vector(r['kind'], r['dim'], r['params']):,.0f}"
+                for r in {(r["kind"], r["params"].get("qtype"), r["n"], r["dim"]): r for r in rows}.values()
+                if r["n"] == max(x["n"] for x in rows if x["dim"] == r["dim"])]  # fmt: skip
+    return "\n".join(lines + [""] + extra + [""] + measured) + "\n\n" + render_projection()
 
 
-def render_into(doc: Path, records: list[dict], start="<!-- scale:start -->", end="<!-- scale:end -->") -> None:
+def bytes_per_vector(kind: str, dim: int, params: dict) -> float:
+    """Index bytes per vector of a kind (FAISS layouts; an IVF list entry also holds an 8-byte id):
+    flat 4D, IVF-Flat 4D + 8, IVF-SQ8 D + 8, IVF-fp16 2D + 8, IVF-PQ m nbits / 8 + 8, HNSW 4D + 8M (the
+    level-0 links, 2M neighbours of 4 bytes; the upper levels add about 1/M of that)."""
+    if kind == "flat":
+        return 4.0 * dim
+    if kind == "ivf":
+        return 4.0 * dim + 8
+    if kind == "ivfsq":
+        return (dim if params.get("qtype", "sq8") == "sq8" else 2 * dim) + 8.0
+    if kind == "ivfpq":
+        return params.get("m", dim // 8) * params.get("nbits", 8) / 8 + 8.0
+    if kind == "hnsw":
+        return 4.0 * dim + 8 * params.get("M", 32)
+    raise ValueError(kind)
+
+
+PROJECTED = [("flat", {}), ("ivf", {}), ("ivfsq", {"qtype": "sq8"}), ("ivfsq", {"qtype": "fp16"}),
+             ("ivfpq", {"m": 32, "nbits": 8}), ("hnsw", {"M": 32})]  # fmt: skip
+
+
+def render_projection(
+    dims=(256, 384, 1280), sizes=(1_000_000, 10_000_000, 100_000_000), shard=1_000_000
+) -> str:
+    """Index memory of each kind at 1M, 10M and 100M vectors (``bytes_per_vector``), the float32
+    embeddings the re-scoring reads beside it, and the shards of ``shard`` vectors (the size measured
+    to meet the targets on 2 cores)."""
+    head = "| dim | kind | bytes/vector | " + " | ".join(f"{n // 1_000_000}M index GB" for n in sizes)
+    lines = [head + " | float32 embeddings GB at " + " / ".join(f"{n // 1_000_000}M" for n in sizes) + " |",
+             "|---:|---|---:|" + "---:|" * len(sizes) + "---|"]  # fmt: skip
+    for dim in dims:
+        emb = " / ".join(f"{4 * dim * n / 1e9:,.0f}" for n in sizes)
+        for kind, params in PROJECTED:
+            b = bytes_per_vector(kind, dim, {**params, "m": 32 if dim % 32 == 0 else dim // 8})
+            cells = " | ".join(f"{b * n / 1e9:,.1f}" for n in sizes)
+            lines.append(f"| {dim} | {kind_label(kind, params)} | {b:,.0f} | {cells} | {emb} |")
+    shards = ", ".join(f"{n:,} vectors: {-(-n // shard)} shard(s)" for n in sizes)
+    return "\n".join(lines) + f"\n\nShards of {shard:,} vectors: {shards}.\n"
+
+
+def render_into(
+    doc: Path, records: list[dict], start="<!-- scale:start -->", end="<!-- scale:end -->"
+) -> None:
     text = doc.read_text(encoding="utf-8")
     a, b = text.index(start) + len(start), text.index(end)
     doc.write_text(text[:a] + "\n" + render_markdown(records) + text[b:], encoding="utf-8")
 
 
 def read_log(path: str) -> list[dict]:
-    """The records of the last run in a log (a run starts with its ``command`` header)."""
+    """The records of the last full run of each dimension in a log (a run starts with its ``command``
+    header), with the per-patent measurements of later ``--patents`` runs in place of its own."""
     runs: list[list[dict]] = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         obj = json.loads(line)
         if "command" in obj:
             runs.append([])
         runs[-1].append(obj)
-    return runs[-1]
+    last: dict[int, list[dict]] = {}
+    for run in runs:
+        dim = run[0].get("dim", DIM)
+        if "--patents" not in run[0]["command"]:
+            last[dim] = list(run)
+        elif dim in last:
+            new = [r for r in run if "patent_overfetch" in r]
+            sizes = {r["patent_overfetch"]["n"] for r in new}
+            last[dim] = [r for r in last[dim] if r.get("patent_overfetch", {}).get("n") not in sizes] + new
+    return [r for dim in sorted(last) for r in last[dim]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,18 +480,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train", type=int, default=64, help="k-means training points per IVF list")
     p.add_argument("--ef", type=int, nargs="+", default=[128, 256, 512], help="HNSW efSearch settings")
     p.add_argument("--hnsw-budget", type=float, default=900.0, help="seconds of HNSW build before giving up")
-    p.add_argument("--fetch", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="per-patent over-fetch factors")
+    p.add_argument("--fetch", type=int, nargs="+", default=[2, 4, 8], help="per-patent over-fetch factors")
     p.add_argument("--real", default=None, help="a saved index of real figures, mixed into the base")
     p.add_argument("--mmap-dir", default=None, help="save the largest picked index here and time opening it")
     p.add_argument("--log", default=None, help="append each record (JSON) here as it is measured")
     p.add_argument("--table", default=None, help="write the measured records the app chooses from here")
-    p.add_argument("--render", default=None, metavar="LOG", help="only rewrite the table of --doc from LOG")
+    p.add_argument(
+        "--shared", type=float, default=SHARED, help="spread of the shared direction (random-pair cosine)"
+    )
+    p.add_argument("--spectrum", type=float, default=SPECTRUM, help="spectrum decay (effective dimension)")
+    p.add_argument(
+        "--patents",
+        action="store_true",
+        help="only measure the per-patent search of the picks in --table and write it back",
+    )
+    p.add_argument("--render", default=None, nargs="+", metavar="LOG", help="only rewrite the table of --doc from LOG(s)")
+    p.add_argument("--table-from-log", default=None, metavar="LOG",
+                   help="only write --table from the records of LOG's last full run at --dim")
     p.add_argument("--doc", default=str(Path(__file__).resolve().parents[1] / "docs" / "scale.md"))
     args = p.parse_args(argv)
     if args.render:
-        render_into(Path(args.doc), read_log(args.render))
+        render_into(Path(args.doc), [r for log in args.render for r in read_log(log)])
+        return 0
+    if args.table_from_log:
+        rows = [r for r in read_log(args.table_from_log) if "recall@100" in r and r["dim"] == args.dim]
+        write_table(Path(args.table), rows, args.dim)
         return 0
     set_num_threads(args.threads)
+    globals().update(SHARED=args.shared, SPECTRUM=args.spectrum)  # make_vectors reads them
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
 
     def emit(obj: dict) -> None:
@@ -405,8 +517,55 @@ def main(argv: list[str] | None = None) -> int:
             log.write(line + "\n")
             log.flush()
 
-    emit({"command": " ".join(sys.argv), "host": platform.node(), "cpus": os.cpu_count(), "threads": args.threads,
+    emit({"command": " ".join(sys.argv), "dim": args.dim, "host": platform.node(), "cpus": os.cpu_count(), "threads": args.threads,
           "load": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
+    queries, base, patent_of = base_set(args, emit)
+    if args.patents:
+        return patents_only(args, queries, base, patent_of, emit)
+    rows: list[dict] = []
+    for n in sorted(args.sizes):
+        rows += measure_size(n, base, patent_of, queries, args, emit)
+    if args.table:  # the records of other dimensions (another run) are kept
+        write_table(Path(args.table), rows, args.dim)
+    if log:
+        log.close()
+    return 0
+
+
+def write_table(table: Path, rows: list[dict], dim: int) -> None:
+    old = json.loads(table.read_text()) if table.is_file() else {"commands": [], "records": []}
+    keep = [r for r in old["records"] if r.get("dim") != dim]
+    commands = [c for c in old.get("commands", []) if c.get("dim") != dim]
+    commands.append({"dim": dim, "command": " ".join(sys.argv)})
+    table.write_text(json.dumps({"commands": commands, "records": keep + rows}, indent=1) + "\n")
+
+
+def patents_only(args, queries: np.ndarray, base: np.ndarray, patent_of: np.ndarray, emit) -> int:
+    """``--patents``: for each size, the per-patent search of the pick in ``--table`` (rebuilt), measured
+    against exact search; the fastest exact setting is written back into the table's record."""
+    table = json.loads(Path(args.table).read_text())
+    mine = [r for r in table["records"] if r.get("dim") == args.dim]
+    for n in sorted(args.sizes):
+        choice = pick(mine, n, args.dim)
+        if choice is None or choice["kind"] == "flat":
+            continue
+        x = base[:n]
+        exact = faiss.IndexFlatIP(x.shape[1])
+        exact.add(x)
+        _, truth = exact.search(queries, 1000)
+        del exact
+        ids, pids = [str(i) for i in range(n)], [str(p) for p in patent_of[:n]]
+        index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
+        choice["patent_fetch"], choice["patent_nprobe"] = patent_settings(
+            index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+        )
+        del index
+    Path(args.table).write_text(json.dumps(table, indent=1) + "\n")
+    return 0
+
+
+def base_set(args, emit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries, base vectors (the real ones mixed into the first rows) and the patent of each row."""
     largest = max(args.sizes)
     t0 = time.perf_counter()
     x_all, sub_all = make_vectors(largest + args.queries, dim=args.dim, seed=0)
@@ -423,19 +582,7 @@ def main(argv: list[str] | None = None) -> int:
             patent_of[: len(real)] = [patent_of[-1] + 1 + codes[p] for p in real_pids]
             emit({"real_embeddings": {"index": args.real, "figures": len(real), "mixed_in": True,
                                       **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
-    rows: list[dict] = []
-    for n in sorted(args.sizes):
-        rows += measure_size(n, base, patent_of, queries, args, emit)
-    if args.table:  # the records of other dimensions (another run) are kept
-        table = Path(args.table)
-        old = json.loads(table.read_text()) if table.is_file() else {"commands": [], "records": []}
-        keep = [r for r in old["records"] if r.get("dim") != args.dim]
-        commands = [c for c in old.get("commands", []) if c.get("dim") != args.dim]
-        commands.append({"dim": args.dim, "command": " ".join(sys.argv)})
-        table.write_text(json.dumps({"commands": commands, "records": keep + rows}, indent=1) + "\n")
-    if log:
-        log.close()
-    return 0
+    return queries, base, patent_of
 
 
 if __name__ == "__main__":

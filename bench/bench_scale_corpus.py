@@ -89,6 +89,55 @@ def write_corpus(redbook: Path, out: Path, figures: int) -> Corpus:
     return Corpus.load(out / "corpus", validate=False)
 
 
+def rss_mb() -> float:
+    return next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmRSS")) / 1024
+
+
+def check(args: argparse.Namespace) -> dict:
+    """The merged index as the app opens it (``Workbench.index``: memory-mapped): open time and RSS,
+    its kind and measured recall as shown, recall@100 of the held-out queries against exact search over
+    the same embeddings, p50 / p95 of the figure search, and one drawing search through the Workbench."""
+    import faiss
+
+    from patent_demo.cli.index_cmd import _workbench
+    from patent_demo.drawing.faiss_kinds import set_num_threads
+    from patent_demo.drawing.scale import describe_index
+
+    set_num_threads(2)
+    out = Path(args.out)
+    ns = argparse.Namespace(corpus=str(out / "corpus"), model=args.model, checkpoints=args.checkpoints,
+                            cache_dir=str(out / "cache"))  # fmt: skip
+    rss0, t0 = rss_mb(), time.perf_counter()
+    wb, spec = _workbench(ns)
+    t1 = time.perf_counter()
+    index = wb.index(spec)
+    t2 = time.perf_counter()
+    row = {"corpus_open_s": round(t1 - t0, 1), "index_open_s": round(t2 - t1, 2), "figures": index.count,
+           "mapped": bool(isinstance(index.embeddings, np.memmap)), "rss_after_open_mb": round(rss_mb(), 0),
+           "rss_before_mb": round(rss0, 0), "shown": describe_index(index)}  # fmt: skip
+    q = np.load(out / "queries.npy")
+    lat, found = [], []
+    for v in q:
+        t = time.perf_counter()
+        found.append(index.search_raw(v, 100)[1][0])
+        lat.append(time.perf_counter() - t)
+    exact = faiss.IndexFlatIP(index.dim)
+    exact.add(np.ascontiguousarray(index.embeddings, dtype=np.float32))
+    _, truth = exact.search(q / np.linalg.norm(q, axis=1, keepdims=True), 100)
+    del exact
+    rec = np.mean([len(set(f.tolist()) & set(t.tolist())) / 100 for f, t in zip(found, truth, strict=True)])
+    row.update({"recall@100": round(float(rec), 4), "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
+                "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(q)})  # fmt: skip
+    if args.query:
+        for attempt in ("first", "second"):  # the first also hashes every figure file (Workbench.figure_sha)
+            t = time.perf_counter()
+            res = wb.search_drawing(args.query, spec.key, k=10)
+            row[f"workbench_search_{attempt}_s"] = round(time.perf_counter() - t, 2)
+        row["workbench_top3"] = [h.patent_id for h in res.hits[:3]]
+    row["load"] = [round(v, 2) for v in os.getloadavg()]
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--redbook", required=True, help="a built Red Book corpus (patent-demo corpus build)")
@@ -97,7 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="default", help="the drawing model the index is for")
     p.add_argument("--checkpoints", nargs="*", default=[str(ROOT / "checkpoints")])
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--queries", type=int, default=200, help="held-out synthetic queries written beside")
+    p.add_argument("--check", action="store_true", help="only measure the merged index as the app opens it")
+    p.add_argument("--query", default=None, help="--check: a drawing to search through the Workbench")
+    p.add_argument("--log", default=None, help="--check: append the result (JSON) here")
     args = p.parse_args(argv)
+    if args.check:
+        row = {"command": " ".join(sys.argv), **check(args)}
+        print(json.dumps(row))
+        if args.log:
+            with open(args.log, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+        return 0
     out = Path(args.out)
     t0 = time.perf_counter()
     corpus = write_corpus(Path(args.redbook), out, args.figures)
@@ -115,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     ranges = shard_ranges(len(figs), n_real)
     (shards / "shards.json").write_text(json.dumps({"figures": len(figs), "shard_size": n_real,
                                                     "shards": len(ranges)}, indent=1, sort_keys=True) + "\n")  # fmt: skip
-    x, _ = make_vectors(len(figs) - n_real, seed=args.seed)  # synthetic rows: figures n_real ..
+    # synthetic rows: figures n_real ..; the last --queries vectors are held-out queries of the same
+    # distribution (OUT/queries.npy) for measuring the merged index's recall against exact search
+    x, _ = make_vectors(len(figs) - n_real + args.queries, seed=args.seed)
+    np.save(out / "queries.npy", x[len(figs) - n_real :])
+    x = x[: len(figs) - n_real]
     for i, (a, b) in enumerate(ranges[1:], start=1):
         path = shard_path(shards, i)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -35,7 +35,11 @@ from patent_demo.text.bm25 import BM25Index  # noqa: E402
 
 def rss_mb() -> tuple[float, float]:
     """(VmRSS, VmHWM) of this process in MB."""
-    vals = {ln.split(":")[0]: int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith(("VmRSS", "VmHWM"))}
+    vals = {
+        ln.split(":")[0]: int(ln.split()[1])
+        for ln in open("/proc/self/status")
+        if ln.startswith(("VmRSS", "VmHWM"))
+    }
     return vals["VmRSS"] / 1024, vals["VmHWM"] / 1024
 
 

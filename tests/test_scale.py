@@ -60,11 +60,16 @@ def test_index_settings_and_descriptions_come_from_the_table(monkeypatch):
                                                "rescore": 2, "patent_fetch": 4}  # fmt: skip
     assert scale.choose_kind(1_000_000) == "ivfsq" and scale.choose_kind(1_000_000, dim=1280) == "flat"
     text = scale.describe_choice(table[6])
-    assert text == "IVF-SQ8 (nprobe 128, re-scored 2x), measured recall@100 0.96, p50 8.0 ms at 1,000,000 figures"
+    assert (
+        text
+        == "IVF-SQ8 (nprobe 128, re-scored 2x), measured recall@100 0.96, p50 8.0 ms at 1,000,000 figures"
+    )
     built = SimpleNamespace(kind="ivfsq", params={"nlist": 1024, "nprobe": 128, "qtype": "sq8", "rescore": 2,
                                                   "seed": 1234, "train": 64}, count=400_000, dim=256)  # fmt: skip
     assert scale.describe_index(built) == f"{text}; 400,000 figures here"
-    other = SimpleNamespace(kind="ivfsq", params={"nprobe": 7, "qtype": "sq8", "rescore": 0}, count=10, dim=256)
+    other = SimpleNamespace(
+        kind="ivfsq", params={"nprobe": 7, "qtype": "sq8", "rescore": 0}, count=10, dim=256
+    )
     assert "recall not measured" in scale.describe_index(other)
     flat = SimpleNamespace(kind="flat", params={}, count=300, dim=256)
     assert scale.describe_index(flat) == "flat (exact), recall@100 1.00 over 300 figures"
@@ -85,11 +90,15 @@ def test_ivfsq_rescore_gives_exact_scores_and_recall(tmp_path):
     exact = DenseIndex.build(x, ids, pids)
     q = x[:40] + 0.05
     for qtype in ("sq8", "fp16"):
-        idx = DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=32, nprobe=32, qtype=qtype, rescore=2, train=40)
+        idx = DenseIndex.build(
+            x, ids, pids, kind="ivfsq", nlist=32, nprobe=32, qtype=qtype, rescore=2, train=40
+        )
         assert recall_against_exact(idx, exact, q, 50) == 1.0  # every list probed: only the codes differ
         s, rows = idx.search_raw(q[:3], 10)
         qn = q[:3] / np.linalg.norm(q[:3], axis=1, keepdims=True)
-        np.testing.assert_allclose(s, np.take_along_axis(qn @ x.T, rows, axis=1), rtol=1e-5)  # re-scored exactly
+        np.testing.assert_allclose(
+            s, np.take_along_axis(qn @ x.T, rows, axis=1), rtol=1e-5
+        )  # re-scored exactly
         assert idx.search_patents(q[0], 10).ids == exact.search_patents(q[0], 10).ids
     idx.set_search_params(nprobe=4, rescore=0)
     assert idx.params["rescore"] == 0 and recall_against_exact(idx, exact, q, 50) < 1.0
@@ -103,7 +112,11 @@ def test_memory_mapped_load_matches_a_read_load(tmp_path, monkeypatch):
     x = _clustered(3000)
     ids = [f"f{i}" for i in range(len(x))]
     pids = [f"p{i // 5}" for i in range(len(x))]
-    for kind, params in (("flat", {}), ("ivfsq", {"nlist": 16, "nprobe": 8, "rescore": 3}), ("ivf", {"nlist": 16})):
+    for kind, params in (
+        ("flat", {}),
+        ("ivfsq", {"nlist": 16, "nprobe": 8, "rescore": 3}),
+        ("ivf", {"nlist": 16}),
+    ):
         built = DenseIndex.build(x, ids, pids, kind=kind, patent_fetch=6, **params)
         root = built.save(tmp_path / kind)
         read, mapped = DenseIndex.load(root, mmap=False), DenseIndex.load(root, mmap=True)
@@ -138,6 +151,9 @@ def test_bench_measures_a_small_size_and_renders_the_table(tmp_path):
     doc = tmp_path / "scale.md"
     doc.write_text("intro\n<!-- scale:start -->\nold\n<!-- scale:end -->\nrest\n")
     assert bench.main(["--render", str(log), "--doc", str(doc)]) == 0
+    table.unlink()
+    assert bench.main(["--table-from-log", str(log), "--table", str(table)]) == 0
+    assert json.loads(table.read_text())["records"] == rows
     text = doc.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("<!-- scale:end -->\nrest\n")
     assert "| 4,000 | flat (exact) |" in text and "IVF-SQ8" in text and "the app picks" in text
@@ -152,3 +168,29 @@ def test_the_shipped_table_meets_the_targets_at_a_million_figures():
     assert best["recall@100"] >= scale.RECALL_TARGET and best["latency_ms_p50"] <= scale.LATENCY_BUDGET_MS
     assert best["index_mb"] <= 500 and best["build_s"] <= 15 * 60
     assert best.get("patent_fetch"), "the per-patent over-fetch is measured with the chosen kind"
+
+
+def test_patent_search_probes_patent_nprobe_lists_and_the_bench_measures_it(tmp_path):
+    x = _clustered(4000)
+    ids = [f"f{i}" for i in range(len(x))]
+    pids = [str(i // 4) for i in range(len(x))]
+    exact = DenseIndex.build(x, ids, pids)
+    q = x[:30] + 0.3 * np.random.default_rng(3).normal(size=(30, x.shape[1])).astype(np.float32)
+    want = [exact.search_patents(v, 10).ids for v in q]
+    narrow = DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=32, nprobe=1, rescore=2, train=40)
+    assert [narrow.search_patents(v, 10).ids for v in q] != want
+    wide = DenseIndex.build(
+        x, ids, pids, kind="ivfsq", nlist=32, nprobe=1, rescore=2, train=40, patent_nprobe=32
+    )
+    assert [wide.search_patents(v, 10).ids for v in q] == want
+    assert wide.search_raw(q, 10)[1].tolist() == narrow.search_raw(q, 10)[1].tolist()  # figures: nprobe 1
+    assert DenseIndex.load(wide.save(tmp_path / "w")).patent_nprobe == 32
+    # the bench finds the fastest exact (over-fetch, nprobe) setting by measurement
+    bench, emitted = _bench(), []
+    exact_top = [[int(p) for p in w] for w in want]
+    fetch, nprobe = bench.patent_settings(narrow, q, exact_top, [2, 4], emitted.append)
+    over = emitted[0]["patent_overfetch"]
+    assert {o["nprobe"] for o in over["factors"]} == {1, 2, 4, 8}
+    ok = [o for o in over["factors"] if o["equal_share"] == 1.0]
+    assert (fetch, nprobe) == ((ok and min(ok, key=lambda o: o["latency_ms_p50"])["factor"]) or None,
+                               ok and min(ok, key=lambda o: o["latency_ms_p50"])["nprobe"] or 0)  # fmt: skip

@@ -114,7 +114,9 @@ def index_lines(corpus_dir: str, cache_dir: str) -> list[dict]:
     for what, sub in (("drawing", "index"), ("text", "dense")):
         for params in sorted((Path(cache_dir) / sub / fp).glob("*/params.json")):
             meta = json.loads(params.read_text(encoding="utf-8"))
-            index = SimpleNamespace(kind=meta["kind"], params=meta["params"], count=meta["count"], dim=meta["dim"])
+            index = SimpleNamespace(
+                kind=meta["kind"], params=meta["params"], count=meta["count"], dim=meta["dim"]
+            )
             out.append({"what": what, "model": meta.get("model") or params.parent.name, "path": str(params.parent),
                         "kind": meta["kind"], "description": describe_index(index)})  # fmt: skip
     return out

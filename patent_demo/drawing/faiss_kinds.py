@@ -21,8 +21,16 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "flat": {},
     "ivf": {"nlist": None, "nprobe": None, "seed": 1234, "train": None},
     "ivfsq": {"nlist": None, "nprobe": None, "qtype": "sq8", "rescore": 0, "seed": 1234, "train": None},
-    "ivfpq": {"nlist": None, "nprobe": None, "m": None, "nbits": None, "refine": 0, "rescore": 0, "seed": 1234,
-              "train": None},
+    "ivfpq": {
+        "nlist": None,
+        "nprobe": None,
+        "m": None,
+        "nbits": None,
+        "refine": 0,
+        "rescore": 0,
+        "seed": 1234,
+        "train": None,
+    },
     "hnsw": {"M": 32, "efConstruction": 80, "efSearch": 64},
 }
 # Parameters that only change search, so ``set_search_params`` may change them on a built index.

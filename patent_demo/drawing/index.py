@@ -172,6 +172,7 @@ class DenseIndex:
         checkpoint: str = "",
         build_seconds: float | None = None,
         patent_fetch: int = 4,
+        patent_nprobe: int = 0,
     ) -> None:
         self.index = index
         self.ids = ids
@@ -184,6 +185,7 @@ class DenseIndex:
         self.checkpoint = checkpoint
         self.build_seconds = build_seconds
         self.patent_fetch = int(patent_fetch)  # search_patents fetches patent_fetch * k figures first
+        self.patent_nprobe = int(patent_nprobe)  # and probes this many lists (IVF kinds; 0: nprobe)
         self._row_of: dict[str, int] | None = None  # built on first use (a million ids take a while)
 
     @property
@@ -206,6 +208,7 @@ class DenseIndex:
         model: str = "",
         checkpoint: str = "",
         patent_fetch: int = 4,
+        patent_nprobe: int = 0,
         **params: Any,
     ) -> DenseIndex:
         """Build an index over ``embeddings`` ``[N, D]``, row i being figure ``ids[i]`` of patent
@@ -216,7 +219,8 @@ class DenseIndex:
         from N and D). ``normalize`` L2-normalises embeddings and queries so scores are cosines.
         ``model`` and ``checkpoint`` name the encoder that produced the embeddings; they are saved
         in ``params.json`` so that queries can be encoded the same way. ``patent_fetch``: figures
-        fetched per patent asked for by ``search_patents`` (``patent_demo.drawing.scale`` measures it).
+        fetched per patent asked for by ``search_patents`` and ``patent_nprobe`` the lists it probes (IVF
+        kinds; 0: ``nprobe``), measured by bench/bench_scale.py so its patent top 10 equals exact search's.
         """
         x = _as_matrix(embeddings, "embeddings")
         n, dim = x.shape
@@ -241,7 +245,8 @@ class DenseIndex:
         seconds = time.perf_counter() - start
         if patent_fetch < 1:
             raise ValueError(f"patent_fetch must be at least 1, got {patent_fetch}")
-        return cls(index, ids, patent_ids, x, kind, p, normalize, model, checkpoint, seconds, patent_fetch)
+        return cls(index, ids, patent_ids, x, kind, p, normalize, model, checkpoint, seconds, patent_fetch,
+                   patent_nprobe)  # fmt: skip
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -308,12 +313,13 @@ class DenseIndex:
         allowed = allowed if isinstance(allowed, (set, frozenset)) else set(allowed)
         return np.asarray([i for i, p in enumerate(self.patent_ids) if p in allowed], dtype=np.int64)
 
-    def _selector(self, rows: np.ndarray) -> faiss.SearchParameters:
-        """FAISS search parameters that keep only ``rows`` (an id selector), carrying this index's
-        search-time options (parameters passed to a search replace the index's own)."""
-        sel = faiss.IDSelectorBatch(rows)
+    def _selector(self, rows: np.ndarray | None, nprobe: int = 0) -> faiss.SearchParameters:
+        """FAISS search parameters that keep only ``rows`` (an id selector; ``None``: every row), carrying
+        this index's search-time options (parameters passed to a search replace the index's own);
+        ``nprobe`` > 0 replaces the index's for IVF kinds."""
+        sel = None if rows is None else faiss.IDSelectorBatch(rows)
         if self.kind in IVF_KINDS:
-            params = faiss.SearchParametersIVF(sel=sel, nprobe=int(self.params["nprobe"]))
+            params = faiss.SearchParametersIVF(sel=sel, nprobe=int(nprobe or self.params["nprobe"]))
             if self.kind == "ivfpq" and self.params.get("refine", 0) > 0:
                 params = faiss.IndexRefineSearchParameters(
                     k_factor=float(self.params["refine"]), base_index_params=params
@@ -411,12 +417,13 @@ class DenseIndex:
             )
         _check_k(k, self.count)  # the index is not empty and k >= 1
         q = self._queries(queries)
-        params, pool = None, self.count
+        wide = self.patent_nprobe if self.kind in IVF_KINDS else 0
+        params, pool = (self._selector(None, wide) if wide else None), self.count
         if allowed is not None:
             rows = self.allowed_rows(allowed)
             if rows.size == 0:
                 return [Results.empty() for _ in range(q.shape[0])]
-            params, pool = self._selector(rows), int(rows.size)
+            params, pool = self._selector(rows, wide), int(rows.size)
             k = min(k, len({self.patent_ids[r] for r in rows}))
         todo = list(range(q.shape[0]))
         out: list[Results | None] = [None] * q.shape[0]
@@ -477,6 +484,7 @@ class DenseIndex:
             "model": self.model,
             "checkpoint": self.checkpoint,
             "patent_fetch": self.patent_fetch,
+            "patent_nprobe": self.patent_nprobe,
             "faiss_version": faiss.__version__,
         }
 
@@ -537,6 +545,7 @@ class DenseIndex:
             model=str(meta.get("model", "")),
             checkpoint=str(meta.get("checkpoint", "")),
             patent_fetch=int(meta.get("patent_fetch", 4)),
+            patent_nprobe=int(meta.get("patent_nprobe", 0)),
         )
 
 

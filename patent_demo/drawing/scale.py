@@ -31,8 +31,10 @@ KIND_NAMES = {"flat": "flat (exact)", "ivf": "IVF-Flat", "ivfpq": "IVF-PQ", "hns
 
 
 def load_table(path: str | os.PathLike | None = None) -> list[dict]:
-    """The measured records (one per kind, size and setting) the choice is made from."""
-    return json.loads(Path(path or TABLE).read_text(encoding="utf-8"))["records"]
+    """The measured records (one per kind, size and setting) the choice is made from (none when the
+    table is missing: then every corpus gets exact search)."""
+    table = Path(path or TABLE)
+    return json.loads(table.read_text(encoding="utf-8"))["records"] if table.is_file() else []
 
 
 def pick(records: Sequence[dict], n: int, dim: int = 256) -> dict | None:
@@ -91,13 +93,14 @@ def choose_kind(n: int, dim: int = 256) -> str:
 
 def index_settings(n: int, dim: int = 256) -> dict[str, Any]:
     """``DenseIndex.build`` keyword arguments for ``n`` figures: the measured kind, its parameters and
-    the per-patent over-fetch measured with it."""
+    the per-patent over-fetch (and lists probed) measured with it."""
     record = choose_settings(n, dim)
     if record is None or record["kind"] == "flat":
         return {"kind": "flat"}
     out = {"kind": record["kind"], **record["params"]}
-    if record.get("patent_fetch"):
-        out["patent_fetch"] = int(record["patent_fetch"])
+    for key in ("patent_fetch", "patent_nprobe"):  # the per-patent search measured with it
+        if record.get(key):
+            out[key] = int(record[key])
     return out
 
 
@@ -116,7 +119,9 @@ def describe_index(index: Any, records: Sequence[dict] | None = None) -> str:
     size = next((s for s in sizes if s >= count), sizes[-1] if sizes else None)
     match = next((r for r in same if r["n"] == size), None)
     if match is None:
-        return f"{kind_label(index.kind, params)} over {count:,} figures (recall not measured for this setting)"
+        return (
+            f"{kind_label(index.kind, params)} over {count:,} figures (recall not measured for this setting)"
+        )
     return f"{describe_choice(match)}; {count:,} figures here"
 
 
