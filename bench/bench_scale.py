@@ -14,7 +14,7 @@ set and prints their statistics beside the synthetic ones.
 
 ``--table`` writes the records the app chooses from (``patent_demo/drawing/scale_table.json``, read by
 ``patent_demo.drawing.scale.choose_settings``); ``--render LOG`` rewrites the table in docs/scale.md from
-a log (``render_markdown``).
+a log (``bench_scale_render.render_markdown``).
 
     OMP_NUM_THREADS=2 nice -n 10 python bench/bench_scale.py --sizes 100000 300000 1000000 \
         --real /tmp/scale/redbook --mmap-dir /tmp/scale/mmap1m/idx --log docs/bench/bench_scale.log \
@@ -39,7 +39,7 @@ import faiss  # noqa: E402
 
 from patent_demo.drawing.faiss_kinds import set_num_threads  # noqa: E402
 from patent_demo.drawing.index import DenseIndex  # noqa: E402
-from patent_demo.drawing.scale import describe_choice, kind_label, pick  # noqa: E402
+from patent_demo.drawing.scale import describe_choice, pick  # noqa: E402
 
 DIM = 256
 FIGURES_PER_PATENT = 10
@@ -324,126 +324,31 @@ print(json.dumps({{"mmap": {mmap}, "import_s": round(t1 - t0, 2), "open_s": roun
 
 
 def mmap_open(index: DenseIndex, root: Path, query: np.ndarray) -> list[dict]:
-    """Save ``index`` under ``root`` and open it in a fresh process, read and memory-mapped: start
-    time and RSS (``/proc/self/status`` VmRSS, VmHWM) after the open and one query."""
-    import subprocess
-
+    """Save ``index`` under ``root`` and measure :func:`open_costs` of it."""
     index.save(root)
-    np.save(root.parent / "query.npy", query)
+    return open_costs(root, query)
+
+
+def open_costs(root: Path, query: np.ndarray) -> list[dict]:
+    """Open a saved index in a fresh process, read whole and memory-mapped: start time and RSS
+    (``/proc/self/status`` VmRSS, VmHWM) after the open and one query."""
+    import subprocess
+    import tempfile
+
     out = []
-    for mmap in (False, True):
-        script = OPEN_SCRIPT.format(root=str(Path(__file__).resolve().parents[1]), path=str(root), mmap=mmap,
-                                    query=str(root.parent / "query.npy"))  # fmt: skip
-        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-        out.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(Path(tmp) / "query.npy", query)
+        for mmap in (False, True):
+            script = OPEN_SCRIPT.format(root=str(Path(__file__).resolve().parents[1]), path=str(root), mmap=mmap,
+                                        query=str(Path(tmp) / "query.npy"))  # fmt: skip
+            res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+            out.append(json.loads(res.stdout.strip().splitlines()[-1]))
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# the table in docs/scale.md
-
-ORDER = ("flat", "ivf", "ivfsq", "ivfpq", "hnsw")
-
-
-def settings_label(params: dict) -> str:
-    keys = ("nlist", "nprobe", "rescore", "m", "efSearch")
-    return ", ".join(f"{k} {params[k]}" for k in keys if params.get(k))
-
-
-def render_markdown(records: list[dict]) -> str:
-    """The measured table (markdown) from bench records: per size, every kind and setting, the ones that
-    meet recall@100 >= 0.95 in bold, then the app's pick, the patent over-fetch, HNSW builds, mmap opens."""
-    from patent_demo.drawing.scale import LATENCY_BUDGET_MS, RECALL_TARGET
-
-    rows = [r for r in records if "kind" in r and "recall@100" in r]
-    lines = ["| dim | vectors | kind | settings | recall@100 | p50 ms | p95 ms | index MB | build s | load |",
-             "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in sorted(rows, key=lambda r: (r["dim"], r["n"], ORDER.index(r["kind"]))):
-        ok = r["recall@100"] >= RECALL_TARGET and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
-        rec = f"**{r['recall@100']:.3f}**" if ok else f"{r['recall@100']:.3f}"
-        lines.append(f"| {r['dim']} | {r['n']:,} | {kind_label(r['kind'], r['params'])} | {settings_label(r['params'])} | "
-                     f"{rec} | {r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['index_mb']:.0f} | "
-                     f"{r['build_s']:.0f} | {r['load'][0]:.1f} |")  # fmt: skip
-    extra = []
-    for r in records:
-        if "pick" in r:
-            extra.append(
-                f"- {r['pick']['n']:,} figures: the app picks {r['pick']['choice'] or 'nothing (exact search)'}"
-            )
-        if "patent_overfetch" in r:
-            o = r["patent_overfetch"]
-            shares = ", ".join(
-                f"nprobe {f.get('nprobe') or o['params'].get('nprobe', '-')} fetch {f['factor']}x: "
-                f"{f['equal_share']:.3f} ({f['latency_ms_p50']:.1f} ms)"
-                for f in o["factors"]
-            )
-            found = (f"fastest exact: fetch {o['first_exact_factor']}x, nprobe {o.get('exact_nprobe') or o['params'].get('nprobe')}"
-                     if o["first_exact_factor"] else "no setting tried was exact for every query")  # fmt: skip
-            extra.append(f"- {o['n']:,} x {o['params'].get('nlist', '')} lists, {kind_label(o['kind'], o['params'])}: share of "
-                         f"queries whose per-patent top {o['top']} equals exact search's: {shares}; {found}")  # fmt: skip
-        if "hnsw_build" in r:
-            h = r["hnsw_build"]
-            extra.append(f"- HNSW (M 32, efConstruction 80) at {h['n']:,}: {h['added']:,} figures added in "
-                         f"{h['seconds']:.0f} s of a {h['budget_s']:.0f} s budget ({'complete' if h['complete'] else 'not complete'})")  # fmt: skip
-        if "mmap_open" in r:
-            for m in r["mmap_open"]:
-                extra.append(
-                    f"- open {'memory-mapped' if m['mmap'] else 'read whole'}: {m['open_s']} s, "
-                    f"first query {m['first_query_s']} s, RSS {m['rss_mb']:.0f} MB (peak {m['peak_rss_mb']:.0f} MB)"
-                )
-    measured = [f"- {kind_label(r['kind'], r['params'])} at {r['n']:,} x {r['dim']}: measured "
-                f"{r['index_mb'] * 2**20 / r['n']:,.0f} bytes/vector, formula {bytes_per_vector(r['kind'], r['dim'], r['params']):,.0f}"
-                for r in {(r["kind"], r["params"].get("qtype"), r["n"], r["dim"]): r for r in rows}.values()
-                if r["n"] == max(x["n"] for x in rows if x["dim"] == r["dim"])]  # fmt: skip
-    return "\n".join(lines + [""] + extra + [""] + measured) + "\n\n" + render_projection()
-
-
-def bytes_per_vector(kind: str, dim: int, params: dict) -> float:
-    """Index bytes per vector of a kind (FAISS layouts; an IVF list entry also holds an 8-byte id):
-    flat 4D, IVF-Flat 4D + 8, IVF-SQ8 D + 8, IVF-fp16 2D + 8, IVF-PQ m nbits / 8 + 8, HNSW 4D + 8M (the
-    level-0 links, 2M neighbours of 4 bytes; the upper levels add about 1/M of that)."""
-    if kind == "flat":
-        return 4.0 * dim
-    if kind == "ivf":
-        return 4.0 * dim + 8
-    if kind == "ivfsq":
-        return (dim if params.get("qtype", "sq8") == "sq8" else 2 * dim) + 8.0
-    if kind == "ivfpq":
-        return params.get("m", dim // 8) * params.get("nbits", 8) / 8 + 8.0
-    if kind == "hnsw":
-        return 4.0 * dim + 8 * params.get("M", 32)
-    raise ValueError(kind)
-
-
-PROJECTED = [("flat", {}), ("ivf", {}), ("ivfsq", {"qtype": "sq8"}), ("ivfsq", {"qtype": "fp16"}),
-             ("ivfpq", {"m": 32, "nbits": 8}), ("hnsw", {"M": 32})]  # fmt: skip
-
-
-def render_projection(
-    dims=(256, 384, 1280), sizes=(1_000_000, 10_000_000, 100_000_000), shard=1_000_000
-) -> str:
-    """Index memory of each kind at 1M, 10M and 100M vectors (``bytes_per_vector``), the float32
-    embeddings the re-scoring reads beside it, and the shards of ``shard`` vectors (the size measured
-    to meet the targets on 2 cores)."""
-    head = "| dim | kind | bytes/vector | " + " | ".join(f"{n // 1_000_000}M index GB" for n in sizes)
-    lines = [head + " | float32 embeddings GB at " + " / ".join(f"{n // 1_000_000}M" for n in sizes) + " |",
-             "|---:|---|---:|" + "---:|" * len(sizes) + "---|"]  # fmt: skip
-    for dim in dims:
-        emb = " / ".join(f"{4 * dim * n / 1e9:,.0f}" for n in sizes)
-        for kind, params in PROJECTED:
-            b = bytes_per_vector(kind, dim, {**params, "m": 32 if dim % 32 == 0 else dim // 8})
-            cells = " | ".join(f"{b * n / 1e9:,.1f}" for n in sizes)
-            lines.append(f"| {dim} | {kind_label(kind, params)} | {b:,.0f} | {cells} | {emb} |")
-    shards = ", ".join(f"{n:,} vectors: {-(-n // shard)} shard(s)" for n in sizes)
-    return "\n".join(lines) + f"\n\nShards of {shard:,} vectors: {shards}.\n"
-
-
-def render_into(
-    doc: Path, records: list[dict], start="<!-- scale:start -->", end="<!-- scale:end -->"
-) -> None:
-    text = doc.read_text(encoding="utf-8")
-    a, b = text.index(start) + len(start), text.index(end)
-    doc.write_text(text[:a] + "\n" + render_markdown(records) + text[b:], encoding="utf-8")
+def _patent_key(r: dict) -> tuple:
+    o = r["patent_overfetch"]
+    return o["n"], o["kind"], json.dumps(o["params"], sort_keys=True)
 
 
 def read_log(path: str) -> list[dict]:
@@ -462,8 +367,10 @@ def read_log(path: str) -> list[dict]:
             last[dim] = list(run)
         elif dim in last:
             new = [r for r in run if "patent_overfetch" in r]
-            sizes = {r["patent_overfetch"]["n"] for r in new}
-            last[dim] = [r for r in last[dim] if r.get("patent_overfetch", {}).get("n") not in sizes] + new
+            done = {_patent_key(r) for r in new}
+            last[dim] = [
+                r for r in last[dim] if "patent_overfetch" not in r or _patent_key(r) not in done
+            ] + new
     return [r for dim in sorted(last) for r in last[dim]]
 
 
@@ -494,16 +401,29 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only measure the per-patent search of the picks in --table and write it back",
     )
-    p.add_argument("--render", default=None, nargs="+", metavar="LOG", help="only rewrite the table of --doc from LOG(s)")
-    p.add_argument("--table-from-log", default=None, metavar="LOG",
-                   help="only write --table from the records of LOG's last full run at --dim")
+    p.add_argument(
+        "--render", default=None, nargs="+", metavar="LOG", help="only rewrite the table of --doc from LOG(s)"
+    )
+    p.add_argument(
+        "--table-from-log",
+        default=None,
+        nargs="+",
+        metavar="LOG",
+        help="only write --table from the records of each LOG's last full run at --dim (their union) and the "
+        "per-patent settings measured in them",
+    )
     p.add_argument("--doc", default=str(Path(__file__).resolve().parents[1] / "docs" / "scale.md"))
     args = p.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_scale_render import apply_patent, render_into
+
     if args.render:
         render_into(Path(args.doc), [r for log in args.render for r in read_log(log)])
         return 0
     if args.table_from_log:
-        rows = [r for r in read_log(args.table_from_log) if "recall@100" in r and r["dim"] == args.dim]
+        logs = [r for log in args.table_from_log for r in read_log(log)]
+        rows = [r for r in logs if "recall@100" in r and r["dim"] == args.dim]
+        rows = apply_patent(rows, logs)
         write_table(Path(args.table), rows, args.dim)
         return 0
     set_num_threads(args.threads)
@@ -546,20 +466,23 @@ def patents_only(args, queries: np.ndarray, base: np.ndarray, patent_of: np.ndar
     table = json.loads(Path(args.table).read_text())
     mine = [r for r in table["records"] if r.get("dim") == args.dim]
     for n in sorted(args.sizes):
-        choice = pick(mine, n, args.dim)
-        if choice is None or choice["kind"] == "flat":
-            continue
         x = base[:n]
         exact = faiss.IndexFlatIP(x.shape[1])
         exact.add(x)
         _, truth = exact.search(queries, 1000)
         del exact
         ids, pids = [str(i) for i in range(n)], [str(p) for p in patent_of[:n]]
-        index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
-        choice["patent_fetch"], choice["patent_nprobe"] = patent_settings(
-            index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
-        )
-        del index
+        # the pick, measured; one whose patent top 10 is never exact is marked and the next pick measured
+        while (choice := pick(mine, n, args.dim)) is not None and choice["kind"] != "flat":
+            index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
+            fetch, nprobe = patent_settings(
+                index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+            )
+            del index
+            choice["patent_exact"] = fetch is not None
+            if fetch is not None:
+                choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
+                break
     Path(args.table).write_text(json.dumps(table, indent=1) + "\n")
     return 0
 

@@ -123,9 +123,26 @@ def check(args: argparse.Namespace) -> dict:
         lat.append(time.perf_counter() - t)
     exact = faiss.IndexFlatIP(index.dim)
     exact.add(np.ascontiguousarray(index.embeddings, dtype=np.float32))
-    _, truth = exact.search(q / np.linalg.norm(q, axis=1, keepdims=True), 100)
+    _, truth = exact.search(q / np.linalg.norm(q, axis=1, keepdims=True), 1000)
     del exact
-    rec = np.mean([len(set(f.tolist()) & set(t.tolist())) / 100 for f, t in zip(found, truth, strict=True)])
+    rec = np.mean(
+        [len(set(f.tolist()) & set(t[:100].tolist())) / 100 for f, t in zip(found, truth, strict=True)]
+    )
+    # the per-patent top 10 (index.patent_fetch, index.patent_nprobe) against exact search's
+    from bench_scale import exact_patent_top
+
+    codes = {p: i for i, p in enumerate(dict.fromkeys(index.patent_ids))}
+    patent_of = np.array([codes[p] for p in index.patent_ids])
+    want = exact_patent_top(truth, patent_of, 10)
+    plat, same = [], 0
+    for v, w in zip(q, want, strict=True):
+        t = time.perf_counter()
+        res = index.search_patents(v, 10)
+        plat.append(time.perf_counter() - t)
+        same += [codes[p] for p in res.ids] == w
+    row.update({"patent_top10_equal_share": round(same / len(q), 4), "patent_ms_p50": round(1000 * float(np.median(plat)), 1),
+                "patent_ms_p95": round(1000 * float(np.quantile(plat, 0.95)), 1),
+                "patent_fetch": index.patent_fetch, "patent_nprobe": index.patent_nprobe})  # fmt: skip
     row.update({"recall@100": round(float(rec), 4), "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
                 "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(q)})  # fmt: skip
     if args.query:
@@ -134,6 +151,10 @@ def check(args: argparse.Namespace) -> dict:
             res = wb.search_drawing(args.query, spec.key, k=10)
             row[f"workbench_search_{attempt}_s"] = round(time.perf_counter() - t, 2)
         row["workbench_top3"] = [h.patent_id for h in res.hits[:3]]
+    from bench_scale import open_costs
+
+    root = wb.config.cache_dir / "index" / wb.fingerprint / spec.fingerprint
+    row["open_fresh_process"] = open_costs(root, q[0])  # read whole vs memory-mapped, in a new process
     row["load"] = [round(v, 2) for v in os.getloadavg()]
     return row
 

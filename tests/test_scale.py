@@ -152,7 +152,9 @@ def test_bench_measures_a_small_size_and_renders_the_table(tmp_path):
     doc.write_text("intro\n<!-- scale:start -->\nold\n<!-- scale:end -->\nrest\n")
     assert bench.main(["--render", str(log), "--doc", str(doc)]) == 0
     table.unlink()
-    assert bench.main(["--table-from-log", str(log), "--table", str(table)]) == 0
+    assert (
+        bench.main(["--table-from-log", str(log), "--table", str(table)]) == 0
+    )  # (several logs: their union)
     assert json.loads(table.read_text())["records"] == rows
     text = doc.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("<!-- scale:end -->\nrest\n")
@@ -194,3 +196,11 @@ def test_patent_search_probes_patent_nprobe_lists_and_the_bench_measures_it(tmp_
     ok = [o for o in over["factors"] if o["equal_share"] == 1.0]
     assert (fetch, nprobe) == ((ok and min(ok, key=lambda o: o["latency_ms_p50"])["factor"]) or None,
                                ok and min(ok, key=lambda o: o["latency_ms_p50"])["nprobe"] or 0)  # fmt: skip
+
+
+def test_pick_wants_exact_scores():
+    codes_only = _rec("ivfsq", 100_000, 0.99, 0.5, 26, nlist=512, nprobe=64, qtype="sq8", rescore=0)
+    assert not scale.exact_scores(codes_only) and scale.exact_scores(RECORDS[1])
+    assert scale.pick([*RECORDS, codes_only], 100_000) is RECORDS[3]  # not the approximate scores
+    failed = {**RECORDS[3], "patent_exact": False}  # its patent top 10 was measured not to be exact
+    assert scale.pick([r if r is not RECORDS[3] else failed for r in RECORDS], 100_000) is RECORDS[1]

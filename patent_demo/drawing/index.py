@@ -187,6 +187,7 @@ class DenseIndex:
         self.patent_fetch = int(patent_fetch)  # search_patents fetches patent_fetch * k figures first
         self.patent_nprobe = int(patent_nprobe)  # and probes this many lists (IVF kinds; 0: nprobe)
         self._row_of: dict[str, int] | None = None  # built on first use (a million ids take a while)
+        self._n_patents: int | None = None
 
     @property
     def _row(self) -> dict[str, int]:
@@ -410,7 +411,9 @@ class DenseIndex:
         self, queries: Any, k: int = 50, fetch: int | None = None, allowed: Collection[str] | None = None
     ) -> list[Results]:
         """``search_patents`` for each of ``queries`` ``[Q, D]``."""
-        n_patents = len(set(self.patent_ids))
+        if self._n_patents is None:  # a million ids take tens of milliseconds to count: once
+            self._n_patents = len(set(self.patent_ids))
+        n_patents = self._n_patents
         if self.count and k > n_patents:
             raise ValueError(
                 f"k={k} exceeds the {n_patents} patents in the index; ask for at most {n_patents}"

@@ -37,13 +37,24 @@ def load_table(path: str | os.PathLike | None = None) -> list[dict]:
     return json.loads(table.read_text(encoding="utf-8"))["records"] if table.is_file() else []
 
 
+def exact_scores(record: dict) -> bool:
+    """Whether a kind and setting returns exact cosines (the scores the examiner sees, and what makes the
+    per-patent ranking equal exact search's): full vectors (IVF-Flat, HNSW) or codes re-scored exactly, and
+    not measured to miss the exact per-patent top 10 at every over-fetch and nprobe tried."""
+    p = record["params"]
+    if record.get("patent_exact") is False:  # measured: no setting tried gave the exact patent top 10
+        return False
+    return record["kind"] in ("flat", "ivf", "hnsw") or p.get("rescore", 0) > 0 or p.get("refine", 0) > 0
+
+
 def pick(records: Sequence[dict], n: int, dim: int = 256) -> dict | None:
     """The measured record the app builds for ``n`` figures of dimension ``dim``, or ``None`` (exact).
 
     Only records of dimension ``dim`` count; records of the smallest measured size >= n are used (the largest when n is beyond them): recall falls
     and latency grows with N. Flat (exact) is taken while its p50, linear in N, scaled to n stays within
-    ``LATENCY_BUDGET_MS``. Otherwise the cheapest record meeting ``RECALL_TARGET`` within the latency
-    budget and ``INDEX_BYTES_PER_VECTOR``: the least index memory, then the lowest p50. ``None`` when
+    ``LATENCY_BUDGET_MS``. Otherwise the cheapest record with exact scores (:func:`exact_scores`) meeting
+    ``RECALL_TARGET`` within the latency budget and ``INDEX_BYTES_PER_VECTOR``: the least index memory,
+    then the lowest p50. ``None`` when
     nothing met the rule: exact search, slower but never missing a neighbour."""
     same_dim = [r for r in records if r.get("dim") == dim]
     if not same_dim:  # never measured at this dimension: exact search
@@ -54,7 +65,7 @@ def pick(records: Sequence[dict], n: int, dim: int = 256) -> dict | None:
     flat = [r for r in here if r["kind"] == "flat"]
     if flat and flat[0]["latency_ms_p50"] * n / size <= LATENCY_BUDGET_MS:
         return flat[0]
-    ok = [r for r in here if r["kind"] != "flat" and r["recall@100"] >= RECALL_TARGET
+    ok = [r for r in here if r["kind"] != "flat" and exact_scores(r) and r["recall@100"] >= RECALL_TARGET
           and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
           and r["index_mb"] * 2**20 / r["n"] <= INDEX_BYTES_PER_VECTOR]  # fmt: skip
     return min(ok, key=lambda r: (r["index_mb"], r["latency_ms_p50"]), default=None)
