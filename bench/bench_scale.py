@@ -1,21 +1,24 @@
-"""Scale benchmark: build time per 1,000 figures, index memory, query latency and recall@100 against exact
-search for the flat, IVF-PQ and HNSW kinds of ``patent_demo.drawing.index.DenseIndex``, up to 1,000,000
-vectors of the lite-clip embedding dimension (256).
+"""Scale benchmark: recall@100 against exact search, p50 / p95 latency (one query at a time), build time
+and index memory of every ``DenseIndex`` kind (flat, IVF-Flat, IVF-SQ8 / IVF-fp16 and IVF-PQ with exact
+re-scoring from the stored embeddings, HNSW) at several nprobe / rescore / efSearch settings, at 100k,
+300k and 1M figures; the per-patent over-fetch at which the patent top 10 equals exact search's; and the
+start time and RSS of opening a saved 1M index memory-mapped. One JSON record per measurement.
 
 Vectors: real drawing embeddings are not spread evenly over the sphere. They share a common direction
 (every drawing is black lines on white), and they cluster by main class, subclass and patent (the
-views of one design). ``make_vectors`` draws that hierarchy, 32 main classes → 8 subclasses each →
+views of one design). ``make_vectors`` draws that hierarchy, 32 main classes -> 8 subclasses each ->
 patents of 10 figures, plus a shared offset, with the spreads set so the mean cosine of random pairs,
-same-subclass pairs and same-patent pairs is close to what the zero-shot encoder gives on the real Red
-Book pages. ``--real CORPUS`` embeds a built corpus with the zero-shot encoder and prints those
-statistics beside the synthetic ones, so the match is checked in the same run.
+same-subclass pairs and same-patent pairs is close to what the encoder gives on the real Red Book
+pages. ``--real INDEX_DIR`` (a saved index of real figures) mixes those real embeddings into every base
+set and prints their statistics beside the synthetic ones.
 
-Latency is one query at a time (an examiner uploads one drawing), medians and p95 over ``--queries``.
-Memory is the size of the serialised FAISS index (what a process holds for it) plus, separately, the
-float32 embeddings ``DenseIndex`` keeps for the maps.
+``--table`` writes the records the app chooses from (``patent_demo/drawing/scale_table.json``, read by
+``patent_demo.drawing.scale.choose_settings``); ``--render LOG`` rewrites the table in docs/scale.md from
+a log (``bench_scale_render.render_markdown``).
 
-    OMP_NUM_THREADS=1 nice -n 10 python bench/bench_scale.py --sizes 100000 1000000 \
-        --hnsw-sizes 100000 300000 --real /tmp/corpora/redbook --log docs/bench/bench_scale.log
+    OMP_NUM_THREADS=2 nice -n 10 python bench/bench_scale.py --sizes 100000 300000 1000000 \
+        --real /tmp/scale/redbook --mmap-dir /tmp/scale/mmap1m/idx --log docs/bench/bench_scale.log \
+        --table patent_demo/drawing/scale_table.json
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import faiss  # noqa: E402
 
 from patent_demo.drawing.faiss_kinds import set_num_threads  # noqa: E402
 from patent_demo.drawing.index import DenseIndex  # noqa: E402
-from patent_demo.drawing.scale import choose_kind  # noqa: E402
+from patent_demo.drawing.scale import describe_choice, pick  # noqa: E402
 
 DIM = 256
 FIGURES_PER_PATENT = 10
@@ -115,74 +118,316 @@ def cosine_stats(
     }
 
 
-def real_stats(corpus_dir: str) -> dict:
-    """Embed a built corpus with the zero-shot encoder and return its cosine statistics."""
-    from patent_demo.data.corpus import Corpus
-    from patent_demo.drawing.embed import embed_corpus_figures
-    from patent_demo.drawing.finetune import load_encoder
-
-    corpus = Corpus.load(corpus_dir, validate=False)
-    figs = corpus.figures()
-    model, tf, _ = load_encoder("lite-clip")
-    t0 = time.perf_counter()
-    x = embed_corpus_figures(model, tf, corpus, figs, batch_size=16)
-    secs = time.perf_counter() - t0
-    patents = np.array([p.id for p, _ in figs])
-    subs = np.array([p.locarno or next(iter(p.codes.values()), [""])[0] for p, _ in figs])
-    out = cosine_stats(x, patents, subs)
-    out.update(
-        corpus=str(corpus_dir), figures=len(figs), embed_seconds_per_1000=round(1000 * secs / len(figs), 1)
-    )
-    return out
+def load_real(index_dir: str) -> tuple[np.ndarray, list[str]]:
+    """The embeddings and patent ids of a saved index of real figures."""
+    root = Path(index_dir)
+    x = np.load(root / "embeddings.npy").astype(np.float32)
+    pids = json.loads((root / "ids.json").read_text())["patent_ids"]
+    return x / np.linalg.norm(x, axis=1, keepdims=True), pids
 
 
 def index_bytes(index: faiss.Index) -> int:
     return int(faiss.serialize_index(index).nbytes)
 
 
-def bench_kind(
-    kind: str, x: np.ndarray, queries: np.ndarray, truth: np.ndarray, k: int, params: dict
-) -> dict:
-    ids = [str(i) for i in range(len(x))]
-    t0 = time.perf_counter()
-    index = DenseIndex.build(x, ids, ids, kind=kind, normalize=False, **params)
-    build = time.perf_counter() - t0
-    lat = []
-    found = []
+def timed_queries(index: DenseIndex, queries: np.ndarray, k: int) -> tuple[list[float], np.ndarray]:
+    """Per-query seconds and the found rows ``[Q, k]``, one query at a time (an examiner's upload)."""
+    lat, found = [], []
     for q in queries:
         t = time.perf_counter()
         _, rows = index.search_raw(q[None, :], k)
         lat.append(time.perf_counter() - t)
         found.append(rows[0])
-    recall = float(
+    return lat, np.stack(found)
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    k = truth.shape[1]
+    return float(
         np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)])
     )
-    row = {
-        "kind": kind, "n": len(x), "params": index.params, "build_s": round(build, 2),
-        "build_s_per_1000": round(1000 * build / len(x), 4), "index_mb": round(index_bytes(index.index) / 2**20, 1),
+
+
+def record(index: DenseIndex, n: int, lat: list[float], rec: float, k: int, build: float) -> dict:
+    return {
+        "kind": index.kind, "n": n, "dim": index.dim, "params": dict(index.params), "build_s": round(build, 1),
+        "index_mb": round(index_bytes(index.index) / 2**20, 1),
         "embeddings_mb": round(index.embeddings.nbytes / 2**20, 1),
         "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
-        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(recall, 4),
+        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(rec, 4),
+        "queries": len(lat), "load": [round(v, 2) for v in os.getloadavg()],
     }  # fmt: skip
-    del index
-    return row
+
+
+def sweep(index: DenseIndex, n: int, queries: np.ndarray, truth: np.ndarray, k: int, build: float,
+          grid: list[dict], emit) -> list[dict]:  # fmt: skip
+    """Measure ``index`` at each search-parameter setting of ``grid`` (no rebuild between them)."""
+    rows = []
+    for params in grid:
+        index.set_search_params(**params)
+        lat, found = timed_queries(index, queries, k)
+        rows.append(record(index, n, lat, recall(found, truth), k, build))
+        emit(rows[-1])
+    return rows
+
+
+def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int) -> list[list[int]]:
+    """The exact per-patent top k: the first k distinct patents of the exact figure ranking (a patent
+    scores its best figure)."""
+    out = []
+    for rows in truth_rows:
+        seen: list[int] = []
+        for r in rows:
+            p = int(patent_of[r])
+            if p not in seen:
+                seen.append(p)
+                if len(seen) == k:
+                    break
+        out.append(seen)
+    return out
+
+
+def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], k: int,
+                     factors: list[int], nprobes: list[int] = (0,)) -> list[dict]:  # fmt: skip
+    """For each over-fetch factor f (``fetch = f * k`` figures) and lists probed (IVF kinds; 0: the
+    index's nprobe), the share of queries whose patent top k equals exact search's (same patents in the
+    same order; ``same_set_share``: the same patents)."""
+    out = []
+    for nprobe in nprobes:
+        index.patent_nprobe = nprobe
+        for f in factors:
+            same, same_set, lat = 0, 0, []
+            for q, want in zip(queries, exact, strict=True):
+                t = time.perf_counter()
+                res = index.search_patents(q, k, fetch=f * k)
+                lat.append(time.perf_counter() - t)
+                got = [int(p) for p in res.ids]
+                same += got == want
+                same_set += set(got) == set(want)
+            out.append({"nprobe": nprobe, "factor": f, "equal_share": round(same / len(exact), 4),
+                        "same_set_share": round(same_set / len(exact), 4),
+                        "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
+                        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3)})  # fmt: skip
+    index.patent_nprobe = 0
+    return out
+
+
+def patent_settings(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], factors: list[int],
+                    emit) -> tuple[int | None, int]:  # fmt: skip
+    """Measure the per-patent top 10 of ``index`` against exact search over over-fetch factors and, for
+    IVF kinds, 1x-8x the index's nprobe; returns ``(factor, nprobe)`` of the fastest setting whose top 10
+    equals exact search's for every query (``(None, 0)``: none did)."""
+    nprobes = [0]
+    if "nprobe" in index.params:
+        nl, base = int(index.params["nlist"]), int(index.params["nprobe"])
+        nprobes = sorted({min(nl, base * m) for m in (1, 2, 4, 8)})
+    over = patent_overfetch(index, queries, exact, 10, factors, nprobes)
+    exact_rows = [o for o in over if o["equal_share"] == 1.0]
+    best = min(exact_rows, key=lambda o: o["latency_ms_p50"], default=None)
+    emit({"patent_overfetch": {"n": index.count, "kind": index.kind, "params": index.params, "top": 10,
+                               "factors": over, "first_exact_factor": best and best["factor"],
+                               "exact_nprobe": best and best["nprobe"]}})  # fmt: skip
+    return (best["factor"], best["nprobe"]) if best else (None, 0)
+
+
+def hnsw_capped(x: np.ndarray, budget_s: float, chunk: int = 50_000, M: int = 32, ef: int = 80) -> dict:
+    """Add ``x`` to an HNSW graph in chunks until done or ``budget_s`` of build has passed."""
+    index = faiss.IndexHNSWFlat(x.shape[1], M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ef
+    t0 = time.perf_counter()
+    while index.ntotal < len(x) and time.perf_counter() - t0 < budget_s:
+        index.add(x[index.ntotal : index.ntotal + chunk])
+    return {"index": index, "added": int(index.ntotal), "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def nlist_for(n: int) -> int:
+    """~2 sqrt(N) lists, a power of two (512 at 100k, 1024 at 300k, 2048 at 1M)."""
+    return int(2 ** round(np.log2(2 * np.sqrt(n))))
+
+
+def measure_size(
+    n: int, base: np.ndarray, patent_of: np.ndarray, queries: np.ndarray, args, emit
+) -> list[dict]:
+    x = base[:n]
+    k = args.k
+    exact = faiss.IndexFlatIP(x.shape[1])
+    exact.add(x)
+    _, truth = exact.search(queries, max(k, 1000))
+    del exact
+    truth_k = truth[:, :k]
+    ids = [str(i) for i in range(n)]
+    pids = [str(p) for p in patent_of[:n]]
+    nl = nlist_for(n)
+    probes = [p for p in args.nprobe if p <= nl]
+    plans = [
+        ("flat", {}, [{}]),
+        ("ivf", {"nlist": nl, "train": args.train}, [{"nprobe": p} for p in probes]),
+        ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "rescore": 4},
+         [{"nprobe": p, "rescore": r} for p in probes for r in (0, 2, 4)]),
+        ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "fp16"}, [{"nprobe": p} for p in probes]),
+        ("ivfpq", {"nlist": nl, "train": args.train, "m": 32, "rescore": 10},
+         [{"nprobe": p, "rescore": r} for p in probes for r in (4, 10)]),
+    ]  # fmt: skip
+    rows: list[dict] = []
+    for kind, build_params, grid in plans:
+        if kind not in args.kinds:
+            continue
+        t0 = time.perf_counter()
+        index = DenseIndex.build(x, ids, pids, kind=kind, normalize=False, **build_params)
+        build = time.perf_counter() - t0
+        qs = queries[: args.flat_queries] if kind == "flat" and n > 300_000 else queries
+        rows += sweep(index, n, qs, truth_k[: len(qs)], k, build, grid, emit)
+        del index
+    if "hnsw" in args.kinds:
+        built = hnsw_capped(x, args.hnsw_budget)
+        emit({"hnsw_build": {"n": n, "added": built["added"], "seconds": built["seconds"],
+                             "budget_s": args.hnsw_budget, "complete": built["added"] == n}})  # fmt: skip
+        if built["added"] == n:
+            index = DenseIndex(built["index"], ids, pids, x, "hnsw", {"M": 32, "efConstruction": 80, "efSearch": 64},
+                               normalize=False)  # fmt: skip
+            rows += sweep(
+                index, n, queries, truth_k, k, built["seconds"], [{"efSearch": e} for e in args.ef], emit
+            )
+    # the settings the app would take at this size, and their per-patent over-fetch
+    choice = pick(rows, n, x.shape[1])
+    emit({"pick": {"n": n, "choice": describe_choice(choice) if choice else None}})
+    if choice is not None and choice["kind"] != "flat":
+        index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
+        fetch, nprobe = patent_settings(
+            index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+        )
+        choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
+        if n == max(args.sizes) and args.mmap_dir:
+            rows_mmap = mmap_open(index, Path(args.mmap_dir), queries[0])
+            emit({"mmap_open": rows_mmap})
+        del index
+    return rows
+
+
+OPEN_SCRIPT = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, {root!r})
+import numpy as np
+from patent_demo.drawing.index import DenseIndex
+t1 = time.perf_counter()
+index = DenseIndex.load({path!r}, mmap={mmap})
+t2 = time.perf_counter()
+q = np.load({query!r})
+index.search(q, 100)
+t3 = time.perf_counter()
+rss = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(("VmRSS", "VmHWM"))]
+print(json.dumps({{"mmap": {mmap}, "import_s": round(t1 - t0, 2), "open_s": round(t2 - t1, 2),
+                  "first_query_s": round(t3 - t2, 3), "rss_mb": round(rss[1] / 1024, 1),
+                  "peak_rss_mb": round(rss[0] / 1024, 1)}}))
+"""
+
+
+def mmap_open(index: DenseIndex, root: Path, query: np.ndarray) -> list[dict]:
+    """Save ``index`` under ``root`` and measure :func:`open_costs` of it."""
+    index.save(root)
+    return open_costs(root, query)
+
+
+def open_costs(root: Path, query: np.ndarray) -> list[dict]:
+    """Open a saved index in a fresh process, read whole and memory-mapped: start time and RSS
+    (``/proc/self/status`` VmRSS, VmHWM) after the open and one query."""
+    import subprocess
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(Path(tmp) / "query.npy", query)
+        for mmap in (False, True):
+            script = OPEN_SCRIPT.format(root=str(Path(__file__).resolve().parents[1]), path=str(root), mmap=mmap,
+                                        query=str(Path(tmp) / "query.npy"))  # fmt: skip
+            res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+            out.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def _patent_key(r: dict) -> tuple:
+    o = r["patent_overfetch"]
+    return o["n"], o["kind"], json.dumps(o["params"], sort_keys=True)
+
+
+def read_log(path: str) -> list[dict]:
+    """The records of the last full run of each dimension in a log (a run starts with its ``command``
+    header), with the per-patent measurements of later ``--patents`` runs in place of its own."""
+    runs: list[list[dict]] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        obj = json.loads(line)
+        if "command" in obj:
+            runs.append([])
+        runs[-1].append(obj)
+    last: dict[int, list[dict]] = {}
+    for run in runs:
+        dim = run[0].get("dim", DIM)
+        if "--patents" not in run[0]["command"]:
+            last[dim] = list(run)
+        elif dim in last:
+            new = [r for r in run if "patent_overfetch" in r]
+            done = {_patent_key(r) for r in new}
+            last[dim] = [
+                r for r in last[dim] if "patent_overfetch" not in r or _patent_key(r) not in done
+            ] + new
+    return [r for dim in sorted(last) for r in last[dim]]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="flat and IVF-PQ sizes")
-    p.add_argument("--hnsw-sizes", type=int, nargs="*", default=[100_000], help="HNSW sizes (slow to build)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--kinds", nargs="+", default=["flat", "ivf", "ivfsq", "ivfpq", "hnsw"])
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--flat-queries", type=int, default=40, help="queries for flat search above 300k (slow)")
     p.add_argument("--k", type=int, default=100)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--real", default=None, help="a built corpus to compare cosine statistics with")
-    p.add_argument("--ivfpq", nargs="+", default=["refine=0", "refine=4"],
-                   help="IVF-PQ settings to measure, e.g. 'nprobe=32,refine=4' (codes only with refine=0)")  # fmt: skip
-    p.add_argument("--hnsw", default="efSearch=128", help="HNSW parameters (efSearch >= k for recall@k)")
-    p.add_argument("--log", default=None, help="append each result line (JSON) here as it is measured")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--nprobe", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512])
+    p.add_argument("--train", type=int, default=64, help="k-means training points per IVF list")
+    p.add_argument("--ef", type=int, nargs="+", default=[128, 256, 512], help="HNSW efSearch settings")
+    p.add_argument("--hnsw-budget", type=float, default=900.0, help="seconds of HNSW build before giving up")
+    p.add_argument("--fetch", type=int, nargs="+", default=[2, 4, 8], help="per-patent over-fetch factors")
+    p.add_argument("--real", default=None, help="a saved index of real figures, mixed into the base")
+    p.add_argument("--mmap-dir", default=None, help="save the largest picked index here and time opening it")
+    p.add_argument("--log", default=None, help="append each record (JSON) here as it is measured")
+    p.add_argument("--table", default=None, help="write the measured records the app chooses from here")
+    p.add_argument(
+        "--shared", type=float, default=SHARED, help="spread of the shared direction (random-pair cosine)"
+    )
+    p.add_argument("--spectrum", type=float, default=SPECTRUM, help="spectrum decay (effective dimension)")
+    p.add_argument(
+        "--patents",
+        action="store_true",
+        help="only measure the per-patent search of the picks in --table and write it back",
+    )
+    p.add_argument(
+        "--render", default=None, nargs="+", metavar="LOG", help="only rewrite the table of --doc from LOG(s)"
+    )
+    p.add_argument(
+        "--table-from-log",
+        default=None,
+        nargs="+",
+        metavar="LOG",
+        help="only write --table from the records of each LOG's last full run at --dim (their union) and the "
+        "per-patent settings measured in them",
+    )
+    p.add_argument("--doc", default=str(Path(__file__).resolve().parents[1] / "docs" / "scale.md"))
     args = p.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_scale_render import apply_patent, render_into
+
+    if args.render:
+        render_into(Path(args.doc), [r for log in args.render for r in read_log(log)])
+        return 0
+    if args.table_from_log:
+        logs = [r for log in args.table_from_log for r in read_log(log)]
+        rows = [r for r in logs if "recall@100" in r and r["dim"] == args.dim]
+        rows = apply_patent(rows, logs)
+        write_table(Path(args.table), rows, args.dim)
+        return 0
     set_num_threads(args.threads)
-    parse = lambda s: {k: int(v) for k, v in (kv.split("=") for kv in s.split(",") if kv)}  # noqa: E731
+    globals().update(SHARED=args.shared, SPECTRUM=args.spectrum)  # make_vectors reads them
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
 
     def emit(obj: dict) -> None:
@@ -192,33 +437,75 @@ def main(argv: list[str] | None = None) -> int:
             log.write(line + "\n")
             log.flush()
 
-    emit({"command": " ".join(sys.argv), "host": platform.node(), "cpus": os.cpu_count(), "threads": args.threads,
+    emit({"command": " ".join(sys.argv), "dim": args.dim, "host": platform.node(), "cpus": os.cpu_count(), "threads": args.threads,
           "load": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
-    if args.real:
-        emit({"real_embeddings": real_stats(args.real)})
-    largest = max([*args.sizes, *args.hnsw_sizes])
-    t0 = time.perf_counter()
-    x_all, sub_all = make_vectors(largest + args.queries, seed=0)
-    emit({"generated": largest + args.queries, "seconds": round(time.perf_counter() - t0, 1)})
-    queries, base_all, base_sub = x_all[-args.queries :], x_all[:largest], sub_all[:largest]
-    patents = np.arange(largest) // FIGURES_PER_PATENT
-    emit({"synthetic_embeddings": cosine_stats(base_all[:200_000], patents[:200_000], base_sub[:200_000])})
-    for n in sorted(set(args.sizes) | set(args.hnsw_sizes)):
-        x = base_all[:n]
-        exact = faiss.IndexFlatIP(x.shape[1])
-        exact.add(x)
-        _, truth = exact.search(queries, args.k)
-        del exact
-        runs = [("flat", {})] if n in args.sizes else []
-        runs += [("ivfpq", parse(s)) for s in args.ivfpq] if n in args.sizes else []
-        runs += [("hnsw", parse(args.hnsw))] if n in args.hnsw_sizes else []
-        for kind, params in runs:
-            row = bench_kind(kind, x, queries, truth, args.k, params)
-            row["app_would_pick"] = choose_kind(n)
-            emit(row)
+    queries, base, patent_of = base_set(args, emit)
+    if args.patents:
+        return patents_only(args, queries, base, patent_of, emit)
+    rows: list[dict] = []
+    for n in sorted(args.sizes):
+        rows += measure_size(n, base, patent_of, queries, args, emit)
+    if args.table:  # the records of other dimensions (another run) are kept
+        write_table(Path(args.table), rows, args.dim)
     if log:
         log.close()
     return 0
+
+
+def write_table(table: Path, rows: list[dict], dim: int) -> None:
+    old = json.loads(table.read_text()) if table.is_file() else {"commands": [], "records": []}
+    keep = [r for r in old["records"] if r.get("dim") != dim]
+    commands = [c for c in old.get("commands", []) if c.get("dim") != dim]
+    commands.append({"dim": dim, "command": " ".join(sys.argv)})
+    table.write_text(json.dumps({"commands": commands, "records": keep + rows}, indent=1) + "\n")
+
+
+def patents_only(args, queries: np.ndarray, base: np.ndarray, patent_of: np.ndarray, emit) -> int:
+    """``--patents``: for each size, the per-patent search of the pick in ``--table`` (rebuilt), measured
+    against exact search; the fastest exact setting is written back into the table's record."""
+    table = json.loads(Path(args.table).read_text())
+    mine = [r for r in table["records"] if r.get("dim") == args.dim]
+    for n in sorted(args.sizes):
+        x = base[:n]
+        exact = faiss.IndexFlatIP(x.shape[1])
+        exact.add(x)
+        _, truth = exact.search(queries, 1000)
+        del exact
+        ids, pids = [str(i) for i in range(n)], [str(p) for p in patent_of[:n]]
+        # the pick, measured; one whose patent top 10 is never exact is marked and the next pick measured
+        while (choice := pick(mine, n, args.dim)) is not None and choice["kind"] != "flat":
+            index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
+            fetch, nprobe = patent_settings(
+                index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+            )
+            del index
+            choice["patent_exact"] = fetch is not None
+            if fetch is not None:
+                choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
+                break
+    Path(args.table).write_text(json.dumps(table, indent=1) + "\n")
+    return 0
+
+
+def base_set(args, emit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries, base vectors (the real ones mixed into the first rows) and the patent of each row."""
+    largest = max(args.sizes)
+    t0 = time.perf_counter()
+    x_all, sub_all = make_vectors(largest + args.queries, dim=args.dim, seed=0)
+    emit({"generated": largest + args.queries, "seconds": round(time.perf_counter() - t0, 1)})
+    queries, base, sub_all = x_all[-args.queries :], x_all[:largest], sub_all[:largest]
+    patent_of = np.arange(largest) // FIGURES_PER_PATENT
+    emit({"synthetic_embeddings": cosine_stats(base[:200_000], patent_of[:200_000], sub_all[:200_000])})
+    if args.real:
+        real, real_pids = load_real(args.real)
+        if real.shape[1] == args.dim:
+            # the real figures take the first rows (patent numbers after the synthetic ones)
+            codes = {p: i for i, p in enumerate(dict.fromkeys(real_pids))}
+            base[: len(real)] = real
+            patent_of[: len(real)] = [patent_of[-1] + 1 + codes[p] for p in real_pids]
+            emit({"real_embeddings": {"index": args.real, "figures": len(real), "mixed_in": True,
+                                      **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
+    return queries, base, patent_of
 
 
 if __name__ == "__main__":

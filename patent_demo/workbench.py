@@ -240,7 +240,7 @@ class Workbench:
                 emb = embed_figures(enc.encode, images, batch_size=self.config.batch_size, progress=self.progress,
                                     total=len(figures), desc=f"embedding {len(figures)} drawings with {spec.label}")  # fmt: skip
                 index = DenseIndex.build(emb, [f.path for _, f in figures], [p.id for p, _ in figures],
-                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb)))  # fmt: skip
+                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb), emb.shape[1]))  # fmt: skip
                 index.save(root)
             self._indexes[spec.key] = index
             return index

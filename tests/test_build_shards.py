@@ -11,15 +11,15 @@ import pytest
 from patent_demo.cli import main
 from patent_demo.data.build import build_corpus
 from patent_demo.drawing.index import DenseIndex
-from patent_demo.drawing.scale import FLAT_MAX, choose_kind, index_settings, shard_ranges
+from patent_demo.drawing.scale import choose_kind, index_settings, shard_ranges
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import require_shared
 
 
 def test_choose_kind_and_shard_ranges():
-    assert choose_kind(FLAT_MAX) == "flat" and choose_kind(FLAT_MAX + 1) == "ivfpq"
-    assert index_settings(1000) == {"kind": "flat"}
-    assert index_settings(FLAT_MAX + 1) == {"kind": "ivfpq", "refine": 4}
+    # the measured choice (tests/test_scale.py covers the rule): exact for a small corpus, approximate at 1M
+    assert choose_kind(1000) == "flat" and index_settings(1000) == {"kind": "flat"}
+    assert index_settings(1_000_000)["kind"] != "flat" and choose_kind(1_000_000, dim=12345) == "flat"
     assert shard_ranges(13, 5) == [(0, 5), (5, 10), (10, 13)]
     with pytest.raises(ValueError):
         shard_ranges(3, 0)
@@ -48,7 +48,12 @@ def test_shards_by_rank_resume_and_merge_match_the_app_index(tmp_path, monkeypat
     assert "embedded 1 shard(s) [1]" in capsys.readouterr().out
     assert shards[0].stat().st_mtime_ns == before
     assert main(["index", "merge", *common]) == 0
-    assert "index of 13 figures (flat)" in capsys.readouterr().out
+    merged_out = capsys.readouterr().out
+    assert "index of 13 figures (flat)" in merged_out
+    assert "kind: flat (exact), recall@100 1.00 over 13 figures" in merged_out
+    # corpus info says which kind each built index runs and its measured recall
+    assert main(["corpus", "info", str(out), "--cache-dir", str(cache)]) == 0
+    assert "index     drawing (lite-trunk): flat (exact), recall@100 1.00 over 13 figures" in capsys.readouterr().out
     # the app finds the merged index in its cache and it equals one embedded in a single pass
     wb = Workbench(WorkbenchConfig(cache_dir=cache, corpus=out, checkpoint_dirs=()), progress=False)
     merged = wb.index("zero-shot")

@@ -157,9 +157,11 @@ def test_default_params_follow_n_and_d():
     ids, pids = names(1000)
     ivfpq = DenseIndex.build(x, ids, pids, "ivfpq")
     # nlist = min(round(sqrt(1000)), 1000 // 39) = 25; nprobe = 25 // 8 = 3; m = 24 / 8; nbits = 8
-    assert ivfpq.params == {"nlist": 25, "nprobe": 3, "m": 3, "nbits": 8, "refine": 0, "seed": 1234}
+    assert ivfpq.params == {"nlist": 25, "nprobe": 3, "m": 3, "nbits": 8, "refine": 0, "rescore": 0, "seed": 1234,
+                            "train": None}  # fmt: skip
     small = DenseIndex.build(x[:100], ids[:100], pids[:100], "ivfpq")
-    assert small.params == {"nlist": 2, "nprobe": 1, "m": 3, "nbits": 6, "refine": 0, "seed": 1234}
+    assert small.params == {"nlist": 2, "nprobe": 1, "m": 3, "nbits": 6, "refine": 0, "rescore": 0, "seed": 1234,
+                            "train": None}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- patents
@@ -338,10 +340,10 @@ def test_build_errors():
         "embeddings row 0 has zero norm and cannot be L2-normalised"
     )
     assert error(DenseIndex.build, x, ids, pids, "lsh") == (
-        "unknown index kind 'lsh'; choose one of ['flat', 'ivf', 'ivfpq', 'hnsw']"
+        "unknown index kind 'lsh'; choose one of ['flat', 'ivf', 'ivfsq', 'ivfpq', 'hnsw']"
     )
     assert error(DenseIndex.build, x, ids, pids, "ivf", nlists=2) == (
-        "unknown parameter(s) for kind 'ivf': ['nlists']; allowed: ['nlist', 'nprobe', 'seed']"
+        "unknown parameter(s) for kind 'ivf': ['nlists']; allowed: ['nlist', 'nprobe', 'seed', 'train']"
     )
     assert error(DenseIndex.build, x, ids, pids, "ivf", nlist=5) == (
         "nlist=5 must be between 1 and the number of embeddings (4)"

@@ -54,6 +54,9 @@ def add_parser(sub) -> None:
                       "corpus: source, patents, figures, codes by scheme, splits and what the build skipped.")  # fmt: skip
     i.add_argument("corpus", help="a corpus directory")
     i.add_argument("--json", action="store_true", help="print JSON instead of text")
+    i.add_argument("--cache-dir", default=None,
+                   help="the app's cache folder: also say which index kind each built index of this corpus "
+                        "runs and its measured recall (default: the project's cache/)")  # fmt: skip
     i.set_defaults(handler=run_info)
 
 
@@ -82,8 +85,38 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
+    from patent_demo.cli.common import project_path
     from patent_demo.data.build import corpus_summary
 
     summary = corpus_summary(args.corpus)
-    print(json.dumps(summary.to_dict(), indent=1) if args.json else summary.to_text())
+    indexes = index_lines(args.corpus, args.cache_dir or project_path("cache"))
+    if args.json:
+        print(json.dumps(summary.to_dict() | {"indexes": indexes}, indent=1))
+    else:
+        print(summary.to_text())
+        for row in indexes:
+            print(f"  index     {row['what']} ({row['model']}): {row['description']}")
     return 0
+
+
+def index_lines(corpus_dir: str, cache_dir: str) -> list[dict]:
+    """The built drawing and dense text indexes of a corpus under ``cache_dir``: which kind each runs and
+    its measured recall (``patent_demo.drawing.scale.describe_index``), read from their ``params.json``."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from patent_demo.data.corpus import Corpus
+    from patent_demo.drawing.scale import describe_index
+    from patent_demo.workbench import corpus_fingerprint
+
+    fp = corpus_fingerprint(Corpus.load(corpus_dir, validate=False))
+    out = []
+    for what, sub in (("drawing", "index"), ("text", "dense")):
+        for params in sorted((Path(cache_dir) / sub / fp).glob("*/params.json")):
+            meta = json.loads(params.read_text(encoding="utf-8"))
+            index = SimpleNamespace(
+                kind=meta["kind"], params=meta["params"], count=meta["count"], dim=meta["dim"]
+            )
+            out.append({"what": what, "model": meta.get("model") or params.parent.name, "path": str(params.parent),
+                        "kind": meta["kind"], "description": describe_index(index)})  # fmt: skip
+    return out

@@ -4,7 +4,7 @@
 ``CACHE/shards/<corpus>/<model>/``; a shard on disk is kept, so a killed run resumes. Run it under
 ``torchrun --nproc_per_node N -m patent_demo.cli index embed ...`` and each process takes every N-th
 shard (on GPU ``cuda:LOCAL_RANK`` with ``--device cuda``). ``merge`` builds one index over all shards,
-of the kind ``patent_demo.drawing.scale.choose_kind`` picks for its size, where the app looks for it
+of the kind ``patent_demo.drawing.scale.index_settings`` picks for its size from the measured table, where the app looks for it
 (``CACHE/index/<corpus>/<model>/``), so ``app.py --corpus DIR --cache-dir CACHE`` serves it at once.
 """
 
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from patent_demo.cli.common import add_checkpoints, add_corpus, load_corpus, project_path, resolve_model
+from patent_demo.drawing.faiss_kinds import KINDS
 
 
 def add_parser(sub) -> None:
@@ -39,8 +40,8 @@ def add_parser(sub) -> None:
             x.add_argument("--device", default="cpu", help="cpu or cuda (cuda:LOCAL_RANK under torchrun)")
             x.set_defaults(handler=run_embed)
         else:
-            x.add_argument("--kind", default=None, choices=("flat", "ivf", "ivfpq", "hnsw"),
-                           help="index kind (default: chosen by size, see README)")  # fmt: skip
+            x.add_argument("--kind", default=None, choices=KINDS,
+                           help="index kind (default: the measured choice for the corpus size, docs/scale.md)")  # fmt: skip
             x.set_defaults(handler=run_merge)
 
 
@@ -84,7 +85,7 @@ def run_embed(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    from patent_demo.drawing.scale import merge_shards
+    from patent_demo.drawing.scale import describe_index, merge_shards
 
     wb, spec = _workbench(args)
     figures = wb.corpus.figures()
@@ -93,4 +94,5 @@ def run_merge(args: argparse.Namespace) -> int:
     root = wb.config.cache_dir / "index" / wb.fingerprint / spec.fingerprint
     index.save(root)
     print(f"index of {index.count:,} figures ({index.kind}) built in {index.build_seconds:.1f} s: {root}")
+    print(f"kind: {describe_index(index)}")
     return 0

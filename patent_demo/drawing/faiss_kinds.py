@@ -10,20 +10,35 @@ from typing import Any
 
 import faiss
 
-KINDS = ("flat", "ivf", "ivfpq", "hnsw")
+KINDS = ("flat", "ivf", "ivfsq", "ivfpq", "hnsw")
+SQ_TYPES = ("sq8", "fp16")  # ivfsq codes: 1 byte per dimension (8-bit scalar quantiser) or 2 (half floats)
 
-# Parameters each kind accepts; ``None`` means "chosen from N and D at build time".
+# Parameters each kind accepts; ``None`` means "chosen from N and D at build time". ``train``: the k-means
+# training points per list (FAISS samples ``train * nlist`` embeddings; ``None``: FAISS's 256). ``rescore``
+# > 0: ``DenseIndex`` takes ``rescore * k`` candidates from FAISS and re-scores them exactly from its stored
+# float32 embeddings (no second copy of the vectors inside the index, unlike ``refine``).
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "flat": {},
-    "ivf": {"nlist": None, "nprobe": None, "seed": 1234},
-    "ivfpq": {"nlist": None, "nprobe": None, "m": None, "nbits": None, "refine": 0, "seed": 1234},
+    "ivf": {"nlist": None, "nprobe": None, "seed": 1234, "train": None},
+    "ivfsq": {"nlist": None, "nprobe": None, "qtype": "sq8", "rescore": 0, "seed": 1234, "train": None},
+    "ivfpq": {
+        "nlist": None,
+        "nprobe": None,
+        "m": None,
+        "nbits": None,
+        "refine": 0,
+        "rescore": 0,
+        "seed": 1234,
+        "train": None,
+    },
     "hnsw": {"M": 32, "efConstruction": 80, "efSearch": 64},
 }
 # Parameters that only change search, so ``set_search_params`` may change them on a built index.
 SEARCH_PARAMS: dict[str, tuple[str, ...]] = {
     "flat": (),
     "ivf": ("nprobe",),
-    "ivfpq": ("nprobe", "refine"),
+    "ivfsq": ("nprobe", "rescore"),
+    "ivfpq": ("nprobe", "refine", "rescore"),
     "hnsw": ("efSearch",),
 }
 
@@ -59,6 +74,9 @@ def get_num_threads() -> int:
     return int(faiss.omp_get_max_threads())
 
 
+IVF_KINDS = ("ivf", "ivfsq", "ivfpq")
+
+
 def default_pq_m(dim: int) -> int:
     """Sub-quantisers so that each covers 8 dimensions (4, 2 or 1 when 8 does not divide D)."""
     for sub in (8, 4, 2, 1):
@@ -76,7 +94,7 @@ def resolve_params(kind: str, params: dict[str, Any], n: int, dim: int) -> dict[
     if unknown:
         raise ValueError(f"unknown parameter(s) for kind {kind!r}: {unknown}; allowed: {sorted(allowed)}")
     p = {**allowed, **{key: value for key, value in params.items() if value is not None}}
-    if kind in ("ivf", "ivfpq"):
+    if kind in IVF_KINDS:
         if p["nlist"] is None:  # ~sqrt(N) lists, with at least 39 training points per list
             p["nlist"] = max(1, min(int(round(math.sqrt(n))), n // 39))
         if not 1 <= p["nlist"] <= n:
@@ -85,6 +103,12 @@ def resolve_params(kind: str, params: dict[str, Any], n: int, dim: int) -> dict[
             p["nprobe"] = min(p["nlist"], max(1, p["nlist"] // 8))
         if not 1 <= p["nprobe"] <= p["nlist"]:
             raise ValueError(f"nprobe={p['nprobe']} must be between 1 and nlist={p['nlist']}")
+        if p["train"] is not None and p["train"] < 1:
+            raise ValueError(f"train={p['train']} training points per list must be at least 1")
+    if p.get("rescore", 0) < 0:
+        raise ValueError(f"rescore={p['rescore']} must be 0 (off) or a positive candidate factor")
+    if kind == "ivfsq" and p["qtype"] not in SQ_TYPES:
+        raise ValueError(f"qtype={p['qtype']!r} is not one of {list(SQ_TYPES)}")
     if kind == "ivfpq":
         if p["m"] is None:
             p["m"] = default_pq_m(dim)
@@ -119,12 +143,17 @@ def make_faiss_index(kind: str, p: dict[str, Any], dim: int) -> faiss.Index:
     quantizer = faiss.IndexFlatIP(dim)
     if kind == "ivf":
         index = faiss.IndexIVFFlat(quantizer, dim, int(p["nlist"]), ip)
+    elif kind == "ivfsq":
+        qtype = faiss.ScalarQuantizer.QT_8bit if p["qtype"] == "sq8" else faiss.ScalarQuantizer.QT_fp16
+        index = faiss.IndexIVFScalarQuantizer(quantizer, dim, int(p["nlist"]), qtype, ip)
     else:
         index = faiss.IndexIVFPQ(quantizer, dim, int(p["nlist"]), int(p["m"]), int(p["nbits"]), ip)
         index.pq.cp.seed = int(p["seed"])
         index.pq.cp.min_points_per_centroid = 1  # small corpora are expected; no warning spam
     index.cp.seed = int(p["seed"])
     index.cp.min_points_per_centroid = 1
+    if p.get("train") is not None:
+        index.cp.max_points_per_centroid = int(p["train"])
     # the faiss Python wrappers keep ``quantizer`` (and below ``index``) alive with their owner
     if kind == "ivfpq" and p["refine"] > 0:
         return faiss.IndexRefineFlat(index)
@@ -132,7 +161,7 @@ def make_faiss_index(kind: str, p: dict[str, Any], dim: int) -> faiss.Index:
 
 
 def apply_search_params(index: faiss.Index, kind: str, p: dict[str, Any]) -> None:
-    if kind in ("ivf", "ivfpq"):
+    if kind in IVF_KINDS:
         faiss.extract_index_ivf(index).nprobe = int(p["nprobe"])
     if kind == "ivfpq" and p.get("refine", 0) > 0:
         faiss.downcast_index(index).k_factor = float(p["refine"])

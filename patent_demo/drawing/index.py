@@ -8,9 +8,12 @@ Index kinds (``DenseIndex.build(..., kind=...)``):
 
 ``flat``    exact search (``IndexFlatIP``); the reference every other kind is measured against.
 ``ivf``     inverted file over a k-means coarse quantiser (``IndexIVFFlat``): ``nlist``, ``nprobe``.
+``ivfsq``   IVF with scalar-quantised vectors (``IndexIVFScalarQuantizer``, ``qtype`` ``sq8`` or ``fp16``);
+            ``rescore`` > 0 re-scores ``rescore * k`` candidates exactly from the stored embeddings.
 ``ivfpq``   IVF with product-quantised residuals (``IndexIVFPQ``): ``nlist``, ``nprobe``, ``m``
             sub-quantisers, ``nbits`` per code; ``refine`` > 0 re-scores ``refine * k`` candidates
-            exactly (``IndexRefineFlat``).
+            exactly (``IndexRefineFlat``, a second copy of the vectors) and ``rescore`` > 0 re-scores
+            ``rescore * k`` candidates from the stored embeddings (no second copy).
 ``hnsw``    graph search (``IndexHNSWFlat``): ``M``, ``efConstruction``, ``efSearch``.
 
 On disk an index is a directory of named files::
@@ -22,6 +25,9 @@ On disk an index is a directory of named files::
       params.json       kind, params, dim, count, metric, normalize, model, checkpoint, versions
 
 Every file is written to a temporary name and moved into place; ``params.json`` is written last.
+``DenseIndex.load(root, mmap=True)`` maps ``index.faiss`` (FAISS ``IO_FLAG_MMAP``) and a float32
+``embeddings.npy`` (numpy memmap) instead of reading them, so a corpus of a million figures opens in
+seconds; the pages a search touches are read on demand.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import faiss
 import numpy as np
 
 from patent_demo.drawing.faiss_kinds import (
+    IVF_KINDS,
     KINDS,
     SEARCH_PARAMS,
     apply_search_params,
@@ -51,6 +58,7 @@ IDS_FILE = "ids.json"
 EMBEDDINGS_FILE = "embeddings.npy"
 PARAMS_FILE = "params.json"
 FORMAT_VERSION = 1
+MMAP_MIN = 100_000  # DenseIndex.load maps an index of this many figures or more instead of reading it
 
 
 def _l2_normalize(x: np.ndarray, what: str) -> np.ndarray:
@@ -163,6 +171,8 @@ class DenseIndex:
         model: str = "",
         checkpoint: str = "",
         build_seconds: float | None = None,
+        patent_fetch: int = 4,
+        patent_nprobe: int = 0,
     ) -> None:
         self.index = index
         self.ids = ids
@@ -174,7 +184,16 @@ class DenseIndex:
         self.model = model
         self.checkpoint = checkpoint
         self.build_seconds = build_seconds
-        self._row = {fid: i for i, fid in enumerate(ids)}
+        self.patent_fetch = int(patent_fetch)  # search_patents fetches patent_fetch * k figures first
+        self.patent_nprobe = int(patent_nprobe)  # and probes this many lists (IVF kinds; 0: nprobe)
+        self._row_of: dict[str, int] | None = None  # built on first use (a million ids take a while)
+        self._n_patents: int | None = None
+
+    @property
+    def _row(self) -> dict[str, int]:
+        if self._row_of is None:
+            self._row_of = {fid: i for i, fid in enumerate(self.ids)}
+        return self._row_of
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -189,6 +208,8 @@ class DenseIndex:
         normalize: bool = True,
         model: str = "",
         checkpoint: str = "",
+        patent_fetch: int = 4,
+        patent_nprobe: int = 0,
         **params: Any,
     ) -> DenseIndex:
         """Build an index over ``embeddings`` ``[N, D]``, row i being figure ``ids[i]`` of patent
@@ -198,7 +219,9 @@ class DenseIndex:
         kind's options (see the module docstring; unknown ones are errors, omitted ones are chosen
         from N and D). ``normalize`` L2-normalises embeddings and queries so scores are cosines.
         ``model`` and ``checkpoint`` name the encoder that produced the embeddings; they are saved
-        in ``params.json`` so that queries can be encoded the same way.
+        in ``params.json`` so that queries can be encoded the same way. ``patent_fetch``: figures
+        fetched per patent asked for by ``search_patents`` and ``patent_nprobe`` the lists it probes (IVF
+        kinds; 0: ``nprobe``), measured by bench/bench_scale.py so its patent top 10 equals exact search's.
         """
         x = _as_matrix(embeddings, "embeddings")
         n, dim = x.shape
@@ -221,7 +244,10 @@ class DenseIndex:
         index.add(x)
         apply_search_params(index, kind, p)
         seconds = time.perf_counter() - start
-        return cls(index, ids, patent_ids, x, kind, p, normalize, model, checkpoint, seconds)
+        if patent_fetch < 1:
+            raise ValueError(f"patent_fetch must be at least 1, got {patent_fetch}")
+        return cls(index, ids, patent_ids, x, kind, p, normalize, model, checkpoint, seconds, patent_fetch,
+                   patent_nprobe)  # fmt: skip
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -288,12 +314,13 @@ class DenseIndex:
         allowed = allowed if isinstance(allowed, (set, frozenset)) else set(allowed)
         return np.asarray([i for i, p in enumerate(self.patent_ids) if p in allowed], dtype=np.int64)
 
-    def _selector(self, rows: np.ndarray) -> faiss.SearchParameters:
-        """FAISS search parameters that keep only ``rows`` (an id selector), carrying this index's
-        search-time options (parameters passed to a search replace the index's own)."""
-        sel = faiss.IDSelectorBatch(rows)
-        if self.kind in ("ivf", "ivfpq"):
-            params = faiss.SearchParametersIVF(sel=sel, nprobe=int(self.params["nprobe"]))
+    def _selector(self, rows: np.ndarray | None, nprobe: int = 0) -> faiss.SearchParameters:
+        """FAISS search parameters that keep only ``rows`` (an id selector; ``None``: every row), carrying
+        this index's search-time options (parameters passed to a search replace the index's own);
+        ``nprobe`` > 0 replaces the index's for IVF kinds."""
+        sel = None if rows is None else faiss.IDSelectorBatch(rows)
+        if self.kind in IVF_KINDS:
+            params = faiss.SearchParametersIVF(sel=sel, nprobe=int(nprobe or self.params["nprobe"]))
             if self.kind == "ivfpq" and self.params.get("refine", 0) > 0:
                 params = faiss.IndexRefineSearchParameters(
                     k_factor=float(self.params["refine"]), base_index_params=params
@@ -305,6 +332,22 @@ class DenseIndex:
         params._keep = (sel, rows)  # the SWIG objects hold raw pointers to these
         return params
 
+    def _search(self, q: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS search of ``q`` ``[Q, D]``; with ``rescore`` > 0 the ``rescore * k`` candidates FAISS
+        returns are re-scored exactly from ``embeddings`` and the best k kept (rows ``-1`` pad)."""
+        factor = int(self.params.get("rescore", 0) or 0)
+        if factor <= 0:
+            return self.index.search(q, k, params=params)
+        _, cand = self.index.search(q, min(self.count, factor * k), params=params)
+        scores = np.full((q.shape[0], k), -np.inf, np.float32)
+        rows = np.full((q.shape[0], k), -1, np.int64)
+        for i, c in enumerate(cand):
+            c = np.sort(c[c >= 0])  # ascending rows read a memory-mapped file in order
+            s = np.asarray(self.embeddings[c], dtype=np.float32) @ q[i]
+            top = np.lexsort((c, -s))[:k]
+            scores[i, : len(top)], rows[i, : len(top)] = s[top], c[top]
+        return scores, rows
+
     def search_raw(
         self, queries: Any, k: int, allowed: Collection[str] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -315,11 +358,11 @@ class DenseIndex:
         _check_k(k, self.count)
         q = self._queries(queries)
         if allowed is None:
-            return self.index.search(q, k)
+            return self._search(q, k)
         rows = self.allowed_rows(allowed)
         if rows.size == 0:
             return np.full((q.shape[0], k), -np.inf, np.float32), np.full((q.shape[0], k), -1, np.int64)
-        return self.index.search(q, k, params=self._selector(rows))
+        return self._search(q, k, params=self._selector(rows))
 
     def _figure_results(self, scores: np.ndarray, rows: np.ndarray) -> Results:
         keep = rows >= 0
@@ -353,7 +396,7 @@ class DenseIndex:
     ) -> Results:
         """Top-k patents for one query ``[D]``, each scored by its best figure (``aggregate_by_patent``).
 
-        Figures are fetched ``fetch`` at a time (default ``4 * k``), growing fourfold until k
+        Figures are fetched ``fetch`` at a time (default ``patent_fetch * k``), growing fourfold until k
         distinct patents are found or every figure was asked for. ``allowed`` restricts the search
         to those patent ids inside FAISS; then fewer than k come back only when fewer are allowed.
         """
@@ -368,27 +411,30 @@ class DenseIndex:
         self, queries: Any, k: int = 50, fetch: int | None = None, allowed: Collection[str] | None = None
     ) -> list[Results]:
         """``search_patents`` for each of ``queries`` ``[Q, D]``."""
-        n_patents = len(set(self.patent_ids))
+        if self._n_patents is None:  # a million ids take tens of milliseconds to count: once
+            self._n_patents = len(set(self.patent_ids))
+        n_patents = self._n_patents
         if self.count and k > n_patents:
             raise ValueError(
                 f"k={k} exceeds the {n_patents} patents in the index; ask for at most {n_patents}"
             )
         _check_k(k, self.count)  # the index is not empty and k >= 1
         q = self._queries(queries)
-        params, pool = None, self.count
+        wide = self.patent_nprobe if self.kind in IVF_KINDS else 0
+        params, pool = (self._selector(None, wide) if wide else None), self.count
         if allowed is not None:
             rows = self.allowed_rows(allowed)
             if rows.size == 0:
                 return [Results.empty() for _ in range(q.shape[0])]
-            params, pool = self._selector(rows), int(rows.size)
+            params, pool = self._selector(rows, wide), int(rows.size)
             k = min(k, len({self.patent_ids[r] for r in rows}))
         todo = list(range(q.shape[0]))
         out: list[Results | None] = [None] * q.shape[0]
-        n_fig = min(pool, fetch if fetch is not None else 4 * k)
+        n_fig = min(pool, fetch if fetch is not None else self.patent_fetch * k)
         if n_fig < 1:
             raise ValueError(f"fetch must be at least 1, got {fetch}")
         while todo:
-            scores, rows_found = self.index.search(q[todo], n_fig, params=params)
+            scores, rows_found = self._search(q[todo], n_fig, params=params)
             still = []
             for qi, s, r in zip(todo, scores, rows_found, strict=True):
                 hits = self._figure_results(s, r)
@@ -440,12 +486,16 @@ class DenseIndex:
             "normalize": self.normalize,
             "model": self.model,
             "checkpoint": self.checkpoint,
+            "patent_fetch": self.patent_fetch,
+            "patent_nprobe": self.patent_nprobe,
             "faiss_version": faiss.__version__,
         }
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> DenseIndex:
-        """Read an index directory written by ``save``; inconsistent files are ``ValueError``s."""
+    def load(cls, path: str | os.PathLike[str], mmap: bool | None = None) -> DenseIndex:
+        """Read an index directory written by ``save``; inconsistent files are ``ValueError``s.
+        ``mmap``: map the FAISS index and float32 embeddings from disk instead of reading them
+        (``None``: when the index holds at least ``MMAP_MIN`` figures)."""
         root = Path(path)
         missing = [
             name
@@ -460,12 +510,15 @@ class DenseIndex:
                 f"{root / PARAMS_FILE}: format_version {meta.get('format_version')!r} is not {FORMAT_VERSION}"
             )
         kind = meta["kind"]
+        mmap = meta.get("count", 0) >= MMAP_MIN if mmap is None else mmap
         if kind not in KINDS:
             raise ValueError(f"{root / PARAMS_FILE}: unknown index kind {kind!r}")
         names = json.loads((root / IDS_FILE).read_text(encoding="utf-8"))
         ids, patent_ids = list(names["ids"]), list(names["patent_ids"])
-        index = faiss.read_index(str(root / INDEX_FILE))
-        embeddings = np.load(root / EMBEDDINGS_FILE, allow_pickle=False).astype(np.float32)
+        index = faiss.read_index(str(root / INDEX_FILE), faiss.IO_FLAG_MMAP if mmap else 0)
+        embeddings = np.load(root / EMBEDDINGS_FILE, mmap_mode="r" if mmap else None, allow_pickle=False)
+        if embeddings.dtype != np.float32:  # float16 on disk: read and widen
+            embeddings = np.asarray(embeddings, dtype=np.float32)
         counts = {
             "params.json count": meta["count"],
             f"{INDEX_FILE} vectors": int(index.ntotal),
@@ -494,6 +547,8 @@ class DenseIndex:
             normalize=bool(meta["normalize"]),
             model=str(meta.get("model", "")),
             checkpoint=str(meta.get("checkpoint", "")),
+            patent_fetch=int(meta.get("patent_fetch", 4)),
+            patent_nprobe=int(meta.get("patent_nprobe", 0)),
         )
 
 

