@@ -402,7 +402,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only measure the per-patent search of the picks in --table and write it back",
     )
     p.add_argument(
-        "--render", default=None, nargs="+", metavar="LOG", help="only rewrite the table of --doc from LOG(s)"
+        "--render",
+        default=None,
+        nargs="+",
+        metavar="LOG",
+        help="only print the tables of LOG(s) (python scripts/figures.py writes docs/scale.md)",
     )
     p.add_argument(
         "--table-from-log",
@@ -412,13 +416,14 @@ def main(argv: list[str] | None = None) -> int:
         help="only write --table from the records of each LOG's last full run at --dim (their union) and the "
         "per-patent settings measured in them",
     )
-    p.add_argument("--doc", default=str(Path(__file__).resolve().parents[1] / "docs" / "scale.md"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_scale_render import apply_patent, render_into
+    from bench_scale_render import apply_patent, render_markdown
 
     if args.render:
-        render_into(Path(args.doc), [r for log in args.render for r in read_log(log)])
+        print(
+            render_markdown([r for log in args.render for r in read_log(log)])
+        )  # scripts/figures.py writes docs
         return 0
     if args.table_from_log:
         logs = [r for log in args.table_from_log for r in read_log(log)]

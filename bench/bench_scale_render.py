@@ -124,11 +124,3 @@ def render_projection(
             lines.append(f"| {dim} | {kind_label(kind, params)} | {b:,.0f} | {cells} | {emb} |")
     shards = ", ".join(f"{n:,} vectors: {-(-n // shard)} shard(s)" for n in sizes)
     return "\n".join(lines) + f"\n\nShards of {shard:,} vectors: {shards}.\n"
-
-
-def render_into(
-    doc: Path, records: list[dict], start="<!-- scale:start -->", end="<!-- scale:end -->"
-) -> None:
-    text = doc.read_text(encoding="utf-8")
-    a, b = text.index(start) + len(start), text.index(end)
-    doc.write_text(text[:a] + "\n" + render_markdown(records) + text[b:], encoding="utf-8")

@@ -87,16 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--vocab-from", type=Path, default=DEFAULT_VOCAB)
     p.add_argument("--log", default=None)
-    p.add_argument("--render", default=None, metavar="LOG", help="only rewrite the BM25 table of --doc")
-    p.add_argument("--doc", default=str(ROOT / "docs" / "scale.md"))
+    p.add_argument(
+        "--render",
+        default=None,
+        metavar="LOG",
+        help="only print the BM25 table of LOG (python scripts/figures.py writes docs/scale.md)",
+    )
     args = p.parse_args(argv)
-    start, end = "<!-- scale-text:start -->", "<!-- scale-text:end -->"
     if args.render:
         records = [json.loads(ln) for ln in Path(args.render).read_text().splitlines() if ln.strip()]
-        doc = Path(args.doc)
-        text = doc.read_text(encoding="utf-8")
-        a, b = text.index(start) + len(start), text.index(end)
-        doc.write_text(text[:a] + "\n" + render_markdown(records) + text[b:], encoding="utf-8")
+        print(render_markdown(records))  # scripts/figures.py writes docs/scale.md
         return 0
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
 

@@ -38,7 +38,21 @@ class Block:
 
 
 def load(rel: str):
+    """A source: a JSON file's value, or for a benchmark log (``.log``, one JSON record a line) its path,
+    which the bench's own reader takes."""
+    if rel.endswith(".log"):
+        return ROOT / rel
     return json.loads((ROOT / rel).read_text(encoding="utf-8"))
+
+
+def bench(name: str):
+    """A module of ``bench/`` (scripts, not a package), imported by file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def inner(text: str, start: str, end: str) -> str:
@@ -60,6 +74,18 @@ def text_results(src: list) -> str:
     from train import text_report
 
     return inner(text_report.readme_block(src[0]), text_report.START, text_report.END)
+
+
+def scale_tables(src: list) -> str:
+    """docs/scale.md's measured index kinds (drawings and the dense text index), from the scale logs."""
+    records = [r for path in src for r in bench("bench_scale").read_log(str(path))]
+    return bench("bench_scale_render").render_markdown(records)
+
+
+def text_scale_table(src: list) -> str:
+    """BM25 at 100k and 1M abstracts, from bench_text_scale.py's log."""
+    records = [json.loads(ln) for ln in src[0].read_text(encoding="utf-8").splitlines() if ln.strip()]
+    return bench("bench_text_scale").render_markdown(records)
 
 
 def text_page(src: list) -> str:
@@ -164,6 +190,18 @@ REGISTRY: tuple[Block, ...] = (
         evaluate_comparison,
         "docs/results.md",
     ),
+    Block(
+        "scale",
+        (
+            "docs/bench/bench_scale.log",
+            "docs/bench/bench_scale_1m_nprobe.log",
+            "docs/bench/bench_scale_hnsw1m.log",
+            "docs/bench/bench_scale_text384.log",
+        ),
+        scale_tables,
+        "docs/scale.md",
+    ),  # fmt: skip
+    Block("scale-text", ("docs/bench/bench_text_scale.log",), text_scale_table, "docs/scale.md"),
     Block(
         "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
     ),

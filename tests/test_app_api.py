@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+from patent_demo.drawing.scale import describe_index
 from patent_demo.labels.store import LabelStore
 from tests.test_pipeline import make_workbench
 
@@ -70,7 +71,12 @@ def test_search_drawing_label_undo_export(client, server):
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][:4] == [1, "D0006", "front", "07-02"]
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · front · 07-02")
-    assert status == f"4 results with {wb.model('zero-shot', 'drawing').label} · {expected.spread}"
+    index = describe_index(wb.index("zero-shot"))  # the kind that ran and its measured recall
+    assert index.startswith("flat (exact), recall@100 1.00 over ")
+    assert (
+        status
+        == f"4 results with {wb.model('zero-shot', 'drawing').label} · {expected.spread} · index {index}"
+    )
     assert wb.model("zero-shot", "drawing").label.startswith(
         "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
     )

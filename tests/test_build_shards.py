@@ -53,7 +53,10 @@ def test_shards_by_rank_resume_and_merge_match_the_app_index(tmp_path, monkeypat
     assert "kind: flat (exact), recall@100 1.00 over 13 figures" in merged_out
     # corpus info says which kind each built index runs and its measured recall
     assert main(["corpus", "info", str(out), "--cache-dir", str(cache)]) == 0
-    assert "index     drawing (lite-trunk): flat (exact), recall@100 1.00 over 13 figures" in capsys.readouterr().out
+    assert (
+        "index     drawing (lite-trunk): flat (exact), recall@100 1.00 over 13 figures"
+        in capsys.readouterr().out
+    )
     # the app finds the merged index in its cache and it equals one embedded in a single pass
     wb = Workbench(WorkbenchConfig(cache_dir=cache, corpus=out, checkpoint_dirs=()), progress=False)
     merged = wb.index("zero-shot")

@@ -21,6 +21,7 @@ import numpy as np
 
 from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
+from patent_demo.drawing.scale import describe_index
 from patent_demo.filters import Filters
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
@@ -149,7 +150,8 @@ class Handlers:
             record_search(
                 session, "drawing", what, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
             )
-            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", notes)
+            index = f"index {describe_index(self.wb.index(model))}"  # the kind that ran, its measured recall
+            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", [*notes, index])
             return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
                     session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
                     progress_md(self.store, session, who))  # fmt: skip
