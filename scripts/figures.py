@@ -40,7 +40,7 @@ class Block:
 def load(rel: str):
     """A source: a JSON file's value, or for a benchmark log (``.log``, one JSON record a line) its path,
     which the bench's own reader takes."""
-    if rel.endswith(".log"):
+    if rel.endswith((".log", ".txt")):
         return ROOT / rel
     return json.loads((ROOT / rel).read_text(encoding="utf-8"))
 
@@ -86,6 +86,64 @@ def text_scale_table(src: list) -> str:
     """BM25 at 100k and 1M abstracts, from bench_text_scale.py's log."""
     records = [json.loads(ln) for ln in src[0].read_text(encoding="utf-8").splitlines() if ln.strip()]
     return bench("bench_text_scale").render_markdown(records)
+
+
+# Benchmarks that print a text log: each row of their table quotes the log's own lines (picked by pattern),
+# so no figure is typed; the log's first lines hold the command, time and load average.
+SPEED_ROWS = (
+    ("built-in corpus, 1,000 patents, 2 processes", "democorpus.txt", (r"^democorpus:", r"^total "), "≤ 60 s"),
+    ("drawing encoding and query latency, `hmcl-lite-clip` at 128 px, 2 threads, quiet machine", "encoder.txt",
+     (r"^throughput:", r"^query latency", r"^targets"), "≥ 25 drawings/s; p50 ≤ 150 ms"),
+    ("the same, 1 thread, under load", "encoder_1thread.txt", (r"^throughput:", r"^query latency"), ""),
+    ("the same, 2 threads, under load", "encoder_loaded.txt", (r"^throughput:", r"^query latency"), ""),
+    ("FAISS kinds on 10,000 random 256-d vectors, 1 thread", "index.txt", (r"^kind ", r"^(flat|ivf|ivfpq|hnsw) "), ""),
+    ("HMCL loss, vectorised vs the per-anchor loop, forward + backward", "hmcl_loss.txt", (r"^\s+N\s", r"^\s+(64|512)\s"),
+     "equal to the loop"),
+    ("re-ranking (MiniLM, 128 tokens, 2 threads): DSSDNet fp32 / int8 vs sentence-transformers CrossEncoder",
+     "rerank.txt", (r"candidates: DSSDNet", r"^int8 vs fp32"), "≤ 1.10× the CrossEncoder"),
+    ("re-ranking 100 candidates by precision (torch / ONNX Runtime)", "rerank_precision.txt",
+     (r"^# CPU flags", r"^(torch|onnx) \w+\s+[\d.]+ s per"), ""),
+    ("text first stages on 100,000 abstracts, 1 thread (query encoding included)", "dense_hybrid.txt",
+     (r"^CPU ", r"^\[(fp32|bf16) query encoder\]", r"^  (bm25|dense|hybrid) "), ""),
+    ("the app's whole text search (five lists, DSSDNet on the hybrid top 100)", "dense_hybrid.txt", (r"^app:",), ""),
+    ("BM25 over 100,000 generated abstracts, k = 1000: bm25s vs rank_bm25", "bm25.txt",
+     (r"median query latency", r"^ratio"), ""),
+)  # fmt: skip
+LABEL_ROWS = (
+    ("16 concurrent annotators, then kill -9 of the server three times while 6 label (60-patent built-in corpus)",
+     "labels_load.txt", (r"^concurrency:", r"^kill -9 total"), "nothing lost, twice or misattributed"),
+    ("8 identical text searches at once on the real DSSDNet; 16 × 50 labels; 3 × kill -9", "labels_load_issue18.txt",
+     (r"^determinism:", r"^concurrency:", r"^kill -9 total"), "one list; nothing lost"),
+    ("200 kB classification codes; drawings with a huge padded canvas", "hostile_inputs.txt",
+     (r"200 kB of spaces \+ '06-01'", r"PNG \("), "refused before the work"),
+)  # fmt: skip
+
+
+def log_lines(path: Path, patterns: tuple[str, ...]) -> list[str]:
+    """The lines of a benchmark log that match any of ``patterns``, in log order, stripped."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [ln.strip() for ln in lines if any(re.search(p, ln) for p in patterns)]
+
+
+def log_table(rows: tuple, src: list) -> str:
+    """A table whose figure cells are the logs' own lines (``rows``: what, log, patterns, target)."""
+    by_name = {Path(p).name: p for p in src}
+    out = ["| what | measured (the log's lines) | target | log (`docs/bench/`) |", "|---|---|---|---|"]
+    for what, log, patterns, target in rows:
+        found = log_lines(by_name[log], patterns)
+        if not found:
+            raise ValueError(f"docs/bench/{log}: no line matches {patterns}")
+        cell = "<br>".join("`" + " ".join(ln.split()).replace("|", "\\|") + "`" for ln in found)
+        out.append(f"| {what} | {cell} | {target} | [`{log}`](bench/{log}) |")
+    return "\n".join(out)
+
+
+def speed_table(src: list) -> str:
+    return log_table(SPEED_ROWS, src)
+
+
+def labels_table(src: list) -> str:
+    return log_table(LABEL_ROWS, src)
 
 
 def text_page(src: list) -> str:
@@ -201,6 +259,15 @@ REGISTRY: tuple[Block, ...] = (
         scale_tables,
         "docs/scale.md",
     ),  # fmt: skip
+    Block(
+        "bench-speed",
+        tuple(dict.fromkeys(f"docs/bench/{r[1]}" for r in SPEED_ROWS)),
+        speed_table,
+        "docs/benchmarks.md",
+    ),
+    Block(
+        "bench-labels", tuple(f"docs/bench/{r[1]}" for r in LABEL_ROWS), labels_table, "docs/benchmarks.md"
+    ),
     Block("scale-text", ("docs/bench/bench_text_scale.log",), text_scale_table, "docs/scale.md"),
     Block(
         "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
