@@ -124,3 +124,74 @@ def render_projection(
             lines.append(f"| {dim} | {kind_label(kind, params)} | {b:,.0f} | {cells} | {emb} |")
     shards = ", ".join(f"{n:,} vectors: {-(-n // shard)} shard(s)" for n in sizes)
     return "\n".join(lines) + f"\n\nShards of {shard:,} vectors: {shards}.\n"
+
+
+def render_summary(records: list[dict], n: int = 1_000_000, dim: int = 256) -> str:
+    """The headline of docs/scale.md: at ``n`` figures of ``dim``, the app's pick and, for every other kind,
+    its best measured recall@100 with what it costs, each against the rule (recall, p50, bytes per vector)."""
+    from patent_demo.drawing.scale import (
+        INDEX_BYTES_PER_VECTOR,
+        LATENCY_BUDGET_MS,
+        RECALL_TARGET,
+        describe_choice,
+        pick,
+    )
+
+    rows = [r for r in records if "recall@100" in r and r.get("dim") == dim and r["n"] == n]
+    best = pick(rows, n, dim)
+    out = [f"- **The pick at {n:,} figures ({dim}-d): {describe_choice(best)}**"
+           + (f"; p95 {best['latency_ms_p95']:.1f} ms, {best['index_mb']:.0f} MB of index, built in "
+              f"{best['build_s']:.0f} s, load average {best['load'][0]:.1f}." if best else ".")]  # fmt: skip
+    for kind, qtype in (("flat", None), ("ivf", None), ("ivfsq", "sq8"), ("ivfsq", "fp16"), ("ivfpq", None),
+                        ("hnsw", None)):  # fmt: skip
+        same = [r for r in rows if r["kind"] == kind and (qtype is None or r["params"].get("qtype") == qtype)]
+        if not same:
+            continue
+        r = max(same, key=lambda r: (r["recall@100"], -r["latency_ms_p50"]))
+        misses = [why for why, bad in (
+            (f"recall under {RECALL_TARGET}", r["recall@100"] < RECALL_TARGET),
+            (f"p50 over {LATENCY_BUDGET_MS:.0f} ms", r["latency_ms_p50"] > LATENCY_BUDGET_MS),
+            (f"index over {INDEX_BYTES_PER_VECTOR} bytes a figure", r["index_mb"] * 2**20 / n > INDEX_BYTES_PER_VECTOR),
+        ) if bad]  # fmt: skip
+        settings = settings_label(r["params"])
+        out.append(f"- {kind_label(kind, r['params'])}, its best recall ({settings or 'exact'}): recall@100 "
+                   f"{r['recall@100']:.3f}, p50 {r['latency_ms_p50']:.1f} ms, {r['index_mb']:.0f} MB, built in "
+                   f"{r['build_s']:.0f} s" + (f" — {', '.join(misses)}" if misses else " — meets the rule"))  # fmt: skip
+    return "\n".join(out)
+
+
+def render_stats(records: list[dict]) -> str:
+    """How the synthetic embeddings compare with the real Red Book ones (the logs' statistics records)."""
+    syn = next((r["synthetic_embeddings"] for r in records if "synthetic_embeddings" in r), None)
+    real = next((r["real_embeddings"] for r in records if "real_embeddings" in r), None)
+    if not syn or not real:
+        return "(no embedding statistics in the logs)"
+    keys = (("random_pair", "mean cosine of random pairs"), ("same_patent", "mean cosine of same-patent pairs"),
+            ("participation_ratio", "effective dimension (participation ratio)"))  # fmt: skip
+    lines = ["| statistic | synthetic | real Red Book |", "|---|---:|---:|"]
+    lines += [f"| {label} | {syn[k]:.3g} | {real[k]:.3g} |" for k, label in keys if syn.get(k) is not None]
+    return "\n".join(lines)
+
+
+def render_check(record: dict) -> str:
+    """The merged 1M corpus opened as the Workbench opens it (``bench_scale_corpus.py --check``)."""
+    r = record
+    whole, mapped = (next(o for o in r["open_fresh_process"] if o["mmap"] is m) for m in (False, True))
+    rows = [
+        ("`Workbench.index`" + (" (memory-mapped)" if r["mapped"] else ""),
+         f"{r['index_open_s']:.1f} s, RSS {r['rss_after_open_mb']:,.0f} MB with the {r['figures']:,}-figure corpus loaded"),
+        ("what the status line and `corpus info` show", r["shown"]),
+        (f"recall@100 of {r['queries']} held-out queries against exact search", f"**{r['recall@100']:.3f}**"),
+        ("figure search p50 / p95, 2 threads", f"**{r['latency_ms_p50']:.1f} ms / {r['latency_ms_p95']:.1f} ms**"),
+        ("patent search (top 10) p50 / p95", f"{r['patent_ms_p50']:.1f} ms / {r['patent_ms_p95']:.1f} ms (nprobe "
+         f"{r['patent_nprobe']}, fetch {r['patent_fetch']}x); equal to exact search's for "
+         f"{r['patent_top10_equal_share']:.3f} of the queries"),
+        ("`Workbench.search_drawing`, first / second call",
+         f"{r['workbench_search_first_s']:.1f} s / {r['workbench_search_second_s']:.2f} s; top 3 "
+         + ", ".join(r["workbench_top3"])),
+        ("open in a fresh process, read whole", f"{whole['open_s']:.2f} s, RSS {whole['rss_mb']:,.0f} MB"),
+        ("open in a fresh process, memory-mapped", f"**{mapped['open_s']:.2f} s, RSS {mapped['rss_mb']:,.0f} MB**"),
+    ]  # fmt: skip
+    load = ", ".join(f"{x:.1f}" for x in r["load"])
+    return "\n".join(["| what | measured |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows),
+                      "", f"(load average {load})"])  # fmt: skip

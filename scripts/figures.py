@@ -82,6 +82,33 @@ def scale_tables(src: list) -> str:
     return bench("bench_scale_render").render_markdown(records)
 
 
+SCALE_LOGS = (
+    "docs/bench/bench_scale.log",
+    "docs/bench/bench_scale_1m_nprobe.log",
+    "docs/bench/bench_scale_hnsw1m.log",
+)
+
+
+def scale_summary(src: list) -> str:
+    """Each kind's best setting at 1M figures against the rule, from the scale logs."""
+    return bench("bench_scale_render").render_summary(
+        [r for p in src for r in bench("bench_scale").read_log(str(p))]
+    )
+
+
+def scale_stats(src: list) -> str:
+    """The synthetic embeddings' statistics beside the real Red Book ones."""
+    return bench("bench_scale_render").render_stats(
+        [r for p in src for r in bench("bench_scale").read_log(str(p))]
+    )
+
+
+def scale_check(src: list) -> str:
+    """The merged 1M corpus as the Workbench opens it: the last record of bench_scale_corpus.py --check."""
+    lines = [ln for ln in src[0].read_text(encoding="utf-8").splitlines() if ln.strip()]
+    return bench("bench_scale_render").render_check(json.loads(lines[-1]))
+
+
 def text_scale_table(src: list) -> str:
     """BM25 at 100k and 1M abstracts, from bench_text_scale.py's log."""
     records = [json.loads(ln) for ln in src[0].read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -268,6 +295,9 @@ REGISTRY: tuple[Block, ...] = (
     Block(
         "bench-labels", tuple(f"docs/bench/{r[1]}" for r in LABEL_ROWS), labels_table, "docs/benchmarks.md"
     ),
+    Block("scale-summary", SCALE_LOGS, scale_summary, "docs/scale.md"),
+    Block("scale-stats", SCALE_LOGS[:1], scale_stats, "docs/scale.md"),
+    Block("scale-check", ("docs/bench/bench_scale_corpus.log",), scale_check, "docs/scale.md"),
     Block("scale-text", ("docs/bench/bench_text_scale.log",), text_scale_table, "docs/scale.md"),
     Block(
         "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
