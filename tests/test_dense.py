@@ -205,6 +205,29 @@ def test_search_patents_max_over_figures():
     ]
 
 
+def test_approximate_patent_search_scores_each_patent_by_all_its_figures(data):
+    """An IVF index probing one list misses figures, but every patent it returns carries the exact best
+    score over all its figures (a missed best view is re-scored from the stored embeddings), ranked by it,
+    and the allowed filter holds inside that re-scoring too."""
+    x, q, ids, pids = data
+    index = DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=32, nprobe=1)
+    emb = index.embeddings
+    rows_of: dict[str, list[int]] = {}
+    for row, pid in enumerate(index.patent_ids):
+        rows_of.setdefault(pid, []).append(row)
+    qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+    allowed = {f"p{i}" for i in range(0, 500, 2)}
+    for qi in range(20):
+        for only in (None, allowed):
+            res = index.search_patents(qn[qi], k=10, allowed=only)
+            want = [float(np.max(emb[rows_of[p]] @ qn[qi])) for p in res.ids]
+            np.testing.assert_allclose(res.scores, want, rtol=0, atol=1e-5)
+            assert list(res.scores) == sorted(res.scores, reverse=True)
+            assert only is None or set(res.ids) <= only
+            for pid, extra in zip(res.ids, res.extras, strict=True):
+                assert index.patent_ids[index.ids.index(extra["figure_id"])] == pid
+
+
 def test_search_patents_fetches_more_until_k_patents():
     index = square_corpus()
     # fetch 1 → 1 patent; fetch 4 → f0 f3 f2 f1 → P, R, Q (Q hit twice)

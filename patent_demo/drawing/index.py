@@ -188,6 +188,7 @@ class DenseIndex:
         self.patent_nprobe = int(patent_nprobe)  # and probes this many lists (IVF kinds; 0: nprobe)
         self._row_of: dict[str, int] | None = None  # built on first use (a million ids take a while)
         self._n_patents: int | None = None
+        self._rows_of_patent: dict[str, np.ndarray] | None = None  # built at the first patent search
 
     @property
     def _row(self) -> dict[str, int]:
@@ -439,7 +440,11 @@ class DenseIndex:
             for qi, s, r in zip(todo, scores, rows_found, strict=True):
                 hits = self._figure_results(s, r)
                 pids = [extra["patent_id"] for extra in hits.extras or []]
-                agg = aggregate_by_patent(hits.ids, hits.scores, pids, k)
+                if self.kind == "flat":
+                    agg = aggregate_by_patent(hits.ids, hits.scores, pids, k)
+                else:  # an approximate kind: score each patent found over all its figures, exactly
+                    agg = self._complete(aggregate_by_patent(hits.ids, hits.scores, pids, min(n_patents, 2 * k)),
+                                         q[qi], rows if allowed is not None else None, k)  # fmt: skip
                 out[qi] = agg
                 if len(agg.ids) < k and n_fig < pool:
                     still.append(qi)
@@ -452,6 +457,28 @@ class DenseIndex:
             todo = still
             n_fig = min(pool, n_fig * 4)
         return out  # type: ignore[return-value]
+
+    def _complete(self, found: Results, q: np.ndarray, allowed_rows: np.ndarray | None, k: int) -> Results:
+        """``found`` (patents ranked by their best *fetched* figure) re-scored by the best of *all* their
+        figures (allowed ones only), exactly from the stored embeddings, cut to ``k``. An approximate index
+        may miss a patent's best figure while it finds another of its views: this makes the patent's score
+        and rank exact whenever any of its figures was fetched."""
+        if self._rows_of_patent is None:
+            by: dict[str, list[int]] = {}
+            for row, pid in enumerate(self.patent_ids):
+                by.setdefault(pid, []).append(row)
+            self._rows_of_patent = {pid: np.asarray(r, dtype=np.int64) for pid, r in by.items()}
+        ids, scores, extras = [], [], []
+        for pid, extra in zip(found.ids, found.extras or [{}] * len(found.ids), strict=True):
+            prow = self._rows_of_patent[pid]
+            if allowed_rows is not None:
+                prow = prow[np.isin(prow, allowed_rows)]
+            s = np.asarray(self.embeddings[prow], dtype=np.float32) @ q.astype(np.float32)
+            best = int(np.argmax(s))
+            ids.append(pid)
+            scores.append(float(s[best]))
+            extras.append({**extra, "figure_id": self.ids[int(prow[best])]})
+        return Results.from_unsorted(ids, scores, extras).top(k)
 
     # -- persistence -----------------------------------------------------------------------------
 
