@@ -187,11 +187,14 @@ def test_text_filter_snippets_compare_and_report(browser, real):  # noqa: F811
 
     page.get_by_role("tab", name="Search report").click()
     page.locator("#r-refresh").click()
-    time.sleep(1.0)
+    page.wait_for_function(  # the refreshed list of labelled queries has reached the dropdown
+        "() => (document.querySelector('#r-query input') || {}).value", timeout=30_000
+    )
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=20_000)
+    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=30_000)
     frame = page.frame_locator("#r-frame")
-    frame.get_by_text(bm25.ids[0]).first.wait_for(timeout=10_000)
+    # the preview renders the report (slow under load)
+    frame.get_by_text(bm25.ids[0]).first.wait_for(timeout=30_000)
     assert page.locator("#r-files").get_by_text(".csv").count() >= 1
     page.screenshot(path=str(ARTIFACTS / "examiner-report.png"), full_page=True)
     page.close()
