@@ -75,3 +75,33 @@ def pytest_runtest_makereport(item, call):
                 "(install what the test needs, or add 'PATTERN :: WHY' to tests/skip_allowlist.txt)"
             )
     return report
+
+
+@pytest.fixture(scope="session", autouse=True)
+def patient_local_url_check():
+    """Gradio's launch asks its own fresh server for a page (``networking.url_ok``: one 3 s try counts as
+    unreachable) and refuses to start without a share link when that fails, which happens on a loaded CI
+    machine. The tests' servers are local and get up to 60 s, in tries of 10 s."""
+    import time as _time
+
+    import httpx
+    from gradio import networking
+
+    original = networking.url_ok
+
+    def url_ok(url: str) -> bool:
+        end = _time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.head(url, timeout=10, verify=False)
+                if r.status_code in (200, 401, 301, 302, 303, 307, 308):
+                    return True
+            except (httpx.ConnectError, httpx.TimeoutException):
+                pass
+            if _time.monotonic() > end:
+                return False
+            _time.sleep(0.5)
+
+    networking.url_ok = url_ok
+    yield
+    networking.url_ok = original
