@@ -50,9 +50,14 @@ SPECTRUM = 0.5
 SHARED, MAIN_SPREAD, SUB_SPREAD, PATENT_SPREAD, FIGURE_SPREAD = 1.05, 0.45, 0.3, 0.8, 1.0
 
 
-def make_vectors(n: int, dim: int = DIM, seed: int = 0, chunk: int = 50_000) -> tuple[np.ndarray, np.ndarray]:
+def make_vectors(
+    n: int, dim: int = DIM, seed: int = 0, chunk: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(x [n, dim] float32 unit rows, subclass [n])``: figure = shared direction + main-class + subclass
-    + patent + figure offsets, each Gaussian with the spread above and the decaying spectrum."""
+    + patent + figure offsets, each Gaussian with the spread above and the decaying spectrum. ``chunk``
+    patents are drawn at a time (default 50,000; 10,000 above 512-d, whose float64 draws would need
+    tens of GB at once)."""
+    chunk = chunk or (50_000 if dim <= 512 else 10_000)
     rng = np.random.default_rng(seed)
     scale = (np.arange(dim) + 1.0) ** -SPECTRUM
     scale /= np.sqrt((scale**2).sum())
@@ -108,6 +113,9 @@ def cosine_stats(
 
     sample = x[rng.choice(n, min(n, 20000), replace=False)]
     ev = np.linalg.eigvalsh(np.cov(sample.T.astype(np.float64)))
+    _, first = np.unique(patent, return_index=True)  # one figure of each patent
+    if len(first) >= 1000:  # as the 1,000 one-drawing patents of the USPC 2007 sample are measured
+        ev1 = np.linalg.eigvalsh(np.cov(x[rng.choice(first, 1000, replace=False)].T.astype(np.float64)))
     return {
         "random_pair": round(rand, 3),
         "same_subclass_other_patent": None
@@ -115,6 +123,9 @@ def cosine_stats(
         else round(within(subclass, patent), 3),
         "same_patent": None if within(patent) is None else round(within(patent), 3),
         "participation_ratio": round(float(ev.sum() ** 2 / (ev**2).sum()), 1),
+        "participation_ratio_1000_patents": round(float(ev1.sum() ** 2 / (ev1**2).sum()), 1)
+        if len(first) >= 1000
+        else None,
     }
 
 
@@ -141,21 +152,22 @@ def timed_queries(index: DenseIndex, queries: np.ndarray, k: int) -> tuple[list[
     return lat, np.stack(found)
 
 
-def recall(found: np.ndarray, truth: np.ndarray) -> float:
+def per_query_recall(found: np.ndarray, truth: np.ndarray) -> np.ndarray:
     k = truth.shape[1]
-    return float(
-        np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)])
-    )
+    return np.asarray([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)])
 
 
-def record(index: DenseIndex, n: int, lat: list[float], rec: float, k: int, build: float) -> dict:
+def record(index: DenseIndex, n: int, lat: list[float], rec: np.ndarray, k: int, build: float) -> dict:
+    """One measurement; ``rec`` the per-query recall@k (its mean and standard error are recorded)."""
+    rec = np.asarray(rec, dtype=np.float64)
+    se = float(rec.std(ddof=1) / np.sqrt(len(rec))) if len(rec) > 1 else 0.0
     return {
         "kind": index.kind, "n": n, "dim": index.dim, "params": dict(index.params), "build_s": round(build, 1),
         "index_mb": round(index_bytes(index.index) / 2**20, 1),
         "embeddings_mb": round(index.embeddings.nbytes / 2**20, 1),
         "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
-        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(rec, 4),
-        "queries": len(lat), "load": [round(v, 2) for v in os.getloadavg()],
+        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(float(rec.mean()), 4),
+        f"recall@{k}_se": round(se, 4), "queries": len(lat), "load": [round(v, 2) for v in os.getloadavg()],
     }  # fmt: skip
 
 
@@ -166,45 +178,55 @@ def sweep(index: DenseIndex, n: int, queries: np.ndarray, truth: np.ndarray, k: 
     for params in grid:
         index.set_search_params(**params)
         lat, found = timed_queries(index, queries, k)
-        rows.append(record(index, n, lat, recall(found, truth), k, build))
+        rows.append(record(index, n, lat, per_query_recall(found, truth), k, build))
         emit(rows[-1])
     return rows
 
 
-def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int) -> list[list[int]]:
-    """The exact per-patent top k: the first k distinct patents of the exact figure ranking (a patent
-    scores its best figure)."""
+TIE = 1e-6  # cosines this close are a tie: float32 sums in another order differ by about 1e-7
+
+
+def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int,
+                     truth_scores: np.ndarray | None = None) -> list[list[tuple[int, float]]]:  # fmt: skip
+    """The exact per-patent top k as ``[(patent, score)]``: the first k distinct patents of the exact
+    figure ranking (a patent scores its best figure; ``truth_scores`` the exact figure scores)."""
     out = []
-    for rows in truth_rows:
-        seen: list[int] = []
-        for r in rows:
+    for i, rows in enumerate(truth_rows):
+        seen: dict[int, float] = {}
+        for j, r in enumerate(rows):
             p = int(patent_of[r])
             if p not in seen:
-                seen.append(p)
+                seen[p] = float("nan") if truth_scores is None else float(truth_scores[i, j])
                 if len(seen) == k:
                     break
-        out.append(seen)
+        out.append(list(seen.items()))
     return out
 
 
-def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], k: int,
+def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[tuple[int, float]]], k: int,
                      factors: list[int], nprobes: list[int] = (0,)) -> list[dict]:  # fmt: skip
     """For each over-fetch factor f (``fetch = f * k`` figures) and lists probed (IVF kinds; 0: the
-    index's nprobe), the share of queries whose patent top k equals exact search's (same patents in the
-    same order; ``same_set_share``: the same patents)."""
+    index's nprobe), the share of queries whose patent top k equals exact search's: ``exact_share``, the
+    same score at every rank (to ``TIE``: two patents whose best figures tie may come in either order);
+    ``equal_share``, the same patents in the same order; ``same_set_share``, the same patents."""
     out = []
     for nprobe in nprobes:
         index.patent_nprobe = nprobe
         for f in factors:
-            same, same_set, lat = 0, 0, []
+            same, same_set, same_scores, lat = 0, 0, 0, []
             for q, want in zip(queries, exact, strict=True):
                 t = time.perf_counter()
                 res = index.search_patents(q, k, fetch=f * k)
                 lat.append(time.perf_counter() - t)
                 got = [int(p) for p in res.ids]
-                same += got == want
-                same_set += set(got) == set(want)
-            out.append({"nprobe": nprobe, "factor": f, "equal_share": round(same / len(exact), 4),
+                want_ids = [p for p, _ in want]
+                same += got == want_ids
+                same_set += set(got) == set(want_ids)
+                same_scores += len(got) == len(want) and bool(
+                    np.all(np.abs(np.asarray(res.scores, np.float64) - [s for _, s in want]) <= TIE)
+                )
+            out.append({"nprobe": nprobe, "factor": f, "exact_share": round(same_scores / len(exact), 4),
+                        "equal_share": round(same / len(exact), 4),
                         "same_set_share": round(same_set / len(exact), 4),
                         "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
                         "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3)})  # fmt: skip
@@ -222,7 +244,7 @@ def patent_settings(index: DenseIndex, queries: np.ndarray, exact: list[list[int
         nl, base = int(index.params["nlist"]), int(index.params["nprobe"])
         nprobes = sorted({min(nl, base * m) for m in (1, 2, 4, 8)})
     over = patent_overfetch(index, queries, exact, 10, factors, nprobes)
-    exact_rows = [o for o in over if o["equal_share"] == 1.0]
+    exact_rows = [o for o in over if o.get("exact_share", o["equal_share"]) == 1.0]
     best = min(exact_rows, key=lambda o: o["latency_ms_p50"], default=None)
     emit({"patent_overfetch": {"n": index.count, "kind": index.kind, "params": index.params, "top": 10,
                                "factors": over, "first_exact_factor": best and best["factor"],
@@ -252,22 +274,26 @@ def measure_size(
     k = args.k
     exact = faiss.IndexFlatIP(x.shape[1])
     exact.add(x)
-    _, truth = exact.search(queries, max(k, 1000))
+    truth_scores, truth = exact.search(queries, max(k, 1000))
     del exact
     truth_k = truth[:, :k]
     ids = [str(i) for i in range(n)]
     pids = [str(p) for p in patent_of[:n]]
     nl = nlist_for(n)
     probes = [p for p in args.nprobe if p <= nl]
-    plans = [
-        ("flat", {}, [{}]),
-        ("ivf", {"nlist": nl, "train": args.train}, [{"nprobe": p} for p in probes]),
-        ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "rescore": 4},
-         [{"nprobe": p, "rescore": r} for p in probes for r in (0, 2, 4)]),
-        ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "fp16"}, [{"nprobe": p} for p in probes]),
-        ("ivfpq", {"nlist": nl, "train": args.train, "m": 32, "rescore": 10},
-         [{"nprobe": p, "rescore": r} for p in probes for r in (4, 10)]),
-    ]  # fmt: skip
+    plans = [("flat", {}, [{}]), ("ivf", {"nlist": nl, "train": args.train}, [{"nprobe": p} for p in probes])]
+    if 0 in args.pca:
+        plans += [
+            ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "rescore": 4},
+             [{"nprobe": p, "rescore": r} for p in probes for r in (0, 2, 4)]),
+            ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "fp16"}, [{"nprobe": p} for p in probes]),
+        ]  # fmt: skip
+    # the codes of the first ``pca`` principal components, re-scored exactly in the full dimension
+    plans += [("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "pca": d, "rescore": 4},
+               [{"nprobe": p, "rescore": r} for p in probes for r in (2, 4, 8)])
+              for d in args.pca if d]  # fmt: skip
+    plans.append(("ivfpq", {"nlist": nl, "train": args.train, "m": 32, "rescore": 10},
+                  [{"nprobe": p, "rescore": r} for p in probes for r in (4, 10)]))  # fmt: skip
     rows: list[dict] = []
     for kind, build_params, grid in plans:
         if kind not in args.kinds:
@@ -294,7 +320,7 @@ def measure_size(
     if choice is not None and choice["kind"] != "flat":
         index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
         fetch, nprobe = patent_settings(
-            index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+            index, queries, exact_patent_top(truth, patent_of, 10, truth_scores), args.fetch, emit
         )
         choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
         if n == max(args.sizes) and args.mmap_dir:
@@ -346,32 +372,49 @@ def open_costs(root: Path, query: np.ndarray) -> list[dict]:
     return out
 
 
-def _patent_key(r: dict) -> tuple:
-    o = r["patent_overfetch"]
-    return o["n"], o["kind"], json.dumps(o["params"], sort_keys=True)
+def _setting(dim: int, r: dict) -> tuple:
+    params = {k: v for k, v in r["params"].items() if not (k == "pca" and not v)}  # older runs: no "pca"
+    return dim, r["n"], r["kind"], json.dumps(params, sort_keys=True)
+
+
+def read_logs(*paths: str) -> list[dict]:
+    """The records of one or more logs, the newest measurement of each setting: the runs of every log (a
+    run starts with its ``command`` header) in the order of their start times; for each dimension, size,
+    kind and setting the record of the last run that measured it, with the per-patent measurement
+    (``--patents`` runs included) of the last run that measured it, unless the setting was measured
+    again after it; and the latest of each statistics, build and open record. Records of the first
+    format (no ``dim``) are left out: every setting they hold was measured again."""
+    runs: list[tuple[str, int, list[dict]]] = []
+    for order, path in enumerate(paths):
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            obj = json.loads(line)
+            if "command" in obj:
+                runs.append((obj.get("time", ""), order, []))
+            runs[-1][2].append(obj)
+    runs.sort(key=lambda r: (r[0], r[1]))
+    rows: dict[tuple, tuple[int, dict]] = {}
+    patent: dict[tuple, tuple[int, dict]] = {}
+    other: dict[tuple, dict] = {}
+    for age, (_, _, run) in enumerate(runs):
+        dim = run[0].get("dim", DIM)
+        for r in run[1:]:
+            if "recall@100" in r:
+                if "dim" in r:
+                    rows[_setting(r["dim"], r)] = (age, r)
+            elif "patent_overfetch" in r:
+                patent[_setting(dim, r["patent_overfetch"])] = (age, r)
+            else:
+                name = next(iter(r))  # "synthetic_embeddings", "hnsw_build", "mmap_open", ...
+                sub = r[name].get("n") if isinstance(r[name], dict) else None
+                other[(dim, name, sub)] = r
+    out = [r for _, r in rows.values()]
+    out += [r for key, (age, r) in patent.items() if age >= rows.get(key, (-1,))[0]]
+    return out + list(other.values())
 
 
 def read_log(path: str) -> list[dict]:
-    """The records of the last full run of each dimension in a log (a run starts with its ``command``
-    header), with the per-patent measurements of later ``--patents`` runs in place of its own."""
-    runs: list[list[dict]] = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        obj = json.loads(line)
-        if "command" in obj:
-            runs.append([])
-        runs[-1].append(obj)
-    last: dict[int, list[dict]] = {}
-    for run in runs:
-        dim = run[0].get("dim", DIM)
-        if "--patents" not in run[0]["command"]:
-            last[dim] = list(run)
-        elif dim in last:
-            new = [r for r in run if "patent_overfetch" in r]
-            done = {_patent_key(r) for r in new}
-            last[dim] = [
-                r for r in last[dim] if "patent_overfetch" not in r or _patent_key(r) not in done
-            ] + new
-    return [r for dim in sorted(last) for r in last[dim]]
+    """``read_logs`` of one log."""
+    return read_logs(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,7 +431,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ef", type=int, nargs="+", default=[128, 256, 512], help="HNSW efSearch settings")
     p.add_argument("--hnsw-budget", type=float, default=900.0, help="seconds of HNSW build before giving up")
     p.add_argument("--fetch", type=int, nargs="+", default=[2, 4, 8], help="per-patent over-fetch factors")
+    p.add_argument(
+        "--pca",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="IVF-SQ8 over the first PCA components (0: the full dimension), re-scored exactly",
+    )
     p.add_argument("--real", default=None, help="a saved index of real figures, mixed into the base")
+    p.add_argument(
+        "--real-stats",
+        nargs="*",
+        default=[],
+        metavar="INDEX_DIR",
+        help="[LABEL=]INDEX_DIR of other real figures: their statistics are printed, not mixed in",
+    )
     p.add_argument("--mmap-dir", default=None, help="save the largest picked index here and time opening it")
     p.add_argument("--log", default=None, help="append each record (JSON) here as it is measured")
     p.add_argument("--table", default=None, help="write the measured records the app chooses from here")
@@ -421,12 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench_scale_render import apply_patent, render_markdown
 
     if args.render:
-        print(
-            render_markdown([r for log in args.render for r in read_log(log)])
-        )  # scripts/figures.py writes docs
+        print(render_markdown(read_logs(*args.render)))  # scripts/figures.py writes docs
         return 0
     if args.table_from_log:
-        logs = [r for log in args.table_from_log for r in read_log(log)]
+        logs = read_logs(*args.table_from_log)
         rows = [r for r in logs if "recall@100" in r and r["dim"] == args.dim]
         rows = apply_patent(rows, logs)
         write_table(Path(args.table), rows, args.dim)
@@ -474,14 +529,14 @@ def patents_only(args, queries: np.ndarray, base: np.ndarray, patent_of: np.ndar
         x = base[:n]
         exact = faiss.IndexFlatIP(x.shape[1])
         exact.add(x)
-        _, truth = exact.search(queries, 1000)
+        truth_scores, truth = exact.search(queries, 1000)
         del exact
         ids, pids = [str(i) for i in range(n)], [str(p) for p in patent_of[:n]]
         # the pick, measured; one whose patent top 10 is never exact is marked and the next pick measured
         while (choice := pick(mine, n, args.dim)) is not None and choice["kind"] != "flat":
             index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
             fetch, nprobe = patent_settings(
-                index, queries, exact_patent_top(truth, patent_of, 10), args.fetch, emit
+                index, queries, exact_patent_top(truth, patent_of, 10, truth_scores), args.fetch, emit
             )
             del index
             choice["patent_exact"] = fetch is not None
@@ -493,12 +548,16 @@ def patents_only(args, queries: np.ndarray, base: np.ndarray, patent_of: np.ndar
 
 
 def base_set(args, emit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Queries, base vectors (the real ones mixed into the first rows) and the patent of each row."""
+    """Queries, base vectors (the real ones mixed into the first rows) and the patent of each row. The
+    queries are one figure of each of ``--queries`` held-out patents (drawn after the base set), so no
+    two queries share a patent and its neighbourhood."""
     largest = max(args.sizes)
     t0 = time.perf_counter()
-    x_all, sub_all = make_vectors(largest + args.queries, dim=args.dim, seed=0)
-    emit({"generated": largest + args.queries, "seconds": round(time.perf_counter() - t0, 1)})
-    queries, base, sub_all = x_all[-args.queries :], x_all[:largest], sub_all[:largest]
+    held_out = args.queries * FIGURES_PER_PATENT
+    x_all, sub_all = make_vectors(largest + held_out, dim=args.dim, seed=0)
+    emit({"generated": largest + held_out, "seconds": round(time.perf_counter() - t0, 1)})
+    queries = np.ascontiguousarray(x_all[largest:][::FIGURES_PER_PATENT][: args.queries])
+    base, sub_all = x_all[:largest], sub_all[:largest]
     patent_of = np.arange(largest) // FIGURES_PER_PATENT
     emit({"synthetic_embeddings": cosine_stats(base[:200_000], patent_of[:200_000], sub_all[:200_000])})
     if args.real:
@@ -510,6 +569,11 @@ def base_set(args, emit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             patent_of[: len(real)] = [patent_of[-1] + 1 + codes[p] for p in real_pids]
             emit({"real_embeddings": {"index": args.real, "figures": len(real), "mixed_in": True,
                                       **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
+    for other in args.real_stats:  # further real collections, only compared (not mixed in)
+        label, _, other = other.rpartition("=")
+        real, real_pids = load_real(other)
+        emit({"real_stats": {"label": label or Path(other).name, "index": other, "figures": len(real), "dim": int(real.shape[1]),
+                             **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
     return queries, base, patent_of
 
 

@@ -123,24 +123,28 @@ def check(args: argparse.Namespace) -> dict:
         lat.append(time.perf_counter() - t)
     exact = faiss.IndexFlatIP(index.dim)
     exact.add(np.ascontiguousarray(index.embeddings, dtype=np.float32))
-    _, truth = exact.search(q / np.linalg.norm(q, axis=1, keepdims=True), 1000)
+    truth_scores, truth = exact.search(q / np.linalg.norm(q, axis=1, keepdims=True), 1000)
     del exact
     rec = np.mean(
         [len(set(f.tolist()) & set(t[:100].tolist())) / 100 for f, t in zip(found, truth, strict=True)]
     )
     # the per-patent top 10 (index.patent_fetch, index.patent_nprobe) against exact search's
-    from bench_scale import exact_patent_top
+    from bench_scale import TIE, exact_patent_top
 
     codes = {p: i for i, p in enumerate(dict.fromkeys(index.patent_ids))}
     patent_of = np.array([codes[p] for p in index.patent_ids])
-    want = exact_patent_top(truth, patent_of, 10)
-    plat, same = [], 0
+    want = exact_patent_top(truth, patent_of, 10, truth_scores)
+    plat, same, same_scores = [], 0, 0
     for v, w in zip(q, want, strict=True):
         t = time.perf_counter()
         res = index.search_patents(v, 10)
         plat.append(time.perf_counter() - t)
-        same += [codes[p] for p in res.ids] == w
-    row.update({"patent_top10_equal_share": round(same / len(q), 4), "patent_ms_p50": round(1000 * float(np.median(plat)), 1),
+        same += [codes[p] for p in res.ids] == [p for p, _ in w]
+        same_scores += len(res.ids) == len(w) and bool(
+            np.all(np.abs(np.asarray(res.scores, np.float64) - [s for _, s in w]) <= TIE)
+        )
+    row.update({"patent_top10_exact_share": round(same_scores / len(q), 4),
+                "patent_top10_equal_share": round(same / len(q), 4), "patent_ms_p50": round(1000 * float(np.median(plat)), 1),
                 "patent_ms_p95": round(1000 * float(np.quantile(plat, 0.95)), 1),
                 "patent_fetch": index.patent_fetch, "patent_nprobe": index.patent_nprobe})  # fmt: skip
     row.update({"recall@100": round(float(rec), 4), "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
@@ -159,6 +163,12 @@ def check(args: argparse.Namespace) -> dict:
     return row
 
 
+def bench_scale_defaults() -> tuple[float, float]:
+    import bench_scale
+
+    return bench_scale.SHARED, bench_scale.SPECTRUM
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--redbook", required=True, help="a built Red Book corpus (patent-demo corpus build)")
@@ -168,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoints", nargs="*", default=[str(ROOT / "checkpoints")])
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--queries", type=int, default=200, help="held-out synthetic queries written beside")
+    p.add_argument("--dim", type=int, default=256, help="the model's embedding dimension (1280: zero-shot)")
+    p.add_argument(
+        "--shared", type=float, default=bench_scale_defaults()[0], help="as bench_scale.py --shared"
+    )
+    p.add_argument(
+        "--spectrum", type=float, default=bench_scale_defaults()[1], help="as bench_scale.py --spectrum"
+    )
     p.add_argument("--check", action="store_true", help="only measure the merged index as the app opens it")
     p.add_argument("--query", default=None, help="--check: a drawing to search through the Workbench")
     p.add_argument("--log", default=None, help="--check: append the result (JSON) here")
@@ -196,10 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     ranges = shard_ranges(len(figs), n_real)
     (shards / "shards.json").write_text(json.dumps({"figures": len(figs), "shard_size": n_real,
                                                     "shards": len(ranges)}, indent=1, sort_keys=True) + "\n")  # fmt: skip
-    # synthetic rows: figures n_real ..; the last --queries vectors are held-out queries of the same
+    # synthetic rows: figures n_real ..; held-out queries of the same
     # distribution (OUT/queries.npy) for measuring the merged index's recall against exact search
-    x, _ = make_vectors(len(figs) - n_real + args.queries, seed=args.seed)
-    np.save(out / "queries.npy", x[len(figs) - n_real :])
+    import bench_scale
+
+    bench_scale.SHARED, bench_scale.SPECTRUM = args.shared, args.spectrum  # make_vectors reads them
+    # (one figure of each of --queries held-out patents, drawn after the last synthetic patent)
+    start = -(-(len(figs) - n_real) // FIGURES_PER_PATENT) * FIGURES_PER_PATENT
+    x, _ = make_vectors(start + args.queries * FIGURES_PER_PATENT, dim=args.dim, seed=args.seed)
+    np.save(out / "queries.npy", x[start:][::FIGURES_PER_PATENT])
     x = x[: len(figs) - n_real]
     for i, (a, b) in enumerate(ranges[1:], start=1):
         path = shard_path(shards, i)

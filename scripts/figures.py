@@ -16,6 +16,7 @@ rendered here. To add a block, add a ``Block`` and put its two markers where it 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -76,31 +77,48 @@ def text_results(src: list) -> str:
     return inner(text_report.readme_block(src[0]), text_report.START, text_report.END)
 
 
+@functools.lru_cache(maxsize=8)
+def _scale_records(paths: tuple[str, ...]) -> tuple[dict, ...]:
+    return tuple(bench("bench_scale").read_logs(*paths))
+
+
+def scale_records(src: list) -> list[dict]:
+    """The newest measurement of each setting in the scale logs ``src`` (``bench_scale.read_logs``),
+    read once per set of logs."""
+    return list(_scale_records(tuple(str(p) for p in src)))
+
+
 def scale_tables(src: list) -> str:
     """docs/scale.md's measured index kinds (drawings and the dense text index), from the scale logs."""
-    records = [r for path in src for r in bench("bench_scale").read_log(str(path))]
-    return bench("bench_scale_render").render_markdown(records)
+    return bench("bench_scale_render").render_markdown(scale_records(src))
 
 
 SCALE_LOGS = (
     "docs/bench/bench_scale.log",
     "docs/bench/bench_scale_1m_nprobe.log",
     "docs/bench/bench_scale_hnsw1m.log",
+    "docs/bench/bench_scale_1280.log",
 )
 
 
 def scale_summary(src: list) -> str:
     """Each kind's best setting at 1M figures against the rule, from the scale logs."""
-    return bench("bench_scale_render").render_summary(
-        [r for p in src for r in bench("bench_scale").read_log(str(p))]
-    )
+    return bench("bench_scale_render").render_summary(scale_records(src))
+
+
+def scale_summary_1280(src: list) -> str:
+    """The same at 1280-d (the zero-shot trunk's embeddings)."""
+    return bench("bench_scale_render").render_summary(scale_records(src), dim=1280)
 
 
 def scale_stats(src: list) -> str:
-    """The synthetic embeddings' statistics beside the real Red Book ones."""
-    return bench("bench_scale_render").render_stats(
-        [r for p in src for r in bench("bench_scale").read_log(str(p))]
-    )
+    """The synthetic embeddings' statistics beside the real ones."""
+    return bench("bench_scale_render").render_stats(scale_records(src))
+
+
+def scale_headline(src: list) -> str:
+    """The README's scale table: the pick per dimension at 1M and its figure and patent search."""
+    return bench("bench_scale_render").render_headline(scale_records(src))
 
 
 def scale_check(src: list) -> str:
@@ -281,6 +299,7 @@ REGISTRY: tuple[Block, ...] = (
             "docs/bench/bench_scale.log",
             "docs/bench/bench_scale_1m_nprobe.log",
             "docs/bench/bench_scale_hnsw1m.log",
+            "docs/bench/bench_scale_1280.log",
             "docs/bench/bench_scale_text384.log",
         ),
         scale_tables,
@@ -296,7 +315,10 @@ REGISTRY: tuple[Block, ...] = (
         "bench-labels", tuple(f"docs/bench/{r[1]}" for r in LABEL_ROWS), labels_table, "docs/benchmarks.md"
     ),
     Block("scale-summary", SCALE_LOGS, scale_summary, "docs/scale.md"),
+    Block("scale-summary-1280", SCALE_LOGS, scale_summary_1280, "docs/scale.md"),
     Block("scale-stats", SCALE_LOGS[:1], scale_stats, "docs/scale.md"),
+    Block("scale-stats-1280", SCALE_LOGS[3:], scale_stats, "docs/scale.md"),
+    Block("scale-headline", SCALE_LOGS, scale_headline, "README.md"),
     Block("scale-check", ("docs/bench/bench_scale_corpus.log",), scale_check, "docs/scale.md"),
     Block("scale-text", ("docs/bench/bench_text_scale.log",), text_scale_table, "docs/scale.md"),
     Block(

@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--width", type=int, default=1366, help="viewport width (default 1366)")
     p.add_argument("--height", type=int, default=1100, help="viewport height (default 1100)")
     p.add_argument("--chromium", default=CHROMIUM, help=f"the chromium binary (default {CHROMIUM})")
+    p.add_argument("--cache-dir", default=None, help="the app's cache folder (default: the app's own)")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the app to start")
     p.add_argument("--wait", type=float, default=300, help="seconds to wait for the results (default 300)")
     args = p.parse_args(argv)
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="screenshot-") as tmp:
         cmd = [sys.executable, str(ROOT / "app.py"), "--corpus", str(Path(args.corpus).resolve()),
                "--port", str(port), "--labels", str(Path(tmp) / "labels.sqlite"), "--no-warmup"]  # fmt: skip
+        cmd += ["--cache-dir", str(Path(args.cache_dir).resolve())] if args.cache_dir else []
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
         try:
             wait_for(f"http://127.0.0.1:{port}/", port, proc, args.timeout)

@@ -28,6 +28,21 @@ def require_shared(subdir: str = "") -> Path:
     return path
 
 
+def two_member_subclasses(n: int) -> tuple[Path, list[list[list[str]]]]:
+    """The USPC 2007 sample (its folder) and its first ``n`` US design subclasses (sorted) that hold exactly
+    two drawings: per subclass its two metadata rows ``[patent id, subclass, title]``."""
+    import csv
+    from collections import defaultdict
+
+    src = require_shared("design_patents_2007_uspc_macaulay")
+    with open(src / "metadata_2007.txt", encoding="utf-8") as fh:
+        rows = [r for r in csv.reader(fh, delimiter="\t") if r]
+    by_sub: dict[str, list[list[str]]] = defaultdict(list)
+    for r in rows:
+        by_sub[r[1]].append(r)
+    return src, [by_sub[s] for s in sorted(by_sub) if len(by_sub[s]) == 2][:n]
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The root of the real data samples (``../shared/data``)."""

@@ -7,9 +7,7 @@ Tests: patent_demo/drawing/evaluate.py
 
 from __future__ import annotations
 
-import csv
 import json
-from collections import defaultdict
 
 import pytest
 
@@ -19,7 +17,7 @@ from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus
 from patent_demo.registry import ZERO_SHOT
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import require_shared
+from tests.conftest import two_member_subclasses
 
 KEYS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10", "num_queries")
 
@@ -28,18 +26,13 @@ KEYS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10", "num_queries")
 def uspc(tmp_path_factory):
     """24 real USPC drawings of 12 two-member subclasses; whole subclasses alternate between test and
     train, so the 12-patent test split holds 6 subclass pairs."""
-    src = require_shared("design_patents_2007_uspc_macaulay")
+    src, subs = two_member_subclasses(12)
     tmp = tmp_path_factory.mktemp("protocol")
-    rows = [r for r in csv.reader(open(src / "metadata_2007.txt", encoding="utf-8"), delimiter="\t") if r]
-    by_sub = defaultdict(list)
-    for r in rows:
-        by_sub[r[1]].append(r)
-    subs = [s for s in sorted(by_sub) if len(by_sub[s]) == 2][:12]
     table = tmp / "table.tsv"
-    table.write_text("".join("\t".join(r) + "\n" for s in subs for r in by_sub[s]), encoding="utf-8")
+    table.write_text("".join("\t".join(r) + "\n" for pair in subs for r in pair), encoding="utf-8")
     splits = {"train": [], "val": [], "test": []}
-    for i, s in enumerate(subs):
-        splits["test" if i % 2 == 0 else "train"] += [r[0] for r in by_sub[s]]
+    for i, pair in enumerate(subs):
+        splits["test" if i % 2 == 0 else "train"] += [r[0] for r in pair]
     (tmp / "splits.json").write_text(json.dumps(splits))
     out = tmp / "corpus"
     summary = build_corpus(

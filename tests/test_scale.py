@@ -189,11 +189,12 @@ def test_patent_search_probes_patent_nprobe_lists_and_the_bench_measures_it(tmp_
     assert DenseIndex.load(wide.save(tmp_path / "w")).patent_nprobe == 32
     # the bench finds the fastest exact (over-fetch, nprobe) setting by measurement
     bench, emitted = _bench(), []
-    exact_top = [[int(p) for p in w] for w in want]
+    truth = [exact.search_patents(v, 10) for v in q]
+    exact_top = [[(int(p), float(s)) for p, s in zip(t.ids, t.scores, strict=True)] for t in truth]
     fetch, nprobe = bench.patent_settings(narrow, q, exact_top, [2, 4], emitted.append)
     over = emitted[0]["patent_overfetch"]
     assert {o["nprobe"] for o in over["factors"]} == {1, 2, 4, 8}
-    ok = [o for o in over["factors"] if o["equal_share"] == 1.0]
+    ok = [o for o in over["factors"] if o["exact_share"] == 1.0]
     assert (fetch, nprobe) == ((ok and min(ok, key=lambda o: o["latency_ms_p50"])["factor"]) or None,
                                ok and min(ok, key=lambda o: o["latency_ms_p50"])["nprobe"] or 0)  # fmt: skip
 
@@ -204,3 +205,115 @@ def test_pick_wants_exact_scores():
     assert scale.pick([*RECORDS, codes_only], 100_000) is RECORDS[3]  # not the approximate scores
     failed = {**RECORDS[3], "patent_exact": False}  # its patent top 10 was measured not to be exact
     assert scale.pick([r if r is not RECORDS[3] else failed for r in RECORDS], 100_000) is RECORDS[1]
+
+
+def test_a_tie_between_two_patents_counts_as_exact_in_either_order():
+    """Two patents whose best figures score the same (to 1e-6) may come back in either order: the bench's
+    ``exact_share`` counts that as exact, ``equal_share`` (same order) does not."""
+    x = _clustered(400)
+    x[4:8] = x[0:4]  # patent 1's figures are patent 0's: every query ties them
+    ids, pids = [f"f{i}" for i in range(len(x))], [str(i // 4) for i in range(len(x))]
+    index = DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=8, nprobe=8, rescore=2, train=40)
+    q = x[:1] + 0.01
+    got = index.search_patents(q[0], 10)
+    assert got.scores[0] == got.scores[1]
+    swapped = [list(zip([int(p) for p in got.ids], got.scores.tolist(), strict=True))]
+    swapped[0][0], swapped[0][1] = swapped[0][1], swapped[0][0]
+    over = _bench().patent_overfetch(index, q, swapped, 10, [2])[0]
+    assert (over["exact_share"], over["equal_share"], over["same_set_share"]) == (1.0, 0.0, 1.0)
+    moved = [[(p, s - 1e-3 * (i == 2)) for i, (p, s) in enumerate(swapped[0])]]  # a different score
+    assert _bench().patent_overfetch(index, q, moved, 10, [2])[0]["exact_share"] == 0.0
+
+
+def test_ivfsq_over_pca_rescores_exactly_in_the_full_dimension(tmp_path):
+    """``pca`` > 0: the lists hold SQ8 codes of the first principal components, the candidates are
+    re-scored from the stored full-dimension embeddings, so the scores are the exact cosines."""
+    rng = np.random.default_rng(4)  # most of the variance in 8 of 32 directions, as in real embeddings
+    x = rng.normal(size=(3000, 8)) @ rng.normal(size=(8, 32)) + 0.15 * rng.normal(size=(3000, 32)) + 2.0
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    ids, pids = [f"f{i}" for i in range(len(x))], [str(i // 5) for i in range(len(x))]
+    exact = DenseIndex.build(x, ids, pids)
+    pca = DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=16, nprobe=16, pca=8, rescore=8, train=40)
+    assert pca.params["pca"] == 8 and pca.dim == x.shape[1]
+    q = x[:20] + 0.05 * np.random.default_rng(5).normal(size=(20, x.shape[1])).astype(np.float32)
+    for v in q:
+        got, want = pca.search(v, 10), exact.search(v, 10)
+        assert np.allclose(got.scores, [float(exact.embedding(f) @ (v / np.linalg.norm(v))) for f in got.ids],
+                           atol=1e-5)  # fmt: skip
+        assert len(set(got.ids) & set(want.ids)) >= 8
+    assert recall_against_exact(pca, exact, q, 10) >= 0.9
+    back = DenseIndex.load(pca.save(tmp_path / "p"), mmap=True)
+    assert [back.search(v, 10).ids for v in q] == [pca.search(v, 10).ids for v in q]
+    assert scale.kind_label("ivfsq", pca.params) == "IVF-SQ8 of PCA-8"
+    with pytest.raises(ValueError, match="pca=8 needs rescore > 0"):
+        DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=16, pca=8)
+    with pytest.raises(ValueError, match="pca=64 must be 0"):
+        DenseIndex.build(x, ids, pids, kind="ivfsq", nlist=16, pca=64, rescore=2)
+    with pytest.raises(ValueError, match="needs rescore > 0"):
+        pca.set_search_params(rescore=0)
+
+
+def test_one_query_searches_the_lists_in_parallel_and_finds_what_a_batch_finds():
+    """One query (fewer than the threads) makes FAISS split the probed lists over the threads; a batch
+    splits by query. Both find the same figures with the same scores."""
+    from patent_demo.drawing.faiss_kinds import set_num_threads
+
+    x = _clustered(3000)
+    ids, pids = [f"f{i}" for i in range(len(x))], [str(i // 5) for i in range(len(x))]
+    q = x[:12] + 0.1
+    before = set_num_threads()
+    try:
+        set_num_threads(2)
+        for kind, extra in (("ivf", {}), ("ivfsq", {"rescore": 2}), ("ivfsq", {"rescore": 2, "pca": 8})):
+            index = DenseIndex.build(x, ids, pids, kind=kind, nlist=16, nprobe=6, train=40, **extra)
+            batch = index.search_batch(q, 10)
+            assert faiss_parallel_mode(index) == 0
+            one = [index.search(v, 10) for v in q]
+            assert faiss_parallel_mode(index) == 1
+            assert [r.ids for r in one] == [r.ids for r in batch]
+            assert np.allclose([r.scores for r in one], [r.scores for r in batch], atol=1e-6)
+    finally:
+        set_num_threads(before)
+
+
+def faiss_parallel_mode(index: DenseIndex) -> int:
+    import faiss
+
+    return int(faiss.extract_index_ivf(index.index).parallel_mode)
+
+
+def test_read_logs_keeps_the_newest_measurement_of_each_setting(tmp_path):
+    """Runs are ordered by their start time across logs; a setting measured again replaces the older
+    record, one not measured again stays, and a per-patent record older than its setting's newest
+    measurement is dropped."""
+    bench = _bench()
+
+    def row(nprobe, p50, **extra):
+        return {"kind": "ivfsq", "n": 1000, "dim": 256, "params": {"nlist": 8, "nprobe": nprobe, **extra},
+                "recall@100": 0.99, "latency_ms_p50": p50}  # fmt: skip
+
+    def over(nprobe):
+        return {"patent_overfetch": {"n": 1000, "kind": "ivfsq", "params": {"nlist": 8, "nprobe": nprobe},
+                                     "factors": [], "first_exact_factor": 2}}  # fmt: skip
+
+    old, new = tmp_path / "old.log", tmp_path / "new.log"
+    old.write_text("\n".join(json.dumps(r) for r in [
+        {"command": "old", "dim": 256, "time": "2026-01-01T00:00:00Z"}, row(2, 9.0), row(4, 9.0), over(2), over(4),
+        {"synthetic_embeddings": {"random_pair": 0.1}}]) + "\n")  # fmt: skip
+    new.write_text("\n".join(json.dumps(r) for r in [
+        {"command": "new", "dim": 256, "time": "2026-02-01T00:00:00Z"}, row(2, 1.0, pca=0),
+        {"synthetic_embeddings": {"random_pair": 0.2}}]) + "\n")  # fmt: skip
+    for order in ((new, old), (old, new)):  # the start times decide, not the order of the files
+        records = bench.read_logs(*map(str, order))
+        rows = sorted((r["params"]["nprobe"], r["latency_ms_p50"]) for r in records if "recall@100" in r)
+        assert rows == [(2, 1.0), (4, 9.0)]  # nprobe 2 measured again (its "pca": 0 is the older default)
+        assert [r["patent_overfetch"]["params"]["nprobe"] for r in records if "patent_overfetch" in r] == [4]
+        assert [r["synthetic_embeddings"]["random_pair"] for r in records if "synthetic_embeddings" in r] == [0.2]
+
+
+def test_pick_wants_recall_with_two_standard_errors_to_spare():
+    close = {**RECORDS[6], "recall@100": 0.96, "recall@100_se": 0.006}  # 0.96 - 2 * 0.006 < 0.95
+    sure = {**RECORDS[6], "recall@100": 0.96, "recall@100_se": 0.004, "latency_ms_p50": 9.0}
+    assert not scale.meets_recall(close) and scale.meets_recall(sure) and scale.meets_recall(RECORDS[6])
+    assert scale.pick([RECORDS[5], close], 1_000_000) is None
+    assert scale.pick([RECORDS[5], close, sure], 1_000_000) is sure

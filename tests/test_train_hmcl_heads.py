@@ -4,9 +4,7 @@ it, embeds a drawing exactly as the head it was trained as."""
 
 from __future__ import annotations
 
-import csv
 import json
-from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -15,24 +13,17 @@ import torch
 from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus
 from patent_demo.registry import read_checkpoint_spec
-from tests.conftest import require_shared
+from tests.conftest import two_member_subclasses
 
 
 @pytest.fixture(scope="module")
 def uspc(tmp_path_factory):
-    src = require_shared("design_patents_2007_uspc_macaulay")
+    src, subs = two_member_subclasses(15)
     tmp = tmp_path_factory.mktemp("hmcl_uspc")
-    rows = [r for r in csv.reader(open(src / "metadata_2007.txt", encoding="utf-8"), delimiter="\t") if r]
-    by_sub = defaultdict(list)
-    for r in rows:
-        by_sub[r[1]].append(r)
-    subs = [s for s in sorted(by_sub) if len(by_sub[s]) == 2][:15]
-    (tmp / "t.tsv").write_text(
-        "".join("\t".join(r) + "\n" for s in subs for r in by_sub[s]), encoding="utf-8"
-    )
+    (tmp / "t.tsv").write_text("".join("\t".join(r) + "\n" for pair in subs for r in pair), encoding="utf-8")
     splits = {"train": [], "val": [], "test": []}
-    for i, s in enumerate(subs):
-        splits[("train", "val", "test")[i % 3]] += [r[0] for r in by_sub[s]]
+    for i, pair in enumerate(subs):
+        splits[("train", "val", "test")[i % 3]] += [r[0] for r in pair]
     (tmp / "splits.json").write_text(json.dumps(splits))
     build_corpus(
         "images", src, tmp / "corpus", metadata=tmp / "t.tsv", splits_file=tmp / "splits.json", progress=False

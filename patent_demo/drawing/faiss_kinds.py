@@ -16,11 +16,22 @@ SQ_TYPES = ("sq8", "fp16")  # ivfsq codes: 1 byte per dimension (8-bit scalar qu
 # Parameters each kind accepts; ``None`` means "chosen from N and D at build time". ``train``: the k-means
 # training points per list (FAISS samples ``train * nlist`` embeddings; ``None``: FAISS's 256). ``rescore``
 # > 0: ``DenseIndex`` takes ``rescore * k`` candidates from FAISS and re-scores them exactly from its stored
-# float32 embeddings (no second copy of the vectors inside the index, unlike ``refine``).
+# float32 embeddings (no second copy of the vectors inside the index, unlike ``refine``). ``pca`` > 0 (ivfsq):
+# the lists hold codes of the embeddings projected to their first ``pca`` principal components (a FAISS
+# ``PCAMatrix`` in front), searched by L2 distance there (for unit vectors L2 ranks as the inner product
+# does, and it survives the centring); it needs ``rescore`` > 0, which gives the exact cosines back.
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "flat": {},
     "ivf": {"nlist": None, "nprobe": None, "seed": 1234, "train": None},
-    "ivfsq": {"nlist": None, "nprobe": None, "qtype": "sq8", "rescore": 0, "seed": 1234, "train": None},
+    "ivfsq": {
+        "nlist": None,
+        "nprobe": None,
+        "qtype": "sq8",
+        "rescore": 0,
+        "seed": 1234,
+        "train": None,
+        "pca": 0,
+    },
     "ivfpq": {
         "nlist": None,
         "nprobe": None,
@@ -109,6 +120,14 @@ def resolve_params(kind: str, params: dict[str, Any], n: int, dim: int) -> dict[
         raise ValueError(f"rescore={p['rescore']} must be 0 (off) or a positive candidate factor")
     if kind == "ivfsq" and p["qtype"] not in SQ_TYPES:
         raise ValueError(f"qtype={p['qtype']!r} is not one of {list(SQ_TYPES)}")
+    if kind == "ivfsq" and p["pca"]:
+        if not 1 <= p["pca"] < dim:
+            raise ValueError(f"pca={p['pca']} must be 0 (off) or a dimension between 1 and {dim - 1}")
+        if p["rescore"] <= 0:
+            raise ValueError(
+                f"pca={p['pca']} needs rescore > 0: distances between projected codes are not the model's "
+                "cosines, the re-scoring from the stored embeddings gives them back"
+            )
     if kind == "ivfpq":
         if p["m"] is None:
             p["m"] = default_pq_m(dim)
@@ -145,19 +164,30 @@ def make_faiss_index(kind: str, p: dict[str, Any], dim: int) -> faiss.Index:
         index = faiss.IndexIVFFlat(quantizer, dim, int(p["nlist"]), ip)
     elif kind == "ivfsq":
         qtype = faiss.ScalarQuantizer.QT_8bit if p["qtype"] == "sq8" else faiss.ScalarQuantizer.QT_fp16
+        if p.get("pca"):
+            low = int(p["pca"])
+            inner = faiss.IndexIVFScalarQuantizer(
+                faiss.IndexFlatL2(low), low, int(p["nlist"]), qtype, faiss.METRIC_L2
+            )
+            _ivf_training(inner, p)
+            return faiss.IndexPreTransform(faiss.PCAMatrix(dim, low), inner)
         index = faiss.IndexIVFScalarQuantizer(quantizer, dim, int(p["nlist"]), qtype, ip)
     else:
         index = faiss.IndexIVFPQ(quantizer, dim, int(p["nlist"]), int(p["m"]), int(p["nbits"]), ip)
         index.pq.cp.seed = int(p["seed"])
         index.pq.cp.min_points_per_centroid = 1  # small corpora are expected; no warning spam
-    index.cp.seed = int(p["seed"])
-    index.cp.min_points_per_centroid = 1
-    if p.get("train") is not None:
-        index.cp.max_points_per_centroid = int(p["train"])
+    _ivf_training(index, p)
     # the faiss Python wrappers keep ``quantizer`` (and below ``index``) alive with their owner
     if kind == "ivfpq" and p["refine"] > 0:
         return faiss.IndexRefineFlat(index)
     return index
+
+
+def _ivf_training(index: faiss.IndexIVF, p: dict[str, Any]) -> None:
+    index.cp.seed = int(p["seed"])
+    index.cp.min_points_per_centroid = 1
+    if p.get("train") is not None:
+        index.cp.max_points_per_centroid = int(p["train"])
 
 
 def apply_search_params(index: faiss.Index, kind: str, p: dict[str, Any]) -> None:

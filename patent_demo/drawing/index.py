@@ -9,7 +9,9 @@ Index kinds (``DenseIndex.build(..., kind=...)``):
 ``flat``    exact search (``IndexFlatIP``); the reference every other kind is measured against.
 ``ivf``     inverted file over a k-means coarse quantiser (``IndexIVFFlat``): ``nlist``, ``nprobe``.
 ``ivfsq``   IVF with scalar-quantised vectors (``IndexIVFScalarQuantizer``, ``qtype`` ``sq8`` or ``fp16``);
-            ``rescore`` > 0 re-scores ``rescore * k`` candidates exactly from the stored embeddings.
+            ``rescore`` > 0 re-scores ``rescore * k`` candidates exactly from the stored embeddings;
+            ``pca`` > 0 codes the first ``pca`` principal components instead (for wide embeddings such
+            as the 1280-d trunk's), and the re-scoring (required then) is in the full dimension.
 ``ivfpq``   IVF with product-quantised residuals (``IndexIVFPQ``): ``nlist``, ``nprobe``, ``m``
             sub-quantisers, ``nbits`` per code; ``refine`` > 0 re-scores ``refine * k`` candidates
             exactly (``IndexRefineFlat``, a second copy of the vectors) and ``rescore`` > 0 re-scores
@@ -48,6 +50,7 @@ from patent_demo.drawing.faiss_kinds import (
     KINDS,
     SEARCH_PARAMS,
     apply_search_params,
+    get_num_threads,
     make_faiss_index,
     resolve_params,
 )
@@ -67,6 +70,14 @@ def _l2_normalize(x: np.ndarray, what: str) -> np.ndarray:
     if zero.size:
         raise ValueError(f"{what} row {int(zero[0])} has zero norm and cannot be L2-normalised")
     return (x / norms).astype(np.float32)
+
+
+def rows_dot(embeddings: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``embeddings[rows] @ q`` in float32, the exact re-scoring of a few hundred candidates. ``einsum``
+    (numpy's own loop, one thread) rather than BLAS: right after a FAISS search its OpenMP threads still
+    spin on the cores, and a threaded BLAS product then waits for a scheduler time slice (8 ms on 2
+    cores, measured) where the product itself takes a fraction of a millisecond."""
+    return np.einsum("ij,j->i", np.asarray(embeddings[rows], dtype=np.float32), np.asarray(q, dtype=np.float32))
 
 
 def _as_matrix(x: Any, what: str) -> np.ndarray:
@@ -188,7 +199,7 @@ class DenseIndex:
         self.patent_nprobe = int(patent_nprobe)  # and probes this many lists (IVF kinds; 0: nprobe)
         self._row_of: dict[str, int] | None = None  # built on first use (a million ids take a while)
         self._n_patents: int | None = None
-        self._rows_of_patent: dict[str, np.ndarray] | None = None  # built at the first patent search
+        self._rows_of_patent: dict[str, np.ndarray] | None = None  # prepare_patents()
 
     @property
     def _row(self) -> dict[str, int]:
@@ -337,6 +348,10 @@ class DenseIndex:
         """FAISS search of ``q`` ``[Q, D]``; with ``rescore`` > 0 the ``rescore * k`` candidates FAISS
         returns are re-scored exactly from ``embeddings`` and the best k kept (rows ``-1`` pad)."""
         factor = int(self.params.get("rescore", 0) or 0)
+        if self.kind in IVF_KINDS:
+            # fewer queries than threads (an examiner's one upload): FAISS splits the probed lists over the
+            # threads; a batch is split by query (mode 0). On 2 threads this halves one query's latency.
+            faiss.extract_index_ivf(self.index).parallel_mode = 1 if q.shape[0] < get_num_threads() else 0
         if factor <= 0:
             return self.index.search(q, k, params=params)
         _, cand = self.index.search(q, min(self.count, factor * k), params=params)
@@ -344,7 +359,7 @@ class DenseIndex:
         rows = np.full((q.shape[0], k), -1, np.int64)
         for i, c in enumerate(cand):
             c = np.sort(c[c >= 0])  # ascending rows read a memory-mapped file in order
-            s = np.asarray(self.embeddings[c], dtype=np.float32) @ q[i]
+            s = rows_dot(self.embeddings, c, q[i])
             top = np.lexsort((c, -s))[:k]
             scores[i, : len(top)], rows[i, : len(top)] = s[top], c[top]
         return scores, rows
@@ -450,7 +465,7 @@ class DenseIndex:
                     still.append(qi)
             if n_fig >= pool and allowed is not None:  # an approximate kind may miss allowed figures
                 for qi in (i for i in todo if len(out[i].ids) < k):  # type: ignore[union-attr]
-                    s = self.embeddings[rows] @ q[qi]
+                    s = rows_dot(self.embeddings, rows, q[qi])
                     out[qi] = aggregate_by_patent(
                         [self.ids[r] for r in rows], s, [self.patent_ids[r] for r in rows], k
                     )
@@ -458,22 +473,30 @@ class DenseIndex:
             n_fig = min(pool, n_fig * 4)
         return out  # type: ignore[return-value]
 
+    def prepare_patents(self) -> dict[str, np.ndarray]:
+        """The rows of each patent's figures, which a per-patent search on an approximate kind re-scores
+        (built once, about a second at a million figures; the app's warm-up builds it before the first
+        search)."""
+        if self._rows_of_patent is None:
+            by: dict[str, list[int]] = {}
+            for row, pid in enumerate(self.patent_ids):
+                by.setdefault(pid, []).append(row)
+            self._n_patents = len(by)
+            self._rows_of_patent = {pid: np.asarray(r, dtype=np.int64) for pid, r in by.items()}
+        return self._rows_of_patent
+
     def _complete(self, found: Results, q: np.ndarray, allowed_rows: np.ndarray | None, k: int) -> Results:
         """``found`` (patents ranked by their best *fetched* figure) re-scored by the best of *all* their
         figures (allowed ones only), exactly from the stored embeddings, cut to ``k``. An approximate index
         may miss a patent's best figure while it finds another of its views: this makes the patent's score
         and rank exact whenever any of its figures was fetched."""
-        if self._rows_of_patent is None:
-            by: dict[str, list[int]] = {}
-            for row, pid in enumerate(self.patent_ids):
-                by.setdefault(pid, []).append(row)
-            self._rows_of_patent = {pid: np.asarray(r, dtype=np.int64) for pid, r in by.items()}
+        rows_of_patent = self.prepare_patents()
         ids, scores, extras = [], [], []
         for pid, extra in zip(found.ids, found.extras or [{}] * len(found.ids), strict=True):
-            prow = self._rows_of_patent[pid]
+            prow = rows_of_patent[pid]
             if allowed_rows is not None:
                 prow = prow[np.isin(prow, allowed_rows)]
-            s = np.asarray(self.embeddings[prow], dtype=np.float32) @ q.astype(np.float32)
+            s = rows_dot(self.embeddings, prow, q)
             best = int(np.argmax(s))
             ids.append(pid)
             scores.append(float(s[best]))
