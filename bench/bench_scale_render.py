@@ -139,21 +139,21 @@ def render_summary(records: list[dict], n: int = 1_000_000, dim: int = 256) -> s
         INDEX_BYTES_PER_VECTOR,
         LATENCY_BUDGET_MS,
         RECALL_TARGET,
-        meets_recall,
         describe_choice,
+        meets_recall,
         pick,
     )
 
-    rows = [r for r in records if "recall@100" in r and r.get("dim") == dim and r["n"] == n]
+    rows = apply_patent([r for r in records if "recall@100" in r and r.get("dim") == dim and r["n"] == n], records)
     best = pick(rows, n, dim)
     out = [f"- **The pick at {n:,} figures ({dim}-d): {describe_choice(best)}**"
            + (f"; p95 {best['latency_ms_p95']:.1f} ms, {best['index_mb']:.0f} MB of index, built in "
               f"{best['build_s']:.0f} s, load average {best['load'][0]:.1f}." if best else ".")]  # fmt: skip
-    for kind, qtype in (("flat", None), ("ivf", None), ("ivfsq", "sq8"), ("ivfsq", "fp16"), ("ivfpq", None),
-                        ("hnsw", None)):  # fmt: skip
-        same = [r for r in rows if r["kind"] == kind and (qtype is None or r["params"].get("qtype") == qtype)]
-        if not same:
-            continue
+    groups = sorted({(ORDER.index(r["kind"]), r["params"].get("qtype") or "", r["params"].get("pca") or 0) for r in rows})
+    for order, qtype, pca in groups:  # each kind, SQ code type and projection
+        kind = ORDER[order]
+        same = [r for r in rows if r["kind"] == kind and (r["params"].get("qtype") or "") == qtype
+                and (r["params"].get("pca") or 0) == pca]  # fmt: skip
         r = max(same, key=lambda r: (r["recall@100"], -r["latency_ms_p50"]))
         misses = [why for why, bad in (
             (f"recall under {RECALL_TARGET} (with two standard errors to spare)", not meets_recall(r)),

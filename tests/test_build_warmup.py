@@ -43,3 +43,19 @@ def _wait_status(wb) -> str:
             return wb.index_status()
         threading.Event().wait(0.05)
     return wb.index_status()
+
+
+def test_warm_up_prepares_the_per_patent_map_of_an_approximate_index(tmp_path):
+    """An approximate index's per-patent re-scoring map (about a second at a million figures) is built by
+    the warm-up, not by the examiner's first search."""
+    import numpy as np
+
+    from patent_demo.drawing.index import DenseIndex
+
+    wb, _ = make_workbench(tmp_path)
+    x = np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32)
+    ivf = DenseIndex.build(x, [f"f{i}" for i in range(400)], [f"p{i // 4}" for i in range(400)], kind="ivfsq",
+                           nlist=4, nprobe=1, rescore=2)  # fmt: skip
+    wb.index = lambda key: ivf
+    wb.warm_up(text=False)
+    assert ivf._rows_of_patent is not None and len(ivf._rows_of_patent) == 100

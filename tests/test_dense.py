@@ -12,8 +12,9 @@ import pytest
 
 from patent_demo.drawing import faiss_kinds
 from patent_demo.drawing import index as dense
+from patent_demo.drawing.aggregate import aggregate_by_patent
 from patent_demo.drawing.embed import embed_figures
-from patent_demo.drawing.index import DenseIndex, aggregate_by_patent, recall_against_exact
+from patent_demo.drawing.index import DenseIndex, recall_against_exact
 from patent_demo.results import Results
 
 
@@ -226,6 +227,9 @@ def test_approximate_patent_search_scores_each_patent_by_all_its_figures(data):
             assert only is None or set(res.ids) <= only
             for pid, extra in zip(res.ids, res.extras, strict=True):
                 assert index.patent_ids[index.ids.index(extra["figure_id"])] == pid
+    # the map it re-scores from (built once; the app's warm-up builds it before the first search)
+    assert {p: r.tolist() for p, r in index.prepare_patents().items()} == rows_of
+    assert index.prepare_patents() is index.prepare_patents()
 
 
 def test_search_patents_fetches_more_until_k_patents():

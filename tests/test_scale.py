@@ -161,15 +161,21 @@ def test_bench_measures_a_small_size_and_renders_the_table(tmp_path):
     assert "| 4,000 | flat (exact) |" in text and "IVF-SQ8" in text and "the app picks" in text
 
 
-def test_the_shipped_table_meets_the_targets_at_a_million_figures():
+@pytest.mark.parametrize("dim", [256, 1280])
+def test_the_shipped_table_meets_the_targets_at_a_million_figures(dim):
+    """256-d (the trained heads) and 1280-d (the zero-shot trunk): at 1M the pick meets recall@100 with two
+    standard errors to spare, the latency, memory and build budgets, and its per-patent search was
+    measured exact (with the over-fetch and lists it needs)."""
     records = scale.load_table()
-    sizes = {r["n"] for r in records if r["dim"] == 256}
+    sizes = {r["n"] for r in records if r["dim"] == dim}
     assert {100_000, 300_000, 1_000_000} <= sizes
-    best = scale.pick(records, 1_000_000, 256)
+    best = scale.pick(records, 1_000_000, dim)
     assert best is not None and best["kind"] != "flat"
-    assert best["recall@100"] >= scale.RECALL_TARGET and best["latency_ms_p50"] <= scale.LATENCY_BUDGET_MS
+    assert scale.meets_recall(best) and best["latency_ms_p50"] <= scale.LATENCY_BUDGET_MS
     assert best["index_mb"] <= 500 and best["build_s"] <= 15 * 60
-    assert best.get("patent_fetch"), "the per-patent over-fetch is measured with the chosen kind"
+    assert best.get("patent_exact") is True and best.get("patent_fetch") and best.get("patent_nprobe")
+    settings = scale.index_settings(1_000_000, dim)
+    assert settings["patent_fetch"] == best["patent_fetch"] and settings["patent_nprobe"] == best["patent_nprobe"]
 
 
 def test_patent_search_probes_patent_nprobe_lists_and_the_bench_measures_it(tmp_path):
