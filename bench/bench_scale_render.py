@@ -201,8 +201,8 @@ def render_check(record: dict) -> str:
         ("figure search p50 / p95, 2 threads", f"**{r['latency_ms_p50']:.1f} ms / {r['latency_ms_p95']:.1f} ms**"),
         ("patent search (top 10) p50 / p95", f"{r['patent_ms_p50']:.1f} ms / {r['patent_ms_p95']:.1f} ms (nprobe "
          f"{r['patent_nprobe']}, fetch {r['patent_fetch']}x); equal to exact search's for "
-         + (f"{r['patent_top10_exact_share']:.3f} of the queries (same score at every rank; "
-            f"{r['patent_top10_equal_share']:.3f} also in the same order of tied patents)"
+         + (f"{r['patent_top10_exact_share']:.3f} of the queries (the same score at every rank; "
+            f"{r['patent_top10_equal_share']:.3f} with the same patents in the same order)"
             if "patent_top10_exact_share" in r else f"{r['patent_top10_equal_share']:.3f} of the queries")),
         ("`Workbench.search_drawing`, first / second call",
          f"{r['workbench_search_first_s']:.1f} s / {r['workbench_search_second_s']:.2f} s; top 3 "

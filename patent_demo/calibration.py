@@ -165,15 +165,20 @@ def null_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.ndarra
     """Top-1 cosine of each figure row ``rows`` of ``index`` over the figures of unrelated patents
     (``-inf`` when nothing is left)."""
     by_class = _by_class(corpus)
-    pids = np.asarray(index.patent_ids)
-    emb = index.embeddings
     out = np.full(len(rows), -np.inf, dtype=np.float64)
     for j, r in enumerate(rows):
-        banned = related_ids(corpus[pids[r]], corpus, by_class)
-        keep = ~np.isin(pids, list(banned))
-        if keep.any():
-            out[j] = float((emb[keep] @ emb[r]).max())
+        out[j] = _best_other(index, r, related_ids(corpus[index.patent_ids[r]], corpus, by_class))
     return out
+
+
+def _best_other(index, row: int, banned: set[str]) -> float:
+    """The best cosine of figure ``row`` over the figures of every patent but ``banned`` (``-inf`` when
+    none is left): the index searched with those patents left out inside FAISS, every list probed."""
+    if len(banned) >= len(index.prepare_patents()):
+        return -np.inf
+    scores, found = index.search_raw_excluding(np.asarray(index.embeddings[row], dtype=np.float32), 1, banned,
+                                               exhaustive=True)  # fmt: skip
+    return float(scores[0, 0]) if found[0, 0] >= 0 else -np.inf
 
 
 def related_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.ndarray:
@@ -188,15 +193,13 @@ def related_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.nda
     for pid, c in sub.items():
         if c:
             members.setdefault(c, set()).add(pid)
-    emb = index.embeddings
     out = np.full(len(rows), np.nan, dtype=np.float64)
     for j, r in enumerate(rows):
         p = corpus[pids[r]]
         banned = {p.id, *family_members(p, corpus)}
         if not (members.get(sub[p.id], set()) - banned):
             continue
-        keep = ~np.isin(pids, list(banned))
-        out[j] = float((emb[keep] @ emb[r]).max())
+        out[j] = _best_other(index, r, banned)
     return out
 
 

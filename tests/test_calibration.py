@@ -13,7 +13,10 @@ from patent_demo.text.bm25 import BM25Index
 from tests.conftest import require_shared
 
 
-def test_drawing_null_scores_equal_a_naive_loop():
+@pytest.mark.parametrize("kind", [{"kind": "flat"}, {"kind": "ivfsq", "nlist": 4, "nprobe": 1, "rescore": 4}])
+def test_drawing_null_scores_equal_a_naive_loop(kind):
+    """On the exact index and on an approximate one (the calibration's searches probe every list, with the
+    related patents left out inside FAISS), as a loop over every figure gives them."""
     rng = np.random.default_rng(0)
     classes = ["06-01", "06-02", "07-01", "26-05"]
     pats = [
@@ -23,7 +26,7 @@ def test_drawing_null_scores_equal_a_naive_loop():
     corpus = Corpus(".", pats)
     x = rng.standard_normal((80, 8)).astype(np.float32)
     pids = [f"P{i // 2}" for i in range(80)]
-    index = DenseIndex.build(x, [f"f{i}" for i in range(80)], pids)
+    index = DenseIndex.build(x, [f"f{i}" for i in range(80)], pids, **kind)
     rows = list(range(0, 80, 3))
     got = cal.null_drawing_scores(index, corpus, rows)
     xn = x / np.linalg.norm(x, axis=1, keepdims=True)
@@ -37,6 +40,9 @@ def test_drawing_null_scores_equal_a_naive_loop():
             and pids[i] not in p.citations and p.id not in corpus[pids[i]].citations
         )  # fmt: skip
         assert got[j] == pytest.approx(best, abs=1e-5)
+    related = cal.related_drawing_scores(index, corpus, rows)
+    for j, r in enumerate(rows):  # over the figures of every other patent
+        assert related[j] == pytest.approx(max(float(xn[r] @ xn[i]) for i in range(80) if pids[i] != pids[r]), abs=1e-5)
     th = cal.calibrate_drawing(index, corpus, samples=30, quantile=0.5)
     assert th.task == "drawing" and th.unrelated == 30 and th.related_heldout == 15
 

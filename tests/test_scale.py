@@ -125,6 +125,11 @@ def test_memory_mapped_load_matches_a_read_load(tmp_path, monkeypatch):
         for a, b in zip(read.search_batch(x[:5], 20), mapped.search_batch(x[:5], 20), strict=True):
             assert a.ids == b.ids
         assert mapped.embedding("f7").tolist() == x[7].tolist()
+        if kind in ("ivf", "ivfsq"):  # the full vectors' lists are mapped; the compact codes are read
+            import faiss
+
+            lists = faiss.downcast_InvertedLists(faiss.extract_index_ivf(mapped.index).invlists)
+            assert type(lists).__name__ == ("OnDiskInvertedLists" if kind == "ivf" else "ArrayInvertedLists")
     # mmap=None maps an index of MMAP_MIN figures or more
     monkeypatch.setattr(index_mod, "MMAP_MIN", 3000)
     assert isinstance(DenseIndex.load(tmp_path / "flat").embeddings, np.memmap)

@@ -63,6 +63,7 @@ EMBEDDINGS_FILE = "embeddings.npy"
 PARAMS_FILE = "params.json"
 FORMAT_VERSION = 1
 MMAP_MIN = 100_000  # DenseIndex.load maps an index of this many figures or more instead of reading it
+MAPPED_KINDS = ("flat", "ivf", "hnsw")  # those whose FAISS file holds the full vectors; the others are read
 
 
 def _l2_normalize(x: np.ndarray, what: str) -> np.ndarray:
@@ -274,14 +275,18 @@ class DenseIndex:
 
     def allowed_rows(self, allowed: Collection[str]) -> np.ndarray:
         """Row numbers ``[M]`` (ascending) of the figures whose patent is in ``allowed``."""
-        allowed = allowed if isinstance(allowed, (set, frozenset)) else set(allowed)
-        return np.asarray([i for i, p in enumerate(self.patent_ids) if p in allowed], dtype=np.int64)
+        by = self.prepare_patents()
+        rows = [by[p] for p in set(allowed) if p in by]
+        return np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
 
-    def _selector(self, rows: np.ndarray | None, nprobe: int = 0) -> faiss.SearchParameters:
-        """FAISS search parameters that keep only ``rows`` (an id selector; ``None``: every row), carrying
-        this index's search-time options (parameters passed to a search replace the index's own);
-        ``nprobe`` > 0 replaces the index's for IVF kinds."""
-        sel = None if rows is None else faiss.IDSelectorBatch(rows)
+    def _selector(
+        self, rows: np.ndarray | None, nprobe: int = 0, exclude: bool = False
+    ) -> faiss.SearchParameters:
+        """FAISS search parameters that keep only ``rows`` (an id selector; ``None``: every row; with
+        ``exclude`` every row but them), carrying this index's search-time options (parameters passed to
+        a search replace the index's own); ``nprobe`` > 0 replaces the index's for IVF kinds."""
+        inner = None if rows is None else faiss.IDSelectorBatch(rows)
+        sel = faiss.IDSelectorNot(inner) if exclude and inner is not None else inner
         if self.kind in IVF_KINDS:
             params = faiss.SearchParametersIVF(sel=sel, nprobe=int(nprobe or self.params["nprobe"]))
             if self.kind == "ivfpq" and self.params.get("refine", 0) > 0:
@@ -292,7 +297,7 @@ class DenseIndex:
             params = faiss.SearchParametersHNSW(sel=sel, efSearch=int(self.params["efSearch"]))
         else:
             params = faiss.SearchParameters(sel=sel)
-        params._keep = (sel, rows)  # the SWIG objects hold raw pointers to these
+        params._keep = (sel, inner, rows)  # the SWIG objects hold raw pointers to these
         return params
 
     def _search(self, q: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -330,6 +335,28 @@ class DenseIndex:
         if rows.size == 0:
             return np.full((q.shape[0], k), -np.inf, np.float32), np.full((q.shape[0], k), -1, np.int64)
         return self._search(q, k, params=self._selector(rows))
+
+    def search_raw_excluding(
+        self, queries: Any, k: int, excluded: Collection[str], exhaustive: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``search_raw`` over the figures of every patent but ``excluded`` (a FAISS id selector, so the k
+        best of the others come back). ``exhaustive``: IVF kinds probe every list (the calibration's
+        searches, which need the true best other figure, not the figure search's recall)."""
+        _check_k(k, self.count)
+        q = self._queries(queries)
+        by = self.prepare_patents()
+        rows = [by[p] for p in set(excluded) if p in by]
+        if not rows:
+            return self._search(q, k, params=self._selector(None, self.nlist if exhaustive else 0))
+        banned = np.sort(np.concatenate(rows))
+        return self._search(
+            q, k, params=self._selector(banned, self.nlist if exhaustive else 0, exclude=True)
+        )
+
+    @property
+    def nlist(self) -> int:
+        """The inverted lists of an IVF kind (0 for the others)."""
+        return int(self.params.get("nlist", 0) or 0) if self.kind in IVF_KINDS else 0
 
     def _figure_results(self, scores: np.ndarray, rows: np.ndarray) -> Results:
         keep = rows >= 0
@@ -495,8 +522,10 @@ class DenseIndex:
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: bool | None = None) -> DenseIndex:
         """Read an index directory written by ``save``; inconsistent files are ``ValueError``s.
-        ``mmap``: map the FAISS index and float32 embeddings from disk instead of reading them
-        (``None``: when the index holds at least ``MMAP_MIN`` figures)."""
+        ``mmap``: map the float32 embeddings and the FAISS index from disk instead of reading them
+        (``None``: when the index holds at least ``MMAP_MIN`` figures). The compact kinds (IVF-SQ, IVF-PQ:
+        codes of a quarter of the vectors or less) are read even then: mapped, FAISS serves their lists
+        through ``OnDiskInvertedLists``, which made one 1M-figure query 60% slower (``MAPPED_KINDS``)."""
         root = Path(path)
         missing = [
             name
@@ -516,7 +545,9 @@ class DenseIndex:
             raise ValueError(f"{root / PARAMS_FILE}: unknown index kind {kind!r}")
         names = json.loads((root / IDS_FILE).read_text(encoding="utf-8"))
         ids, patent_ids = list(names["ids"]), list(names["patent_ids"])
-        index = faiss.read_index(str(root / INDEX_FILE), faiss.IO_FLAG_MMAP if mmap else 0)
+        index = faiss.read_index(
+            str(root / INDEX_FILE), faiss.IO_FLAG_MMAP if mmap and kind in MAPPED_KINDS else 0
+        )
         embeddings = np.load(root / EMBEDDINGS_FILE, mmap_mode="r" if mmap else None, allow_pickle=False)
         if embeddings.dtype != np.float32:  # float16 on disk: read and widen
             embeddings = np.asarray(embeddings, dtype=np.float32)
