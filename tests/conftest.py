@@ -94,29 +94,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session", autouse=True)
 def patient_local_url_check():
-    """Gradio's launch asks its own fresh server for a page (``networking.url_ok``: one 3 s try counts as
-    unreachable) and refuses to start without a share link when that fails, which happens on a loaded CI
-    machine. The tests' servers are local and get up to 60 s, in tries of 10 s."""
-    import time as _time
-
-    import httpx
+    """The servers the tests launch in-process get the app's patient start-up check
+    (``patent_demo.ui.serve.patient_url_ok``) in place of gradio's single 3 s tries, which fail on a
+    loaded CI machine."""
     from gradio import networking
 
+    from patent_demo.ui.serve import patient_url_ok
+
     original = networking.url_ok
-
-    def url_ok(url: str) -> bool:
-        end = _time.monotonic() + 60
-        while True:
-            try:
-                r = httpx.head(url, timeout=10, verify=False)
-                if r.status_code in (200, 401, 301, 302, 303, 307, 308):
-                    return True
-            except (httpx.ConnectError, httpx.TimeoutException):
-                pass
-            if _time.monotonic() > end:
-                return False
-            _time.sleep(0.5)
-
-    networking.url_ok = url_ok
+    networking.url_ok = patient_url_ok
     yield
     networking.url_ok = original

@@ -59,7 +59,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
     # -- layout --------------------------------------------------------------------------------------
     with gr.Blocks(title="Patent prior-art workbench") as demo:
-        session = gr.State(None, delete_callback=lh.release)
+        # a function, not the bound method: gradio deep-copies the page config (this callback included)
+        # for every page load, and a bound method would copy the handlers with the workbench and corpus
+        session = gr.State(None, delete_callback=lambda value: lh.release(value))
         # this browser's proof of its session: undo needs it as well as the session hash (access.bind_owner)
         owner_token = gr.BrowserState("", storage_key="patent-demo-owner")
         crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None

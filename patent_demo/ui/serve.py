@@ -80,6 +80,27 @@ def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dic
     }
 
 
+def patient_url_ok(url: str, within: float = 60.0) -> bool:
+    """Gradio's launch asks its own fresh server for ``/`` (``gradio.networking.url_ok``: tries of 3 s)
+    and refuses to start without a share link when that fails, which a loaded machine can make it do.
+    The local server gets up to ``within`` seconds, in tries of 10 s."""
+    import time
+
+    import httpx
+
+    end = time.monotonic() + within
+    while True:
+        try:
+            r = httpx.head(url, timeout=10, verify=False)
+            if r.status_code in (200, 401, 301, 302, 303, 307, 308):
+                return True
+        except (httpx.ConnectError, httpx.TimeoutException):
+            pass
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     labels_path, warning = (Path(args.labels), "") if args.labels else default_labels_path()
@@ -107,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_warmup:
         wb.warm_up_background()
     demo = build_demo(wb, store, warning, identity)
+    from gradio import networking
+
+    networking.url_ok = patient_url_ok  # gradio's own start-up check of its local URL (above)
     demo.queue(default_concurrency_limit=2).launch(
         server_name=args.host, server_port=args.port, **launch_kwargs(wb, identity)
     )
