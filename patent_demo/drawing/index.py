@@ -346,17 +346,9 @@ class DenseIndex:
         q = self._queries(queries)
         by = self.prepare_patents()
         rows = [by[p] for p in set(excluded) if p in by]
-        if not rows:
-            return self._search(q, k, params=self._selector(None, self.nlist if exhaustive else 0))
-        banned = np.sort(np.concatenate(rows))
-        return self._search(
-            q, k, params=self._selector(banned, self.nlist if exhaustive else 0, exclude=True)
-        )
-
-    @property
-    def nlist(self) -> int:
-        """The inverted lists of an IVF kind (0 for the others)."""
-        return int(self.params.get("nlist", 0) or 0) if self.kind in IVF_KINDS else 0
+        banned = np.sort(np.concatenate(rows)) if rows else None
+        every = int(self.params.get("nlist", 0)) if exhaustive and self.kind in IVF_KINDS else 0
+        return self._search(q, k, params=self._selector(banned, every, exclude=True))
 
     def _figure_results(self, scores: np.ndarray, rows: np.ndarray) -> Results:
         keep = rows >= 0
