@@ -405,8 +405,8 @@ def read_logs(*paths: str) -> list[dict]:
             if "recall@100" in r:
                 if "dim" in r:
                     rows[_setting(r["dim"], r)] = (age, r)
-            elif "patent_overfetch" in r:
-                patent[_setting(dim, r["patent_overfetch"])] = (age, r)
+            elif "patent_overfetch" in r:  # (its run's dimension goes with it)
+                patent[_setting(dim, r["patent_overfetch"])] = (age, {**r, "dim": dim})
             else:
                 name = next(iter(r))  # "synthetic_embeddings", "hnsw_build", "mmap_open", ...
                 sub = r[name].get("n") if isinstance(r[name], dict) else None

@@ -26,9 +26,15 @@ def apply_patent(rows: list[dict], records: list[dict]) -> list[dict]:
     """``rows`` (copies) with the per-patent search measured for them in ``records``: ``patent_exact`` and,
     when exact, ``patent_fetch`` / ``patent_nprobe`` of the fastest exact setting."""
     rows = [dict(r) for r in rows]
-    for o in [r["patent_overfetch"] for r in records if "patent_overfetch" in r]:
+    for rec in [r for r in records if "patent_overfetch" in r]:
+        o = rec["patent_overfetch"]
         for r in rows:
-            if (r["kind"], r["n"], r["params"]) == (o["kind"], o["n"], o["params"]):
+            if (r["kind"], r["n"], r["params"], r["dim"]) == (
+                o["kind"],
+                o["n"],
+                o["params"],
+                rec.get("dim", r["dim"]),
+            ):
                 r["patent_exact"] = bool(o["first_exact_factor"])
                 if o["first_exact_factor"]:
                     r["patent_fetch"], r["patent_nprobe"] = (
@@ -66,7 +72,8 @@ def render_markdown(records: list[dict]) -> str:
             )
             found = (f"fastest exact: fetch {o['first_exact_factor']}x, nprobe {o.get('exact_nprobe') or o['params'].get('nprobe')}"
                      if o["first_exact_factor"] else "no setting tried was exact for every query")  # fmt: skip
-            extra.append(f"- {o['n']:,} x {o['params'].get('nlist', '')} lists, {kind_label(o['kind'], o['params'])}: share of "
+            dim = f"{r['dim']}-d, " if r.get("dim") else ""
+            extra.append(f"- {o['n']:,} x {dim}{o['params'].get('nlist', '')} lists, {kind_label(o['kind'], o['params'])}: share of "
                          f"queries whose per-patent top {o['top']} equals exact search's{TIE_NOTE if 'exact_share' in o['factors'][0] else ''}: {shares}; {found}")  # fmt: skip
         if "hnsw_build" in r:
             h = r["hnsw_build"]
@@ -144,12 +151,16 @@ def render_summary(records: list[dict], n: int = 1_000_000, dim: int = 256) -> s
         pick,
     )
 
-    rows = apply_patent([r for r in records if "recall@100" in r and r.get("dim") == dim and r["n"] == n], records)
+    rows = apply_patent(
+        [r for r in records if "recall@100" in r and r.get("dim") == dim and r["n"] == n], records
+    )
     best = pick(rows, n, dim)
     out = [f"- **The pick at {n:,} figures ({dim}-d): {describe_choice(best)}**"
            + (f"; p95 {best['latency_ms_p95']:.1f} ms, {best['index_mb']:.0f} MB of index, built in "
               f"{best['build_s']:.0f} s, load average {best['load'][0]:.1f}." if best else ".")]  # fmt: skip
-    groups = sorted({(ORDER.index(r["kind"]), r["params"].get("qtype") or "", r["params"].get("pca") or 0) for r in rows})
+    groups = sorted(
+        {(ORDER.index(r["kind"]), r["params"].get("qtype") or "", r["params"].get("pca") or 0) for r in rows}
+    )
     for order, qtype, pca in groups:  # each kind, SQ code type and projection
         kind = ORDER[order]
         same = [r for r in rows if r["kind"] == kind and (r["params"].get("qtype") or "") == qtype
@@ -231,8 +242,8 @@ def render_headline(records: list[dict], dims: tuple[int, ...] = (256, 1280)) ->
             continue
         p = best["params"]
         over = next((r["patent_overfetch"] for r in records if "patent_overfetch" in r
-                     and (r["patent_overfetch"]["n"], r["patent_overfetch"]["kind"], r["patent_overfetch"]["params"])
-                     == (n, best["kind"], p)), None)  # fmt: skip
+                     and (r["patent_overfetch"]["n"], r["patent_overfetch"]["kind"], r["patent_overfetch"]["params"],
+                          r.get("dim", dim)) == (n, best["kind"], p, dim)), None)  # fmt: skip
         fast = over and next((f for f in over["factors"] if f["factor"] == best.get("patent_fetch")
                               and f["nprobe"] == best.get("patent_nprobe")), None)  # fmt: skip
         patent = (f"{fast.get('exact_share', fast['equal_share']):.3f} of queries, {fast['latency_ms_p50']:.1f} ms "

@@ -318,7 +318,9 @@ def test_read_logs_keeps_the_newest_measurement_of_each_setting(tmp_path):
         records = bench.read_logs(*map(str, order))
         rows = sorted((r["params"]["nprobe"], r["latency_ms_p50"]) for r in records if "recall@100" in r)
         assert rows == [(2, 1.0), (4, 9.0)]  # nprobe 2 measured again (its "pca": 0 is the older default)
-        assert [r["patent_overfetch"]["params"]["nprobe"] for r in records if "patent_overfetch" in r] == [4]
+        assert [(r["patent_overfetch"]["params"]["nprobe"], r["dim"]) for r in records if "patent_overfetch" in r] == [
+            (4, 256)
+        ]  # with its run's dimension: a 384-d run's setting is not a 256-d one's
         assert [r["synthetic_embeddings"]["random_pair"] for r in records if "synthetic_embeddings" in r] == [0.2]
 
 
