@@ -168,7 +168,7 @@ def test_bench_measures_a_small_size_and_renders_the_table(tmp_path):
 
 @pytest.mark.parametrize("dim", [256, 1280])
 def test_the_shipped_table_meets_the_targets_at_a_million_figures(dim):
-    """256-d (the trained heads) and 1280-d (the zero-shot trunk): at 1M the pick meets recall@100 with two
+    """256-d (the trained heads) and 1280-d (the zero-shot trunk): at 1M the pick meets recall@100 with three
     standard errors to spare, the latency, memory and build budgets, and its per-patent search was
     measured exact (with the over-fetch and lists it needs)."""
     records = scale.load_table()
@@ -324,9 +324,9 @@ def test_read_logs_keeps_the_newest_measurement_of_each_setting(tmp_path):
         assert [r["synthetic_embeddings"]["random_pair"] for r in records if "synthetic_embeddings" in r] == [0.2]
 
 
-def test_pick_wants_recall_with_two_standard_errors_to_spare():
-    close = {**RECORDS[6], "recall@100": 0.96, "recall@100_se": 0.006}  # 0.96 - 2 * 0.006 < 0.95
-    sure = {**RECORDS[6], "recall@100": 0.96, "recall@100_se": 0.004, "latency_ms_p50": 9.0}
+def test_pick_wants_recall_with_three_standard_errors_to_spare():
+    close = {**RECORDS[6], "recall@100": 0.96, "recall@100_se": 0.004}  # 0.96 - 3 * 0.004 < 0.95
+    sure = {**RECORDS[6], "recall@100": 0.96, "recall@100_se": 0.003, "latency_ms_p50": 9.0}
     assert not scale.meets_recall(close) and scale.meets_recall(sure) and scale.meets_recall(RECORDS[6])
     assert scale.pick([RECORDS[5], close], 1_000_000) is None
     assert scale.pick([RECORDS[5], close, sure], 1_000_000) is sure
