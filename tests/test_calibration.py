@@ -19,10 +19,11 @@ def test_drawing_null_scores_equal_a_naive_loop(kind):
     related patents left out inside FAISS), as a loop over every figure gives them."""
     rng = np.random.default_rng(0)
     classes = ["06-01", "06-02", "07-01", "26-05"]
-    pats = [
-        Patent(f"P{i}", codes={"locarno": [classes[i % 4]]}, citations=[f"P{i - 4}"] if i >= 4 else [])
+    pats = [  # each also cites 40 documents the corpus does not hold
+        Patent(f"P{i}", codes={"locarno": [classes[i % 4]]},
+               citations=([f"P{i - 4}"] if i >= 4 else []) + [f"X{i}-{j}" for j in range(40)])
         for i in range(40)
-    ]
+    ]  # fmt: skip
     corpus = Corpus(".", pats)
     x = rng.standard_normal((80, 8)).astype(np.float32)
     pids = [f"P{i // 2}" for i in range(80)]
