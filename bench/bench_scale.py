@@ -314,24 +314,31 @@ def measure_size(
             rows += sweep(
                 index, n, queries, truth_k, k, built["seconds"], [{"efSearch": e} for e in args.ef], emit
             )
-    # the settings the app would take at this size, and their per-patent over-fetch; a pick whose patent
-    # top 10 is exact at no setting tried is marked (``scale.exact_scores`` then passes it over) and the
-    # next pick measured
+    # the settings the app would take at this size, and their per-patent over-fetch
     exact_top = exact_patent_top(truth, patent_of, 10, truth_scores)
-    while (choice := pick(rows, n, x.shape[1])) is not None and choice["kind"] != "flat":
+    choice, index = settle_pick(rows, n, x, ids, pids, queries, exact_top, args.fetch, emit)
+    if index is not None and n == max(args.sizes) and args.mmap_dir:
+        emit({"mmap_open": mmap_open(index, Path(args.mmap_dir), queries[0])})
+    return rows
+
+
+def settle_pick(records: list[dict], n: int, x: np.ndarray, ids: list[str], pids: list[str], queries: np.ndarray,
+                exact_top: list, fetch: list[int], emit) -> tuple[dict | None, DenseIndex | None]:  # fmt: skip
+    """The record ``pick`` takes from ``records`` for ``n`` figures, with its per-patent search measured
+    (``patent_fetch`` / ``patent_nprobe`` written into it) and its built index; a pick whose patent top 10
+    is exact at no setting tried is marked ``patent_exact: False`` (``scale.exact_scores`` then passes it
+    over) and the next pick measured. ``(None or the flat record, None)`` when no approximate kind is left."""
+    while (choice := pick(records, n, x.shape[1])) is not None and choice["kind"] != "flat":
         emit({"pick": {"n": n, "choice": describe_choice(choice)}})
         index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
-        fetch, nprobe = patent_settings(index, queries, exact_top, args.fetch, emit)
-        choice["patent_exact"] = fetch is not None
-        if fetch is not None:
-            choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
-            if n == max(args.sizes) and args.mmap_dir:
-                emit({"mmap_open": mmap_open(index, Path(args.mmap_dir), queries[0])})
-            break
+        got, nprobe = patent_settings(index, queries, exact_top, fetch, emit)
+        choice["patent_exact"] = got is not None
+        if got is not None:
+            choice["patent_fetch"], choice["patent_nprobe"] = got, nprobe
+            return choice, index
         del index
-    if choice is None or choice["kind"] == "flat":
-        emit({"pick": {"n": n, "choice": describe_choice(choice) if choice else None}})
-    return rows
+    emit({"pick": {"n": n, "choice": describe_choice(choice) if choice else None}})
+    return choice, None
 
 
 OPEN_SCRIPT = """
@@ -536,17 +543,8 @@ def patents_only(args, queries: np.ndarray, base: np.ndarray, patent_of: np.ndar
         truth_scores, truth = exact.search(queries, 1000)
         del exact
         ids, pids = [str(i) for i in range(n)], [str(p) for p in patent_of[:n]]
-        # the pick, measured; one whose patent top 10 is never exact is marked and the next pick measured
-        while (choice := pick(mine, n, args.dim)) is not None and choice["kind"] != "flat":
-            index = DenseIndex.build(x, ids, pids, kind=choice["kind"], normalize=False, **choice["params"])
-            fetch, nprobe = patent_settings(
-                index, queries, exact_patent_top(truth, patent_of, 10, truth_scores), args.fetch, emit
-            )
-            del index
-            choice["patent_exact"] = fetch is not None
-            if fetch is not None:
-                choice["patent_fetch"], choice["patent_nprobe"] = fetch, nprobe
-                break
+        exact_top = exact_patent_top(truth, patent_of, 10, truth_scores)
+        settle_pick(mine, n, x, ids, pids, queries, exact_top, args.fetch, emit)
     Path(args.table).write_text(json.dumps(table, indent=1) + "\n")
     return 0
 

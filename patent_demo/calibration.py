@@ -174,9 +174,6 @@ def null_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.ndarra
 def _best_other(index, row: int, banned: set[str]) -> float:
     """The best cosine of figure ``row`` over the figures of every patent but ``banned`` (``-inf`` when
     none is left): the index searched with those patents left out inside FAISS, every list probed."""
-    by = index.prepare_patents()  # (banned may name patents the index does not hold: citations)
-    if sum(len(by[p]) for p in banned if p in by) >= index.count:
-        return -np.inf
     scores, found = index.search_raw_excluding(np.asarray(index.embeddings[row], dtype=np.float32), 1, banned,
                                                exhaustive=True)  # fmt: skip
     return float(scores[0, 0]) if found[0, 0] >= 0 else -np.inf

@@ -308,8 +308,9 @@ class Workbench:
         the dense text index and the figure hashes now."""
         drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
         for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
-            if self.index(key).kind != "flat":  # the per-patent re-scoring's map, before the first search
-                self.index(key).prepare_patents()
+            index = self.index(key)
+            if index.kind != "flat":  # the per-patent re-scoring's map, before the first search
+                index.prepare_patents()
         if text:
             self.bm25()
             self.dense()

@@ -53,7 +53,3 @@ def aggregate_by_patent(
         [{"figure_id": best[pid][1], "figure_hits": hits[pid]} for pid in order],
     )
     return ranked if k is None else ranked.top(k)
-
-
-# ----------------------------------------------------------------------------------------------
-# the index

@@ -340,15 +340,16 @@ class DenseIndex:
         self, queries: Any, k: int, excluded: Collection[str], exhaustive: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         """``search_raw`` over the figures of every patent but ``excluded`` (a FAISS id selector, so the k
-        best of the others come back). ``exhaustive``: IVF kinds probe every list (the calibration's
-        searches, which need the true best other figure, not the figure search's recall)."""
+        best of the others come back; rows ``-1`` when every figure is excluded). ``exhaustive``: IVF kinds
+        probe every list (the calibration's searches, which need the true best other figure, not the
+        figure search's recall)."""
         _check_k(k, self.count)
         q = self._queries(queries)
-        by = self.prepare_patents()
-        rows = [by[p] for p in set(excluded) if p in by]
-        banned = np.sort(np.concatenate(rows)) if rows else None
+        banned = self.allowed_rows(excluded)  # (the rows of those patents)
+        if banned.size == self.count:
+            return np.full((q.shape[0], k), -np.inf, np.float32), np.full((q.shape[0], k), -1, np.int64)
         every = int(self.params.get("nlist", 0)) if exhaustive and self.kind in IVF_KINDS else 0
-        return self._search(q, k, params=self._selector(banned, every, exclude=True))
+        return self._search(q, k, params=self._selector(banned if banned.size else None, every, exclude=True))
 
     def _figure_results(self, scores: np.ndarray, rows: np.ndarray) -> Results:
         keep = rows >= 0
