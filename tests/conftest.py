@@ -105,3 +105,32 @@ def patient_local_url_check():
     networking.url_ok = patient_url_ok
     yield
     networking.url_ok = original
+
+
+@pytest.fixture(scope="session")
+def scored_csv(tmp_path_factory):
+    """A small USPPM-format file and its anchor split: per topic, anchors whose targets share words (high)
+    or not (low), one pair also scored in a second context with another score."""
+    import json
+
+    from train.text_split import draw_scored_split
+
+    topics = [("A47C", "chair seat with an adjustable back rest"), ("F21V", "lamp shade of folded paper over a bulb"),
+              ("B65D", "bottle cap with a hinged lid and lock"), ("A43B", "shoe sole with a cushioned heel strap"),
+              ("B62J", "bicycle saddle on a sprung seat post"), ("A47J", "coffee machine with a milk frother tank")]  # fmt: skip
+    root = tmp_path_factory.mktemp("scored")
+    lines = ["id,anchor,target,context,title,label"]
+    for t, (code, words) in enumerate(topics):
+        w = words.split()
+        other = topics[(t + 1) % len(topics)][1].split()
+        for a in range(3):
+            anchor = f"{w[0]} {w[a + 1]}"
+            for j, (target, label) in enumerate([(f"{w[0]} {w[-1]}", 0.75), (f"{other[0]} {other[2]}", 0.0), (w[a + 2], 0.5)]):
+                ctx = code[:3]
+                lines.append(f"r{t}{a}{j},{anchor},{target},{ctx},title of {ctx},{label}")
+            lines.append(f"r{t}{a}9,{anchor},{w[0]} {w[-1]},H04,electric communication,0.25")  # same pair, other context
+    path = root / "train.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    split = draw_scored_split(str(path), (0.6, 0.2, 0.2))
+    (root / "split.json").write_text(json.dumps(split), encoding="utf-8")
+    return path, root / "split.json"

@@ -223,3 +223,32 @@ def test_evaluate_text_with_the_own_date_cut_off(text, tmp_path):
     assert result["num_queries"] == ref["num_queries"] < len(qrels)
     for key in ("recall@10", "map@100", "ndcg@10"):
         assert result["summary"][key]["per_query"] == pytest.approx(ref[key], abs=1e-9), key
+
+
+def test_evaluate_text_scored_pairs_reports_pearson_and_spearman(tmp_path, scored_csv, capsys):
+    """``evaluate text --pairs FILE.csv`` reads the USPPM file as shipped and reports Pearson and Spearman
+    of a DSSDNet checkpoint (trained here on the file's training anchors) and of the bi-encoder baseline."""
+    from patent_demo.text.scored import pearson, spearman
+    from train import dssdnet
+
+    csv_path, split_path = scored_csv
+    ckpt = tmp_path / "ckpt"
+    assert dssdnet.main(["--tiny", "--scored-pairs", str(csv_path), "--scored-split", str(split_path), "--epochs", "1",
+                         "--eval-splits", "val", "--threads", "1", "--out", str(ckpt)]) == 0  # fmt: skip
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "text", "--pairs", str(csv_path), "--model", str(ckpt), "--against", "dense",
+                 "--split-file", str(split_path), "--split", "test", "--bootstrap", "100", "--json", str(out)]) == 0  # fmt: skip
+    result = json.loads(out.read_text())
+    anchors = set(json.loads(split_path.read_text())["test"])
+    rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]
+    label = {r[0]: float(r[-1]) for r in rows if r[1] in anchors}
+    assert sorted(result["ids"]) == sorted(label) and result["anchors"] == len(anchors)
+    labels = [label[i] for i in result["ids"]]
+    assert result["pearson"] == pytest.approx(pearson(result["scores"], labels), abs=1e-9)
+    assert result["spearman"] == pytest.approx(spearman(result["scores"], labels), abs=1e-9)
+    assert result["against"].startswith("dense") and "pearson" in result["comparison"]
+    assert "Pearson" in capsys.readouterr().out
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,anchor,target,context,title,label\nx,a,b,A01,agri,2\n", encoding="utf-8")
+    assert main(["evaluate", "text", "--pairs", str(bad), "--model", "dense"]) != 0
+    assert "lies outside [0, 1]" in capsys.readouterr().err

@@ -310,3 +310,42 @@ def test_family_members_share_a_split_and_give_positives():
     assert len(pos) == len(pairs) // 2 and all(
         split[p.qid] == "train" and fam[p.doc_id] == fam[p.qid] for p in pos
     )
+
+
+def test_scored_pairs_source_with_ablation_flags(tmp_path, scored_csv):
+    csv_path, split_path = scored_csv
+    split = json.loads(split_path.read_text())
+    assert sum(split["stats"]["anchors"].values()) == 18 and min(split["stats"]["anchors"].values()) > 0
+    out = _run(tmp_path, "scored", "--scored-pairs", csv_path, "--scored-split", split_path, "--eval-splits", "val", "test",
+               "--select-on", "pearson", "--schedule", "linear", "--no-gate", "--loss-off", "orth", "t")  # fmt: skip
+    metrics = checkpoint.load_metrics(out)
+    for s in ("val", "test"):
+        after = metrics["splits"][s]["after"]
+        assert after["pairs"] == 4 * split["stats"]["anchors"][s] and -1 <= after["pearson"] <= 1
+        assert "pearson" in metrics["splits"][s]["biencoder"]  # the untrained bi-encoder's cosine
+    assert "val_pearson" in metrics["history"][0]
+    assert metrics["evaluation"]["protocol"].startswith("Pearson and Spearman")
+    config = checkpoint.load_config(out)
+    assert config["model"]["gate"] is False and config["model"]["domain_scheme"] == "cpc"
+    assert config["model"]["loss"]["orth_weight"] == 0 and config["model"]["loss"]["t_weight"] == 0
+    assert config["model"]["loss"]["rec_weight"] == 1
+    # the training pairs carry t where the pair was scored in two contexts (here: differently -> 1)
+    task = dssdnet_data.scored_task(csv_path, split_path)
+    known = [p.t for p in task.pairs["train"] if p.t == p.t]
+    assert known and set(known) == {1.0}
+    assert all(p.t != p.t for s in ("val", "test") for p in task.pairs[s])  # never from held-out labels
+    # the gate-off model scores as saved (g = 0.5, no W_g)
+    model = Reranker.load(out)
+    assert model.gate is None
+    e = torch.randn(3, model.hidden_size)
+    assert torch.all(model.decompose(e)["gate"] == 0.5)
+
+
+def test_fine_tune_from_scored_pairs_onto_citations_takes_the_new_scheme(tmp_path, scored_csv, corpus_dir):
+    csv_path, split_path = scored_csv
+    parent = _run(tmp_path, "parent", "--scored-pairs", csv_path, "--scored-split", split_path, "--eval-splits", "val")
+    child = _run(tmp_path, "child", "--corpus", corpus_dir, "--init-from", parent, "--no-eval-before")
+    config = checkpoint.load_config(child)
+    assert config["model"]["domain_scheme"] == "ipc" and config["train"]["parent"] == str(parent)
+    assert 0 < config["model"]["loss"]["alpha"] < 1
+    assert "map@100" in checkpoint.load_metrics(child)["after"]

@@ -88,14 +88,19 @@ def _tiny_base(out: Path) -> str:
     return str(path.resolve())
 
 
+LOSS_OFF = {"inf": ("ds", "di"), "orth": ("orth",), "rec": ("rec",), "t": ("t",), "mr": ("mr",), "pr": ("pr",)}
+
+
 def build_model(args, scheme: str, alpha: float | None) -> Reranker:
     loss = {
         k: v
         for k, v in {"gamma": args.gamma, "top_k": args.top_k, "margin": args.margin, "alpha": alpha}.items()
         if v is not None
     }
+    loss.update({f"{term}_weight": 0.0 for name in args.loss_off for term in LOSS_OFF[name]})
     overrides = {
         "variant": VARIANT_FLAGS[args.variant],
+        "gate": not args.no_gate,
         "dropout": args.dropout,
         "domain_scheme": scheme,
         "domain_level": args.domain_level,
@@ -125,6 +130,18 @@ def freeze(model: Reranker, train_layers: int) -> None:
     layers = encoder_layers(model)
     for layer in list(layers)[len(layers) - min(train_layers, len(layers)) :]:
         layer.requires_grad_(True)
+
+
+def lr_schedule(optimizer, args, pairs_per_epoch: int, world: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """``--schedule``: constant, or linear warm-up over ``--warmup`` of the run's steps and linear decay to 0."""
+    steps_per_epoch = max(1, math.ceil(pairs_per_epoch / max(1, world) / args.batch_size))
+    total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
+    warm = max(1, int(round(args.warmup * total)))
+    if args.schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / warm, max(0.0, (total - step) / max(1, total - warm)))
+    )
 
 
 # -- steps -----------------------------------------------------------------------------------------
@@ -238,6 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     if args.init_from:
         model, base_state, variant = _init_from(args.init_from)
+        if model.config.domain_scheme != scheme and variant != "BERT(C)":
+            # a new task (e.g. scored phrase pairs -> citations): t means the new task's domain overlap,
+            # so the scheme is the task's and alpha is balanced over its training pairs
+            alpha = args.alpha if args.alpha is not None else domain_alpha([p.t for p in first_pairs], constant="default")
+            log.info("fine-tuning a %s checkpoint on a %s task: domain scheme %s, alpha %.4f",
+                     model.config.domain_scheme, scheme, scheme, alpha)  # fmt: skip
+            model.config.domain_scheme = scheme
+            model.config.loss.alpha = alpha
+        if args.max_length:  # a new task may need another token budget (phrases -> abstracts)
+            model.config.max_length = args.max_length
     else:
         model = build_model(args, scheme, alpha)
         base_state = {k: v.detach().clone() for k, v in model.encoder.state_dict().items()}
@@ -257,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         [{"params": enc, "lr": args.lr}] if enc else []
     )
     optimizer = torch.optim.AdamW(groups, lr=args.lr, weight_decay=args.weight_decay)
+    scheduler = lr_schedule(optimizer, args, len(first_pairs), world)
     n_trainable = sum(p.numel() for p in heads + enc)
     run_name = f"{args.variant}-{Path(model.config.base).name}-L{args.train_layers}-lr{args.lr:g}-b{args.batch_size}-s{args.seed}"
     log.info("[%s] %d train pairs/epoch, %d val pairs, scheme %s, alpha %s, %s trainable parameters, device %s, "
@@ -271,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     if state is not None:
         checkpoint.apply_weights(model, state["model"], partial=True)
         optimizer.load_state_dict(state["optimizer"])
+        if state.get("scheduler") is not None:
+            scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
         start_epoch, step, best_val, bad_epochs = (
             state["epoch"],
@@ -292,11 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     headline = "test" if "test" in splits else splits[0]  # the top-level bm25/before/after figures
     if rank == 0 and eval_task is not None and state is None:
         metrics["splits"] = {s: {} for s in splits}
+        baseline = "biencoder" if isinstance(eval_task, data.ScoreTask) else "bm25"
         for s in splits:
-            metrics["splits"][s]["bm25"], bm25_run = data.evaluate(None, eval_task, args, s)
-            log.info("%-5s bm25   %s", s, data.fmt(metrics["splits"][s]["bm25"]))
+            metrics["splits"][s][baseline], bm25_run = data.evaluate(None, eval_task, args, s)
+            log.info("%-5s %-6s %s", s, baseline, data.fmt(metrics["splits"][s][baseline]))
             if args.write_run:
-                data.write_run(out / f"bm25.{s}.txt", bm25_run, "bm25")
+                data.write_run(out / f"{baseline}.{s}.txt", bm25_run, baseline)
             if not args.no_eval_before:
                 metrics["splits"][s]["before"], _ = data.evaluate(scorer, eval_task, args, s)
                 log.info("%-5s before %s", s, data.fmt(metrics["splits"][s]["before"]))
@@ -327,17 +358,25 @@ def main(argv: list[str] | None = None) -> int:
             if args.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(heads + enc, args.grad_clip)
             optimizer.step()
+            scheduler.step()
             step += 1
             for k, v in losses.items():
                 running[k] = running.get(k, 0.0) + float(v.detach())
             if step % args.log_every == 0:
                 log.info(
                     "epoch %d step %d loss %.4f %s", epoch, step, float(total.detach()),
-                    " ".join(f"{k}={float(v):.4f}" for k, v in losses.items()),
+                    " ".join(f"{k}={float(v.detach()):.4f}" for k, v in losses.items()),
                 )  # fmt: skip
             if args.max_steps is not None and step >= args.max_steps:
                 break
-        val = validation_loss(model, loss_fn, val_pairs, args.batch_size, device, args.precision, cache)
+        val_loss = validation_loss(model, loss_fn, val_pairs, args.batch_size, device, args.precision, cache)
+        extra = {}
+        if args.select_on == "pearson":
+            model.eval()
+            extra["val_pearson"] = data.evaluate(scorer, eval_task, args, "val")[0]["pearson"]
+            val = 1.0 - extra["val_pearson"]  # lower is better, like the loss
+        else:
+            val = val_loss
         if cache is not None and rank == 0:
             cache.save()
         n_batches = max(1, math.ceil(len(order) / args.batch_size))
@@ -345,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "epoch": epoch + 1,
                 "step": step,
-                "val_loss": round(val, 6),
+                "val_loss": round(val_loss, 6),
+                **{k: round(v, 6) for k, v in extra.items()},
                 **{k: round(v / n_batches, 6) for k, v in running.items()},
             }
         )
@@ -356,8 +396,9 @@ def main(argv: list[str] | None = None) -> int:
             best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
         else:
             bad_epochs += 1
-        log.info("epoch %d: val loss %.4f (best %.4f, %d epoch(s) without improvement), %.0f s", epoch + 1, val,
-                 best_val, bad_epochs, time.perf_counter() - started)  # fmt: skip
+        log.info("epoch %d: val loss %.4f%s (selection %.4f, best %.4f, %d epoch(s) without improvement), %.0f s",
+                 epoch + 1, val_loss, "".join(f", {k} {v:.4f}" for k, v in extra.items()), val, best_val, bad_epochs,
+                 time.perf_counter() - started)  # fmt: skip
         if rank == 0:
             current = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in trainable}
             checkpoint.save_train_state(
@@ -366,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
                     "model": current,
                     "best": {k: v.cpu() for k, v in best_weights.items()},
                     "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                     "epoch": epoch + 1,
                     "step": step,

@@ -58,6 +58,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="codes the domain label t comes from (auto: IPC, else CPC, else Locarno)",
     )
     src.add_argument(
+        "--scored-pairs",
+        help="human-scored phrase pairs, the USPPM CSV (id, anchor, target, context, title, label); needs --scored-split",
+    )
+    src.add_argument("--scored-split", help="the committed anchor split of --scored-pairs (splits/usppm.json)")
+    src.add_argument(
+        "--no-context",
+        action="store_true",
+        help="--scored-pairs: leave the CPC context's title out of the input (the context-off ablation)",
+    )
+    src.add_argument(
+        "--split-file",
+        help="a corpus's committed query split (splits/cs3245_text.json): train, val and test queries from it",
+    )
+    src.add_argument(
+        "--hybrid-negatives",
+        type=int,
+        default=0,
+        help="also train on each training query's N best-ranked non-relevant candidates of the untrained hybrid list",
+    )
+    src.add_argument(
         "--domain-level", default="subclass", help="level at which code sets must overlap for t = 1"
     )
     src.add_argument(
@@ -125,6 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--dropout", type=float, default=0.1, help="dropout of the heads")
     m.add_argument(
+        "--no-gate",
+        action="store_true",
+        help="the gate-off ablation: g fixed at 0.5, e_s split evenly between the two parts (Eq. 5 without W_g)",
+    )
+    m.add_argument(
+        "--loss-off",
+        nargs="+",
+        default=[],
+        choices=["inf", "orth", "rec", "t", "mr", "pr"],
+        help="ablation: weigh these loss terms 0 (inf: the informative BCE of both parts, Eq. 7)",
+    )
+    m.add_argument(
         "--train-layers",
         type=int,
         default=1,
@@ -151,6 +183,19 @@ def build_parser() -> argparse.ArgumentParser:
     o = p.add_argument_group("optimisation")
     o.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate of the encoder layers")
     o.add_argument("--head-lr", type=float, default=None, help="learning rate of the heads (default: --lr)")
+    o.add_argument(
+        "--schedule",
+        default="constant",
+        choices=["constant", "linear"],
+        help="learning rate: constant, or linear warm-up over --warmup of the steps then linear decay to 0",
+    )
+    o.add_argument("--warmup", type=float, default=0.1, help="--schedule linear: share of the steps warming up")
+    o.add_argument(
+        "--select-on",
+        default="loss",
+        choices=["loss", "pearson"],
+        help="the epoch kept: lowest validation loss, or highest validation Pearson (--scored-pairs)",
+    )
     o.add_argument("--weight-decay", type=float, default=5e-4, help="AdamW weight decay")
     o.add_argument("--batch-size", type=int, default=64, help="pairs per step (per process under DDP)")
     o.add_argument("--epochs", type=int, default=10, help="maximum epochs")

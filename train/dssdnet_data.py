@@ -8,6 +8,10 @@
 * **Label JSONL** (``labels.LabelStore.export_dssdnet``): ``{"query", "query_codes", "pos", "neg"}``
   rows; every ``pos`` item (any grade > 0) is a positive, every ``neg`` item a negative. Items without
   ``text`` take it, and their codes, from a library corpus (``--corpus``/...), which is then required.
+* **Scored phrase pairs** (``--scored-pairs``, the USPPM CSV, ``patent_demo.text.scored``): anchor ->
+  target (+ the CPC context's title unless ``--no-context``) with the human score as a soft target; split by
+  anchor through ``--scored-split`` (``splits/usppm.json``); ``t`` marks the training pairs whose score
+  changes with the context; evaluated by Pearson and Spearman against the human scores.
 * **Corpus + qrels**: queries are patents with in-library citations (or qrels). Positives are the
   relevant documents; negatives are drawn as the article does, at random from the library, one per
   positive, afresh every epoch, plus optionally the ``bm25_negatives`` highest-ranked non-relevant
@@ -169,6 +173,28 @@ class CorpusTask:
             out.append(self.pair(q, d, 0.0))
         return out
 
+    def hybrid_negatives(self, split: str, n: int, cache_dir: str = "cache", depth: int = 100) -> list[Pair]:
+        """The ``n`` best-ranked non-relevant candidates of each query of ``split`` in the untrained hybrid
+        list (BM25 + the packaged MiniLM, the app's first stage and re-ranking pool)."""
+        if n <= 0:
+            return []
+        from patent_demo.text.bm25 import BM25Index
+        from patent_demo.text.dense import TextEncoder, cached_dense_index
+        from patent_demo.text.hybrid import load_hybrid_settings
+        from patent_demo.text.lists import FirstStage, first_stage_runs
+        from patent_demo.workbench import corpus_fingerprint
+
+        enc = TextEncoder()
+        dense = cached_dense_index(enc, self.library.patents, Path(cache_dir) / "dense" / corpus_fingerprint(self.library))
+        stage = FirstStage(BM25Index.build(self.library.patents), dense, enc, load_hybrid_settings())
+        run = first_stage_runs(stage, self.queries[split], min(depth, len(self.library)), ("hybrid",))["hybrid"]
+        out = []
+        for q in self.queries[split]:
+            rel = self.qrels[split][q.qid]
+            hard = [d for d in run[q.qid].ids if rel.get(d, 0) <= 0 and d not in q.exclude][:n]
+            out += [self.pair(q, d, 0.0) for d in hard]
+        return out
+
     def bm25_negatives(self, split: str, n: int, k_first: int = 1000) -> list[Pair]:
         """The ``n`` best-ranked non-relevant BM25 candidates of each query of ``split``."""
         if n <= 0:
@@ -257,6 +283,46 @@ def _split_pairs(pairs: Sequence[Pair], val_fraction: float, test_fraction: floa
     return out
 
 
+@dataclass
+class ScoreTask:
+    """Human-scored pairs per split (split by anchor), evaluated by correlation with the scores."""
+
+    rows: dict[str, list]
+    pairs: dict[str, list[Pair]]
+    context: bool = True
+    scheme: str = "cpc"
+
+
+def read_scored_split(path: str | os.PathLike) -> dict[str, set[str]]:
+    """The anchors of each split of a committed scored-pair split file (``train.text_split --scored-pairs``)."""
+    import json
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {s: set(data[s]) for s in SPLITS}
+
+
+def scored_task(path: str | os.PathLike, split_file: str | os.PathLike, context: bool = True) -> ScoreTask:
+    """A :class:`ScoreTask` of the USPPM CSV ``path``: rows go to the split of their anchor (an anchor the
+    split file does not list is refused, so a new file cannot leak into training); ``t`` comes from the
+    training rows only (``patent_demo.text.scored.domain_sensitive_t``)."""
+    from patent_demo.text.scored import domain_sensitive_t, read_scored_pairs, to_pairs
+
+    anchors = read_scored_split(split_file)
+    split_of = {a: s for s, names in anchors.items() for a in names}
+    rows: dict[str, list] = {s: [] for s in SPLITS}
+    unknown = set()
+    for r in read_scored_pairs(path):
+        if r.anchor in split_of:
+            rows[split_of[r.anchor]].append(r)
+        else:
+            unknown.add(r.anchor)
+    if unknown:
+        raise SystemExit(f"{len(unknown)} anchor(s) of {path} are in no split of {split_file}, e.g. {sorted(unknown)[0]!r}")
+    t = domain_sensitive_t(rows["train"])
+    pairs = {s: to_pairs(rows[s], context, t if s == "train" else None) for s in SPLITS}
+    return ScoreTask(rows, pairs, context)
+
+
 def tsv_task(path: str | os.PathLike, val_fraction: float = 0.15, test_fraction: float = 0.15) -> PairTask:
     """Pairs of a DSSDNet labelled-pair TSV, split by the query id (``#1 ID``)."""
     pairs = read_tsv_pairs(path)
@@ -340,7 +406,7 @@ def load_library(args) -> tuple[Corpus | None, dict[str, dict[str, int]] | None]
 class TrainingData:
     """What ``train/dssdnet.py`` trains and evaluates on (see :func:`training_data`)."""
 
-    train_task: PairTask | None
+    train_task: PairTask | ScoreTask | None
     corpus_task: CorpusTask | None
     scheme: str
     val_pairs: list[Pair]
@@ -351,7 +417,7 @@ class TrainingData:
     guard: dict | None = None
 
     @property
-    def eval_task(self) -> CorpusTask | PairTask | None:
+    def eval_task(self) -> CorpusTask | PairTask | ScoreTask | None:
         return self.corpus_task if self.corpus_task is not None else self.train_task
 
     def epoch_pairs(self, epoch: int) -> list[Pair]:
@@ -373,13 +439,27 @@ def training_data(args) -> TrainingData:
     the hash split's test queries) and judged candidates that are test queries stay out of training
     unless ``--allow-test-labels``."""
     library, qrels = load_library(args)
-    if args.tsv and args.labels:
-        raise SystemExit("give one of --tsv and --labels")
+    if sum(bool(x) for x in (args.tsv, args.labels, args.scored_pairs)) > 1:
+        raise SystemExit("give one of --tsv, --labels and --scored-pairs")
+    if args.scored_pairs:
+        if not args.scored_split:
+            raise SystemExit("--scored-pairs needs --scored-split (splits/usppm.json: python -m train.text_split --scored-pairs CSV)")
+        task = scored_task(args.scored_pairs, args.scored_split, context=not args.no_context)
+        order = np.random.default_rng(VAL_PAIR_SEED + 1).permutation(len(task.pairs["val"]))
+        val = [task.pairs["val"][int(i)] for i in order]
+        return TrainingData(task, None, task.scheme, val, task.pairs["train"], args.seed)
     if not (args.tsv or args.labels) and library is None:
         raise SystemExit(
             "no training data: give --tsv, --labels, or a library with qrels (--corpus, --demo-patents, --text-corpus)"
         )
     ctask = None
+    if library is not None and args.split_file:
+        import copy
+        import json
+
+        committed = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
+        library = copy.copy(library)
+        library.splits = {s: list(committed[s]) for s in SPLITS}
     if library is not None:
         test = args.test_fraction if args.test_fraction is not None else 0.3
         ctask = corpus_task(
@@ -400,6 +480,7 @@ def training_data(args) -> TrainingData:
         fixed, val = train_task.pairs["train"], list(train_task.pairs["val"])
     else:
         fixed = ctask.bm25_negatives("train", args.bm25_negatives, args.k_first)
+        fixed += ctask.hybrid_negatives("train", args.hybrid_negatives, args.cache_dir)
         val = [ctask.pair(q, d, 1.0) for q, d in ctask.positives("val")]
         rng = np.random.default_rng(VAL_PAIR_SEED)
         val += ctask.random_negatives("val", rng)
@@ -442,6 +523,17 @@ def guarded_rows(args, library: Corpus | None, ctask: CorpusTask | None) -> tupl
 def evaluate(model, task, args, split: str) -> tuple[dict, dict[str, Results]]:
     """Metrics of ``split`` (``model`` None: BM25) and the run itself."""
     ks = sorted(set(args.ks))
+    if isinstance(task, ScoreTask):
+        from patent_demo.text.scored import biencoder_scores, correlations, score_pairs
+
+        pairs = task.pairs[split]
+        if model is None:  # the untrained baseline of a score task: the packaged bi-encoder's cosine
+            scores = biencoder_scores(pairs)
+        else:
+            scores = score_pairs(pairs, model, batch_size=args.eval_batch_size)
+        m = correlations(scores, [p.y for p in pairs])
+        m["anchors"] = len({p.qid for p in pairs})
+        return m, {"ids": [p.doc_id for p in pairs], "scores": [float(x) for x in scores]}
     if isinstance(task, CorpusTask):
         queries = task.queries[split]
         k_first = min(args.k_first, len(task.library))
@@ -460,14 +552,23 @@ def evaluate(model, task, args, split: str) -> tuple[dict, dict[str, Results]]:
     return evaluate_run(run, pair_qrels(pairs), ks), run
 
 
-def write_run(path: str | Path, run: dict[str, Results], name: str) -> None:
-    """A TREC run file of ``run`` (scores as ranked: a re-ranked head keeps its re-ranker scores shifted
+def write_run(path: str | Path, run: dict, name: str) -> None:
+    """A score task's per-pair scores as JSON (``{"ids", "scores", "name"}``, beside ``path``), else a TREC run file of ``run`` (scores as ranked: a re-ranked head keeps its re-ranker scores shifted
     above the BM25 tail, see ``patent_demo.text.search.merge_head``)."""
+    if set(run) == {"ids", "scores"}:
+        checkpoint.write_json(Path(path).with_suffix(".json"), {"name": name, **run})
+        return
     lines = [line for qid in sorted(run) for line in run[qid].to_trec(qid, name)]
     checkpoint.write_text(path, "\n".join(lines) + "\n")
 
 
 def eval_description(args, task, split: str) -> dict:
+    if isinstance(task, ScoreTask):
+        return {
+            "protocol": "Pearson and Spearman of the re-ranker's score against the human scores of the split's anchors (never trained on)",
+            "split": split, "pairs": len(task.pairs[split]), "anchors": len({p.qid for p in task.pairs[split]}),
+            "context": task.context,
+        }  # fmt: skip
     if isinstance(task, CorpusTask):
         k_first = min(args.k_first, len(task.library))
         return {
@@ -485,5 +586,7 @@ def eval_description(args, task, split: str) -> dict:
 
 
 def fmt(m: dict) -> str:
+    if "pearson" in m:
+        return " ".join(f"{k}={m[k]:.4f}" for k in ("pearson", "spearman") if m.get(k) is not None) + f" (pairs={m.get('pairs')})"
     keys = [k for k in m if k.split("@")[0] in ("recall", "map", "map_retrieved", "ndcg")]
     return " ".join(f"{k}={m[k]:.4f}" for k in keys) + f" (n={m.get('num_queries')})"

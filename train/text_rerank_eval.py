@@ -1,7 +1,8 @@
 """A DSSDNet checkpoint re-ranking the hybrid pool, on the queries of the committed split that were not
 its training (or model-selection) queries: ``python -m train.text_rerank_eval``.
 
-The shipped cs3245 checkpoint was trained on its own hash split (``train/dssdnet_data.hash_split`` of
+A checkpoint trained with ``--split-file`` (the committed split) saw that split's training queries (and
+chose its epoch on the validation queries); those are left out. An older checkpoint trained on its own hash split (``train/dssdnet_data.hash_split`` of
 each query's family, val 0.15 / test 0.3): its train and val queries are left out here, so every query
 scored is new to it. On the remaining validation queries of ``--split-file`` the fusion weight (the
 hybrid's share, ``patent_demo.text.fusion.tune_fusion_weight``) is tuned at the depth the app re-ranks
@@ -65,14 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     corpus = Corpus.load(args.corpus, validate=False)
     split = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
-    seen = checkpoint_seen_queries(args.text_corpus)
+    trained = json.loads((Path(args.checkpoint) / "config.json").read_text(encoding="utf-8")).get("train", {})
+    if (trained.get("args") or {}).get("split_file"):  # trained on a committed split: its train queries
+        own = json.loads(Path(trained["args"]["split_file"]).read_text(encoding="utf-8"))
+        seen = set(own["train"])
+        seen_note = f"the training queries of {trained['args']['split_file']}, its epoch chosen on the validation queries"
+    else:
+        seen = checkpoint_seen_queries(args.text_corpus)
+        seen_note = "its own hash split"
     enc = TextEncoder()
     dense = cached_dense_index(
         enc, corpus.patents, Path(args.cache_dir) / "dense" / corpus_fingerprint(corpus)
     )
     stage = FirstStage(BM25Index.build(corpus.patents), dense, enc, load_hybrid_settings())
     rr = default_reranker(read_checkpoint_spec(Path(args.checkpoint)))
-    out = {"checkpoint": args.checkpoint, "precision": rr.precision, "k_rerank": args.k_rerank, "splits": {}}
+    out = {"checkpoint": args.checkpoint, "precision": rr.precision, "k_rerank": args.k_rerank, "splits": {},
+           "seen": seen_note}  # fmt: skip
     runs = {}
     for s in ("val", "test"):
         qids = [q for q in split[s] if q not in seen]

@@ -9,6 +9,12 @@ split, so no test query has a twin (same family, same text) among the training o
     python -m train.text_split --corpus cache/corpora/cs3245 \
         --family-pairs ../shared/data/cs3245_patsnap_corpus_qrels/in_corpus_family_pairs.tsv \
         --out splits/cs3245_text.json
+
+Scored phrase pairs (the USPPM CSV) split by anchor instead (:data:`SCORED_RULE`): every row of one anchor
+lies in one split, so validation and test anchors are never trained on::
+
+    python -m train.text_split --scored-pairs ../shared/data/usppm_phrase_matching/train.csv \
+        --fractions 0.7 0.15 0.15 --out splits/usppm.json
 """
 
 from __future__ import annotations
@@ -29,6 +35,36 @@ RULE = (
     "(patent_demo.data.families); the families holding a query are ordered by sha1('<seed>:<family key>') "
     "and cut where the cumulative query count passes the fractions train/val/test; a family lies whole in one split"
 )
+
+
+SCORED_RULE = (
+    "anchors = the distinct anchor phrases of the scored-pair CSV; ordered by sha1('<seed>:<anchor>') and cut where "
+    "the cumulative row count passes the fractions train/val/test; an anchor's rows lie whole in one split"
+)
+
+
+def draw_scored_split(path: str, fractions=(0.7, 0.15, 0.15), seed: int = 0) -> dict:
+    """``{"train", "val", "test": [anchors], ...}`` of a scored-pair CSV under :data:`SCORED_RULE`."""
+    from patent_demo.text.scored import read_scored_pairs
+
+    rows = read_scored_pairs(path)
+    count: dict[str, int] = {}
+    for r in rows:
+        count[r.anchor] = count.get(r.anchor, 0) + 1
+    ranked = sorted(count, key=lambda a: hashlib.sha1(f"{seed}:{a}".encode()).hexdigest())
+    n = len(rows)
+    bounds = (round(fractions[0] * n), round((fractions[0] + fractions[1]) * n))
+    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    done = 0
+    for a in ranked:
+        out["train" if done < bounds[0] else "val" if done < bounds[1] else "test"].append(a)
+        done += count[a]
+    stats = {
+        "anchors": {s: len(v) for s, v in out.items()},
+        "rows": {s: sum(count[a] for a in v) for s, v in out.items()},
+    }
+    return {"rule": SCORED_RULE, "fractions": list(fractions), "seed": seed, "stats": stats,
+            **{s: sorted(v) for s, v in out.items()}}  # fmt: skip
 
 
 def draw_split(
@@ -70,9 +106,9 @@ def draw_split(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument(
-        "--corpus", required=True, help="a corpus directory (patent-demo corpus build --source text)"
-    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--corpus", help="a corpus directory (patent-demo corpus build --source text)")
+    src.add_argument("--scored-pairs", help="a scored phrase-pair CSV (USPPM), split by anchor")
     p.add_argument("--family-pairs", nargs="*", default=[], help="TSVs of same-family pairs (two id columns)")
     p.add_argument(
         "--fractions", type=float, nargs=3, default=(0.5, 0.25, 0.25), help="train val test query shares"
@@ -80,9 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the family order")
     p.add_argument("--out", required=True, help="the split JSON to write")
     args = p.parse_args(argv)
-    corpus = Corpus.load(args.corpus, validate=False)
-    pairs = [pair for f in args.family_pairs for pair in read_pairs(f)]
-    split = draw_split(corpus, pairs, tuple(args.fractions), args.seed)
+    if args.scored_pairs:
+        split = draw_scored_split(args.scored_pairs, tuple(args.fractions), args.seed)
+    else:
+        corpus = Corpus.load(args.corpus, validate=False)
+        pairs = [pair for f in args.family_pairs for pair in read_pairs(f)]
+        split = draw_split(corpus, pairs, tuple(args.fractions), args.seed)
     split["command"] = "python -m train.text_split " + " ".join(argv if argv is not None else sys.argv[1:])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(split, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -25,6 +25,7 @@ from patent_demo.cli.common import (
     add_corpus,
     load_corpus,
     model_name,
+    models,
     project_path,
     resolve_model,
 )
@@ -69,7 +70,10 @@ def add_parser(sub) -> None:
             e.add_argument("--qrels", default=None, help="TREC qrels (default: the corpus's qrels.txt)")
             e.add_argument("--pairs", default=None,
                            help="a labelled-pair file (DSSDNet TSV or label-export JSONL): rank each query's own "
-                                "candidates instead of searching the corpus (--corpus then only supplies texts)")  # fmt: skip
+                                "candidates instead of searching the corpus (--corpus then only supplies texts); "
+                                "or a scored phrase-pair CSV (USPPM: id, anchor, target, context, title, label): "
+                                "Pearson and Spearman against the human scores (--model: a DSSDNet checkpoint or "
+                                "dense, the untrained bi-encoder's cosine)")  # fmt: skip
             e.add_argument("--queries", default=None, help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)")  # fmt: skip
             e.add_argument("--candidates", type=int, default=100, help="hybrid candidates re-ranked (default 100, as the app)")  # fmt: skip
             e.add_argument("--reranker", default=None, help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)")  # fmt: skip
@@ -235,8 +239,81 @@ def _pair_reranker(spec, corpus: Corpus | None):
     return default_reranker(spec)
 
 
+def _scored_model(name: str, dirs: list[str]):
+    """(label, score function of pairs, context on) of ``--model`` for a scored-pair file: ``dense`` (or
+    ``biencoder``) is the packaged bi-encoder's cosine; anything else a DSSDNet checkpoint, its input
+    format (the context title or not) as it was trained."""
+    from patent_demo.text.scored import biencoder_scores, score_pairs
+
+    if name in ("dense", "biencoder"):
+        return "dense (untrained bi-encoder, cosine)", biencoder_scores, True
+    spec = resolve_model(name, "text", dirs)
+    if spec is None:
+        raise ValueError("bm25 cannot score a phrase pair; give a DSSDNet checkpoint or dense")
+    rr = _pair_reranker(spec, None)
+    meta = json.loads((spec.path / "config.json").read_text(encoding="utf-8")) if spec.path else {}
+    context = not (meta.get("train", {}).get("args", {}) or {}).get("no_context", False)
+    return model_name(spec), (lambda pairs: score_pairs(pairs, rr)), context
+
+
+def run_scored(args: argparse.Namespace) -> int:
+    """``--pairs FILE.csv`` of human-scored phrase pairs: Pearson and Spearman of the model's scores; with
+    ``--split-file`` (an anchor split, splits/usppm.json) only ``--split``'s anchors; ``--against`` adds a
+    paired bootstrap of the difference, resampling anchors."""
+    from patent_demo.text.scored import bootstrap_correlation_diff, correlations, read_scored_pairs, to_pairs
+
+    rows = read_scored_pairs(args.pairs)
+    where = "every row"
+    if args.split_file:
+        split = args.split or "test"
+        anchors = set(json.loads(Path(args.split_file).read_text(encoding="utf-8"))[split])
+        rows = [r for r in rows if r.anchor in anchors]
+        where = f"the {split} anchors of {args.split_file}"
+    if not rows:
+        raise ValueError(f"{args.pairs}: no scored pairs to evaluate ({where})")
+    labels = [r.label for r in rows]
+
+    def scored(name: str) -> tuple[str, np.ndarray]:
+        label, fn, context = _scored_model(name, args.checkpoints)
+        return label, np.asarray(fn(to_pairs(rows, context)))
+
+    name, scores = scored(_scored_default(args.checkpoints) if args.model == "default" else args.model)
+    result = {
+        "task": "text", "corpus": args.pairs, "source": "scored phrase pairs", "evaluated": f"{len(rows)} pairs of {where}",
+        "model": name, "anchors": len({r.anchor for r in rows}), **correlations(scores, labels),
+        "ids": [r.id for r in rows], "scores": [float(x) for x in scores],
+    }  # fmt: skip
+    if args.against:
+        bname, bscores = scored(args.against)
+        groups = [r.anchor for r in rows]
+        result.update(against=bname, baseline=correlations(bscores, labels), comparison={
+            m: bootstrap_correlation_diff(scores, bscores, labels, groups, m, args.bootstrap, args.seed)
+            for m in ("pearson", "spearman")})  # fmt: skip
+    print(f"{name}: Pearson {result['pearson']:.4f}  Spearman {result['spearman']:.4f}  "
+          f"({len(rows)} pairs, {result['anchors']} anchors, {where})")  # fmt: skip
+    if args.against:
+        for m, c in result["comparison"].items():
+            print(f"  {m} - {result['against']}: {c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}] (anchors resampled)")
+    _write(result, args.json)
+    return 0
+
+
+def _scored_default(dirs: list[str]) -> str:
+    """``--model default`` for scored pairs: the DSSDNet checkpoint trained on scored pairs, else dense."""
+    for m in models(dirs):
+        if m.task == "text" and m.path is not None:
+            meta = json.loads((m.path / "config.json").read_text(encoding="utf-8"))
+            if (meta.get("train", {}).get("args", {}) or {}).get("scored_pairs"):
+                return str(m.path)
+    return "dense"
+
+
 def run_pairs(args: argparse.Namespace) -> int:
     """``--pairs``: each query's labelled candidates ranked by the model (``patent_demo.text.evaluate``)."""
+    from patent_demo.text.scored import is_scored_csv
+
+    if is_scored_csv(args.pairs):
+        return run_scored(args)
     from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
     from patent_demo.text.evaluate import pair_run
     from patent_demo.text.pairs import pair_qrels, read_pair_file

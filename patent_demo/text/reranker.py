@@ -60,6 +60,7 @@ class RerankerConfig:
     weights are read from. ``proj_dim`` is the width ``d`` of ``e_s`` (``None``: the encoder's hidden
     size). ``rep_layers`` counts the linear layers of ``MLP_ds``/``MLP_di``; ``head_layers`` those of
     ``g_ds``, ``g_di``, ``g_T`` and ``h_R``. ``t_hidden``/``t_dim`` size the domain embedding of Eq. 12.
+    ``gate`` False is the gate-off ablation: ``g = 0.5`` everywhere (no ``W_g``), so ``e_s`` is split evenly.
     ``domain_scheme`` (ipc, cpc, locarno) and ``domain_level`` select the codes the domain label
     ``t`` (Eq. 4) is computed from at inference.
     """
@@ -74,6 +75,7 @@ class RerankerConfig:
     t_dim: int = 64
     dropout: float = 0.1
     variant: str = "DSSDNet"
+    gate: bool = True
     domain_scheme: str = "ipc"
     domain_level: str = "subclass"
     loss: DSSDNetLossConfig = field(default_factory=DSSDNetLossConfig)
@@ -230,7 +232,7 @@ class Reranker(nn.Module):
         d = cfg.proj_dim or hidden
         self.dim = d
         self.proj = nn.Linear(hidden, d)  # e_s = W_s e + b_s (Eq. 5)
-        self.gate = nn.Linear(d, d)  # g = sigmoid(W_g e_s + b_g) (Eq. 5)
+        self.gate = nn.Linear(d, d) if cfg.gate else None  # g = sigmoid(W_g e_s + b_g) (Eq. 5)
         self.mlp_ds = mlp([d] * (cfg.rep_layers + 1), cfg.dropout)  # Eq. 6
         self.mlp_di = mlp([d] * (cfg.rep_layers + 1), cfg.dropout)
         self.ds_head = mlp(arithmetic_dims(d, 1, cfg.head_layers), cfg.dropout)  # g_ds (Eq. 7)
@@ -265,7 +267,7 @@ class Reranker(nn.Module):
         ``di_logit`` (relevance from each part) and ``t_logit`` (domain from ``e_ds``) [B].
         """
         e_s = self.proj(e)
-        g = torch.sigmoid(self.gate(e_s))
+        g = torch.sigmoid(self.gate(e_s)) if self.gate is not None else torch.full_like(e_s, 0.5)
         e_ds = self.mlp_ds(g * e_s)
         e_di = self.mlp_di((1.0 - g) * e_s)
         return {
