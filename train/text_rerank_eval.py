@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--text-corpus", default="../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl",
                    help="the JSONL the checkpoint was trained from (to find its training queries)")  # fmt: skip
     p.add_argument("--k-rerank", type=int, default=100, help="hybrid candidates re-ranked (the app's depth)")
+    p.add_argument("--depths", type=int, nargs="*", default=[],
+                   help="shallower re-rank depths scored from the same (pointwise) re-ranker scores, each with its "
+                        "own fusion weight tuned on validation")  # fmt: skip
     p.add_argument("--cache-dir", default="cache", help="the dense index cache")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--write-fusion", action="store_true", help="record the tuned weight in the checkpoint")
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from patent_demo.text.fusion import fuse_run, tune_fusion_weight
     from patent_demo.text.hybrid import load_hybrid_settings
     from patent_demo.text.lists import FirstStage, text_runs
-    from patent_demo.text.search import patent_query
+    from patent_demo.text.search import merge_head, patent_query
     from patent_demo.workbench import corpus_fingerprint
 
     torch.set_num_threads(args.threads)
@@ -114,6 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         }  # fmt: skip
         for n, m in out["splits"][s]["summary"].items():
             print(s, n.ljust(8), "  ".join(f"{k} {v:.3f}" for k, v in m.items()))
+    out["depths"] = {}
+    for d in sorted({d for d in args.depths if 0 < d < args.k_rerank}):
+        cut = {s: {q: _head_at(res, r["hybrid"][q], d) for q, res in head(r["dssdnet"]).items()}
+               for s, (r, _) in runs.items()}  # fmt: skip
+        w, _ = tune_fusion_weight(val_runs["hybrid"], cut["val"], val_qrels)
+        entry = {"fusion_weight": w, "splits": {}}
+        for s, (r, qrels) in runs.items():
+            lists = {"dssdnet": {q: merge_head(r["hybrid"][q], h, "pool_rank") for q, h in cut[s].items()},
+                     "fused": fuse_run(r["hybrid"], cut[s], w, rank_key="pool_rank")}  # fmt: skip
+            entry["splits"][s] = {n: {m: evaluate_run(x, qrels, (10, 100))[m] for m in SUMMARY} for n, x in lists.items()}
+        out["depths"][str(d)] = entry
+        print(f"depth {d}: fusion weight {w};", "; ".join(
+            f"{s} {n} map@10 {v['map@10']:.3f}" for s, e in entry["splits"].items() for n, v in e.items()))  # fmt: skip
     out["command"] = "python -m train.text_rerank_eval " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
@@ -131,6 +147,16 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
     print("fusion weight (hybrid share) tuned on validation:", weight)
     return 0
+
+
+def _head_at(reranked, first, depth: int):
+    """The re-ranker's scores of ``first``'s top ``depth`` only (a pointwise re-ranker scores each pair alone,
+    so a shallower re-ranking is the deeper one's scores cut to the shallower pool)."""
+    from patent_demo.results import Results
+
+    keep = set(first.ids[:depth])
+    idx = [i for i, d in enumerate(reranked.ids) if d in keep]
+    return Results.from_unsorted([reranked.ids[i] for i in idx], [float(reranked.scores[i]) for i in idx])
 
 
 if __name__ == "__main__":
