@@ -392,6 +392,32 @@ def test_save_delta_against_base(tmp_path):
     assert a.ids == b.ids and a.scores.tolist() == b.scores.tolist()
 
 
+def test_delta_stores_encoder_changes_as_float16_residuals(tmp_path):
+    base_model = tiny_reranker("DSSDNet")
+    base_dir = tmp_path / "base"
+    base_model.encoder.save_pretrained(base_dir)
+    base_model.tokenizer.save_pretrained(base_dir)
+    model = create_reranker(RerankerConfig(base="tiny", base_path=str(base_dir), t_dim=6))
+    base_state = {k: v.clone() for k, v in model.encoder.state_dict().items()}
+    torch.manual_seed(3)
+    with torch.no_grad():  # a whole-encoder fine-tune: every weight moves a little
+        for p in model.encoder.parameters():
+            p.add_(torch.randn_like(p) * 1e-3)
+    model.save(tmp_path / "ckpt", base_state=base_state)
+    stored = load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+    assert {v.dtype for k, v in stored.items() if k.startswith("encoder.")} == {torch.float16}
+    assert {v.dtype for k, v in stored.items() if not k.startswith("encoder.")} == {torch.float32}
+    assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["residual"] == "float16"
+    loaded = Reranker.load(tmp_path / "ckpt")
+    for name, value in model.encoder.state_dict().items():
+        residual = (value - base_state[name]).abs().max()
+        assert (loaded.encoder.state_dict()[name] - value).abs().max() <= 1e-3 * residual + 1e-9, name
+    a = model.eval().rank(QUERY, CANDIDATES, query_codes=QUERY_CODES)
+    b = loaded.rank(QUERY, CANDIDATES, query_codes=QUERY_CODES)
+    score_a = dict(zip(a.ids, a.scores.tolist(), strict=True))  # the tiny random model nearly ties some pairs
+    assert all(abs(score_a[i] - s) < 1e-5 for i, s in zip(b.ids, b.scores.tolist(), strict=True))
+
+
 def test_minilm_package_ranks_offline():
     model = create_reranker("minilm")
     assert not model.training  # the one constructor returns it in eval: a request never switches the mode

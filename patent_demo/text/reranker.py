@@ -456,14 +456,21 @@ class Reranker(nn.Module):
     ) -> Path:
         """Write the checkpoint ``directory`` (see :mod:`patent_demo.checkpoint`): config, tokenizer,
         and the weights: all of them, or with ``base_state`` (the base encoder's pretrained
-        ``state_dict``) only the head parameters and the encoder parameters that differ from it."""
+        ``state_dict``) only the head parameters and the encoder parameters that differ from it. Changed
+        encoder parameters are stored as float16 residuals ``w - w_base`` (half the bytes of float32; the
+        residual's own rounding, about 5e-4 of its size, is far below the weights' scale): a whole
+        fine-tuned MiniLM then takes ~45 MB instead of ~90."""
         delta = base_state is not None
         state = state_dict_delta(self, base_state) if delta else self.state_dict()
+        if delta:
+            state = {k: (v.float() - base_state[k[len("encoder."):]].float()).half() if k.startswith("encoder.")
+                     and k[len("encoder."):] in base_state else v for k, v in state.items()}  # fmt: skip
         config = {
             "kind": "dssdnet",
             "model": self.config.to_config(),
             "base": self.config.base,
             "delta": delta,
+            "residual": "float16" if delta else None,
             "encoder": self.encoder.config.to_dict(),
             "train": train or {},
         }
@@ -495,7 +502,11 @@ class Reranker(nn.Module):
             )
         tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR), local_files_only=True)
         model = cls(config, encoder, tokenizer)
-        checkpoint.apply_weights(model, checkpoint.load_weights(directory), partial=bool(meta["delta"]))
+        weights = checkpoint.load_weights(directory)
+        if meta.get("residual"):  # encoder entries are residuals on the base weights
+            own = model.state_dict()
+            weights = {k: own[k].float() + v.float() if k.startswith("encoder.") else v for k, v in weights.items()}
+        checkpoint.apply_weights(model, weights, partial=bool(meta["delta"]))
         return model.eval()  # eval once at load; rank never switches the mode
 
 
