@@ -145,8 +145,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 with gr.Row(equal_height=True):
                     t_show = gr.Radio([(n + (" (default)" if n == first else ""), n) for n in (first, *(x for x in TEXT_LISTS if x != first))],
                                       value=first, label="List shown (the cursor labels its hits)", elem_id="t-show",
-                                      scale=2, min_width=340)  # fmt: skip
-                    with gr.Column(scale=3):
+                                      scale=1, min_width=480)  # fmt: skip
+                    with gr.Column(scale=1):
                         t_figures = gr.Markdown(lh.list_figures(None, first), elem_id="t-figures")
                 # one list at a time, full width (title and snippet readable); show() follows the cursor's list
                 with gr.Column(elem_classes=["text-lists"]):  # on a phone: scrolls sideways, the columns readable
