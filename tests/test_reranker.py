@@ -441,3 +441,15 @@ def test_minilm_package_ranks_offline():
         "US2": "codes",
         "US3": "predicted",
     }
+
+
+def test_mean_pooling_is_the_masked_mean_of_the_last_hidden_states():
+    model = tiny_reranker(pooling="mean")
+    batch = model.tokenize(["a chair", "a lamp with a long shade and a bulb"], ["seat", "light"])
+    hidden = model.encoder(**batch).last_hidden_state
+    for i in range(2):
+        n = int(batch["attention_mask"][i].sum())
+        assert torch.allclose(model.encode(**batch)[i], hidden[i, :n].mean(0), atol=1e-6)  # padding left out
+    assert torch.equal(tiny_reranker().encode(**batch), hidden[:, 0])  # cls: H_CLS (Eq. 3)
+    with pytest.raises(ValueError, match="unknown pooling 'max'"):
+        RerankerConfig(pooling="max")

@@ -101,6 +101,7 @@ def build_model(args, scheme: str, alpha: float | None) -> Reranker:
     overrides = {
         "variant": VARIANT_FLAGS[args.variant],
         "gate": not args.no_gate,
+        **({"pooling": args.pooling} if args.pooling else {}),
         "dropout": args.dropout,
         "domain_scheme": scheme,
         "domain_level": args.domain_level,

@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--dropout", type=float, default=0.1, help="dropout of the heads")
     m.add_argument(
+        "--pooling",
+        default=None,
+        choices=["cls", "mean"],
+        help="e read off the encoder: H_CLS (Eq. 3; config default) or the mean of the last hidden states",
+    )
+    m.add_argument(
         "--no-gate",
         action="store_true",
         help="the gate-off ablation: g fixed at 0.5, e_s split evenly between the two parts (Eq. 5 without W_g)",

@@ -46,7 +46,7 @@ class FeatureCache:
         self.train_layers = min(train_layers, n_layers)
         self.boundary = n_layers - self.train_layers  # frozen layers below the cached states
         cfg = model.config
-        tag = hashlib.sha1(f"{cfg.base}|{cfg.base_path}|{cfg.max_length}".encode()).hexdigest()[:12]
+        tag = hashlib.sha1(f"{cfg.base}|{cfg.base_path}|{cfg.max_length}|{cfg.pooling}".encode()).hexdigest()[:12]
         self.path = Path(folder) / f"features-{tag}.pt" if folder and self.train_layers == 0 else None
         shared = _SHARED.setdefault((tag, self.train_layers, str(self.path)), {"index": {}, "rows": []})
         self.index: dict[str, int] = shared["index"]
@@ -115,7 +115,7 @@ class FeatureCache:
         mask = create_bidirectional_mask(config=enc.config, inputs_embeds=h, attention_mask=att)
         for layer in encoder_layers(self.model)[self.boundary :]:
             h = layer(h, mask)
-        return h[:, 0]
+        return self.model.pool(h, att)
 
     def save(self) -> None:
         if self.path is None or not self.new:

