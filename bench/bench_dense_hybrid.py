@@ -40,6 +40,9 @@ def main(argv=None) -> int:
     p.add_argument(
         "--app-checkpoint", default=None, help="also time Workbench.search_text_lists with this DSSDNet"
     )
+    p.add_argument("--app-only", action="store_true", help="time only the app's whole text search")
+    p.add_argument("--depths", type=int, nargs="+", default=[100], help="hybrid candidates the app re-ranks")
+    p.add_argument("--app-queries", type=int, default=5, help="queries timed for the app's search (after one warm-up)")
     args = p.parse_args(argv)
     import faiss
     import torch
@@ -60,75 +63,78 @@ def main(argv=None) -> int:
     flags = cpu_flags()
     print(f"CPU {platform.processor() or platform.machine()}, avx512_bf16={'avx512_bf16' in flags}, "
           f"amx_bf16={'amx_bf16' in flags}; auto precision -> {choose_precision('auto')}; threads {args.threads}")  # fmt: skip
-    rng = random.Random(0)
-    base = corpus.patents
-    docs = []
-    for i in range(args.docs):
-        src = base[i % len(base)]
-        words = f"{src.title} {src.text}".split()
-        rng.shuffle(words)
-        docs.append(Patent(f"S{i:06d}", title="", text=" ".join(w for w in words if rng.random() > 0.2)))
-    t0 = time.perf_counter()
-    bm25 = BM25Index.build(docs)
-    print(f"BM25 index over {len(docs):,} documents: {time.perf_counter() - t0:.1f} s")
-    for precision in ("fp32", "bf16") if choose_precision("auto") == "bf16" else ("fp32",):
-        enc = TextEncoder(precision="fp32")
-        real = cached_dense_index(enc, base, Path("cache/dense") / corpus_fingerprint(corpus)).embeddings
-        enc = TextEncoder(precision=precision)
-        noise = (
-            np.random.default_rng(0).normal(scale=0.05, size=(args.docs, real.shape[1])).astype(np.float32)
-        )
-        x = real[np.arange(args.docs) % len(real)] + noise
-        ids = [d.id for d in docs]
-        dense = DenseIndex.build(x, ids, ids, kind="flat")
-        stage = FirstStage(bm25, dense, enc, load_hybrid_settings())
-        queries = [patent_query(corpus[q]) for q in sorted(corpus.qrels)[: args.queries]]
-        first_stage_runs(stage, queries[:2], 10)  # warm-up
-        times = {
-            "bm25": [],
-            "dense": [],
-            "hybrid": [],
-            "encode query": [],
-            "dense search": [],
-            "hybrid search": [],
-        }
-        for q in queries:
-            for name in ("bm25", "dense", "hybrid"):
-                t = time.perf_counter()
-                first_stage_runs(stage, [q], 10, names=(name,))
-                times[name].append(1000 * (time.perf_counter() - t))
-            t = time.perf_counter()
-            v = enc.encode([q.text])
-            times["encode query"].append(1000 * (time.perf_counter() - t))
-            for name in ("dense", "hybrid"):
-                t = time.perf_counter()
-                first_stage_runs(stage, [q], 10, names=(name,), query_vectors=v)
-                times[f"{name} search"].append(1000 * (time.perf_counter() - t))
-        print(f"[{precision} query encoder] top 10 of {args.docs:,} abstracts, median ms over {len(queries)} queries "
-              "(query encoding included; hybrid = BM25 + dense top 1000 each, min-max fused):")  # fmt: skip
-        for name, v in times.items():
-            print(
-                f"  {name:7s} {statistics.median(v):7.1f} ms   (p90 {sorted(v)[int(0.9 * len(v)) - 1]:.1f})"
+    if not args.app_only:  # the lists at scale
+        rng = random.Random(0)
+        base = corpus.patents
+        docs = []
+        for i in range(args.docs):
+            src = base[i % len(base)]
+            words = f"{src.title} {src.text}".split()
+            rng.shuffle(words)
+            docs.append(Patent(f"S{i:06d}", title="", text=" ".join(w for w in words if rng.random() > 0.2)))
+        t0 = time.perf_counter()
+        bm25 = BM25Index.build(docs)
+        print(f"BM25 index over {len(docs):,} documents: {time.perf_counter() - t0:.1f} s")
+        for precision in ("fp32", "bf16") if choose_precision("auto") == "bf16" else ("fp32",):
+            enc = TextEncoder(precision="fp32")
+            real = cached_dense_index(enc, base, Path("cache/dense") / corpus_fingerprint(corpus)).embeddings
+            enc = TextEncoder(precision=precision)
+            noise = (
+                np.random.default_rng(0).normal(scale=0.05, size=(args.docs, real.shape[1])).astype(np.float32)
             )
+            x = real[np.arange(args.docs) % len(real)] + noise
+            ids = [d.id for d in docs]
+            dense = DenseIndex.build(x, ids, ids, kind="flat")
+            stage = FirstStage(bm25, dense, enc, load_hybrid_settings())
+            queries = [patent_query(corpus[q]) for q in sorted(corpus.qrels)[: args.queries]]
+            first_stage_runs(stage, queries[:2], 10)  # warm-up
+            times = {
+                "bm25": [],
+                "dense": [],
+                "hybrid": [],
+                "encode query": [],
+                "dense search": [],
+                "hybrid search": [],
+            }
+            for q in queries:
+                for name in ("bm25", "dense", "hybrid"):
+                    t = time.perf_counter()
+                    first_stage_runs(stage, [q], 10, names=(name,))
+                    times[name].append(1000 * (time.perf_counter() - t))
+                t = time.perf_counter()
+                v = enc.encode([q.text])
+                times["encode query"].append(1000 * (time.perf_counter() - t))
+                for name in ("dense", "hybrid"):
+                    t = time.perf_counter()
+                    first_stage_runs(stage, [q], 10, names=(name,), query_vectors=v)
+                    times[f"{name} search"].append(1000 * (time.perf_counter() - t))
+            print(f"[{precision} query encoder] top 10 of {args.docs:,} abstracts, median ms over {len(queries)} queries "
+                  "(query encoding included; hybrid = BM25 + dense top 1000 each, min-max fused):")  # fmt: skip
+            for name, v in times.items():
+                print(
+                    f"  {name:7s} {statistics.median(v):7.1f} ms   (p90 {sorted(v)[int(0.9 * len(v)) - 1]:.1f})"
+                )
     if args.app_checkpoint:
         from patent_demo.registry import read_checkpoint_spec
         from patent_demo.workbench import Workbench, WorkbenchConfig
 
-        wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path(args.corpus),
-                                       checkpoint_dirs=(Path(args.app_checkpoint).parent,)), progress=False)  # fmt: skip
-        spec = read_checkpoint_spec(Path(args.app_checkpoint))
-        wb.bm25(), wb.dense()  # the text indexes (this corpus has no drawings to index)
-        rr = wb.reranker(spec)
-        queries = [corpus[q] for q in sorted(corpus.qrels) if corpus[q].text][:5]
-        wb.search_text_lists(f"{queries[0].title}. {queries[0].text}", k=10, model=spec.key)
-        t_all = []
-        for q in queries:
-            t = time.perf_counter()
-            wb.search_text_lists(f"{q.title}. {q.text}", k=10, model=spec.key)
-            t_all.append(time.perf_counter() - t)
-        print(f"app: Workbench.search_text_lists (bm25, dense, hybrid, dssdnet on the hybrid top "
-              f"{wb.config.bm25_candidates}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
-              f"dense {wb.dense()[0].precision}: median {statistics.median(t_all):.2f} s over {len(t_all)} queries")  # fmt: skip
+        queries = [corpus[q] for q in sorted(corpus.qrels) if corpus[q].text][: args.app_queries + 1]
+        for depth in args.depths:
+            wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path(args.corpus), bm25_candidates=depth,
+                                           checkpoint_dirs=(Path(args.app_checkpoint).parent,)), progress=False)  # fmt: skip
+            spec = read_checkpoint_spec(Path(args.app_checkpoint))
+            wb.bm25(), wb.dense()  # the text indexes (this corpus has no drawings to index)
+            rr = wb.reranker(spec)
+            wb.search_text_lists(f"{queries[0].title}. {queries[0].text}", k=10, model=spec.key)  # warm-up
+            t_all = []
+            for q in queries[1:]:
+                t = time.perf_counter()
+                wb.search_text_lists(f"{q.title}. {q.text}", k=10, model=spec.key)
+                t_all.append(time.perf_counter() - t)
+            print(f"app: Workbench.search_text_lists (bm25, dense, hybrid, dssdnet on the hybrid top "
+                  f"{wb.config.bm25_candidates}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
+                  f"dense {wb.dense()[0].precision}: median {statistics.median(t_all):.2f} s, "
+                  f"p90 {sorted(t_all)[max(0, int(0.9 * len(t_all)) - 1)]:.2f} s over {len(t_all)} queries")  # fmt: skip
     return 0
 
 
