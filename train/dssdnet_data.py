@@ -524,15 +524,17 @@ def evaluate(model, task, args, split: str) -> tuple[dict, dict[str, Results]]:
     """Metrics of ``split`` (``model`` None: BM25) and the run itself."""
     ks = sorted(set(args.ks))
     if isinstance(task, ScoreTask):
-        from patent_demo.text.scored import biencoder_scores, correlations, score_pairs
+        from patent_demo.text.scored import biencoder_scores, correlations, score_pairs, spread
 
         pairs = task.pairs[split]
+        gate = []
         if model is None:  # the untrained baseline of a score task: the packaged bi-encoder's cosine
             scores = biencoder_scores(pairs)
         else:
-            scores = score_pairs(pairs, model, batch_size=args.eval_batch_size)
+            scores, gate = score_pairs(pairs, model, batch_size=args.eval_batch_size, extra="gate_mean")
         m = correlations(scores, [p.y for p in pairs])
         m["anchors"] = len({p.qid for p in pairs})
+        m["gate_mean"] = spread(gate)  # the domain-sensitive share of e_s over the pairs (None: no gate)
         return m, {"ids": [p.doc_id for p in pairs], "scores": [float(x) for x in scores]}
     if isinstance(task, CorpusTask):
         queries = task.queries[split]

@@ -246,21 +246,27 @@ def _scored_model(name: str, dirs: list[str]):
     from patent_demo.text.scored import biencoder_scores, score_pairs
 
     if name in ("dense", "biencoder"):
-        return "dense (untrained bi-encoder, cosine)", biencoder_scores, True
+        return "dense (untrained bi-encoder, cosine)", (lambda pairs: (biencoder_scores(pairs), [])), True
     spec = resolve_model(name, "text", dirs)
     if spec is None:
         raise ValueError("bm25 cannot score a phrase pair; give a DSSDNet checkpoint or dense")
     rr = _pair_reranker(spec, None)
     meta = json.loads((spec.path / "config.json").read_text(encoding="utf-8")) if spec.path else {}
     context = not (meta.get("train", {}).get("args", {}) or {}).get("no_context", False)
-    return model_name(spec), (lambda pairs: score_pairs(pairs, rr)), context
+    return model_name(spec), (lambda pairs: score_pairs(pairs, rr, extra="gate_mean")), context
 
 
 def run_scored(args: argparse.Namespace) -> int:
     """``--pairs FILE.csv`` of human-scored phrase pairs: Pearson and Spearman of the model's scores; with
     ``--split-file`` (an anchor split, splits/usppm.json) only ``--split``'s anchors; ``--against`` adds a
     paired bootstrap of the difference, resampling anchors."""
-    from patent_demo.text.scored import bootstrap_correlation_diff, correlations, read_scored_pairs, to_pairs
+    from patent_demo.text.scored import (
+        bootstrap_correlation_diff,
+        correlations,
+        read_scored_pairs,
+        spread,
+        to_pairs,
+    )
 
     rows = read_scored_pairs(args.pairs)
     where = "every row"
@@ -273,18 +279,19 @@ def run_scored(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.pairs}: no scored pairs to evaluate ({where})")
     labels = [r.label for r in rows]
 
-    def scored(name: str) -> tuple[str, np.ndarray]:
+    def scored(name: str) -> tuple[str, np.ndarray, list]:
         label, fn, context = _scored_model(name, args.checkpoints)
-        return label, np.asarray(fn(to_pairs(rows, context)))
+        scores, gate = fn(to_pairs(rows, context))
+        return label, np.asarray(scores), gate
 
-    name, scores = scored(_scored_default(args.checkpoints) if args.model == "default" else args.model)
+    name, scores, gate = scored(_scored_default(args.checkpoints) if args.model == "default" else args.model)
     result = {
         "task": "text", "corpus": args.pairs, "source": "scored phrase pairs", "evaluated": f"{len(rows)} pairs of {where}",
         "model": name, "anchors": len({r.anchor for r in rows}), **correlations(scores, labels),
-        "ids": [r.id for r in rows], "scores": [float(x) for x in scores],
+        "gate_mean": spread(gate), "ids": [r.id for r in rows], "scores": [float(x) for x in scores],
     }  # fmt: skip
     if args.against:
-        bname, bscores = scored(args.against)
+        bname, bscores, _ = scored(args.against)
         groups = [r.anchor for r in rows]
         result.update(against=bname, baseline=correlations(bscores, labels), comparison={
             m: bootstrap_correlation_diff(scores, bscores, labels, groups, m, args.bootstrap, args.seed)

@@ -164,20 +164,33 @@ def correlations(scores: Sequence[float], labels: Sequence[float]) -> dict[str, 
     return {"pearson": pearson(scores, labels), "spearman": spearman(scores, labels), "pairs": len(labels)}
 
 
-def score_pairs(pairs: Sequence[Pair], model: Any, batch_size: int = 128) -> np.ndarray:
+def score_pairs(pairs: Sequence[Pair], model: Any, batch_size: int = 128, extra: str | None = None):
     """The re-ranker's score of every pair (in the order given), through ``Reranker.rank`` (one call per
-    query, its ``t`` from the pairs: NaN -> predicted)."""
+    query, its ``t`` from the pairs: NaN -> predicted); with ``extra`` (e.g. ``"gate_mean"``) also that
+    explanation value per pair: ``(scores, values)``."""
     from patent_demo.text.pairs import group_pairs
 
+    ids = [p.doc_id for p in pairs]
+    if len(set(ids)) != len(ids):
+        raise ValueError("scored pairs need unique ids (the file's id column)")
     score_of: dict[str, float] = {}
+    extra_of: dict[str, Any] = {}
     for _, group in group_pairs(pairs).items():
         known = [None if p.t != p.t else int(p.t >= 0.5) for p in group]
         res = model.rank(group[0].query, [(p.doc_id, p.doc, None) for p in group], batch_size=batch_size, known_t=known)
         score_of.update(zip(res.ids, res.scores.tolist(), strict=True))
-    ids = [p.doc_id for p in pairs]
-    if len(set(ids)) != len(ids):
-        raise ValueError("scored pairs need unique ids (the file's id column)")
-    return np.asarray([score_of[i] for i in ids], dtype=np.float64)
+        if extra is not None:
+            extra_of.update(zip(res.ids, [(e or {}).get(extra) for e in res.extras or [None] * len(res)], strict=True))
+    scores = np.asarray([score_of[i] for i in ids], dtype=np.float64)
+    return (scores, [extra_of[i] for i in ids]) if extra is not None else scores
+
+
+def spread(values: Sequence[float | None]) -> dict[str, float] | None:
+    """Mean, standard deviation and the 5th / 95th percentiles of ``values`` (None when there are none)."""
+    x = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if not len(x):
+        return None
+    return {"mean": float(x.mean()), "std": float(x.std()), "p5": float(np.percentile(x, 5)), "p95": float(np.percentile(x, 95))}
 
 
 def evaluate_scored(
