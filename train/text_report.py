@@ -167,7 +167,7 @@ def markdown(r: dict) -> str:
             f"{n} {v['map@10']:.4f}" for n, v in r["ir_measures"]["test"].items()) + " (identical to the table).", ""]  # fmt: skip
     for rr in r.get("rerank", []):
         lines += [f"## DSSDNet (`{rr['checkpoint']}`, {rr['precision']}) re-ranking the hybrid top {rr['k_rerank']}", "",
-                  "Scored only on the split's queries the checkpoint never trained on (it was trained on "
+                  "Scored only on the split's queries the checkpoint never trained or selected on (it was trained on "
                   f"{rr.get('seen', 'its own hash split')}); fusion weight {rr['fusion']['weight']} (the hybrid's share) tuned on "
                   f"{rr['fusion']['tuned_on']}.", "", "| split | queries | list | R@10 | MAP@10 | nDCG@10 | MAP@10 − hybrid [95 %] |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
