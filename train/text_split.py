@@ -20,12 +20,11 @@ lies in one split, so validation and test anchors are never trained on::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
 
-from patent_demo.data.corpus import Corpus
+from patent_demo.data.corpus import Corpus, family_splits
 from patent_demo.data.families import families
 from patent_demo.data.loaders.textcorpus import read_pairs
 
@@ -51,14 +50,9 @@ def draw_scored_split(path: str, fractions=(0.7, 0.15, 0.15), seed: int = 0) -> 
     count: dict[str, int] = {}
     for r in rows:
         count[r.anchor] = count.get(r.anchor, 0) + 1
-    ranked = sorted(count, key=lambda a: hashlib.sha1(f"{seed}:{a}".encode()).hexdigest())
-    n = len(rows)
-    bounds = (round(fractions[0] * n), round((fractions[0] + fractions[1]) * n))
-    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
-    done = 0
-    for a in ranked:
-        out["train" if done < bounds[0] else "val" if done < bounds[1] else "test"].append(a)
-        done += count[a]
+    # each row a member of its anchor's group: the cut counts rows, as the corpus family split counts patents
+    by_row = family_splits({str(i): r.anchor for i, r in enumerate(rows)}, tuple(fractions), seed)
+    out = {s: sorted({rows[int(i)].anchor for i in ids}) for s, ids in by_row.items()}
     stats = {
         "anchors": {s: len(v) for s, v in out.items()},
         "rows": {s: sum(count[a] for a in v) for s, v in out.items()},
@@ -76,15 +70,7 @@ def draw_split(
     members: dict[str, list[str]] = {}
     for q in queries:
         members.setdefault(fam[q], []).append(q)
-    ranked = sorted(members, key=lambda f: hashlib.sha1(f"{seed}:{f}".encode()).hexdigest())
-    n = len(queries)
-    bounds = (round(fractions[0] * n), round((fractions[0] + fractions[1]) * n))
-    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
-    done = 0
-    for f in ranked:
-        name = "train" if done < bounds[0] else "val" if done < bounds[1] else "test"
-        out[name] += members[f]
-        done += len(members[f])
+    out = family_splits({q: fam[q] for q in queries}, tuple(fractions), seed)
     split_of = {q: s for s, qs in out.items() for q in qs}
     train_pos = {d for q in out["train"] for d, r in corpus.qrels[q].items() if r > 0}
     test_rel = {d for q in out["test"] for d, r in corpus.qrels[q].items() if r > 0}

@@ -251,8 +251,7 @@ def _scored_model(name: str, dirs: list[str]):
     if spec is None:
         raise ValueError("bm25 cannot score a phrase pair; give a DSSDNet checkpoint or dense")
     rr = _pair_reranker(spec, None)
-    meta = json.loads((spec.path / "config.json").read_text(encoding="utf-8")) if spec.path else {}
-    context = not (meta.get("train", {}).get("args", {}) or {}).get("no_context", False)
+    context = not _train_args(spec.path).get("no_context", False)
     return model_name(spec), (lambda pairs: score_pairs(pairs, rr, extra="gate_mean")), context
 
 
@@ -305,12 +304,18 @@ def run_scored(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_args(path) -> dict:
+    """The training command's arguments a checkpoint recorded (``config.json`` ``train.args``), ``{}`` without."""
+    from patent_demo.checkpoint import config_or_none
+
+    return ((config_or_none(path) or {}).get("train") or {}).get("args") or {}
+
+
 def _scored_default(dirs: list[str]) -> str:
     """``--model default`` for scored pairs: the DSSDNet checkpoint trained on scored pairs, else dense."""
     for m in models(dirs):
         if m.task == "text" and m.path is not None:
-            meta = json.loads((m.path / "config.json").read_text(encoding="utf-8"))
-            if (meta.get("train", {}).get("args", {}) or {}).get("scored_pairs"):
+            if _train_args(m.path).get("scored_pairs"):
                 return str(m.path)
     return "dense"
 
