@@ -163,27 +163,6 @@ def markdown(r: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def summary(r: dict) -> str:
-    """The compact table of ``docs/results.md``: the baseline and the model on validation and test, the
-    gate's spread, the target line, and the ablations that move Pearson on validation."""
-    v, t = r["splits"]["val"], r["splits"]["test"]
-    lines = [f"Scored phrase pairs (USPPM), split by anchor (`{r['split_file']}`): {v['anchors']} validation and "
-             f"{t['anchors']} test anchors never trained on ([results_usppm.md](results_usppm.md)).", "",
-             "| model | val Pearson | test Pearson | test Spearman |", "|---|---|---|---|",
-             f"| untrained MiniLM bi-encoder (cosine) | {v['biencoder']['pearson']:.3f} | {t['biencoder']['pearson']:.3f} | "
-             f"{t['biencoder']['spearman']:.3f} |"]  # fmt: skip
-    if "main" in v:
-        lines += [f"| DSSDNet (MiniLM cross-encoder, CPC title in the input) | {_ms(v['main']['pearson'])} | "
-                  f"{_ms(t['main']['pearson'])} | {_ms(t['main']['spearman'])} |", "",
-                  f"Test Pearson ≥ {r['target_pearson']:.2f}: **{'met' if r['target']['met'] else 'not met'}**; "
-                  f"DSSDNet − bi-encoder on test {_ci(t['main']['minus_biencoder']['pearson'])}."]  # fmt: skip
-    if v["ablation"]:
-        rows = [(n, row) for n, row in v["ablation"].items() if "minus_dssdnet" in row]
-        lines += ["", "Ablations at a smaller budget, validation Pearson minus `dssdnet` (anchors resampled): "
-                  + "; ".join(f"{n} {_ci(row['minus_dssdnet'])}" for n, row in rows) + "."]  # fmt: skip
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="python -m train.dssdnet_scored", description=__doc__.split("\n\n")[0])
