@@ -543,7 +543,7 @@ class Workbench:
         w = tuned_fusion_weight(spec.path, "hybrid", self.config.bm25_candidates)
         if w is not None:
             return w, ""
-        return 0.5, (f"{spec.label} records no fusion weight tuned on the hybrid top {self.config.bm25_candidates}: "
+        return 0.5, (f"{spec.key} records no fusion weight tuned on the hybrid top {self.config.bm25_candidates}: "
                      "the fused list uses an untuned 0.5")  # fmt: skip
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:

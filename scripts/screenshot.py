@@ -85,7 +85,7 @@ def search_text(page, text: str, out: Path, wait_s: float) -> None:
     page.locator("#t-search").click()
     try:  # BM25 answers first; the status line says so once the re-ranked lists are there too
         page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=wait_s * 1000)
-        page.locator("#t-bm25 mark").first.wait_for(state="attached", timeout=60_000)  # highlighted snippets
+        page.locator(".text-list mark").first.wait_for(state="attached", timeout=60_000)  # the shown list's snippets
     except Exception:
         failed(page, out, wait_s)
 

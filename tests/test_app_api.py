@@ -114,6 +114,8 @@ def test_search_drawing_label_undo_export(client, server):
 
 
 def test_search_text_lists_and_movement(client, server):
+    from patent_demo.text.hybrid import default_text_list
+
     _, wb, _ = server
     bm, ds, status, list_name, rank, cursor, progress = client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
@@ -123,12 +125,10 @@ def test_search_text_lists_and_movement(client, server):
     assert [r[2] for r in ds["data"]] == dss.ids
     moves = [r[1] for r in ds["data"]]
     for r, (move, extra) in enumerate(zip(moves, dss.extras, strict=True), 1):
-        if extra["bm25_rank"] is None:  # found by the dense stage alone: no BM25 rank to move from
-            assert move == ""
-            continue
-        d = extra["bm25_rank"] - r
+        d = extra["pool_rank"] - r  # DSSDNet re-ranks the hybrid pool: it moves from its pool rank
         assert move == (f"↑ {d}" if d > 0 else f"↓ {-d}" if d < 0 else "=")
-    assert (list_name, rank) == ("dssdnet", 1)
+    assert (list_name, rank) == (default_text_list(), 1)  # the cursor starts on the default list
+    assert "Default list" not in status and "nDCG" not in status  # the figures sit beside the list
     assert "untrained head" in status
     fig, md = client.predict(2, api_name="/explain")
     assert md.startswith(f"### {dss.ids[1]} · ")

@@ -108,7 +108,8 @@ def test_text_search_shows_two_lists(browser, server):  # noqa: F811
     page.locator("#t-search").click()
     page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=20_000)
     bm25, dss = wb.search_text("lamp with a shade and bulb", k=10)
-    for elem, res in (("#t-bm25", bm25), ("#t-dss", dss)):
+    for name, elem, res in (("bm25", "#t-bm25", bm25), ("dssdnet", "#t-dss", dss)):  # one list shown at a time
+        page.locator("#t-show").get_by_text(name, exact=True).click()
         page.locator(elem).get_by_text(res.ids[-1], exact=True).last.wait_for(timeout=10_000)
     page.screenshot(path=str(ARTIFACTS / "text-1366.png"), full_page=True)
     page.set_viewport_size({"width": 400, "height": 800})

@@ -65,6 +65,16 @@ def _text_search(page, text: str):
     page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
 
 
+TABLES = {"bm25": "#t-bm25", "dense": "#t-dense", "hybrid": "#t-hybrid", "dssdnet": "#t-dss", "fused": "#t-fused"}
+
+
+def _show(page, name: str):
+    """Choose the list the Text tab shows: the cursor moves to its first hit, and its table shows."""
+    page.locator("#t-show").get_by_text(name, exact=True).click()
+    page.locator("#l-cursor").get_by_text(f"{name} #1").wait_for(timeout=20_000)
+    page.locator(TABLES[name]).wait_for(state="visible", timeout=20_000)
+
+
 def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F811
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
@@ -77,12 +87,14 @@ def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F
     status = page.locator("#t-status").inner_text()
     assert "no good match" not in status
     assert "the query's own patent EP0735178A1 is left out" in status  # a corpus text: itself left out
-    assert page.locator("#t-bm25").get_by_text("EP0735178A1", exact=True).count() == 0
     page.locator("#l-cursor").get_by_text("· IPC ").wait_for(timeout=20_000)  # not "Locarno –"
+    page.locator("#t-why").get_by_text("Why the cursor hit ranks here").click()
     page.locator("#t-explain").get_by_text("Candidate (IPC ").wait_for(timeout=20_000)
-    widths = page.eval_on_selector_all(
-        "#t-bm25 .table-wrap, #t-dss .table-wrap", "els => els.map(e => [e.scrollWidth, e.clientWidth])"
-    )
+    widths = []
+    for name, table in (("bm25", "#t-bm25"), ("dssdnet", "#t-dss")):
+        _show(page, name)
+        assert page.locator(table).get_by_text("EP0735178A1", exact=True).count() == 0
+        widths += page.eval_on_selector_all(f"{table} .table-wrap", "els => els.map(e => [e.scrollWidth, e.clientWidth])")
     assert all(sw <= cw + 2 for sw, cw in widths), widths  # title and snippet without sideways scrolling
     page.screenshot(path=str(ARTIFACTS / "exam-text-1366.png"), full_page=True)
     page.close()
@@ -98,6 +110,7 @@ def test_off_topic_text_warns_with_the_tables_score(browser, cs):  # noqa: F811
     quoted = status.split("scores ", 1)[1].split(",", 1)[0]
     first = wb.search_text_lists(OFF_TOPIC, "", 1, rerank=False)["bm25"]
     assert quoted == str(round(float(first.scores[0]), 4))
+    _show(page, "bm25")
     page.locator("#t-bm25").get_by_text(quoted, exact=True).last.wait_for(
         timeout=10_000
     )  # as the table shows it
@@ -129,6 +142,7 @@ def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
     admitted = syntax.parse(query).matches(wb.corpus)
     status = page.locator("#t-status").inner_text()
     assert f"search syntax: {len(admitted)} documents match" in status
+    _show(page, "bm25")
     bm25 = page.locator("#t-bm25")
     shown = {
         w for w in bm25.inner_text().split() if w in wb.corpus and bm25.get_by_text(w, exact=True).count()
@@ -153,10 +167,12 @@ def test_one_hit_per_family(browser, cs):  # noqa: F811
         page, "washing with bubbles. Relevant documents will describe washing technology using bubbles."
     )
     families = family_sets(wb.corpus)
-    for table in ("#t-bm25", "#t-dss", "#t-fused"):
+    for name, table in (("bm25", "#t-bm25"), ("dssdnet", "#t-dss"), ("fused", "#t-fused")):
+        _show(page, name)
         ids = [w for w in page.locator(table).inner_text().split() if w in wb.corpus and not w.endswith(",")]
         rows = list(dict.fromkeys(i for i in ids if page.locator(table).get_by_text(i, exact=True).count()))
         assert len(rows) == 10 and len({families[i] for i in rows}) == 10, (table, rows)
+    _show(page, "bm25")
     bm25 = page.locator("#t-bm25")
     bm25.get_by_text("same family: US20080016626A1").last.wait_for(timeout=20_000)  # under EP1870505A2
     assert (
@@ -173,6 +189,7 @@ def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
     _text_search(
         page, "washing with bubbles. Relevant documents will describe washing technology using bubbles."
     )
+    _show(page, "bm25")
     page.locator("#t-bm25").get_by_text("EP1870505A2", exact=True).last.click()
     page.get_by_role("tab", name="Document").click()
     page.locator("#doc-html h3").get_by_text("EP1870505A2").wait_for(timeout=30_000)
@@ -183,7 +200,52 @@ def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
     )
     status.get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
     assert page.locator("#t-text textarea").input_value().startswith(wb.corpus["EP1870505A2"].title)
+    _show(page, "bm25")
     bm25 = page.locator("#t-bm25")
     assert not bm25.get_by_text("EP1870505A2", exact=True).count()
     assert not bm25.get_by_text("US20080016626A1", exact=True).count()  # its family member is left out too
+    page.close()
+
+
+def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browser, cs):  # noqa: F811
+    """The default text list (``default_text_list()``) is the one shown first and the cursor starts on it;
+    the label panel is within a screen and a half at 1366 x 900; after switching lists a label goes to the
+    shown list's hit; the DSSDNet list says it is below the default list on validation. Screenshots:
+    ``test-artifacts/exam-text-default-1366.png`` and ``-390.png``."""
+    from patent_demo.text.hybrid import default_text_list
+    from patent_demo.text.lists import LISTS
+
+    url, wb, docs = cs
+    default = default_text_list()
+    ids = TABLES
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    page.locator("#annotator input, #annotator textarea").first.fill("examiner")
+    q = docs["EP0735178A1"]
+    _text_search(page, f"{q['title']}. {q['abstract']}")
+    shown = [n for n in LISTS if page.locator(ids[n]).is_visible()]
+    assert shown == [default], shown
+    assert page.locator("#t-show input:checked").get_attribute("value") == default
+    page.locator("#l-cursor").get_by_text(f"{default} #1").wait_for(timeout=20_000)
+    assert "default list" in page.locator("#t-figures").inner_text()
+    status = page.locator("#t-status").inner_text()
+    assert "nDCG" not in status and "Default list" not in status and "\n" not in status.strip()
+    top = page.eval_on_selector("#label-panel", "e => e.getBoundingClientRect().top + window.scrollY")
+    assert top < 1.5 * 900, top
+    page.screenshot(path=str(ARTIFACTS / "exam-text-default-1366.png"))
+    other = next(n for n in ("dssdnet", "bm25") if n != default)
+    _show(page, other)
+    assert [n for n in LISTS if page.locator(ids[n]).is_visible()] == [other]
+    if other == "dssdnet":
+        assert f"below the default list ({default}) on validation" in page.locator("#t-figures").inner_text()
+    page.locator("#lbl-next").click()
+    page.locator("#l-cursor").get_by_text(f"{other} #2").wait_for(timeout=20_000)
+    second = page.locator("#l-cursor").inner_text().split("·")[1].strip()  # the cursor hit's patent
+    assert page.locator(ids[other]).get_by_text(second, exact=True).last.is_visible()  # a hit of the shown list
+    page.locator("#lbl-rel").click()
+    # the answer is written from the stored label: its candidate, list and rank
+    page.locator("#l-status").get_by_text(f"✓ relevant · {second} ({other} #2)").wait_for(timeout=20_000)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "exam-text-default-390.png"), full_page=True)
     page.close()

@@ -125,6 +125,7 @@ def test_no_good_match_note_for_an_unrelated_drawing(bench):
 
 
 def test_combined_search_takes_the_filters(bench):
+    from patent_demo.text.hybrid import default_text_list
     from patent_demo.text.search import candidate_text
     from patent_demo.ui.handlers import Handlers
 
@@ -135,7 +136,8 @@ def test_combined_search_takes_the_filters(bench):
     out = h.search_combined(path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", {"own_date": True})
     status, session = out[3], out[4]
     assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in status
-    for name in ("hmcl", "dssdnet", "fused"):
+    assert session["text_list"] == default_text_list()  # the Combined tab fuses HMCL with the default list
+    for name in ("hmcl", default_text_list(), "rrf"):
         rows = session["lists"][name]
         assert rows and all(wb.corpus[row["id"]].date < "2015-06-01" for row in rows)
     assert len(session["lists"]["hmcl"]) == 5  # five of the six earlier patents, filled inside the search
@@ -159,5 +161,5 @@ def test_selecting_a_hit_opens_record_and_side_by_side(bench):
     from patent_demo.text.search import candidate_text
 
     tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[3]
-    page, figs, pid, qh, ch = ex.open_bm25_hit(tsession, SimpleNamespace(index=[0, 0]))
+    page, figs, pid, qh, ch = ex.opener("bm25")(tsession, SimpleNamespace(index=[0, 0]))
     assert pid == tsession["lists"]["bm25"][0]["id"] and "<mark>" in qh and "<mark>" in ch

@@ -79,7 +79,7 @@ def test_undo_by_id_is_refused_to_another_session(tmp_path):
         ("annotator", " ", "annotator is empty: enter your name (or sign in) before labelling"),
         ("label", "maybe", "label 'maybe' is not one of ['not', 'partly', 'relevant']"),
         ("category", "Z", "category 'Z' is not one of X, Y, A or empty"),
-        ("list_name", "google", "list 'google' is not one of ('hmcl', 'bm25', 'dssdnet', 'fused')"),
+        ("list_name", "google", "list 'google' is not one of ('hmcl', 'bm25', 'dense', 'hybrid', 'dssdnet', 'fused', 'rrf')"),
     ],
 )
 def test_bad_labels_are_refused_with_a_message(tmp_path, field, value, message):

@@ -116,3 +116,23 @@ def test_trained_ipc_checkpoint_gate_is_not_constant():
     assert gate_spread_over_candidates(res.extras) > 0.0
     assert max(res.scores) - min(res.scores) > 0.05  # scores are spread, not all ~0.98
     assert all(e["t_source"] == "codes" for e in res.extras)
+
+
+def test_rank_move_is_the_one_move_the_table_and_the_explanation_show():
+    """A re-ranked list moves from its hybrid pool rank, dense and hybrid from BM25's; BM25 moves from
+    nothing. The table's move column and the explanation's line both come from ``rank_move``."""
+    from types import SimpleNamespace
+
+    from patent_demo.text.explain import rank_move
+    from patent_demo.ui.labelling import _moved, hit_rows
+
+    extra = {"bm25_rank": 31, "dense_rank": 4, "pool_rank": 33}
+    assert rank_move("dssdnet", extra, 1) == "↑ 32"  # the hybrid pool's rank, not BM25's (↑ 30)
+    assert rank_move("fused", extra, 35) == "↓ 2"
+    assert rank_move("hybrid", extra, 31) == "="
+    assert rank_move("dense", {"bm25_rank": None}, 3) == ""  # found by the dense stage alone
+    assert rank_move("bm25", extra, 1) == ""
+    corpus = {"P1": SimpleNamespace(id="P1", title="t", codes={})}
+    session = {"kind": "text", "lists": {"dssdnet": [{"id": "P1", "score": 0.5, "extras": extra}]}}
+    row = hit_rows(SimpleNamespace(corpus=corpus), session, "dssdnet")[0]
+    assert row[1] == "↑ 32" and _moved("dssdnet", extra, 1) == " (hybrid pool rank 33, ↑ 32)"

@@ -18,7 +18,7 @@ from patent_demo.labels.fields import (
 
 GRADES = {"relevant": 2, "partly": 1, "not": 0}
 CATEGORIES = ("", "X", "Y", "A")
-LISTS = ("hmcl", "bm25", "dssdnet", "fused")
+LISTS = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused", "rrf")  # rrf: the Combined tab's fusion
 QUERY_KINDS = ("image", "text", "combined")
 MODALITIES = {"image": "drawing", "text": "text", "combined": "patent"}  # query kind -> judged pair
 

@@ -19,7 +19,7 @@ from patent_demo.workbench import Hit
 def new_session(kind: str, query_id: str, previous: dict | None = None, **query: Any) -> dict:
     """The app's per-browser state for one query: what was shown, so a label can name it exactly.
 
-    ``lists`` maps a list name (hmcl, bm25, dssdnet, fused) to rows ``{"id", "figure", "score", "extras"}``
+    ``lists`` maps a list name (``patent_demo.labels.label.LISTS``) to rows ``{"id", "figure", "score", "extras"}``
     in rank order; ``checkpoints`` maps a list name to the checkpoint id that ranked it; ``owner`` is the
     browser session's id, taken from ``previous`` (the session of the last search) when there is one.
     """

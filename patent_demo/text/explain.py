@@ -13,6 +13,8 @@
   domain-invariant head ``g_di`` (Eq. 7), the fused score ``h_R`` (Eq. 12) and the effect of the
   domain label: the score minus the score with ``t`` flipped.
 * :func:`explain_markdown`: both as a short text for the app's panel.
+* :func:`rank_move`: how far a hit moved from its rank in the list it is compared with (``MOVE_FROM``),
+  the one computation the result tables and the explanation panel both show.
 """
 
 from __future__ import annotations
@@ -68,6 +70,24 @@ def gate_spread_over_candidates(extras: Sequence[Mapping]) -> float:
     """Standard deviation of the gate mean over a list's candidates (0: every candidate gated alike)."""
     means = [e["gate_mean"] for e in extras if e and e.get("gate_mean") is not None]
     return float(np.std(means)) if len(means) > 1 else 0.0
+
+
+# each list's hits are compared with the list it re-orders: the re-ranked lists with the hybrid pool they
+# re-rank, the dense and hybrid lists with BM25 (the extras key holding that rank, and its name)
+MOVE_FROM = {"dense": ("bm25_rank", "BM25"), "hybrid": ("bm25_rank", "BM25"),
+             "dssdnet": ("pool_rank", "hybrid pool"), "fused": ("pool_rank", "hybrid pool")}  # fmt: skip
+
+
+def rank_move(list_name: str, extra: Mapping | None, rank: int) -> str:
+    """How far hit ``rank`` of ``list_name`` moved from its rank in the list it is compared with
+    (``MOVE_FROM``): ``"↑ 3"`` (it rose three places), ``"↓ 2"``, ``"="``; ``""`` for a list compared with
+    none (BM25) or a hit the other list does not hold."""
+    key = MOVE_FROM.get(list_name, ("",))[0]
+    before = (extra or {}).get(key) if key else None
+    if before is None:
+        return ""
+    d = int(before) - int(rank)
+    return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
 
 
 def found_by(extra: Mapping) -> str:

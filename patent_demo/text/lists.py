@@ -25,6 +25,8 @@ from patent_demo.text.hybrid import HybridSettings, hybrid_run
 from patent_demo.text.search import TextQuery, TextReranker, first_stage, rerank_first
 
 LISTS = ("bm25", "dense", "hybrid", "dssdnet", "fused")
+TITLES = {"bm25": "BM25", "dense": "Dense (MiniLM bi-encoder)", "hybrid": "Hybrid: BM25 + dense (the re-ranked pool)",
+          "dssdnet": "DSSDNet re-ranking of the hybrid pool", "fused": "Fused: hybrid + DSSDNet scores"}  # fmt: skip
 FIRST_STAGES = ("bm25", "dense", "hybrid")
 
 

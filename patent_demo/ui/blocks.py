@@ -7,6 +7,9 @@ from __future__ import annotations
 import gradio as gr
 
 from patent_demo.labels.store import GRADES, LabelStore
+from patent_demo.text.hybrid import default_text_list
+from patent_demo.text.lists import LISTS as TEXT_LISTS
+from patent_demo.text.lists import TITLES
 from patent_demo.text.syntax import HELP as SYNTAX_HELP
 from patent_demo.ui import examiner as exam_ui
 from patent_demo.ui.access import Identity, bind_owner, lenient
@@ -22,7 +25,9 @@ from patent_demo.ui.labelling import (
 )
 from patent_demo.workbench import Workbench
 
-LIST_NAMES = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused")
+LIST_NAMES = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused", "rrf")
+TEXT_IDS = {"bm25": "t-bm25", "dense": "t-dense", "hybrid": "t-hybrid", "dssdnet": "t-dss", "fused": "t-fused"}
+TEXT_TABLE_HEIGHT = 380  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title and score fit 1366 px without scrolling sideways
 HIT_WIDTHS = ["6%", "13%", "10%", "7%", "18%", "25%", "9%", "12%"]
@@ -126,39 +131,37 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                                height=300, elem_id="d-sheet-img", visible=False)  # fmt: skip
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
-                    t_text = gr.Textbox(label="Abstract, or a search", lines=5, scale=3, elem_id="t-text", info=SYNTAX_HELP,
-                                        placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
+                    with gr.Column(scale=3):
+                        t_text = gr.Textbox(label="Abstract, or a search", lines=5, elem_id="t-text", info=SYNTAX_HELP,
+                                            placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
+                        t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
                         t_model = gr.Dropdown(text_models, value=wb.default_text_model().key, label="Re-ranker",
                                               elem_id="t-model")  # the checkpoint of the corpus's scheme  # fmt: skip
                         t_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
-                        t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 t_status = gr.Markdown(elem_id="t-status")
-                with gr.Column():  # one above the other, full width: title and snippet readable
-                    t_bm25 = gr.Dataframe(
-                        headers=TEXT_HEADERS,
-                        label="BM25",
-                        interactive=False,
-                        elem_id="t-bm25",
-                        datatype=TEXT_TYPES,
-                        wrap=True,
-                        column_widths=TEXT_WIDTHS,
-                        max_height=600,
-                    )
-                    t_dense = gr.Dataframe(headers=TEXT_HEADERS, label="Dense (MiniLM bi-encoder)", datatype=TEXT_TYPES,
-                                           wrap=True, interactive=False, elem_id="t-dense", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
-                    t_hybrid = gr.Dataframe(headers=TEXT_HEADERS, label="Hybrid: BM25 + dense (the re-ranked pool)", datatype=TEXT_TYPES,
-                                            wrap=True, interactive=False, elem_id="t-hybrid", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
-                    t_dss = gr.Dataframe(headers=TEXT_HEADERS, label="DSSDNet (select a row to explain it)", datatype=TEXT_TYPES, wrap=True,
-                                         interactive=False, elem_id="t-dss", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
-                    t_fused = gr.Dataframe(headers=TEXT_HEADERS, label="Fused: hybrid + DSSDNet scores", datatype=TEXT_TYPES, wrap=True,
-                                           interactive=False, elem_id="t-fused", column_widths=TEXT_WIDTHS, max_height=600)  # fmt: skip
-                with gr.Row():
-                    t_gate = gr.Plot(label="Gate activations")
-                    t_explain = gr.Markdown(
-                        "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain"
-                    )
+                first = default_text_list()  # shown first, and where the cursor starts
+                with gr.Row(equal_height=True):
+                    t_show = gr.Radio([(n + (" (default)" if n == first else ""), n) for n in (first, *(x for x in TEXT_LISTS if x != first))],
+                                      value=first, label="List shown (the cursor labels its hits)", elem_id="t-show",
+                                      scale=1, min_width=480)  # fmt: skip
+                    with gr.Column(scale=1):
+                        t_figures = gr.Markdown(lh.list_figures(None, first), elem_id="t-figures")
+                # one list at a time, full width (title and snippet readable); show() follows the cursor's list
+                with gr.Column(elem_classes=["text-lists"]):  # on a phone: scrolls sideways, the columns readable
+                    t_tables = {n: gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, wrap=True, interactive=False,
+                                                label=TITLES[n], show_label=False, elem_id=TEXT_IDS[n], column_widths=TEXT_WIDTHS,
+                                                max_height=TEXT_TABLE_HEIGHT, visible=n == first, elem_classes=["text-list"])
+                                for n in TEXT_LISTS}  # fmt: skip
+                t_bm25, t_dense, t_hybrid, t_dss, t_fused = t_tables.values()
+                with gr.Accordion("Why the cursor hit ranks here: its first-stage ranks; for DSSDNet the gate, t and "
+                                  "the score's parts", open=False, elem_id="t-why"):  # fmt: skip
+                    with gr.Row():
+                        t_gate = gr.Plot(label="Gate activations")
+                        t_explain = gr.Markdown(
+                            "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain"
+                        )
             with gr.Tab("Combined", id="combined"):
                 with gr.Row():
                     c_file = gr.File(label="Query drawing", type="filepath", height=120)
@@ -173,10 +176,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     c_hm = gr.Dataframe(
                         headers=heads, label="HMCL (drawing)", interactive=False, elem_id="c-hm"
                     )
-                    c_ds = gr.Dataframe(
-                        headers=heads, label="DSSDNet (text)", interactive=False, elem_id="c-ds"
-                    )
-                    c_fu = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False, elem_id="c-fu")
+                    c_text = gr.Dataframe(headers=heads, label=f"{TITLES[first]} (text: the default list)",
+                                          interactive=False, elem_id="c-text")  # fmt: skip
+                    c_rrf = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False, elem_id="c-rrf")
             ext = exam_ui.build_tabs()
             with gr.Tab("Embedding map", id="map"):
                 with gr.Row():
@@ -292,20 +294,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         # -- events --------------------------------------------------------------------------------------
         # the cursor: every event that moves it, or changes what it shows, ends with lh.show
         show_in = [session, l_list, l_rank, l_unlabelled, annotator]
-        show_out = [
-            d_gallery,
-            d_table,
-            t_bm25,
-            t_dss,
-            t_fused,
-            c_hm,
-            c_ds,
-            c_fu,
-            t_gate,
-            t_explain,
-            l_preview,
-            l_cursor,
-        ]
+        show_out = [d_gallery, d_table, *t_tables.values(), t_show, t_figures, c_hm, c_text, c_rrf, t_gate, t_explain,
+                    l_preview, l_cursor]  # fmt: skip
         quiet = {"api_visibility": "private"}
 
         def then_show(event):
@@ -325,8 +315,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
         d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop], [d_status, d_table],
                         api_name="search_application")  # fmt: skip
-        bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, filters],
-                                 [t_bm25, t_dss, t_fused, t_status], api_name="search_bm25")  # fmt: skip
+        bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, filters, session],
+                                 [t_bm25, t_dss, t_fused, t_status, session], api_name="search_bm25")  # fmt: skip
         dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, filters],
                                      [t_dense, t_hybrid, t_status], api_name="search_dense")  # fmt: skip
         then_show(dense_next.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, filters, session],
@@ -334,7 +324,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                   h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
         then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, filters,
                                                   session],
-                              [c_hm, c_ds, c_fu, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
+                              [c_hm, c_text, c_rrf, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
 
         exam_ui.wire_crop(crop, d_file, crop_state)
         then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, annotator, filters, session],
@@ -344,9 +334,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                          [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
         d_table.select(ex.open_drawing_row, [session, d_file, crop_state, d_crop],
                        [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_row")  # fmt: skip
-        for table, fn, name in ((t_dss, ex.open_dssdnet_hit, "dssdnet"), (t_bm25, ex.open_bm25_hit, "bm25"),
-                                (t_fused, ex.open_fused_hit, "fused")):  # fmt: skip
-            table.select(fn, [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
+        for name, table in t_tables.items():
+            table.select(ex.opener(name), [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
         exam_ui.wire_more_like_this(ext, ex, tabs, session, d_file, t_text)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
@@ -360,10 +349,15 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             return select
 
         for comp, name, api in ((d_gallery, "hmcl", "select_hit"), (d_table, "hmcl", "select_hit_row"), (t_bm25, "bm25", "select_bm25"),
-                                (t_dss, "dssdnet", "select_dssdnet"), (c_hm, "hmcl", "select_combined_hmcl"),
-                                (c_ds, "dssdnet", "select_combined_dssdnet"), (c_fu, "fused", "select_fused"),
-                                (t_fused, "fused", "select_text_fused")):  # fmt: skip
+                                (t_dense, "dense", "select_dense"), (t_hybrid, "hybrid", "select_hybrid"),
+                                (t_dss, "dssdnet", "select_dssdnet"), (t_fused, "fused", "select_text_fused"),
+                                (c_hm, "hmcl", "select_combined_hmcl"), (c_rrf, "rrf", "select_combined_rrf")):  # fmt: skip
             then_show(comp.select(selector(name), [session], [l_list, l_rank], api_name=api))
+
+        def select_combined_text(session, evt: gr.SelectData):  # the Combined tab's text list: the default one
+            return lh.select((session or {}).get("text_list") or default_text_list(), session, evt)
+
+        then_show(c_text.select(select_combined_text, [session], [l_list, l_rank], api_name="select_combined_text"))
         gr.Button(visible=False).click(lh.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
         m_btn.click(
             h.embedding_maps,
@@ -409,6 +403,14 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(b_next.click(mover(1), move_in, [l_rank, l_cursor], api_name="next_hit"))
         then_show(b_prev.click(mover(-1), move_in, [l_rank, l_cursor], api_name="prev_hit"))
         then_show(l_list.input(mover(0), move_in, [l_rank, l_cursor], api_name="choose_list"))
+
+        def show_list(list_name, session, unlabelled, annotator, request: gr.Request,
+                      profile: gr.OAuthProfile | None = None):  # fmt: skip
+            """The Text tab's list choice: that list is shown and the cursor moves to its first hit."""
+            return list_name, *lh.move(list_name, 1, 0, session, unlabelled, annotator, request, profile)
+
+        then_show(t_show.input(show_list, [t_show, session, l_unlabelled, annotator], [l_list, l_rank, l_cursor],
+                               api_name="show_list"))  # fmt: skip
         l_rank.input(lh.show, show_in, show_out, **quiet)
         l_unlabelled.change(lh.show, show_in, show_out, **quiet)
         x_btn.click(lh.export_labels, [annotator], [x_files, x_md], api_name="export_labels")

@@ -298,14 +298,13 @@ class ExaminerHandlers:
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
-    def open_dssdnet_hit(self, session, evt: gr.SelectData):
-        return self.open_text_hit("dssdnet", session, evt)
+    def opener(self, list_name: str):
+        """The select handler of one text list's table (``/open_<list>_hit``): :meth:`open_text_hit`."""
 
-    def open_bm25_hit(self, session, evt: gr.SelectData):
-        return self.open_text_hit("bm25", session, evt)
+        def open_hit(session, evt: gr.SelectData):
+            return self.open_text_hit(list_name, session, evt)
 
-    def open_fused_hit(self, session, evt: gr.SelectData):
-        return self.open_text_hit("fused", session, evt)
+        return open_hit
 
     def snippets(self, query: str, ids) -> list[str]:
         """One highlighted snippet (escaped HTML) per text hit."""

@@ -27,6 +27,8 @@ from patent_demo.labels.sessions import add_list, history_of, new_session, owner
 from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.text.hybrid import default_text_list
+from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, cropped_query, model_key, top_k, upload
 from patent_demo.ui.labelling import (
     HIT_HEADERS,
@@ -107,15 +109,14 @@ class Handlers:
         if previous and previous.get("image_file"):
             self.store.release_query_image(previous["image_file"])
 
-    def _failed(self, previous: dict | None, err: BaseException) -> tuple[str, dict]:
-        """A search failed: the message, and an empty session (same owner) so no label goes to old hits."""
+    def _emptied(self, previous: dict | None) -> dict:
+        """An empty session (same owner and history): no label goes to the hits it replaces."""
         self._replace(previous)
-        return warn(err), {
-            "owner": owner_of(previous),
-            "lists": {},
-            "checkpoints": {},
-            "history": history_of(previous),
-        }
+        return {"owner": owner_of(previous), "lists": {}, "checkpoints": {}, "history": history_of(previous)}
+
+    def _failed(self, previous: dict | None, err: BaseException) -> tuple[str, dict]:
+        """A search failed: the message, and an empty session so no label goes to old hits."""
+        return warn(err), self._emptied(previous)
 
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, filters=None, previous=None,
                        crop_image=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
@@ -194,9 +195,11 @@ class Handlers:
                 )
         return hits
 
-    def search_bm25(self, abstract, codes, model, k, filters=None):
+    def search_bm25(self, abstract, codes, model, k, filters=None, previous=None):
         """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
-        the DSSDNet and fused tables emptied, and a status saying the re-ranking follows."""
+        the DSSDNet and fused tables emptied, a status saying the re-ranking follows, and the session
+        emptied (the tables now show the new query, so no label may go to the last one's hits)."""
+        previous = self._emptied(previous)
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
@@ -207,9 +210,9 @@ class Handlers:
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
             status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.config.bm25_candidates}…"
-            return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes)
+            return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes), previous
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
-            return None, None, None, warn(err)
+            return None, None, None, warn(err), previous
 
     def search_dense(self, abstract, codes, model, k, filters=None):
         """The dense and hybrid lists (the text button's second step, before the re-ranker)."""
@@ -231,10 +234,9 @@ class Handlers:
 
     def search_text(self, abstract, codes, model, k, annotator, filters=None, previous=None,
                     request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
-        """BM25, DSSDNet and fused lists for a pasted abstract (optional classification codes),
-        restricted by the filter panel."""
-        from patent_demo.text.hybrid import default_text_list
-
+        """Every text list (``patent_demo.text.lists``) for a pasted abstract (optional classification
+        codes), restricted by the filter panel; the cursor starts on the default list's first hit. Returns
+        the BM25 and DSSDNet tables, the status, the session and the cursor."""
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
@@ -242,15 +244,12 @@ class Handlers:
             f = Filters.from_value(filters)
             lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f.search, f.own_date,
                                                 exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
-            bm25, dss = lists["bm25"], lists["dssdnet"]
             spec = self.wb.model(model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
-            add_list(session, "bm25", self._snipped(bm25, text), "bm25")
-            add_list(session, "dssdnet", self._snipped(dss, text), spec.checkpoint_id)
-            add_list(session, "fused", self._snipped(lists["fused"], text), f"{spec.checkpoint_id}+hybrid")
-            for name in ("dense", "hybrid"):
-                add_list(session, name, self._snipped(lists[name], text), name)
-            notes += [n for n in [self.wb.fusion_weight(spec)[1]] if n]
+            session["text_model"] = spec.key
+            ranked_by = {"dssdnet": spec.checkpoint_id, "fused": f"{spec.checkpoint_id}+hybrid"}
+            for name in TEXT_LISTS:
+                add_list(session, name, self._snipped(lists[name], text), ranked_by.get(name, name))
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
@@ -259,14 +258,15 @@ class Handlers:
             )
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             precision = getattr(self.wb.reranker(spec), "precision", "fp32")
-            status = (f"BM25 found {len(bm25)}; {spec.label} ({precision}) re-ranked the hybrid top "
-                      f"{self.wb.config.bm25_candidates}{untrained}. Default list: {default_text_list()} (best on validation).")  # fmt: skip
+            status = (f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
+                      f"{self.wb.config.bm25_candidates}{untrained}")  # fmt: skip
             status = _with_notes(status, notes)
-            if not len(bm25):
+            if not len(lists["bm25"]):
                 status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)
-            return (table_value(self.wb, session, "bm25", judged, None),
-                    table_value(self.wb, session, "dssdnet", judged, 1), status, session, "dssdnet", 1,
-                    cursor_md(self.wb, session, "dssdnet", 1, judged), progress_md(self.store, session, who))  # fmt: skip
+            first = default_text_list()  # the cursor starts on the default list (the one shown first)
+            return (*(table_value(self.wb, session, n, judged, 1 if n == first else None) for n in ("bm25", "dssdnet")),
+                    status, session, first, 1, cursor_md(self.wb, session, first, 1, judged),
+                    progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
             return None, None, msg, session, gr.update(), 1, "No results: the search failed.", gr.update()
@@ -284,8 +284,8 @@ class Handlers:
     def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, filters=None, previous=None,
                         request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                         progress=TRACK_TQDM):  # fmt: skip
-        """A drawing and an abstract together: HMCL, DSSDNet and their reciprocal rank fusion, each list
-        restricted by the filter panel inside its search."""
+        """A drawing and an abstract together: HMCL, the default text list and their reciprocal rank
+        fusion (``rrf``), each list restricted by the filter panel inside its search."""
         from patent_demo.results import Results
 
         try:
@@ -297,28 +297,29 @@ class Handlers:
             f = Filters.from_value(filters)
             dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f.search, f.own_date,
                                                   exclude_own=f.exclude_own)  # fmt: skip
-            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f.search, f.own_date,
+            name = default_text_list()
+            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f.search, f.own_date, lists=(name,),
                                                  exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
-            dss = lists["dssdnet"]
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
-            fused = self.wb.fuse({"hmcl": hm, "dssdnet": dss}, top=k)
+            fused = self.wb.fuse({"hmcl": hm, name: lists[name]}, top=k)
             sha, rel = self.store.stage_query_image(data, suffix)
             session = new_session("combined", combined_query_id(sha, text), previous, text=text, codes=qcodes,
                                   image_sha=sha, image_file=rel, patent_id=dres.query_patent_id)  # fmt: skip
+            session["text_list"], tspec = name, self.wb.model(tmodel, "text")
             add_list(session, "hmcl", self.wb.text_hits(hm), self.wb.model(dmodel, "drawing").checkpoint_id)
-            add_list(session, "dssdnet", self.wb.text_hits(dss), self.wb.model(tmodel, "text").checkpoint_id)
-            add_list(session, "fused", self.wb.text_hits(fused), "rrf60")
+            add_list(session, name, self.wb.text_hits(lists[name]),
+                     tspec.checkpoint_id if name in ("dssdnet", "fused") else name)  # fmt: skip
+            add_list(session, "rrf", self.wb.text_hits(fused), "rrf60")
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
             record_search(
                 session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who
             )
-            tables = [table_value(self.wb, session, name, judged, 1 if name == "fused" else None)
-                      for name in ("hmcl", "dssdnet", "fused")]  # fmt: skip
-            status = _with_notes("Fused with reciprocal rank fusion (k = 60). Combined labels judge whole patents "
-                                 "(qrels only).", notes + tnotes)  # fmt: skip
-            return (*tables, status, session, "fused", 1, cursor_md(self.wb, session, "fused", 1, judged),
+            tables = [table_value(self.wb, session, n, judged, 1 if n == "rrf" else None) for n in ("hmcl", name, "rrf")]
+            status = _with_notes(f"HMCL and the {name} text list (the default) fused with reciprocal rank fusion (k = 60). "
+                                 "Combined labels judge whole patents (qrels only).", notes + tnotes)  # fmt: skip
+            return (*tables, status, session, "rrf", 1, cursor_md(self.wb, session, "rrf", 1, judged),
                     progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)

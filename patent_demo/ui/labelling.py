@@ -28,7 +28,10 @@ from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
 from patent_demo.limits import check_text
-from patent_demo.text.explain import explain_markdown, found_by
+from patent_demo.text.explain import MOVE_FROM, explain_markdown, found_by, rank_move
+from patent_demo.text.hybrid import default_text_list
+from patent_demo.text.lists import LISTS as TEXT_LISTS
+from patent_demo.text.measured import list_note
 from patent_demo.ui.access import SERVED, Identity, check_owner
 from patent_demo.workbench import Workbench
 
@@ -112,18 +115,23 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
             )
         elif kind == "text":
             e = row.get("extras") or {}
-            move = (
-                _movement(e["bm25_rank"], r) if list_name != "bm25" and e.get("bm25_rank") is not None else ""
-            )
-            rows.append([r, move, p.id, class_code(p, kind), p.title, score, e.get("snippet", "")])
+            rows.append([r, rank_move(list_name, e, r), p.id, class_code(p, kind), p.title, score, e.get("snippet", "")])
         else:
             rows.append([r, p.id, class_code(p, kind), p.title, score])
     return rows
 
 
-def _movement(bm25_rank: int, rank: int) -> str:
-    d = bm25_rank - rank
-    return f"↑ {d}" if d > 0 else (f"↓ {-d}" if d < 0 else "=")
+def shown_text_list(list_name: Any) -> str:
+    """The text list the Text tab shows: the cursor's when it is on a text list, else the default list."""
+    return list_name if list_name in TEXT_LISTS else default_text_list()
+
+
+def _moved(list_name: str, extra: dict, rank: int) -> str:
+    """" (hybrid pool rank 33, ↑ 32)": where the hit was in the list it is compared with, and the move."""
+    if list_name not in MOVE_FROM:
+        return ""
+    before = extra.get(MOVE_FROM[list_name][0])
+    return f" ({MOVE_FROM[list_name][1]} rank {'–' if before is None else before}, {rank_move(list_name, extra, rank) or '–'})"
 
 
 def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, str], cursor_rank: int | None,
@@ -212,7 +220,7 @@ class LabelHandlers:
         try:
             return self._show(session, list_name, rank, unlabelled_only, annotator, request, profile)
         except Exception as err:  # noqa: BLE001 - the views stay as they are, the cursor line says why
-            return (*(gr.update() for _ in range(11)), warn(err))
+            return (*(gr.update() for _ in range(15)), warn(err))
 
     def _show(self, session, list_name, rank, unlabelled_only, annotator, request, profile):
         who = self._soft_who(annotator, request, profile)
@@ -229,17 +237,30 @@ class LabelHandlers:
             out["d_table"] = table_value(self.wb, session, "hmcl", judged, at[1] if at else None, only)
         else:
             out["gallery"], out["d_table"] = gr.update(value=[], selected_index=None), None
-        for key, name in (("t_bm25", "bm25"), ("t_dss", "dssdnet"), ("t_fused", "fused")):
+        shown = shown_text_list(list_name)  # one text list at a time: the cursor's
+        for name in TEXT_LISTS:
             hot = at[1] if at and at[0] == name else None
-            out[key] = table_value(self.wb, session, name, judged, hot, only) if kind == "text" else None
-        for key, name in (("c_hm", "hmcl"), ("c_ds", "dssdnet"), ("c_fu", "fused")):
+            value = table_value(self.wb, session, name, judged, hot, only) if kind == "text" else None
+            out[name] = gr.update(value=value, visible=True) if name == shown else gr.update(visible=False)
+        out["t_show"], out["t_figures"] = shown, self.list_figures(session, shown)
+        combined = ("hmcl", (session or {}).get("text_list") or default_text_list(), "rrf")
+        for key, name in zip(("c_hm", "c_text", "c_rrf"), combined, strict=True):
             hot = at[1] if at and at[0] == name else None
             out[key] = table_value(self.wb, session, name, judged, hot, only) if kind == "combined" else None
         out["gate"], out["explain"] = self.explain_at(session, at)
         out["preview"] = self._preview(session, at)
         out["cursor"] = cursor_md(self.wb, session, list_name, rank, judged)
-        return tuple(out[k] for k in ("gallery", "d_table", "t_bm25", "t_dss", "t_fused", "c_hm", "c_ds", "c_fu", "gate",
-                                      "explain", "preview", "cursor"))  # fmt: skip
+        return tuple(out[k] for k in ("gallery", "d_table", *TEXT_LISTS, "t_show", "t_figures", "c_hm", "c_text",
+                                      "c_rrf", "gate", "explain", "preview", "cursor"))  # fmt: skip
+
+    def list_figures(self, session, name: str) -> str:
+        """The line beside the shown text list: what it measured against the default list
+        (``patent_demo.text.measured.list_note``) for the session's re-ranker (else the default one)."""
+        key = (session or {}).get("text_model")
+        spec = self.wb.model(key, "text") if key else self.wb.default_text_model()
+        fusion = self.wb.fusion_weight(spec)[1] if name == "fused" else ""
+        move = f"*move*: from its {MOVE_FROM[name][1]} rank" if name in MOVE_FROM else ""
+        return " · ".join(x for x in (list_note(name, spec), esc(fusion), move) if x)
 
     def _preview(self, session, at) -> str | None:
         if at is None:
@@ -261,18 +282,14 @@ class LabelHandlers:
         p = self.wb.corpus[row["id"]]
         head = f"### {esc(p.id)} · {esc(p.title)}\n"
         body = f"**Query**: {esc(session.get('text', ''))}\n\n**Candidate** ({esc(scheme_code(p))}): {esc(self.wb.candidate_text(p))}"
-        if list_name != "dssdnet":
-            name = {"bm25": "BM25", "dense": "Dense", "hybrid": "Hybrid"}.get(
-                list_name, "Fused (hybrid + DSSDNet)"
-            )
-            found = f"{found_by(row.get('extras') or {})}\n\n".lstrip()
-            return None, head + f"{name} rank {r} · score {row['score']:.3f}\n\n{found}" + body  # fmt: skip
         e = row.get("extras") or {}
+        if list_name != "dssdnet":
+            found = f"{found_by(e)}\n\n".lstrip()
+            return None, head + f"{list_name} rank {r}{_moved(list_name, e, r)} · score {row['score']:.3f}\n\n{found}" + body  # fmt: skip
         fig = gate_plot(e["gate"]) if e.get("gate") else None
-        pool = e.get("pool_rank", e.get("bm25_rank"))
         md = (
             head
-            + f"DSSDNet rank {r} (hybrid pool rank {pool}, {_movement(pool, r) if pool is not None else '–'})  \n"
+            + f"DSSDNet rank {r}{_moved(list_name, e, r)}  \n"
             f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
             f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
             f"**t** = {_fmt(e.get('t'))} ({esc(e.get('t_source') or '–')}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"

@@ -43,7 +43,8 @@ CSS = """
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;}
   #d-gallery .grid-container {grid-template-columns: repeat(2, 1fr) !important;}
-  #d-table {display: none !important;} }
+  #d-table {display: none !important;}
+  .text-lists {overflow-x: auto !important;} .text-list {min-width: 760px !important;} }
 #d-gallery .grid-wrap {max-height: none !important; height: auto !important; overflow: visible !important;}
 #d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
