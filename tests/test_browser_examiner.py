@@ -167,7 +167,8 @@ def test_text_filter_snippets_compare_and_report(browser, real):  # noqa: F811
     page.get_by_role("tab", name="Text search").click()
     _fill(page, "#t-text", query)
     page.locator("#t-search").click()
-    page.locator("#t-status").get_by_text("documents searched").wait_for(timeout=120_000)
+    page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=120_000)  # every list is in
+    page.locator("#t-show").get_by_text("bm25", exact=True).click()  # one list shown at a time
     page.locator("#t-bm25 mark").first.wait_for(state="attached", timeout=20_000)  # highlighted snippets
     bm25, _ = wb.search_text(
         query, k=10, allowed={p.id for p in wb.corpus if p.date and p.date < "2010-01-01"}

@@ -139,7 +139,10 @@ def test_category_applies_to_text_hits_and_resets(browser, server):  # noqa: F81
     page.get_by_role("tab", name="Text search").click()
     page.locator("#t-text textarea").fill("lamp with a shade and bulb")
     page.locator("#t-search").click()
+    page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=20_000)
+    page.locator("#t-show").get_by_text("dssdnet", exact=True).click()  # the cursor follows the list shown
     page.locator("#l-cursor").get_by_text("dssdnet #1").wait_for(timeout=20_000)
+    page.locator("#t-why").get_by_text("Why the cursor hit ranks here").click()  # the explanation is folded
     page.locator("#t-explain").get_by_text("DSSDNet rank 1").wait_for(timeout=10_000)
     page.get_by_label("X", exact=True).check()
     page.locator("#t-status").click()

@@ -176,8 +176,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     c_hm = gr.Dataframe(
                         headers=heads, label="HMCL (drawing)", interactive=False, elem_id="c-hm"
                     )
-                    c_text = gr.Dataframe(headers=heads, label=f"{TITLES[first]} (text: the default list)",
-                                          interactive=False, elem_id="c-text")  # fmt: skip
+                    c_list = gr.Dataframe(headers=heads, label=f"{TITLES[first]} (text: the default list)",
+                                          interactive=False, elem_id="c-list")  # fmt: skip
                     c_rrf = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False, elem_id="c-rrf")
             ext = exam_ui.build_tabs()
             with gr.Tab("Embedding map", id="map"):
@@ -294,7 +294,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         # -- events --------------------------------------------------------------------------------------
         # the cursor: every event that moves it, or changes what it shows, ends with lh.show
         show_in = [session, l_list, l_rank, l_unlabelled, annotator]
-        show_out = [d_gallery, d_table, *t_tables.values(), t_show, t_figures, c_hm, c_text, c_rrf, t_gate, t_explain,
+        show_out = [d_gallery, d_table, *t_tables.values(), t_show, t_figures, c_hm, c_list, c_rrf, t_gate, t_explain,
                     l_preview, l_cursor]  # fmt: skip
         quiet = {"api_visibility": "private"}
 
@@ -324,7 +324,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                   h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
         then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, filters,
                                                   session],
-                              [c_hm, c_text, c_rrf, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
+                              [c_hm, c_list, c_rrf, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
 
         exam_ui.wire_crop(crop, d_file, crop_state)
         then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, annotator, filters, session],
@@ -357,7 +357,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         def select_combined_text(session, evt: gr.SelectData):  # the Combined tab's text list: the default one
             return lh.select((session or {}).get("text_list") or default_text_list(), session, evt)
 
-        then_show(c_text.select(select_combined_text, [session], [l_list, l_rank], api_name="select_combined_text"))
+        then_show(c_list.select(select_combined_text, [session], [l_list, l_rank], api_name="select_combined_text"))
         gr.Button(visible=False).click(lh.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
         m_btn.click(
             h.embedding_maps,

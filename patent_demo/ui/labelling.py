@@ -244,13 +244,13 @@ class LabelHandlers:
             out[name] = gr.update(value=value, visible=True) if name == shown else gr.update(visible=False)
         out["t_show"], out["t_figures"] = shown, self.list_figures(session, shown)
         combined = ("hmcl", (session or {}).get("text_list") or default_text_list(), "rrf")
-        for key, name in zip(("c_hm", "c_text", "c_rrf"), combined, strict=True):
+        for key, name in zip(("c_hm", "c_list", "c_rrf"), combined, strict=True):
             hot = at[1] if at and at[0] == name else None
             out[key] = table_value(self.wb, session, name, judged, hot, only) if kind == "combined" else None
         out["gate"], out["explain"] = self.explain_at(session, at)
         out["preview"] = self._preview(session, at)
         out["cursor"] = cursor_md(self.wb, session, list_name, rank, judged)
-        return tuple(out[k] for k in ("gallery", "d_table", *TEXT_LISTS, "t_show", "t_figures", "c_hm", "c_text",
+        return tuple(out[k] for k in ("gallery", "d_table", *TEXT_LISTS, "t_show", "t_figures", "c_hm", "c_list",
                                       "c_rrf", "gate", "explain", "preview", "cursor"))  # fmt: skip
 
     def list_figures(self, session, name: str) -> str:
