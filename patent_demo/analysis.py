@@ -117,11 +117,16 @@ def describe_protocol(wb: Workbench, split: str = "test") -> str:
     from patent_demo.drawing.evaluate import resolve_split
 
     q_rows, g_rows = wb.protocol(split)
+    asked = split
     split, kind = resolve_split(wb.corpus, split)
     if kind == "all":
-        where = "every figure against all the others" + (
-            f" of the {split} split" if split else " (no test split)"
-        )
+        if split:
+            scope = f" of the {split} split"
+        elif asked in (None, "all"):
+            scope = " of every patent (all splits)"
+        else:
+            scope = " (the corpus has no test split)"
+        where = "every figure against all the others" + scope
     else:
         where = f"the {split} split, one query figure per patent against the split's other figures"
     return f"{where}: {len(q_rows):,} queries, {len(g_rows):,} gallery figures"

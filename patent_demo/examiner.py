@@ -138,9 +138,9 @@ def drawing_search(
                      + (f" with its family ({', '.join(family)})" if family else ""))  # fmt: skip
         if not allowed:
             raise ValueError("nothing is left to search once the query's own patent is left out")
-    res = wb.search_drawing(image, model, k, group_by_patent, crop, query_locarno, allowed=allowed)
-    if own_patent and not res.query_patent_id:
-        res.query_patent_id = own_patent  # a crop of a corpus figure still belongs to its patent
+    # a crop of a corpus figure still belongs to its patent: its class and its spread line
+    res = wb.search_drawing(image, model, k, group_by_patent, crop, query_locarno, allowed=allowed,
+                            query_patent=own_patent)  # fmt: skip
     th = no_match_threshold(wb, "drawing", model)
     if th is not None and res.hits:
         msg = th.message(res.hits[0].score)

@@ -25,7 +25,8 @@ def _title(data: Mapping) -> str:
     sil_txt = "n/a" if sil is None or (isinstance(sil, float) and math.isnan(sil)) else f"{sil:.3f}"
     shown, total = data.get("sampled", (len(data["ids"]), len(data["ids"])))
     sample = f" · {shown} of {total} drawings sampled" if shown < total else f" · {total} drawings"
-    return f"{data.get('model', '')} · silhouette by subclass {sil_txt}{sample}"
+    # the score first, the (long) model name on its own line: a narrow plot cuts a title's end off
+    return f"silhouette by subclass {sil_txt}{sample}<br><sup>{data.get('model', '')}</sup>"
 
 
 def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
@@ -89,7 +90,7 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
     fig.update_layout(
         title={"text": _title(data), "font": {"size": 13}},
         height=height,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin={"l": 10, "r": 10, "t": 56, "b": 10},
         legend={"title": {"text": "subclass"}, "font": {"size": 10}, "itemsizing": "constant"},
         template="plotly_white",
     )

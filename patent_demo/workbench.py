@@ -378,9 +378,11 @@ class Workbench:
         crop: bool = True,
         query_locarno: str = "",
         allowed: Collection[str] | None = None,
+        query_patent: str = "",
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to (same file bytes).
+        ``query_locarno``, else that of the corpus patent the drawing belongs to: ``query_patent`` (a crop
+        cut from one of its figures), else the patent whose figure has the same file bytes.
         ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
         from patent_demo import taxonomy
 
@@ -391,8 +393,8 @@ class Workbench:
         n_patents = len(set(index.patent_ids))
         k = max(1, min(int(k), n_patents if group_by_patent else index.count))
         q = self.embed_query(image, spec.key, crop=crop)
-        own_patent = ""
-        if sha in self.figure_sha():
+        own_patent = query_patent if query_patent in self.corpus else ""
+        if not own_patent and sha in self.figure_sha():
             own_patent = self.patent_of_figure(self.figure_sha()[sha])[0].id
         loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
         if not loc and own_patent:

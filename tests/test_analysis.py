@@ -66,8 +66,16 @@ def test_protocol_without_a_test_split(tmp_path):
                    progress=False)  # fmt: skip
     assert (
         describe_protocol(wb)
-        == "every figure against all the others (no test split): 20 queries, 20 gallery figures"
+        == "every figure against all the others (the corpus has no test split): 20 queries, 20 gallery figures"
     )
+
+
+def test_protocol_of_every_patent_on_a_corpus_with_a_test_split(tmp_path):
+    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
+                   corpus=_uspc_corpus(tmp_path / "corpus"), drawing_encoder_factory=lambda spec: PixelEncoder(),
+                   progress=False)  # fmt: skip
+    assert wb.corpus.splits.get("test")  # it has one; "all" was asked for
+    assert describe_protocol(wb, "all").startswith("every figure against all the others of every patent (all splits): ")
 
 
 def test_corpus_description_says_where_the_corpus_comes_from(tmp_path):

@@ -54,6 +54,13 @@ def test_text_own_date_drops_the_query_patent(bench):
     )
 
 
+def _unknown_drawing(wb):
+    """A drawing of no corpus patent (new bytes): its class is unknown."""
+    path = wb.config.cache_dir / "unknown.png"
+    Image.open(wb.corpus.image_path(wb.corpus["D0002"].figures[0])).convert("L").rotate(90, expand=True).save(path)
+    return path
+
+
 def test_handlers_crop_sheet_document_report(bench):
     from patent_demo.ui.examiner import ExaminerHandlers
     from patent_demo.ui.handlers import Handlers
@@ -76,6 +83,9 @@ def test_handlers_crop_sheet_document_report(bench):
     assert was_cropped and Image.open(io.BytesIO(cropped_bytes)).size == crop.size
     assert "4 results with" in out[1] and session["query_id"] != full[3]["query_id"]
     assert session["image_sha"] == hashlib.sha256(cropped_bytes).hexdigest()  # the crop is the query
+    assert session["patent_id"] == "D0002"  # a crop of D0002's figure keeps its patent and so its class
+    assert "query class unknown" not in out[1] and "query class unknown" in h.search_drawing(
+        str(_unknown_drawing(wb)), "zero-shot", 4, True, True, "", "ann")[1]  # fmt: skip
     # a filter typed with a bad date is a ⚠️ message, not a stack trace
     bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", {"before": "2021-02-30"})
     assert bad[1].startswith("⚠️ cut-off date '2021-02-30' is not a calendar date")

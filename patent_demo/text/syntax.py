@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 MAX_TERMS = 40
 FIELDS = {"ti": "title", "ab": "abstract", "cl": "claims", "cpc": "cpc", "ipc": "ipc", "loc": "locarno"}
-HELP = ('Search syntax: "a phrase", truncat*, AND / OR / NOT, ( ), fields ti: ab: cl: and codes ipc: cpc: loc: '
-        '(e.g. ti:"washing machine" AND bubbl* NOT ipc:A47L)')  # fmt: skip
+# in backticks: the app renders this as Markdown, where a bare * would start italics
+HELP = ('Search syntax: `"a phrase"`, `truncat*`, `AND` / `OR` / `NOT`, `( )`, fields `ti:` `ab:` `cl:` and codes '
+        '`ipc:` `cpc:` `loc:` (e.g. `ti:"washing machine" AND bubbl* NOT ipc:A47L`)')  # fmt: skip
 _TOKEN = re.compile(
     r'\s*(?:(?P<paren>[()])|(?:(?P<field>[A-Za-z]+)[:=])?(?:"(?P<phrase>[^"]*)"|(?P<word>[^\s()"]+))|(?P<bad>"))'
 )

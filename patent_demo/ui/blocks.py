@@ -74,7 +74,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
             elem_id="header",
         )
-        index_status = gr.Markdown(wb.index_status(), elem_id="index-status")
+        index_status = gr.Markdown("", elem_id="index-status")  # filled on load: a value baked at build time goes stale
         if storage_warning:
             gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
         with gr.Row():
@@ -309,6 +309,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_examples.select(pick_example, None, d_file, api_name=False)
         d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
+        demo.load(wb.index_status, None, index_status, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, filters,
                                                  session, crop_state],
