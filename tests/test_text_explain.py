@@ -47,6 +47,22 @@ def test_contributions_and_text():
     assert explain_markdown({**extra, "gate": [0.5] * 8}).startswith("⚠️ The gate is flat (0.500 ± 0.000")
     assert "no gate" in explain_markdown({"gate": None, "fusion": None, "ds": None, "di": None})
     assert gate_spread_over_candidates([{"gate_mean": 0.4}, {"gate_mean": 0.6}]) == pytest.approx(0.1)
+    assert "What moves" not in text  # a decided gate explains itself
+
+
+def test_an_undecided_gate_says_what_moves_the_score_instead():
+    # as measured on a real query: every dimension near 0.5, every hit's gate mean alike
+    undecided = {"gate": [0.49, 0.5, 0.51, 0.5], "ds": 0.62, "di": 0.58, "fusion": 0.6, "t": 0,
+                 "t_source": "predicted", "t_hat": 0.3, "score_t_flipped": 0.45, "gate_mean": 0.5}  # fmt: skip
+    hits = [undecided, {"gate_mean": 0.49}, {"gate_mean": 0.51}]
+    text = explain_markdown(undecided, hits)
+    # t flipped moves it by 0.15, the head gap (0.04) by half that: t first
+    assert ("What moves this score instead, largest first: the domain label t (flipping it changes the score "
+            "by -0.150); the two heads' disagreement (the domain-sensitive head scores it 0.040 higher") in text  # fmt: skip
+    assert ("Over the list's 3 hits the gate mean spans 0.490–0.510 (std 0.008): every hit is gated alike, so the "
+            "gate does not order this list.") in text  # fmt: skip
+    spread = explain_markdown(undecided, [{"gate_mean": 0.3}, {"gate_mean": 0.7}])
+    assert "spans 0.300–0.700 (std 0.200): the hits differ" in spread
 
 
 def test_checkpoint_scheme_and_choice(tmp_path):

@@ -12,7 +12,9 @@
 * :func:`contributions`: the probability of the domain-sensitive head ``g_ds`` and of the
   domain-invariant head ``g_di`` (Eq. 7), the fused score ``h_R`` (Eq. 12) and the effect of the
   domain label: the score minus the score with ``t`` flipped.
-* :func:`explain_markdown`: both as a short text for the app's panel.
+* :func:`explain_markdown`: both as a short text for the app's panel; where the gate explains nothing
+  (flat or undecided, as on real text so far) :func:`what_moves` says what does move the score, and
+  :func:`list_gate_line` how the gate spreads over the whole list.
 * :func:`rank_move`: how far a hit moved from its rank in the list it is compared with (``MOVE_FROM``),
   the one computation the result tables and the explanation panel both show.
 """
@@ -106,9 +108,41 @@ def found_by(extra: Mapping) -> str:
     return f"First stages: {', '.join(parts)}{pool}."
 
 
-def explain_markdown(extra: Mapping) -> str:
+def what_moves(extra: Mapping) -> str:
+    """For a hit whose gate explains nothing: what does move its score, largest effect first (flipping
+    the domain label ``t``; the gap between the two heads, half of which the fused score follows)."""
+    c = contributions(extra)
+    movers = []
+    if c["t_effect"] is not None:
+        movers.append((abs(c["t_effect"]), f"the domain label t (flipping it changes the score by {-c['t_effect']:+.3f})"))
+    if c["ds"] is not None and c["di"] is not None:
+        gap = float(c["ds"]) - float(c["di"])
+        lean = "higher" if gap > 0 else "lower"
+        movers.append((abs(gap) / 2, f"the two heads' disagreement (the domain-sensitive head scores it {abs(gap):.3f} "
+                                     f"{lean} than the domain-invariant one)"))  # fmt: skip
+    if not movers:
+        return ""
+    movers.sort(key=lambda m: -m[0])
+    return "What moves this score instead, largest first: " + "; ".join(m[1] for m in movers) + "."
+
+
+def list_gate_line(extras: Sequence[Mapping]) -> str:
+    """The gate mean's spread over a re-ranked list's hits: do the hits differ in how domain-sensitive
+    the model finds them, or are they all gated alike?"""
+    means = [float(e["gate_mean"]) for e in extras if e and e.get("gate_mean") is not None]
+    if len(means) < 2:
+        return ""
+    spread = gate_spread_over_candidates(extras)
+    verdict = ("every hit is gated alike, so the gate does not order this list" if max(means) - min(means) < FLAT_RANGE
+               else "the hits differ in how domain-sensitive the model finds them")  # fmt: skip
+    return (f"Over the list's {len(means)} hits the gate mean spans {min(means):.3f}–{max(means):.3f} "
+            f"(std {spread:.3f}): {verdict}.")  # fmt: skip
+
+
+def explain_markdown(extra: Mapping, list_extras: Sequence[Mapping] = ()) -> str:
     """A few lines for the panel: which first stage found the hit, the gate's spread (or that it is
-    flat) and the parts of the score."""
+    flat or undecided, and then what moves the score instead), the parts of the score and, given the
+    extras of the whole list, the gate's spread over its hits."""
     lines = [line for line in [found_by(extra)] if line]
     g = gate_summary(extra.get("gate"))
     if g is None:
@@ -141,4 +175,7 @@ def explain_markdown(extra: Mapping) -> str:
         same = "same" if c["t"] else "different"
         lines.append(f"Domain t = {c['t']} ({same} subclass; {source}): flipping it would change the score by "
                      f"{-c['t_effect']:+.3f}.")  # fmt: skip
-    return "\n\n".join(lines)
+    if g is not None and (g["flat"] or g["entropy_bits"] >= UNDECIDED_BITS):
+        lines.append(what_moves(extra))
+    lines.append(list_gate_line(list_extras))
+    return "\n\n".join(line for line in lines if line)

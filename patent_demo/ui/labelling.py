@@ -294,7 +294,7 @@ class LabelHandlers:
             f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
             f"**t** = {_fmt(e.get('t'))} ({esc(e.get('t_source') or '–')}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
             f"**components**: ds {_fmt(e.get('ds'))} · di {_fmt(e.get('di'))} · fusion {_fmt(e.get('fusion'))}\n\n"
-            f"{explain_markdown(e)}\n\n" + body
+            f"{explain_markdown(e, [h.get('extras') or {} for h in session['lists']['dssdnet']])}\n\n" + body
         )
         return fig, md
 
