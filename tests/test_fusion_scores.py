@@ -116,3 +116,24 @@ def test_tuned_fusion_weight_is_per_pool_and_depth(tmp_path):
     assert (
         tuned_fusion_weight(tmp_path, "hybrid", 100) == 0.4 and tuned_fusion_weight(tmp_path, "bm25") == 0.15
     )
+
+
+def test_the_tuned_fusion_cannot_fall_below_its_first_stage_on_validation():
+    """The grid holds weight 1 (the first stage alone, its order exactly), so whatever the re-ranker does,
+    the weight chosen on validation scores at least the first stage there."""
+    from patent_demo.metrics import evaluate_run
+
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        first, rer, qrels = {}, {}, {}
+        for q in range(8):
+            ids = [f"d{q}_{i}" for i in range(30)]
+            first[f"q{q}"] = Results(ids, np.sort(rng.normal(size=30))[::-1].copy())
+            rer[f"q{q}"] = Results.from_unsorted(ids, rng.normal(size=30))  # a re-ranker no better than chance
+            qrels[f"q{q}"] = {d: 1 for d in rng.choice(ids, 3, replace=False)}
+        w, rows = tune_fusion_weight(first, rer, qrels)
+        alone = evaluate_run(first, qrels, [10])
+        base = np.mean([alone[m] for m in ("recall@10", "map@10", "ndcg@10")])
+        chosen = next(r for r in rows if r["weight"] == w)
+        assert chosen["objective"] >= base - 1e-12, trial
+        assert fuse_run(first, rer, 1.0)["q0"].ids == first["q0"].ids  # weight 1 is the first stage's order
