@@ -139,6 +139,9 @@ def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
     page.goto(url)
     query = 'ti:"washing machine" AND bubbl* NOT ipc:A47L'
     _text_search(page, query)
+    help_line = page.locator("#t-syntax")  # the Text tab is open now
+    assert "truncat*" in help_line.inner_text() and "bubbl* NOT" in help_line.inner_text()  # * is not italics
+    assert help_line.locator("em").count() == 0
     admitted = syntax.parse(query).matches(wb.corpus)
     status = page.locator("#t-status").inner_text()
     assert f"search syntax: {len(admitted)} documents match" in status

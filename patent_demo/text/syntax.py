@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 MAX_TERMS = 40
 FIELDS = {"ti": "title", "ab": "abstract", "cl": "claims", "cpc": "cpc", "ipc": "ipc", "loc": "locarno"}
-# in backticks: the app renders this as Markdown, where a bare * would start italics
-HELP = ('Search syntax: `"a phrase"`, `truncat*`, `AND` / `OR` / `NOT`, `( )`, fields `ti:` `ab:` `cl:` and codes '
-        '`ipc:` `cpc:` `loc:` (e.g. `ti:"washing machine" AND bubbl* NOT ipc:A47L`)')  # fmt: skip
+HELP = ('Search syntax: "a phrase", truncat*, AND / OR / NOT, ( ), fields ti: ab: cl: and codes ipc: cpc: loc: '
+        '(e.g. ti:"washing machine" AND bubbl* NOT ipc:A47L)')  # fmt: skip
 _TOKEN = re.compile(
     r'\s*(?:(?P<paren>[()])|(?:(?P<field>[A-Za-z]+)[:=])?(?:"(?P<phrase>[^"]*)"|(?P<word>[^\s()"]+))|(?P<bad>"))'
 )

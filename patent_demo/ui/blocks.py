@@ -22,6 +22,7 @@ from patent_demo.ui.labelling import (
     QUEUE_HEADERS,
     TEXT_HEADERS,
     LabelHandlers,
+    esc,
 )
 from patent_demo.workbench import Workbench
 
@@ -132,8 +133,10 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             with gr.Tab("Text search", id="text"):
                 with gr.Row():
                     with gr.Column(scale=3):
-                        t_text = gr.Textbox(label="Abstract, or a search", lines=5, elem_id="t-text", info=SYNTAX_HELP,
+                        t_text = gr.Textbox(label="Abstract, or a search", lines=5, elem_id="t-text",
                                             placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
+                        # a Markdown line, not the box's info (which eats the * of truncat* as emphasis)
+                        gr.Markdown(f"<small>{esc(SYNTAX_HELP)}</small>", elem_id="t-syntax")
                         t_btn = gr.Button("Search texts", variant="primary", elem_id="t-search")
                     with gr.Column(scale=1, min_width=220):
                         t_codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")

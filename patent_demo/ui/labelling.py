@@ -42,13 +42,13 @@ COMBINED_HEADERS = ["rank", "patent", "class", "title", "score", "label"]
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 OTHERS_NOTE = "other annotators' labels, notes and decisions are for the admins"
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
-_MD_SPECIAL = re.compile(r"([\\`\[\]|])")  # links and images need [ ], tables |, code `
+_MD_SPECIAL = re.compile(r"([\\`\[\]|*])")  # links and images need [ ], tables |, code `, italics *
 _ABS_PATH = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/:]+){2,}[\\/]?")
 
 
 def esc(value: Any) -> str:
     """User or corpus text made inert for Markdown: HTML characters as entities, and the brackets of links
-    and images, table bars and backticks escaped, so a name, note, abstract or title never renders as
+    and images, table bars, backticks and asterisks (``bubbl*`` is truncation, not italics) escaped, so a name, note, abstract or title never renders as
     HTML, a link, an image or a table cell."""
     return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False))
 
