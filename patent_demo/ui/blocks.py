@@ -15,7 +15,7 @@ from patent_demo.ui import examiner as exam_ui
 from patent_demo.ui.access import Identity, bind_owner, lenient
 from patent_demo.ui.args import default_labels_path, on_space_with_sign_in
 from patent_demo.ui.handlers import Handlers
-from patent_demo.ui.inputs import NO_DRAWINGS
+from patent_demo.ui.inputs import NO_DRAWINGS, selection
 from patent_demo.ui.labelling import (
     COMBINED_HEADERS,
     HIT_HEADERS,
@@ -306,8 +306,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
 
-        def pick_example(evt: gr.SelectData) -> str:
-            return example_paths[evt.index]
+        def pick_example(evt: gr.EventData) -> str:
+            return example_paths[selection(evt).index]
 
         d_examples.select(pick_example, None, d_file, api_name=False)
         d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
@@ -347,7 +347,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         api_name="search_report")  # fmt: skip
 
         def selector(list_name: str):
-            def select(session, evt: gr.SelectData):
+            def select(session, evt: gr.EventData):
                 return lh.select(list_name, session, evt)
 
             return select
@@ -358,7 +358,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                 (c_hm, "hmcl", "select_combined_hmcl"), (c_rrf, "rrf", "select_combined_rrf")):  # fmt: skip
             then_show(comp.select(selector(name), [session], [l_list, l_rank], api_name=api))
 
-        def select_combined_text(session, evt: gr.SelectData):  # the Combined tab's text list: the default one
+        def select_combined_text(session, evt: gr.EventData):  # the Combined tab's text list: the default one
             return lh.select((session or {}).get("text_list") or default_text_list(), session, evt)
 
         then_show(c_list.select(select_combined_text, [session], [l_list, l_rank], api_name="select_combined_text"))

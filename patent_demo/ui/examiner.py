@@ -31,7 +31,7 @@ from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
-from patent_demo.ui.inputs import TRACK_TQDM, BadInput, cropped_query, model_key, top_k, upload
+from patent_demo.ui.inputs import TRACK_TQDM, BadInput, cropped_query, model_key, selection, top_k, upload
 from patent_demo.ui.labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo.workbench import Workbench
 
@@ -253,10 +253,14 @@ class ExaminerHandlers:
             raise BadInput("run a search and select a hit first")
         return rows[max(1, min(int(rank), len(rows))) - 1]
 
-    def open_drawing_hit(self, session, file, crop_image, crop, evt: gr.SelectData):
+    def open_drawing_hit(self, session, file, crop_image, crop, evt: gr.EventData):
         """Selecting a drawing hit (a gallery tile): its record, and the query next to its figure at the
         same scale. The rank comes from the tile's caption (``#3 …``), so a filtered gallery opens the
         right hit."""
+        try:
+            evt = selection(evt)
+        except BadInput as err:
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
         value = getattr(evt, "value", None)
         caption = (value or {}).get("caption", "") if isinstance(value, dict) else ""
         m = re.match(r"#(\d+) ", caption or "")
@@ -264,8 +268,12 @@ class ExaminerHandlers:
             session, file, crop_image, crop, int(m.group(1)) if m else int(evt.index) + 1
         )
 
-    def open_drawing_row(self, session, file, crop_image, crop, evt: gr.SelectData):
+    def open_drawing_row(self, session, file, crop_image, crop, evt: gr.EventData):
         """Selecting a row of the drawing hits table: as a gallery tile (the row's first cell is its rank)."""
+        try:
+            evt = selection(evt)
+        except BadInput as err:
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
         row = evt.row_value or [None]
         rank = int(row[0]) if isinstance(row[0], int | float) else int(evt.index[0]) + 1
         return self.open_drawing_rank(session, file, crop_image, crop, rank)
@@ -287,10 +295,10 @@ class ExaminerHandlers:
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
 
-    def open_text_hit(self, list_name: str, session, evt: gr.SelectData):
+    def open_text_hit(self, list_name: str, session, evt: gr.EventData):
         """Selecting a text hit: its record with the query's words marked, and query vs candidate."""
         try:
-            row = self._hit_row(session, list_name, int(evt.index[0]) + 1)
+            row = self._hit_row(session, list_name, int(selection(evt).index[0]) + 1)
             query = (session or {}).get("text", "")
             page, gallery, pid = self.document(row["id"], query)
             qh, ch = examiner.text_pair_html(self.wb, query, pid)
@@ -301,7 +309,7 @@ class ExaminerHandlers:
     def opener(self, list_name: str):
         """The select handler of one text list's table (``/open_<list>_hit``): :meth:`open_text_hit`."""
 
-        def open_hit(session, evt: gr.SelectData):
+        def open_hit(session, evt: gr.EventData):
             return self.open_text_hit(list_name, session, evt)
 
         return open_hit

@@ -22,6 +22,25 @@ class BadInput(Exception):
     """Raised inside handlers for messages the user should see (the server carries on)."""
 
 
+NOT_SELECTED = ("no hit was selected: this endpoint answers a click on a result; through the API, move the "
+                "cursor with /next_hit or label a rank with /label")
+
+
+def selection(evt: Any) -> gr.SelectData:
+    """The select event of a click (``gr.SelectData``) from the plain event data a handler is given: a call
+    without a click (an API call, a forged event) carries none and gets :data:`NOT_SELECTED`. Handlers take
+    ``gr.EventData`` and call this, since Gradio's own ``SelectData`` fails inside Gradio on such a call."""
+    if isinstance(evt, gr.SelectData):
+        return evt
+    data = getattr(evt, "_data", None)
+    if not isinstance(data, dict) or data.get("index") is None:
+        raise BadInput(NOT_SELECTED)
+    try:
+        return gr.SelectData(getattr(evt, "target", None), data)
+    except (KeyError, TypeError):
+        raise BadInput(NOT_SELECTED) from None
+
+
 def top_k(value: Any) -> int:
     """top-k from a request: a whole number from 1 to ``MAX_K``."""
     try:

@@ -33,6 +33,7 @@ from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.text.measured import list_note
 from patent_demo.ui.access import SERVED, Identity, check_owner
+from patent_demo.ui.inputs import BadInput, selection
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
@@ -327,8 +328,13 @@ class LabelHandlers:
             r = r2 if 1 <= r2 <= len(rows) else r
         return r, cursor_md(self.wb, session, at[0], r, self._judged(session, who))
 
-    def select(self, list_name: str, session, evt: gr.SelectData):
-        """A click on a gallery item or a table row puts the cursor on that hit."""
+    def select(self, list_name: str, session, evt: gr.EventData):
+        """A click on a gallery item or a table row puts the cursor on that hit (a call without a click: a
+        ⚠️ error naming what to call instead; nothing moves)."""
+        try:
+            evt = selection(evt)
+        except BadInput as err:
+            raise gr.Error(warn(err)) from None
         if list_name == "hmcl" and session and session.get("kind") == "image" and not isinstance(evt.index, list):  # fmt: skip
             caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
             m = re.match(r"#(\d+) ", caption or "")
@@ -442,13 +448,13 @@ class LabelHandlers:
         except Exception as err:  # noqa: BLE001
             return warn(err), gr.update()
 
-    def select_disagreement(self, evt: gr.SelectData, request: gr.Request = None,
+    def select_disagreement(self, evt: gr.EventData, request: gr.Request = None,
                             profile: gr.OAuthProfile | None = None):  # fmt: skip
         try:
             if self.identity.reader("", request, profile) is not None:
                 raise LabelError(f"the disagreement queue shows every annotator's labels; {OTHERS_NOTE}: "
                                  + ", ".join(sorted(self.identity.admins)))  # fmt: skip
-            return self._select_disagreement(evt)
+            return self._select_disagreement(selection(evt))
         except Exception as err:  # noqa: BLE001
             return "", "", warn(err), None, None
 
