@@ -154,7 +154,7 @@ def test_combined_search_takes_the_filters(bench):
 
 
 def test_selecting_a_hit_opens_record_and_side_by_side(bench):
-    from types import SimpleNamespace
+    import gradio as gr
 
     from patent_demo.ui.examiner import ExaminerHandlers
     from patent_demo.ui.handlers import Handlers
@@ -164,12 +164,12 @@ def test_selecting_a_hit_opens_record_and_side_by_side(bench):
     path = str(wb.corpus.image_path(wb.corpus["D0002"].figures[0]))
     session = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann")[3]
     page, figs, pid, q, hit, caption = ex.open_drawing_hit(
-        session, path, None, True, SimpleNamespace(index=1)
+        session, path, None, True, gr.SelectData(None, {"index": 1, "value": None})
     )
     assert pid == session["lists"]["hmcl"][1]["id"] and f"<h3>{pid}" in page and len(figs) == 3
     assert q.size == hit.size == (448, 448) and "as the encoder sees them" in caption
     from patent_demo.text.search import candidate_text
 
     tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[3]
-    page, figs, pid, qh, ch = ex.opener("bm25")(tsession, SimpleNamespace(index=[0, 0]))
+    page, figs, pid, qh, ch = ex.opener("bm25")(tsession, gr.SelectData(None, {"index": [0, 0], "value": None}))
     assert pid == tsession["lists"]["bm25"][0]["id"] and "<mark>" in qh and "<mark>" in ch
