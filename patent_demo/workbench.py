@@ -422,10 +422,11 @@ class Workbench:
         (``patent_demo.drawing.application``). ``query_embedding`` is ``[V, D]``; each hit's extras hold
         its per-view scores."""
         from patent_demo import taxonomy
-        from patent_demo.drawing.application import application_ranking
+        from patent_demo.drawing.application import application_ranking, check_views
 
         if not images:
             raise ValueError("an application query needs at least one view")
+        check_views(images)  # the budget, before any view is decoded
         spec = self.model(model, "drawing")
         index = self.index(spec)
         views = np.stack([self.embed_query(im, spec.key, crop=crop) for im in images])
