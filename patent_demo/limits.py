@@ -34,7 +34,7 @@ MAX_DATE_CHARS = 40  # a date field ("2019-06-30")
 MAX_RANK_CHARS = 20  # a rank as typed ("12")
 MAX_ID_CHARS = 200  # a patent id, query id, figure path or model name (the label store's limit too)
 MAX_DECODED_BYTES = 40_000_000  # a decoded drawing, in grayscale bytes (7000 x 7000 RGBA needs 196 MB)
-MAX_SHEET_FIGURES = 8  # figures of one drawing sheet searched (the largest), each one more drawing search
+MAX_SHEET_FIGURES = 6  # figures of one drawing sheet searched (the largest), each one more drawing search
 MAX_APPLICATION_VIEWS = 8  # views of one application query (a design application has seven at most)
 MAX_APPLICATION_BYTES = MAX_DECODED_BYTES  # all views of an application query together, decoded
 
@@ -51,6 +51,15 @@ def count_tokens(text: str) -> int:
     dense encoder's BERT tokenizers split text before their word pieces (a lower bound on the pieces).
     Counting 20,000 characters takes a few milliseconds."""
     return sum(1 for _ in _TOKEN.finditer(text))
+
+
+def first_tokens(text: str, n: int) -> str:
+    """``text`` up to the end of its ``n``-th token (``count_tokens``'s tokens, each at least one word piece
+    of a BERT tokenizer): a tokenizer that truncates it splits ``n`` tokens instead of all of them."""
+    for i, m in enumerate(_TOKEN.finditer(text), 1):
+        if i == n:
+            return text[: m.end()]
+    return text
 
 
 def check_text(value: Any, what: str, max_chars: int) -> str:

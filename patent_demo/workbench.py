@@ -429,7 +429,10 @@ class Workbench:
         check_views(images)  # the budget, before any view is decoded
         spec = self.model(model, "drawing")
         index = self.index(spec)
-        views = np.stack([self.embed_query(im, spec.key, crop=crop) for im in images])
+        from patent_demo.drawing.imageio import load_drawing
+
+        # every view read as embed_query reads one, and encoded in one batch (one encoder call, not one a view)
+        views = np.asarray(self.encoder(spec).encode([load_drawing(im, crop=crop) for im in images]), dtype=np.float32)
         n = len(set(index.patent_ids))
         res = application_ranking(
             views, index.embeddings, index.patent_ids, max(1, min(int(k), n)), how, allowed

@@ -262,3 +262,21 @@ def test_what_can_be_searched_can_be_labelled(live, client, char):
     stored = store.labels()[-1]
     assert stored.annotator == f"ctl-{ord(char):x}" and char not in stored.query_text
     assert stored.query_text.replace("\n", " ").split() == "lamp shade and bulb".split()
+
+
+@pytest.mark.parametrize("query", [("lamp shade, bulb holder; " * 300) + "椅子座面" * 300,
+                                   "椅子座面靠背扶手" * 500, "a lamp", "x" * 5000 + " shade"],
+                         ids=["english-then-cjk", "cjk", "short", "one-long-word"])  # fmt: skip
+def test_the_re_ranker_cuts_a_long_query_first_into_the_same_pieces(query):
+    """A long abstract is cut to the re-ranker's ``max_length`` tokens before its tokenizer splits it once per
+    candidate: the encodings are those of the whole text truncated by the tokenizer."""
+    import torch
+
+    from tests.test_pipeline import tiny_reranker
+
+    rr = tiny_reranker()
+    docs = ["a lamp with a shade", "chair seat " * 100, ""]
+    whole = rr.tokenizer([query] * 3, docs, truncation="longest_first", max_length=rr.config.max_length,
+                         padding=True, return_tensors="pt")  # fmt: skip
+    cut = rr.tokenize([query] * 3, docs)
+    assert set(cut) <= set(whole) and all(torch.equal(whole[k], v) for k, v in cut.items())
