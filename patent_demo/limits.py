@@ -14,7 +14,7 @@ and 200 MB beyond one search. A drawing sheet searches at most ``MAX_SHEET_FIGUR
 largest boxes, chosen before any is cut out or embedded), an application at most ``MAX_APPLICATION_VIEWS``
 views holding ``MAX_APPLICATION_BYTES`` decoded in all (counted from the file headers before any view is
 decoded), and an abstract at most ``MAX_ABSTRACT_TOKENS`` tokens (:func:`count_tokens`: the cost of a
-text search grows with the tokens the tokenizers make of it, and 20,000 characters of Chinese are ten
+text search grows with the tokens the tokenizers make of it, and 20,000 characters of Chinese are five
 times the tokens of 20,000 characters of English).
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 MAX_K = 50  # results per list
 MAX_ABSTRACT_CHARS = 20_000  # the abstract or the first claims, checked before its tokens are counted
-MAX_ABSTRACT_TOKENS = 4_000  # ... and its tokens (count_tokens): about 20,000 characters of English
+MAX_ABSTRACT_TOKENS = 3_000  # ... and its tokens (count_tokens): about 14,000 characters of English
 MAX_CODES_CHARS = 2_000  # the query's codes field: fifty codes and their separators fit easily
 MAX_QUERY_CODES = 50  # classification codes of one query, over all schemes (the label store's limit too)
 MAX_FILTER_CHARS = 500  # one filter field: classification prefixes, offices, kind codes

@@ -2,11 +2,11 @@
 
 ``search_sheet`` cuts the sheet into figures (``patent_demo.drawing.sheets.split_sheet``; "FIG. n"
 label positions guide it when given), keeps the ``MAX_SHEET_FIGURES`` largest when it found more (chosen
-from the boxes alone, before any figure is cut out or embedded; the status says so), embeds each figure as a drawing query is embedded (crop to
-ink, the encoder's preprocessing), searches the dense index with the same filter for every figure
-(inside FAISS, see ``DenseIndex.search_patents``) and merges the per-figure patent lists: a patent
-scores the best of its scores over the query figures (the max, as figures are aggregated into
-patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
+from the boxes alone, before any figure is cut out or embedded; the status says so), embeds each figure
+as a drawing query is embedded (crop to ink, the encoder's preprocessing), searches the dense index with
+the same filter for every figure (inside FAISS, see ``DenseIndex.search_patents``) and merges the
+per-figure patent lists: a patent scores the best of its scores over the query figures (the max, as
+figures are aggregated into patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
 score each query figure gave it (``extras["figure_scores"]``).
 """
 

@@ -141,7 +141,7 @@ def test_a_long_abstract_is_costed_by_its_tokens_not_its_characters(live, client
     cjk = "椅子座面靠背扶手" * 2_500  # 20,000 characters, 20,000 tokens
     msg = client.predict(*_text(cjk)[1], api_name="/search_text")[2]
     assert msg.startswith("⚠️ the abstract has 20,000 tokens (words, punctuation marks, CJK characters); paste at most")
-    english = "lamp shade bulb holder " * 800  # 18,400 characters, 3,200 tokens: within the cap
+    english = "lamp shade bulb holder " * 700  # 16,100 characters, 2,800 tokens: within the cap
     assert client.predict(*_text(english)[1], api_name="/search_text")[2].startswith("BM25 found")
 
 

@@ -270,12 +270,11 @@ class ExaminerHandlers:
         """Selecting a row of the drawing hits table: as a gallery tile (the row's first cell is its rank)."""
         return self.open_drawing_rank(session, file, crop_image, crop, evt)
 
-    def open_drawing_rank(self, session, file, crop_image, crop, rank, gallery: bool = False):
-        """Drawing hit ``rank`` (a number, or the select event that picked it): its record, and the query
-        next to its figure at the same scale."""
+    def open_drawing_rank(self, session, file, crop_image, crop, evt, gallery: bool = False):
+        """The drawing hit a click picked (``inputs.picked_rank``): its record, and the query next to its
+        figure at the same scale."""
         try:
-            rank = rank if isinstance(rank, int) else picked_rank(rank, gallery)
-            row = self._hit_row(session, "hmcl", rank)
+            row = self._hit_row(session, "hmcl", picked_rank(evt, gallery))
             page, gallery, pid = self.document(row["id"])
             q, h = None, None
             caption = ""
