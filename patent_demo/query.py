@@ -6,7 +6,14 @@ Both raise ``ValueError`` with a message the app shows as it is.
 from __future__ import annotations
 
 from patent_demo import taxonomy
-from patent_demo.limits import MAX_ABSTRACT_CHARS, MAX_CODES_CHARS, MAX_QUERY_CODES
+from patent_demo.labels.fields import printable_text
+from patent_demo.limits import (
+    MAX_ABSTRACT_CHARS,
+    MAX_ABSTRACT_TOKENS,
+    MAX_CODES_CHARS,
+    MAX_QUERY_CODES,
+    count_tokens,
+)
 
 
 def parse_query_codes(text: str) -> dict[str, list[str]]:
@@ -48,21 +55,31 @@ def parse_query_codes(text: str) -> dict[str, list[str]]:
 
 
 def check_abstract(text: str) -> str:
-    """The stripped abstract, or ``ValueError`` when it is empty or longer than ``MAX_ABSTRACT_CHARS``."""
+    """The abstract as it is searched and stored with its labels: control characters, bidi controls and line
+    separators replaced (``labels.fields.printable_text``: NUL, U+202E, U+2028 ...), NFC, stripped.
+    ``ValueError`` when it is empty, longer than ``MAX_ABSTRACT_CHARS`` (checked first, before any other
+    work) or holds more than ``MAX_ABSTRACT_TOKENS`` tokens (``limits.count_tokens``)."""
     if text is not None and not isinstance(text, str):
         raise ValueError(f"the abstract must be text, got {type(text).__name__}")
-    text = (text or "").strip()
+    text = text or ""
+    if len(text) > MAX_ABSTRACT_CHARS:
+        raise ValueError(
+            f"the abstract has {len(text):,} characters; paste at most {MAX_ABSTRACT_CHARS:,} "
+            f"(the abstract or the first claims, not the whole document)"
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(
             "the abstract holds a character that is not valid Unicode (a lone surrogate)"
         ) from None
+    text = printable_text(text).strip()
     if not text:
         raise ValueError("the abstract is empty: paste the text of the application to search with")
-    if len(text) > MAX_ABSTRACT_CHARS:
+    tokens = count_tokens(text)
+    if tokens > MAX_ABSTRACT_TOKENS:
         raise ValueError(
-            f"the abstract has {len(text):,} characters; paste at most {MAX_ABSTRACT_CHARS:,} "
-            f"(the abstract or the first claims, not the whole document)"
+            f"the abstract has {tokens:,} tokens (words, punctuation marks, CJK characters); paste at most "
+            f"{MAX_ABSTRACT_TOKENS:,} (the abstract or the first claims, not the whole document)"
         )
     return text

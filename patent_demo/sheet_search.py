@@ -1,11 +1,12 @@
 """A whole drawing sheet as a query: split it into figures, search each, merge the lists.
 
 ``search_sheet`` cuts the sheet into figures (``patent_demo.drawing.sheets.split_sheet``; "FIG. n"
-label positions guide it when given), embeds each figure as a drawing query is embedded (crop to
-ink, the encoder's preprocessing), searches the dense index with the same filter for every figure
-(inside FAISS, see ``DenseIndex.search_patents``) and merges the per-figure patent lists: a patent
-scores the best of its scores over the query figures (the max, as figures are aggregated into
-patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
+label positions guide it when given), keeps the ``MAX_SHEET_FIGURES`` largest when it found more (chosen
+from the boxes alone, before any figure is cut out or embedded; the status says so), embeds each figure
+as a drawing query is embedded (crop to ink, the encoder's preprocessing), searches the dense index with
+the same filter for every figure (inside FAISS, see ``DenseIndex.search_patents``) and merges the
+per-figure patent lists: a patent scores the best of its scores over the query figures (the max, as
+figures are aggregated into patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
 score each query figure gave it (``extras["figure_scores"]``).
 """
 
@@ -24,6 +25,7 @@ from PIL import Image
 from patent_demo.drawing.imageio import DrawingError, load_drawing
 from patent_demo.drawing.sheets import FigureLabel, SheetFigure, crop_figures, split_sheet
 from patent_demo.filters import SearchFilter
+from patent_demo.limits import MAX_SHEET_FIGURES
 
 
 @dataclass
@@ -42,6 +44,13 @@ def figure_names(figures: Sequence[SheetFigure]) -> list[str]:
     """A name per figure: its printed label, else ``"figure i of n"`` in reading order."""
     n = len(figures)
     return [f.label or f"figure {i} of {n}" for i, f in enumerate(figures, 1)]
+
+
+def largest(figures: Sequence[SheetFigure], n: int) -> list[SheetFigure]:
+    """The ``n`` largest figures by box area (ties: the earlier), kept in their order."""
+    area = lambda f: (f.box[2] - f.box[0]) * (f.box[3] - f.box[1])  # noqa: E731
+    keep = set(sorted(range(len(figures)), key=lambda i: (-area(figures[i]), i))[:n])
+    return [f for i, f in enumerate(figures) if i in keep]
 
 
 def search_sheet(
@@ -67,6 +76,8 @@ def search_sheet(
     figures = split_sheet(page, labels)
     if not figures:
         raise DrawingError("the sheet holds no drawing (no ink found)")
+    found = len(figures)
+    figures = largest(figures, MAX_SHEET_FIGURES)
     crops = crop_figures(page, figures)
     names = figure_names(figures)
     spec = wb.model(model, "drawing")
@@ -97,6 +108,9 @@ def search_sheet(
         for r, pid in enumerate(order, 1)
     ]
     status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
+    if found > len(figures):
+        status = (f"⚠️ {found} boxes found on the sheet: searched the {len(figures)} largest of {found} "
+                  f"({', '.join(names)}; at most {MAX_SHEET_FIGURES} a sheet), lists merged")  # fmt: skip
     if allowed is not None:
         status += f"; {search_filter.describe()} ({len(allowed)} documents allowed)"  # type: ignore[union-attr]
     return SheetSearch(

@@ -31,7 +31,7 @@ import numpy as np
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.embed import embed_figures
-from patent_demo.drawing.imageio import file_sha256
+from patent_demo.drawing.imageio import file_sha256, load_drawing
 from patent_demo.drawing.index import DenseIndex
 from patent_demo.drawing.scale import index_settings
 from patent_demo.drawing.select import drawing_model_for_corpus
@@ -364,8 +364,6 @@ class Workbench:
     # -- drawing search --------------------------------------------------------------------------------
     def embed_query(self, image: bytes | str | os.PathLike, model: str, crop: bool = True) -> np.ndarray:
         """The ``[D]`` embedding of one query drawing (raises ``DrawingError`` for a bad image)."""
-        from patent_demo.drawing.imageio import load_drawing
-
         img = load_drawing(image, crop=crop)
         return np.asarray(self.encoder(self.model(model, "drawing")).encode([img]), dtype=np.float32)[0]
 
@@ -424,13 +422,14 @@ class Workbench:
         (``patent_demo.drawing.application``). ``query_embedding`` is ``[V, D]``; each hit's extras hold
         its per-view scores."""
         from patent_demo import taxonomy
-        from patent_demo.drawing.application import application_ranking
+        from patent_demo.drawing.application import application_ranking, check_views
 
         if not images:
             raise ValueError("an application query needs at least one view")
+        check_views(images)  # the budget, before any view is decoded
         spec = self.model(model, "drawing")
         index = self.index(spec)
-        views = np.stack([self.embed_query(im, spec.key, crop=crop) for im in images])
+        views = np.asarray(self.encoder(spec).encode([load_drawing(im, crop=crop) for im in images]), np.float32)  # one batch
         n = len(set(index.patent_ids))
         res = application_ranking(
             views, index.embeddings, index.patent_ids, max(1, min(int(k), n)), how, allowed

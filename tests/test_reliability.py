@@ -800,32 +800,3 @@ def test_the_crop_box_previews_a_large_upload_shrunk_within_the_budgets(live):
     preview, crop, _ = crop_box(path, 0, 0, 50, 50)
     assert max(preview.size) == 900 and crop.size == (3000, 3000)
     assert cropped_query(path, crop)[1] is True
-
-
-SELECT_ENDPOINTS = ("/select_hit", "/select_hit_row", "/select_bm25", "/select_dense", "/select_hybrid",
-                    "/select_dssdnet", "/select_text_fused", "/select_combined_hmcl", "/select_combined_rrf",
-                    "/select_combined_text")  # fmt: skip
-OPEN_ENDPOINTS = ("/open_drawing_hit", "/open_drawing_row", "/open_bm25_hit", "/open_dssdnet_hit")
-
-
-@pytest.mark.parametrize("api", SELECT_ENDPOINTS + OPEN_ENDPOINTS + ("/select_disagreement",))
-def test_a_select_endpoint_called_without_a_click_gets_a_clear_message(live, client, api):
-    """A click's endpoint called bare (no event data, as any API client can): a ⚠️ naming what to call
-    instead, never Gradio's TypeError from building the event; nothing stored, the server carries on."""
-    from gradio_client.exceptions import AppError
-
-    store = live[2]
-    before = store.count()
-    params = client.view_api(print_info=False, return_format="dict")["named_endpoints"][api]["parameters"]
-    args = [None] * len(params)  # the open_drawing_* endpoints also take the query file, crop and flag
-    try:
-        out = client.predict(*args, api_name=api)
-        msg = out[0] if isinstance(out, tuple | list) else out
-        if api == "/select_disagreement":
-            msg = out[2]
-    except AppError as err:  # the cursor endpoints have no message box: the error carries it
-        msg = str(err)
-    assert "no hit was selected" in msg and "⚠️" in msg, msg
-    assert "NoneType" not in msg and "subscriptable" not in msg
-    assert store.count() == before
-    client.predict(api_name="/agreement")  # the server still answers

@@ -10,13 +10,36 @@ it is also the reference an evaluation uses.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from patent_demo.limits import MAX_APPLICATION_BYTES, MAX_APPLICATION_VIEWS
 from patent_demo.results import Results
 
 AGGREGATES = ("mean", "max")
+
+
+def check_views(images: Sequence[bytes | str | os.PathLike]) -> None:
+    """Refuse an application query over the budget before any view is decoded: more than
+    ``MAX_APPLICATION_VIEWS`` views (counted first, nothing read), or views that decode to more than
+    ``MAX_APPLICATION_BYTES`` together (read from their headers). ``ValueError`` says which and by how much."""
+    from patent_demo.drawing.imageio import decoded_size
+
+    if len(images) > MAX_APPLICATION_VIEWS:
+        raise ValueError(
+            f"an application query takes at most {MAX_APPLICATION_VIEWS} views; {len(images):,} were sent: "
+            "choose the views to search (nothing was searched)"
+        )
+    names = [Path(im).name if isinstance(im, str | os.PathLike) else f"view {i}" for i, im in enumerate(images, 1)]
+    total = sum(decoded_size(im, name=n) for im, n in zip(images, names, strict=True))
+    if total > MAX_APPLICATION_BYTES:
+        raise ValueError(
+            f"the {len(images)} views decode to {total / 1e6:,.0f} MB together, over the budget of "
+            f"{MAX_APPLICATION_BYTES / 1e6:,.0f} MB: send them smaller or fewer (nothing was searched)"
+        )
 
 
 def per_view_patent_scores(

@@ -286,6 +286,17 @@ def _memory_guard(name: str) -> Iterator[None]:
         raise DrawingError(f"{name}: not enough memory to read this drawing; send a smaller image") from None
 
 
+def decoded_size(src: Source, *, name: str | None = None) -> int:
+    """The bytes ``load_drawing`` holds decoding ``src`` (``decoded_bytes``), read from its header alone."""
+    name = name or _describe(src)
+    im = _open(src, name)
+    try:
+        return decoded_bytes(im)
+    finally:
+        if im is not src:
+            im.close()
+
+
 def page_count(src: Source, *, max_pixels: int = DEFAULT_MAX_PIXELS, name: str | None = None) -> int:
     """The number of pages (frames) in a drawing file, read from its headers."""
     name = name or _describe(src)

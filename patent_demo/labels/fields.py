@@ -12,12 +12,12 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from patent_demo.limits import MAX_QUERY_CODES
+from patent_demo.limits import MAX_ABSTRACT_CHARS, MAX_QUERY_CODES
 
 MAX_NAME_CHARS = 100  # annotator names
 MAX_NOTE_CHARS = 2_000  # notes on a label or an adjudication
 MAX_ID_CHARS = 200  # query ids, candidate ids, figure paths, checkpoint ids, idempotency keys
-MAX_TEXT_CHARS = 20_000  # a query abstract (the app refuses longer ones before searching)
+MAX_TEXT_CHARS = MAX_ABSTRACT_CHARS  # a query abstract (the app refuses longer ones before searching)
 MAX_CODES = MAX_QUERY_CODES  # classification codes of one query, over all schemes (the search's limit too)
 MAX_CODE_CHARS = 100
 
@@ -44,14 +44,26 @@ def _text(value: Any, field: str, max_chars: int) -> str:
     return unicodedata.normalize("NFC", value)
 
 
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # embeddings, overrides, isolates
+
+
+def unprintable(ch: str) -> bool:
+    """A character no stored text may hold: a control character (NUL, newline, ...), a line or paragraph
+    separator (U+2028, U+2029) or a bidi control (U+202E ...); notes and abstracts allow newline and tab."""
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in BIDI_CONTROLS
+
+
 def _bad_char(text: str, allowed: str = "") -> str | None:
-    for ch in text:
-        if ch in allowed:
-            continue
-        cat = unicodedata.category(ch)
-        if cat in ("Cc", "Zl", "Zp") or ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
-            return ch
-    return None
+    return next((ch for ch in text if ch not in allowed and unprintable(ch)), None)
+
+
+def printable_text(text: str) -> str:
+    """``text`` as a label stores it, with what ``clean_note`` refuses replaced instead: NFC, line ends
+    (CR, CR LF, U+2028, U+2029) as ``\\n``, every other unprintable character a space."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n")
+    return "".join(
+        ch if ch in "\n\t" or not unprintable(ch) else "\n" if ch in "\r\u2028\u2029" else " " for ch in text
+    )
 
 
 def _cap(text: str, field: str, max_chars: int) -> str:

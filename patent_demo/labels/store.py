@@ -21,6 +21,7 @@ disputed until someone adjudicates it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -28,7 +29,8 @@ import re
 import sqlite3
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +44,41 @@ from patent_demo.labels.label import CATEGORIES, GRADES, LISTS, MODALITIES, QUER
 from patent_demo.labels.private import DIR_MODE, FILE_MODE, private_dir, write_private
 
 __all__ = ["CATEGORIES", "DIR_MODE", "FILE_MODE", "GRADES", "LISTS", "Label", "LabelError", "LabelStore", "QUERY_KINDS",
-           "combined_query_id", "image_query_id", "text_query_id", "write_private"]  # fmt: skip
+           "StoreUnwritable", "combined_query_id", "image_query_id", "text_query_id", "write_private"]  # fmt: skip
+
+
+class StoreUnwritable(LabelError):
+    """The label database cannot be written (read-only, a full or failing disk): nothing was stored.
+    ``why`` says it in a few plain words ("the label database is read-only")."""
+
+    def __init__(self, why: str, name: str) -> None:
+        super().__init__(
+            f"not stored: {why} ({name}); nothing was saved, and whoever runs the server must make it writable"
+        )
+        self.why = why
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """A write to the database at ``path``: SQLite's and the file system's refusals become one
+    ``StoreUnwritable`` in plain words (naming the file, not its folder)."""
+    try:
+        yield
+    except (sqlite3.OperationalError, OSError) as err:
+        text = str(err).lower()
+        code = getattr(err, "errno", None)
+        if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in text or "read-only" in text:
+            why = "the label database is read-only"
+        elif code == errno.ENOSPC or "full" in text:
+            why = "the disk of the label database is full"
+        elif "disk i/o" in text or "unable to open" in text:  # read-only files under WAL say this
+            files = (path, path.with_name(path.name + "-wal"), path.parent)
+            read_only = any(f.exists() and not os.access(f, os.W_OK) for f in files)
+            why = "the label database is read-only" if read_only else "the label database cannot be written (disk I/O error)"
+        else:
+            raise
+        raise StoreUnwritable(why, path.name) from None
+
 
 SCHEMA_VERSION = 2
 
@@ -108,15 +144,16 @@ class LabelStore:
         self._pending_dir = self.image_dir / ".pending"
         self._pending: Counter[str] = Counter()  # staged query drawing -> searches still showing it
         self._lock = threading.Lock()
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, FILE_MODE))  # -wal / -shm inherit the mode
-        self._conn = sqlite3.connect(
-            str(self.path), check_same_thread=False, isolation_level=None, timeout=30
-        )
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._migrate()
+        with _writing(self.path):  # a read-only database is refused here, in plain words
+            if not self.path.exists():
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, FILE_MODE))  # -wal / -shm inherit the mode
+            self._conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=30
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._migrate()
 
     @property
     def name(self) -> str:
@@ -237,7 +274,7 @@ class LabelStore:
         row["idempotency_key"] = row["idempotency_key"] or None
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with self._lock:
+        with self._lock, _writing(self.path):
             if label.idempotency_key:
                 prior = self._conn.execute(
                     "SELECT * FROM labels WHERE idempotency_key = ?", (label.idempotency_key,)
@@ -277,7 +314,7 @@ class LabelStore:
         if not session_id:
             raise LabelError("undo needs the session that made the label")
         who = " AND annotator = ?" if annotator else ""
-        with self._lock:
+        with self._lock, _writing(self.path):
             row = self._conn.execute(
                 f"SELECT * FROM labels WHERE session_id = ?{who} AND undone = 0 AND adjudicated = 0 "
                 "ORDER BY id DESC LIMIT 1",
@@ -292,7 +329,7 @@ class LabelStore:
 
     def undo(self, label_id: int, session_id: str) -> Label:
         """Mark label ``label_id`` undone, when app session ``session_id`` made it and it is live."""
-        with self._lock:
+        with self._lock, _writing(self.path):
             row = self._conn.execute("SELECT * FROM labels WHERE id = ?", (int(label_id),)).fetchone()
             if row is None:
                 raise LabelError(f"there is no label #{label_id}")

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from patent_demo import checkpoint
+from patent_demo.limits import first_tokens
 from patent_demo.losses.dssdnet import VARIANTS, DSSDNetLossConfig
 from patent_demo.results import Results
 
@@ -335,9 +336,13 @@ class Reranker(nn.Module):
         return self.heads(self.encode(input_ids, attention_mask, token_type_ids), t)
 
     def tokenize(self, queries: Sequence[str], docs: Sequence[str]) -> dict[str, Tensor]:
-        """Pair encodings ``[CLS] q [SEP] d [SEP]``, truncated to ``max_length``, padded to the longest."""
+        """Pair encodings ``[CLS] q [SEP] d [SEP]``, truncated to ``max_length``, padded to the longest. A long
+        query is cut first (``limits.first_tokens``), so it is not split into word pieces once per candidate
+        only to be truncated: to more tokens than ``max_length`` and than any candidate has characters, so
+        it still has more pieces than the candidate and the truncation keeps the same pieces."""
+        keep = max(self.config.max_length, max((len(d) for d in docs), default=0) + 1)
         batch = self.tokenizer(
-            list(queries),
+            [first_tokens(q, keep) for q in queries],
             list(docs),
             truncation="longest_first",
             max_length=self.config.max_length,

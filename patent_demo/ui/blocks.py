@@ -15,7 +15,7 @@ from patent_demo.ui import examiner as exam_ui
 from patent_demo.ui.access import Identity, bind_owner, lenient
 from patent_demo.ui.args import default_labels_path, on_space_with_sign_in
 from patent_demo.ui.handlers import Handlers
-from patent_demo.ui.inputs import NO_DRAWINGS, selection
+from patent_demo.ui.inputs import NO_DRAWINGS, Selection
 from patent_demo.ui.labelling import (
     COMBINED_HEADERS,
     HIT_HEADERS,
@@ -33,6 +33,23 @@ TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title and score fit 1366 px without scrolling sideways
 HIT_WIDTHS = ["6%", "13%", "10%", "7%", "18%", "25%", "9%", "12%"]
 TEXT_WIDTHS = ["5%", "5%", "14%", "10%", "22%", "7%", "29%", "8%"]
+NOT_UPLOADED = ("⚠️ a file of this request was not uploaded to this server: upload the drawing (an API client "
+                "sends it with gradio_client.handle_file), never a path on the server")  # fmt: skip
+
+
+class Page(gr.Blocks):
+    """The page's ``gr.Blocks``. Gradio checks a request's file paths before any handler runs: a path the
+    server never received (a forged ``{"path": "/etc/passwd"}``) fails there, and Gradio answers it with
+    ``{"error": null}``. Here it is answered with ``NOT_UPLOADED`` (a ``gr.Error``: the toast in a page, the
+    error message of an API call); nothing is read."""
+
+    async def preprocess_data(self, *args, **kwargs):
+        from gradio.exceptions import InvalidPathError
+
+        try:
+            return await super().preprocess_data(*args, **kwargs)
+        except InvalidPathError:
+            raise gr.Error(NOT_UPLOADED) from None
 
 
 def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "",
@@ -64,7 +81,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     )
 
     # -- layout --------------------------------------------------------------------------------------
-    with gr.Blocks(title="Patent prior-art workbench") as demo:
+    with Page(title="Patent prior-art workbench") as demo:
         # a function, not the bound method: gradio deep-copies the page config (this callback included)
         # for every page load, and a bound method would copy the handlers with the workbench and corpus
         session = gr.State(None, delete_callback=lambda value: lh.release(value))
@@ -306,8 +323,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
 
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
 
-        def pick_example(evt: gr.EventData) -> str:
-            return example_paths[selection(evt).index]
+        def pick_example(evt: Selection) -> str:
+            return example_paths[evt.index] if isinstance(evt.index, int) else gr.update()
 
         d_examples.select(pick_example, None, d_file, api_name=False)
         d_file.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
@@ -347,7 +364,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         api_name="search_report")  # fmt: skip
 
         def selector(list_name: str):
-            def select(session, evt: gr.EventData):
+            def select(session, evt: Selection):
                 return lh.select(list_name, session, evt)
 
             return select
@@ -356,12 +373,13 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                 (t_dense, "dense", "select_dense"), (t_hybrid, "hybrid", "select_hybrid"),
                                 (t_dss, "dssdnet", "select_dssdnet"), (t_fused, "fused", "select_text_fused"),
                                 (c_hm, "hmcl", "select_combined_hmcl"), (c_rrf, "rrf", "select_combined_rrf")):  # fmt: skip
-            then_show(comp.select(selector(name), [session], [l_list, l_rank], api_name=api))
+            then_show(comp.select(selector(name), [session], [l_list, l_rank, l_cursor], api_name=api))
 
-        def select_combined_text(session, evt: gr.EventData):  # the Combined tab's text list: the default one
+        def select_combined_text(session, evt: Selection):  # the Combined tab's text list: the default one
             return lh.select((session or {}).get("text_list") or default_text_list(), session, evt)
 
-        then_show(c_list.select(select_combined_text, [session], [l_list, l_rank], api_name="select_combined_text"))
+        then_show(c_list.select(select_combined_text, [session], [l_list, l_rank, l_cursor],
+                                api_name="select_combined_text"))  # fmt: skip
         gr.Button(visible=False).click(lh.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
         m_btn.click(
             h.embedding_maps,

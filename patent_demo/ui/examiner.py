@@ -14,7 +14,6 @@ import base64
 import html
 import io
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,16 @@ from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
-from patent_demo.ui.inputs import TRACK_TQDM, BadInput, cropped_query, model_key, selection, top_k, upload
+from patent_demo.ui.inputs import (
+    TRACK_TQDM,
+    BadInput,
+    Selection,
+    cropped_query,
+    model_key,
+    picked_rank,
+    top_k,
+    upload,
+)
 from patent_demo.ui.labelling import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo.workbench import Workbench
 
@@ -253,35 +261,20 @@ class ExaminerHandlers:
             raise BadInput("run a search and select a hit first")
         return rows[max(1, min(int(rank), len(rows))) - 1]
 
-    def open_drawing_hit(self, session, file, crop_image, crop, evt: gr.EventData):
+    def open_drawing_hit(self, session, file, crop_image, crop, evt: Selection):
         """Selecting a drawing hit (a gallery tile): its record, and the query next to its figure at the
-        same scale. The rank comes from the tile's caption (``#3 …``), so a filtered gallery opens the
-        right hit."""
-        try:
-            evt = selection(evt)
-        except BadInput as err:
-            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
-        value = getattr(evt, "value", None)
-        caption = (value or {}).get("caption", "") if isinstance(value, dict) else ""
-        m = re.match(r"#(\d+) ", caption or "")
-        return self.open_drawing_rank(
-            session, file, crop_image, crop, int(m.group(1)) if m else int(evt.index) + 1
-        )
+        same scale (``inputs.picked_rank``: the tile's caption names its rank)."""
+        return self.open_drawing_rank(session, file, crop_image, crop, evt, gallery=True)
 
-    def open_drawing_row(self, session, file, crop_image, crop, evt: gr.EventData):
+    def open_drawing_row(self, session, file, crop_image, crop, evt: Selection):
         """Selecting a row of the drawing hits table: as a gallery tile (the row's first cell is its rank)."""
-        try:
-            evt = selection(evt)
-        except BadInput as err:
-            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
-        row = evt.row_value or [None]
-        rank = int(row[0]) if isinstance(row[0], int | float) else int(evt.index[0]) + 1
-        return self.open_drawing_rank(session, file, crop_image, crop, rank)
+        return self.open_drawing_rank(session, file, crop_image, crop, evt)
 
-    def open_drawing_rank(self, session, file, crop_image, crop, rank: int):
-        """Drawing hit ``rank``: its record, and the query next to its figure at the same scale."""
+    def open_drawing_rank(self, session, file, crop_image, crop, evt, gallery: bool = False):
+        """The drawing hit a click picked (``inputs.picked_rank``): its record, and the query next to its
+        figure at the same scale."""
         try:
-            row = self._hit_row(session, "hmcl", rank)
+            row = self._hit_row(session, "hmcl", picked_rank(evt, gallery))
             page, gallery, pid = self.document(row["id"])
             q, h = None, None
             caption = ""
@@ -295,10 +288,10 @@ class ExaminerHandlers:
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
 
-    def open_text_hit(self, list_name: str, session, evt: gr.EventData):
+    def open_text_hit(self, list_name: str, session, evt: Selection):
         """Selecting a text hit: its record with the query's words marked, and query vs candidate."""
         try:
-            row = self._hit_row(session, list_name, int(selection(evt).index[0]) + 1)
+            row = self._hit_row(session, list_name, picked_rank(evt))
             query = (session or {}).get("text", "")
             page, gallery, pid = self.document(row["id"], query)
             qh, ch = examiner.text_pair_html(self.wb, query, pid)
@@ -309,7 +302,7 @@ class ExaminerHandlers:
     def opener(self, list_name: str):
         """The select handler of one text list's table (``/open_<list>_hit``): :meth:`open_text_hit`."""
 
-        def open_hit(session, evt: gr.EventData):
+        def open_hit(session, evt: Selection):
             return self.open_text_hit(list_name, session, evt)
 
         return open_hit

@@ -42,6 +42,7 @@ from patent_demo.ui.labelling import (
 from patent_demo.workbench import Workbench
 
 FEW_PATENTS = 20  # fewer query patents than this in an evaluation: a warning
+EVALUATIONS_KEPT = 8  # evaluations held in memory, one per (corpus, model weights, split)
 
 
 def _fmt(x: Any, nd: int = 3) -> str:
@@ -65,6 +66,8 @@ class Handlers:
         self.identity = identity or Identity()
         self._building: dict[str, threading.Thread] = {}
         self._building_lock = threading.Lock()
+        self._evaluated: dict[tuple, tuple] = {}  # (corpus, model, weights, split) -> (summary, rows, when)
+        self._evaluating = threading.Lock()
 
     def _who(self, annotator, request, profile) -> str:
         try:
@@ -166,9 +169,12 @@ class Handlers:
         import pandas as pd
 
         try:
-            files = [f for f in (files or []) if f]
+            from patent_demo.drawing.application import check_views
+
+            files = [f for f in ([files] if isinstance(files, str) else files or []) if f]
             if not files:
                 raise BadInput("upload the views of the application (several drawings) first")
+            check_views(files)  # the count, then the headers' decoded sizes: before any view is read
             paths = [upload(f)[0] for f in files]
             model, k = model_key(model, "drawing"), top_k(k)
             self._ready(model)
@@ -357,19 +363,37 @@ class Handlers:
         except Exception as err:  # noqa: BLE001
             return gr.update(), gr.update(), warn(err)
 
-    def evaluate(self, model, split="test", progress=TRACK_TQDM):
-        """Drawing metrics on the test split (or every figure, ``split="all"``) and the worst queries first;
-        a warning when the queries come from so few patents that the figures say little."""
+    def _evaluation(self, model: str, split: str) -> tuple[dict, list, str]:
+        """``analysis.evaluate`` of a drawing model, computed once per (corpus, model and its weights, split)
+        and then answered from memory (a retrained checkpoint has other weights: computed again); one
+        computation at a time, so concurrent requests for the same evaluation wait for the one running."""
+        from datetime import UTC, datetime
+
         from patent_demo.analysis import evaluate
 
+        spec = self.wb.model(model, "drawing")
+        key = (self.wb.fingerprint, spec.key, spec.fingerprint, split)
+        with self._evaluating:
+            if key not in self._evaluated:
+                summary, rows = evaluate(self.wb, spec.key, k=10, split=split)
+                while len(self._evaluated) >= EVALUATIONS_KEPT:
+                    self._evaluated.pop(next(iter(self._evaluated)))
+                self._evaluated[key] = (summary, rows, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+            return self._evaluated[key]
+
+    def evaluate(self, model, split="test", progress=TRACK_TQDM):
+        """Drawing metrics on the test split (or every figure, ``split="all"``) and the worst queries first;
+        a warning when the queries come from so few patents that the figures say little. Computed once per
+        model and corpus (``_evaluation``); the summary says when."""
         try:
             if not self.wb.has_drawings():
                 raise BadInput(NO_DRAWINGS)
             split = "all" if split == "all" else "test"
-            summary, rows = evaluate(self.wb, model_key(model, "drawing"), k=10, split=split)
+            summary, rows, when = self._evaluation(model_key(model, "drawing"), split)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on {describe_protocol(self.wb, split)}"
+            md += (f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on "
+                   f"{describe_protocol(self.wb, split)} · computed {when}, once per model and corpus")  # fmt: skip
             patents = len({r.query_patent for r in rows})
             if patents < FEW_PATENTS:
                 md = (f"⚠️ only {patents} query patents: with so few, patent, subclass and main-class mAP can coincide "

@@ -1,11 +1,13 @@
 """What a request of the workbench UI carries, checked before any work: top-k, a model name, an uploaded
-drawing, the examiner's crop of it. A bad value raises ``BadInput`` (or ``ValueError``) with the message the
-user sees; the handlers (``handlers``, ``examiner``) turn it into a ⚠️ line.
+drawing, the examiner's crop of it, the hit a click selected. A bad value raises ``BadInput`` (or
+``ValueError``) with the message the user sees; the handlers (``handlers``, ``examiner``, ``labelling``) turn
+it into a ⚠️ line.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,29 +18,14 @@ from patent_demo.limits import MAX_ID_CHARS, MAX_K
 
 TRACK_TQDM = gr.Progress(track_tqdm=True)  # progress bars of tqdm loops (index builds) in the UI
 NO_DRAWINGS = "this corpus has no drawings (a text corpus): search it in the Text search tab"
+NO_SELECTION = (
+    "select a hit first: this call carried no selection (a click sends one; an API client gives the rank "
+    "to /label, /next_hit or /open_document instead)"
+)
 
 
 class BadInput(Exception):
     """Raised inside handlers for messages the user should see (the server carries on)."""
-
-
-NOT_SELECTED = ("no hit was selected: this endpoint answers a click on a result; through the API, move the "
-                "cursor with /next_hit or label a rank with /label")
-
-
-def selection(evt: Any) -> gr.SelectData:
-    """The select event of a click (``gr.SelectData``) from the plain event data a handler is given: a call
-    without a click (an API call, a forged event) carries none and gets :data:`NOT_SELECTED`. Handlers take
-    ``gr.EventData`` and call this, since Gradio's own ``SelectData`` fails inside Gradio on such a call."""
-    if isinstance(evt, gr.SelectData):
-        return evt
-    data = getattr(evt, "_data", None)
-    if not isinstance(data, dict) or data.get("index") is None:
-        raise BadInput(NOT_SELECTED)
-    try:
-        return gr.SelectData(getattr(evt, "target", None), data)
-    except (KeyError, TypeError):
-        raise BadInput(NOT_SELECTED) from None
 
 
 def top_k(value: Any) -> int:
@@ -81,3 +68,31 @@ def cropped_query(file: str | None, crop) -> tuple[bytes, bool]:
         crop.convert("L").save(buf, format="PNG")
         return buf.getvalue(), True
     return Path(file).read_bytes(), False
+
+
+class Selection(gr.SelectData):
+    """What a select event carries (``gr.SelectData``), also built for a call that carries none (an API
+    client's: Gradio's own class fails on it before the handler runs): ``index`` and ``value`` are then
+    None and the handler answers with ``NO_SELECTION``. Every select handler of the page takes it."""
+
+    def __init__(self, target, data) -> None:
+        super().__init__(target, {"index": None, "value": None, **(data if isinstance(data, dict) else {})})
+
+
+def picked_rank(evt: Any, gallery: bool = False) -> int:
+    """The rank of the hit a click picked: in a gallery (``gallery`` and a single index) the rank its tile's
+    caption starts with (``#3 …``, so a filtered gallery picks the right hit), else the index + 1; in a
+    table the row's first cell (its rank column), else the row index + 1. ``BadInput`` without a selection."""
+    index = getattr(evt, "index", None)
+    if index is None:
+        raise BadInput(NO_SELECTION)
+    try:
+        if gallery and not isinstance(index, list | tuple):
+            value = getattr(evt, "value", None)
+            caption = value.get("caption", "") if isinstance(value, dict) else ""
+            m = re.match(r"#(\d+) ", caption if isinstance(caption, str) else "")
+            return int(m.group(1)) if m else int(index) + 1
+        row = getattr(evt, "row_value", None) or [None]
+        return int(row[0]) if isinstance(row[0], int | float) else int(index[0]) + 1
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise BadInput(f"the selection {str(index)[:20]!r} names no hit of the list") from None

@@ -33,7 +33,7 @@ from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.text.measured import list_note
 from patent_demo.ui.access import SERVED, Identity, check_owner
-from patent_demo.ui.inputs import BadInput, selection
+from patent_demo.ui.inputs import NO_SELECTION, Selection, picked_rank
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
@@ -328,21 +328,15 @@ class LabelHandlers:
             r = r2 if 1 <= r2 <= len(rows) else r
         return r, cursor_md(self.wb, session, at[0], r, self._judged(session, who))
 
-    def select(self, list_name: str, session, evt: gr.EventData):
-        """A click on a gallery item or a table row puts the cursor on that hit (a call without a click: a
-        ⚠️ error naming what to call instead; nothing moves)."""
+    def select(self, list_name: str, session, evt: Selection):
+        """A click on a gallery item or a table row puts the cursor on that hit: (list, rank, cursor line);
+        a call without a selection leaves the cursor where it is and says why."""
         try:
-            evt = selection(evt)
-        except BadInput as err:
-            raise gr.Error(warn(err)) from None
-        if list_name == "hmcl" and session and session.get("kind") == "image" and not isinstance(evt.index, list):  # fmt: skip
-            caption = (evt.value or {}).get("caption", "") if isinstance(evt.value, dict) else ""
-            m = re.match(r"#(\d+) ", caption or "")
-            rank = int(m.group(1)) if m else int(evt.index) + 1
-        else:
-            row = evt.row_value or [None]
-            rank = int(row[0]) if isinstance(row[0], int | float) else int(evt.index[0]) + 1
-        return list_name, rank
+            gallery = list_name == "hmcl" and (session or {}).get("kind") == "image"
+            rank = picked_rank(evt, gallery)
+            return list_name, rank, cursor_md(self.wb, session, list_name, rank)
+        except Exception as err:  # noqa: BLE001 - every failure is a message
+            return gr.update(), gr.update(), warn(err)
 
     # -- labels ----------------------------------------------------------------------------------------------
     def do_label(self, label, list_name, rank, category, note, annotator, session, request_key="",
@@ -448,13 +442,15 @@ class LabelHandlers:
         except Exception as err:  # noqa: BLE001
             return warn(err), gr.update()
 
-    def select_disagreement(self, evt: gr.EventData, request: gr.Request = None,
+    def select_disagreement(self, evt: Selection, request: gr.Request = None,
                             profile: gr.OAuthProfile | None = None):  # fmt: skip
         try:
+            if getattr(evt, "index", None) is None:
+                raise LabelError(NO_SELECTION.replace("a hit", "a row of the queue"))
             if self.identity.reader("", request, profile) is not None:
                 raise LabelError(f"the disagreement queue shows every annotator's labels; {OTHERS_NOTE}: "
                                  + ", ".join(sorted(self.identity.admins)))  # fmt: skip
-            return self._select_disagreement(selection(evt))
+            return self._select_disagreement(evt)
         except Exception as err:  # noqa: BLE001
             return "", "", warn(err), None, None
 

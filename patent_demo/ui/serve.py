@@ -11,7 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from patent_demo.data.corpus import CorpusError
-from patent_demo.labels.store import LabelStore
+from patent_demo.labels.store import LabelStore, StoreUnwritable
 from patent_demo.ui.args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
 from patent_demo.ui.blocks import build_demo
 from patent_demo.ui.labelling import Identity
@@ -56,10 +56,41 @@ CSS = """
 """
 
 
-def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dict:
-    """Theme, CSS, keyboard script, the paths the UI may serve (corpus drawings, cache) and, with
+def served_paths(workbench: Workbench, store: LabelStore | None = None) -> tuple[list[str], list[str]]:
+    """``(allowed_paths, blocked_paths)`` of ``launch``: Gradio serves ``/gradio_api/file=`` from the corpus
+    drawings (its image root), the corpus thumbnails (``thumbs/``) and the thumbnails the app writes
+    (``cache/thumbs/<corpus>``) only, besides the copies it makes itself of what a handler returns (a
+    search's tiles, a requester's own report or export). Blocked, though they may lie inside an allowed
+    folder (a corpus kept in the cache, images beside their manifest): the corpus's own files (manifest,
+    splits, qrels, ``corpus.json``), every other folder of the cache (indexes, embeddings, FAISS files,
+    calibration) and the label database's files (with its kept drawings, reports and exports)."""
+    from patent_demo.data.build import THUMBS
+    from patent_demo.data.sources import IMAGE_SUFFIXES
+
+    corpus, cache = workbench.corpus, workbench.config.cache_dir.resolve()
+    allowed = [Path(corpus.image_root).resolve(), Path(corpus.root).resolve() / THUMBS,
+               cache / "thumbs" / workbench.fingerprint]  # fmt: skip
+    blocked = [  # the corpus's own files beside its drawings, and hidden folders (a build's state)
+        f.resolve()
+        for folder in {Path(corpus.root).resolve(), allowed[0]}
+        if folder.is_dir()
+        for f in folder.iterdir()
+        if f.name.startswith(".") or f.is_file() and f.suffix.lower() not in IMAGE_SUFFIXES
+    ]
+    on_the_way = {a for p in allowed for a in (p, *p.parents)}  # the cache folders that lead to an allowed one
+    blocked += [f for f in cache.iterdir() if f not in on_the_way] if cache.is_dir() else []
+    if store is not None:  # the database, its journal, kept query drawings, reports and exports
+        db = store.path.resolve()
+        blocked += [db.with_name(db.name + end) for end in ("", "-wal", "-shm", "-journal")]
+        blocked += [db.parent / name for name in ("query_images", "reports", "exports")]
+    return [str(p) for p in allowed], sorted({str(p) for p in blocked})
+
+
+def launch_kwargs(workbench: Workbench, identity: Identity | None = None, store: LabelStore | None = None) -> dict:
+    """Theme, CSS, keyboard script, the paths the UI may serve (``served_paths``) and, with
     ``--annotators``, the login check."""
     auth = identity.auth() if identity is not None else None
+    allowed, blocked = served_paths(workbench, store)
     return {
         **(
             {
@@ -72,11 +103,8 @@ def launch_kwargs(workbench: Workbench, identity: Identity | None = None) -> dic
         "theme": gr.themes.Soft(),
         "css": CSS,
         "head": KEYS_JS % json.dumps(SHORTCUTS),
-        "allowed_paths": [
-            str(Path(workbench.corpus.image_root).resolve()),
-            str(Path(workbench.corpus.root).resolve()),
-            str(workbench.config.cache_dir.resolve()),
-        ],
+        "allowed_paths": allowed,
+        "blocked_paths": blocked,
         "max_file_size": "25mb",
     }
 
@@ -105,7 +133,12 @@ def patient_url_ok(url: str, within: float = 60.0) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     labels_path, warning = (Path(args.labels), "") if args.labels else default_labels_path()
-    store = LabelStore(labels_path)
+    try:
+        store = LabelStore(labels_path)
+    except StoreUnwritable as err:  # labels could never be stored: refuse to start, in one line
+        print(f"error: cannot start: {err.why} ({labels_path.name}); give a writable label database with "
+              "--labels (or PATENT_DEMO_LABELS)", file=sys.stderr)  # fmt: skip
+        return 2
     wb = make_workbench(args)
     if args.export_labels:
         out = store.export_all(Path(args.export_labels), corpus=wb.corpus)
@@ -133,6 +166,6 @@ def main(argv: list[str] | None = None) -> int:
 
     networking.url_ok = patient_url_ok  # gradio's own start-up check of its local URL (above)
     demo.queue(default_concurrency_limit=2).launch(
-        server_name=args.host, server_port=args.port, **launch_kwargs(wb, identity)
+        server_name=args.host, server_port=args.port, **launch_kwargs(wb, identity, store)
     )
     return 0
