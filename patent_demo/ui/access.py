@@ -393,10 +393,10 @@ class PrivateCopies:
 
     @property
     def root(self) -> Path:
-        if self._root is None or not self._root.is_dir():
-            from gradio.utils import get_upload_folder
+        from gradio.utils import get_upload_folder
 
-            parent = Path(get_upload_folder())
+        parent = Path(os.path.abspath(get_upload_folder()))
+        if self._root is None or not self._root.is_dir() or self._root.parent != parent:
             parent.mkdir(parents=True, exist_ok=True)
             self._root = Path(os.path.abspath(tempfile.mkdtemp(prefix=self.prefix, dir=parent)))  # 0700
             atexit.register(shutil.rmtree, self._root, True)

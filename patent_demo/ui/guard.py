@@ -57,13 +57,16 @@ class TempSweeper:
             return Path(get_upload_folder())
         return self._folder
 
-    def maybe_sweep(self) -> None:
-        """A sweep in a background thread, unless one ran within ``every_s`` seconds."""
+    def maybe_sweep(self, folder: str | Path | None = None) -> None:
+        """A sweep in a background thread, unless one ran within ``every_s`` seconds; ``folder`` (the
+        server's upload folder) is swept when the sweeper was made without one."""
         now = time.monotonic()
         with self._lock:
             if now - self._last < self.every_s:
                 return
             self._last = now
+            if self._folder is None and folder:
+                self._folder = Path(folder)
         threading.Thread(target=self.sweep, daemon=True, name="temp-sweep").start()
 
     def sweep(self) -> tuple[int, int]:
@@ -214,14 +217,14 @@ class Guard:
             if owner and owner != (self.identity.canonical(user) if user else None):
                 return await self._answer(send, 403, "⚠️ this download belongs to another login")
         if route.startswith("/upload") and method == "POST":
-            self.sweeper.maybe_sweep()
+            self.sweeper.maybe_sweep(getattr(scope.get("app"), "uploaded_file_dir", None))
             if not login:
                 size = dict(scope.get("headers") or ()).get(b"content-length", b"0")
                 if not self.uploads.allow(address, int(size) if size.isdigit() else 0):
                     return await self._answer(send, 429, f"⚠️ too many uploads from this address (at most {UPLOADS} and {UPLOAD_MB} MB in {UPLOAD_WINDOW_S:.0f} s); try again in a few seconds")  # fmt: skip
         if route.startswith(_SESSION_ROUTES) and login:
             if route.startswith("/queue/join"):
-                self.sweeper.maybe_sweep()
+                self.sweeper.maybe_sweep(getattr(scope.get("app"), "uploaded_file_dir", None))
             if user is None:
                 return await self._answer(send, 401, "⚠️ log in first", {"error": "Not authenticated"})
             if method == "POST":

@@ -428,11 +428,11 @@ class LabelHandlers:
         names = sorted({a for _, by in open_pairs for a in by})
         corpus = self.wb.corpus
         rows = [
-            [q, plain(_query_ref(first[(q, c)])), c, corpus[c].title if c in corpus else "(not in this corpus)"]
+            [q, _query_ref(first[(q, c)]), c, corpus[c].title if c in corpus else "(not in this corpus)"]
             + [by.get(a, "–") for a in names]
             for (q, c), by in open_pairs
         ]
-        return {"headers": QUEUE_HEADERS + [plain(a) for a in names], "data": rows}
+        return {"headers": QUEUE_HEADERS + names, "data": rows}  # a table's text cells show as typed
 
     def agreement(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
         """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue;
