@@ -290,9 +290,10 @@ def test_the_sweeper_keeps_the_temp_folder_within_age_and_size(tmp_path):
         p.parent.mkdir()
         p.write_bytes(b"x" * 1000)
         os.utime(p, (now - age, now - age))
-    removed, left = TempSweeper(tmp_path, max_age_s=100, max_bytes=3000, min_age_s=10).sweep()
-    assert (removed, left) == (3, 3000)  # old by age, then a and b for size; young stays however full
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "d", "young"]  # empty folders go too
+    held = {str(tmp_path / "b" / "b.bin")}  # a file Gradio keeps for the page (an example drawing)
+    removed, left = TempSweeper(tmp_path, max_age_s=100, max_bytes=3000, min_age_s=10).sweep(held)
+    assert (removed, left) == (3, 3000)  # old by age, then a and c for size; b is held, young too new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "d", "young"]  # empty folders go too
 
 
 def test_an_open_server_limits_upload_size_and_rate_and_sweeps_its_temp_folder(open_server, temp_dir):

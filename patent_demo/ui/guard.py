@@ -23,9 +23,10 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
+
+from starlette.requests import cookie_parser
 
 from patent_demo.ui.access import SERVED, Identity
 
@@ -57,9 +58,10 @@ class TempSweeper:
             return Path(get_upload_folder())
         return self._folder
 
-    def maybe_sweep(self, folder: str | Path | None = None) -> None:
+    def maybe_sweep(self, folder: str | Path | None = None, keep=frozenset) -> None:
         """A sweep in a background thread, unless one ran within ``every_s`` seconds; ``folder`` (the
-        server's upload folder) is swept when the sweeper was made without one."""
+        server's upload folder) is swept when the sweeper was made without one; ``keep()``: the absolute
+        paths that stay."""
         now = time.monotonic()
         with self._lock:
             if now - self._last < self.every_s:
@@ -67,15 +69,15 @@ class TempSweeper:
             self._last = now
             if self._folder is None and folder:
                 self._folder = Path(folder)
-        threading.Thread(target=self.sweep, daemon=True, name="temp-sweep").start()
+        threading.Thread(target=lambda: self.sweep(keep()), daemon=True, name="temp-sweep").start()
 
-    def sweep(self) -> tuple[int, int]:
-        """(files removed, bytes left)."""
+    def sweep(self, keep: set[str] = frozenset()) -> tuple[int, int]:
+        """(files removed, bytes left); the files in ``keep`` stay and count."""
         now = time.time()
         files = []
         for dirpath, _, names in os.walk(self.folder):
             for name in names:
-                p = os.path.join(dirpath, name)
+                p = os.path.abspath(os.path.join(dirpath, name))
                 try:
                     st = os.lstat(p)
                 except OSError:
@@ -85,7 +87,7 @@ class TempSweeper:
         total, removed = sum(f[1] for f in files), 0
         for mtime, size, p in files:
             age = now - mtime
-            if age < self.min_age_s or (age <= self.max_age_s and total <= self.max_bytes):
+            if p in keep or age < self.min_age_s or (age <= self.max_age_s and total <= self.max_bytes):
                 continue
             try:
                 os.remove(p)
@@ -142,20 +144,30 @@ class Guard:
     # -- helpers ------------------------------------------------------------------------------------------
     @staticmethod
     def _user(scope) -> str | None:
+        """The login of a request: Gradio's access-token cookie, looked up in its tokens."""
         gradio_app = scope.get("app")
-        cookies = SimpleCookie()
-        for key, value in scope.get("headers") or ():
-            if key == b"cookie":
-                try:
-                    cookies.load(value.decode("latin-1"))
-                except Exception:  # noqa: BLE001 - a malformed cookie header: no login
-                    return None
+        header = b"; ".join(v for k, v in scope.get("headers") or () if k == b"cookie")
+        cookies = cookie_parser(header.decode("latin-1"))
         cookie_id = getattr(gradio_app, "cookie_id", "")
         tokens = getattr(gradio_app, "tokens", {}) or {}
         for name in (f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"):
-            if name in cookies and cookies[name].value in tokens:
-                return tokens[cookies[name].value]
+            if cookies.get(name) in tokens:
+                return tokens[cookies[name]]
         return None
+
+    def _sweep(self, scope) -> None:
+        """A sweep of the server's upload folder, keeping the files Gradio holds for the page itself (the
+        components' first values, such as the example drawings)."""
+        gradio_app = scope.get("app")
+
+        def keep() -> set[str]:
+            blocks = gradio_app.get_blocks() if hasattr(gradio_app, "get_blocks") else None
+            held = set()
+            for block in blocks.blocks.values() if blocks is not None else ():
+                held.update(os.path.abspath(p) for p in getattr(block, "keep_in_cache", ()) or ())
+            return held
+
+        self.sweeper.maybe_sweep(getattr(gradio_app, "uploaded_file_dir", None), keep)
 
     def claim(self, session_hash: str, user: str) -> bool:
         """Whether ``user`` may use ``session_hash`` (the first login that uses a hash claims it)."""
@@ -217,14 +229,14 @@ class Guard:
             if owner and owner != (self.identity.canonical(user) if user else None):
                 return await self._answer(send, 403, "⚠️ this download belongs to another login")
         if route.startswith("/upload") and method == "POST":
-            self.sweeper.maybe_sweep(getattr(scope.get("app"), "uploaded_file_dir", None))
+            self._sweep(scope)
             if not login:
                 size = dict(scope.get("headers") or ()).get(b"content-length", b"0")
                 if not self.uploads.allow(address, int(size) if size.isdigit() else 0):
                     return await self._answer(send, 429, f"⚠️ too many uploads from this address (at most {UPLOADS} and {UPLOAD_MB} MB in {UPLOAD_WINDOW_S:.0f} s); try again in a few seconds")  # fmt: skip
         if route.startswith(_SESSION_ROUTES) and login:
             if route.startswith("/queue/join"):
-                self.sweeper.maybe_sweep(getattr(scope.get("app"), "uploaded_file_dir", None))
+                self._sweep(scope)
             if user is None:
                 return await self._answer(send, 401, "⚠️ log in first", {"error": "Not authenticated"})
             if method == "POST":
