@@ -3,7 +3,9 @@ name, admins), who may read whose labels, who owns a label for undo, lenient inp
 folder the app serves its downloads from.
 
 **Roles.** With ``--annotators`` the annotator is the login; a shared secret (``*:SECRET``) logs in any
-name except one that has its own password or is an admin. ``--admin`` names who adjudicates, exports
+name except one that has its own password or is an admin, or is confusable with one. Login names are
+compared normalised (``login_name``: NFKC, casefold, no format characters, one script); failed logins
+are limited per name and per client address (``LoginLimits``, enforced by ``patent_demo.ui.guard``). ``--admin`` names who adjudicates, exports
 and reads every annotator's labels, notes and decisions (reports, agreement, the disagreement queue);
 everybody else reads their own labels only. Without ``--admin`` everybody may do all of it (a single
 examiner, or a team that trusts itself). A party to a pair (anyone who labelled it, undone or not) never
@@ -13,8 +15,11 @@ is added.
 **Ownership.** Undo acts on the last label of the browser session that made it, and, behind a login or
 sign-in, only on a label stored under that same login. Without a login the page holds a random token in
 its ``gr.BrowserState`` (localStorage) and the session is owned by the token's HMAC (``bind_owner``):
-undo must carry the token, so a client that sends another browser's session hash acts as nobody else.
-A ``gradio_client`` session (no page load, no token) is owned by its session alone.
+undo must carry the token, and so must every other event that reads the session (``owned``), so a
+client that sends another browser's session hash reads and acts on nothing of it. A ``gradio_client``
+session (no page load, no token) is owned by its login (``patent_demo.ui.guard`` gives a session hash to
+the first login that uses it), or on an open server by its session hash alone. A served file (export,
+search report) downloads for the login it was written for only (``PrivateCopies.owner_of``).
 """
 
 from __future__ import annotations
