@@ -708,8 +708,8 @@ def test_the_sheet_search_takes_the_annotator_from_the_login(guarded, live):
 
 
 def test_undo_with_another_sessions_hash_acts_as_nobody_else(guarded):
-    """Bob's client sends Alice's session hash: it reaches Alice's browser state, but behind a login undo
-    acts on the logged-in user's labels only, so Alice's label stays."""
+    """Bob's client sends Alice's session hash: behind a login the session belongs to the login that used
+    it first (``patent_demo.ui.guard``), so Bob's request is refused (403) and Alice's label stays."""
     from gradio_client import Client
 
     url, store = guarded
@@ -718,7 +718,8 @@ def test_undo_with_another_sessions_hash_acts_as_nobody_else(guarded):
     lab_id = int(alice.predict(*_label(rank=1, label="not")[1], api_name="/label")[0].rsplit("#", 1)[1])
     bob = Client(url, auth=("bob", "bpw"), verbose=False)
     bob.session_hash = alice.session_hash
-    assert bob.predict("alice", api_name="/undo")[0].startswith("nothing to undo")
+    with pytest.raises(Exception, match="403"):  # noqa: B017 - refused before it reaches the session
+        bob.predict("alice", api_name="/undo")
     assert not next(x for x in store.labels(include_undone=True) if x.id == lab_id).undone
     assert alice.predict("", api_name="/undo")[0].startswith("↶ undid not")
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patent_demo.labels.fields import unlink
 from patent_demo.labels.store import GRADES, Label, LabelStore
 
 LEVELS = ("nominal", "ordinal", "interval")
@@ -252,9 +253,10 @@ def agreement_report(store_or_labels: LabelStore | Iterable[Label]) -> dict:
 
 
 def _cell(text: str) -> str:
-    """An annotator name as inert Markdown table text: HTML characters as entities, bars and brackets escaped."""
+    """An annotator name as inert Markdown table text: HTML characters as entities, bars and brackets
+    escaped, no bare address left to link (``fields.unlink``)."""
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "".join("\\" + ch if ch in "\\|[]`" else ch for ch in text)
+    return unlink("".join("\\" + ch if ch in "\\|[]`" else ch for ch in text))
 
 
 def _fmt(x: float | None) -> str:

@@ -26,6 +26,23 @@ class LabelError(ValueError):
     """A label that cannot be stored; the message says which field is wrong."""
 
 
+_LINK_MARKS = {":": "&#58;", "@": "&#64;"}
+
+
+def unlink(markdown: str) -> str:
+    """Markdown text (already escaped) that no renderer turns into a link: the ``:`` of a scheme
+    (``https://``, ``mailto:``), the ``@`` of an address and the dot of ``www.`` become character
+    references, which show as themselves. Gradio's Markdown and Dataframe link bare addresses otherwise."""
+    out = "".join(_LINK_MARKS.get(ch, ch) for ch in markdown)
+    lower = out.lower()
+    at = lower.find("www.")
+    while at >= 0:
+        out = out[: at + 3] + "&#46;" + out[at + 4:]
+        lower = out.lower()
+        at = lower.find("www.", at + 8)
+    return out
+
+
 def preview(value: str, n: int = 40) -> str:
     return repr(value if len(value) <= n else value[:n] + "…")
 

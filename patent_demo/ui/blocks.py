@@ -12,7 +12,7 @@ from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.text.lists import TITLES
 from patent_demo.text.syntax import HELP as SYNTAX_HELP
 from patent_demo.ui import examiner as exam_ui
-from patent_demo.ui.access import Identity, bind_owner, lenient
+from patent_demo.ui.access import Identity, bind_owner, lenient, owned
 from patent_demo.ui.args import default_labels_path, on_space_with_sign_in
 from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.inputs import NO_DRAWINGS, Selection
@@ -318,8 +318,13 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     l_preview, l_cursor]  # fmt: skip
         quiet = {"api_visibility": "private"}
 
+        def mine(fn, inputs, outputs):
+            """An event that reads the session: refused to a request without this browser's token."""
+            return {"fn": owned(fn, outputs), "inputs": inputs, "outputs": outputs,
+                    "inputs_kwargs": {"owner_token": owner_token, "owner_session": session}}  # fmt: skip
+
         def then_show(event):
-            return event.then(lh.show, show_in, show_out, **quiet)
+            return event.then(**mine(lh.show, show_in, show_out), **quiet)
 
         label_panel = [session, l_list, l_rank, l_cursor, l_progress]
 
@@ -331,36 +336,36 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         d_crop.change(h.query_preview, [d_file, d_crop], d_query, api_name=False)
         demo.load(wb.index_status, None, index_status, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
-        then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, filters,
-                                                 session, crop_state],
-                              [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
+        then_show(d_btn.click(**mine(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, filters,
+                                                        session, crop_state],
+                                     [d_gallery, d_status, d_table, *label_panel]), api_name="search_drawing"))  # fmt: skip
         d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop], [d_status, d_table],
                         api_name="search_application")  # fmt: skip
-        bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, filters, session],
-                                 [t_bm25, t_dss, t_fused, t_status, session], api_name="search_bm25")  # fmt: skip
+        bm25_first = t_btn.click(**mine(h.search_bm25, [t_text, t_codes, t_model, t_k, filters, session],
+                                        [t_bm25, t_dss, t_fused, t_status, session]), api_name="search_bm25")  # fmt: skip
         dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, filters],
                                      [t_dense, t_hybrid, t_status], api_name="search_dense")  # fmt: skip
-        then_show(dense_next.then(h.search_text, [t_text, t_codes, t_model, t_k, annotator, filters, session],
-                              [t_bm25, t_dss, t_status, *label_panel], api_name="search_text").then(
-                  h.fused_table, [session, annotator], [t_fused], api_name="fused_text"))  # fmt: skip
-        then_show(c_btn.click(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator, filters,
-                                                  session],
-                              [c_hm, c_list, c_rrf, c_status, *label_panel], api_name="search_combined"))  # fmt: skip
+        then_show(dense_next.then(**mine(h.search_text, [t_text, t_codes, t_model, t_k, annotator, filters, session],
+                                         [t_bm25, t_dss, t_status, *label_panel]), api_name="search_text").then(
+                  **mine(h.fused_table, [session, annotator], [t_fused]), api_name="fused_text"))  # fmt: skip
+        then_show(c_btn.click(**mine(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator,
+                                                         filters, session],
+                                     [c_hm, c_list, c_rrf, c_status, *label_panel]), api_name="search_combined"))  # fmt: skip
 
         exam_ui.wire_crop(crop, d_file, crop_state)
-        then_show(d_sheet_btn.click(ex.search_sheet, [d_file, crop_state, d_model, d_k, annotator, filters, session],
-                                    [d_gallery, d_status, d_table, d_sheet_img, *label_panel], api_name="search_sheet"))  # fmt: skip
+        then_show(d_sheet_btn.click(**mine(ex.search_sheet, [d_file, crop_state, d_model, d_k, annotator, filters, session],
+                                           [d_gallery, d_status, d_table, d_sheet_img, *label_panel]), api_name="search_sheet"))  # fmt: skip
         doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
-        d_gallery.select(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
-                         [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_hit")  # fmt: skip
-        d_table.select(ex.open_drawing_row, [session, d_file, crop_state, d_crop],
-                       [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md], api_name="open_drawing_row")  # fmt: skip
+        d_gallery.select(**mine(ex.open_drawing_hit, [session, d_file, crop_state, d_crop],
+                                [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md]), api_name="open_drawing_hit")  # fmt: skip
+        d_table.select(**mine(ex.open_drawing_row, [session, d_file, crop_state, d_crop],
+                              [*doc_out, ext.sbs_query, ext.sbs_hit, ext.sbs_md]), api_name="open_drawing_row")  # fmt: skip
         for name, table in t_tables.items():
-            table.select(ex.opener(name), [session], [*doc_out, ext.tq_html, ext.tc_html], api_name=f"open_{name}_hit")
+            table.select(**mine(ex.opener(name), [session], [*doc_out, ext.tq_html, ext.tc_html]), api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
-        exam_ui.wire_more_like_this(ext, ex, tabs, session, d_file, t_text)
+        exam_ui.wire_more_like_this(ext, ex, tabs, mine, session, d_file, t_text)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
-        ext.r_btn.click(ex.report, [ext.r_query, filters, ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame],
+        ext.r_btn.click(**mine(ex.report, [ext.r_query, filters, ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame]),
                         api_name="search_report")  # fmt: skip
 
         def selector(list_name: str):
@@ -373,20 +378,16 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                                 (t_dense, "dense", "select_dense"), (t_hybrid, "hybrid", "select_hybrid"),
                                 (t_dss, "dssdnet", "select_dssdnet"), (t_fused, "fused", "select_text_fused"),
                                 (c_hm, "hmcl", "select_combined_hmcl"), (c_rrf, "rrf", "select_combined_rrf")):  # fmt: skip
-            then_show(comp.select(selector(name), [session], [l_list, l_rank, l_cursor], api_name=api))
+            then_show(comp.select(**mine(selector(name), [session], [l_list, l_rank, l_cursor]), api_name=api))
 
         def select_combined_text(session, evt: Selection):  # the Combined tab's text list: the default one
             return lh.select((session or {}).get("text_list") or default_text_list(), session, evt)
 
-        then_show(c_list.select(select_combined_text, [session], [l_list, l_rank, l_cursor],
-                                api_name="select_combined_text"))  # fmt: skip
-        gr.Button(visible=False).click(lh.explain, [session, l_rank], [t_gate, t_explain], api_name="explain")
-        m_btn.click(
-            h.embedding_maps,
-            [m_a, m_b, m_dims, session],
-            [m_plot_a, m_plot_b, m_status],
-            api_name="embedding_map",
-        )
+        then_show(c_list.select(**mine(select_combined_text, [session], [l_list, l_rank, l_cursor]),
+                                api_name="select_combined_text"))
+        gr.Button(visible=False).click(**mine(lh.explain, [session, l_rank], [t_gate, t_explain]), api_name="explain")
+        m_btn.click(**mine(h.embedding_maps, [m_a, m_b, m_dims, session], [m_plot_a, m_plot_b, m_status]),
+                    api_name="embedding_map")
         e_btn.click(h.evaluate, [e_model, e_split], [e_summary, e_table, e_fig], api_name="evaluate")
         e_cmp.click(h.compare, [e_fig, e_a, e_b], [e_gal_a, e_gal_b, e_cmp_md], api_name="compare")
 
@@ -422,19 +423,19 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             return move
 
         move_in = [l_list, l_rank, session, l_unlabelled, annotator]
-        then_show(b_next.click(mover(1), move_in, [l_rank, l_cursor], api_name="next_hit"))
-        then_show(b_prev.click(mover(-1), move_in, [l_rank, l_cursor], api_name="prev_hit"))
-        then_show(l_list.input(mover(0), move_in, [l_rank, l_cursor], api_name="choose_list"))
+        then_show(b_next.click(**mine(mover(1), move_in, [l_rank, l_cursor]), api_name="next_hit"))
+        then_show(b_prev.click(**mine(mover(-1), move_in, [l_rank, l_cursor]), api_name="prev_hit"))
+        then_show(l_list.input(**mine(mover(0), move_in, [l_rank, l_cursor]), api_name="choose_list"))
 
         def show_list(list_name, session, unlabelled, annotator, request: gr.Request,
                       profile: gr.OAuthProfile | None = None):  # fmt: skip
             """The Text tab's list choice: that list is shown and the cursor moves to its first hit."""
             return list_name, *lh.move(list_name, 1, 0, session, unlabelled, annotator, request, profile)
 
-        then_show(t_show.input(show_list, [t_show, session, l_unlabelled, annotator], [l_list, l_rank, l_cursor],
+        then_show(t_show.input(**mine(show_list, [t_show, session, l_unlabelled, annotator], [l_list, l_rank, l_cursor]),
                                api_name="show_list"))  # fmt: skip
-        l_rank.input(lh.show, show_in, show_out, **quiet)
-        l_unlabelled.change(lh.show, show_in, show_out, **quiet)
+        l_rank.input(**mine(lh.show, show_in, show_out), **quiet)
+        l_unlabelled.change(**mine(lh.show, show_in, show_out), **quiet)
         x_btn.click(lh.export_labels, [annotator], [x_files, x_md], api_name="export_labels")
         g_refresh.click(lh.agreement, None, [g_report, g_queue], api_name="agreement")
         g_tab.select(lh.agreement, None, [g_report, g_queue], api_visibility="private")
@@ -449,6 +450,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         if identity.oauth or identity.login:
             # the annotator box shows who is signed in; labels take the name from the sign-in, not the box
             demo.load(signed_in_name, None, annotator, api_name=False)
+    for fn in demo.fns.values():  # every event that reads a browser's session checks its owner (access.owned)
+        if session in fn.inputs and owner_token not in fn.inputs:
+            raise RuntimeError(f"the event {fn.api_name or fn.name} reads the session without its owner check")
     for block in demo.blocks.values():  # a value outside the choices reaches the handler, which says why
         if isinstance(block, gr.Dropdown | gr.Radio):
             lenient(block)

@@ -351,7 +351,8 @@ class ExaminerHandlers:
                profile: gr.OAuthProfile | None = None):  # fmt: skip
         """Write the search report of one query (CSV + HTML, 0600 in a 0700 folder beside the database)
         with this browser session's search history (each query, its filters, model, date and examiner), and
-        preview it; served from a private copy. A non-admin's report holds their own labels only."""
+        preview it; served from a private copy that only this login may download. A non-admin's report holds
+        their own labels only."""
         from patent_demo.ui.access import SERVED
 
         try:
@@ -372,7 +373,8 @@ class ExaminerHandlers:
             frame = (f'<iframe id="r-frame" style="width:100%;height:520px;border:1px solid #ccc" '
                      f'srcdoc="{html.escape(preview, quote=True)}"></iframe>')  # fmt: skip
             md = f"{len(rep.rows)} documents in the report of `{query_id}` · open the HTML file and print it to PDF"
-            return SERVED.serve([csv_path, html_path], "reports"), md, frame
+            served = SERVED.serve([csv_path, html_path], "reports", self.identity.download_owner(request))
+            return served, md, frame
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return gr.update(), warn(err), gr.update()
 
@@ -443,10 +445,11 @@ def build_tabs() -> ExaminerTabs:
                         r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
 
 
-def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, session, d_file, t_text) -> None:
+def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, mine, session, d_file, t_text) -> None:
     """ "More like this" in the Document tab: the record's drawing (or text) becomes the query and is searched
-    (its own patent and family are then left out, as for any corpus query)."""
-    ext.more_d.click(ex.more_drawing, [ext.doc_id, session], [d_file, tabs], api_name=False).success(
+    (its own patent and family are then left out, as for any corpus query). ``mine`` makes an event that
+    reads the session owner-checked (``blocks.build_demo``)."""
+    ext.more_d.click(**mine(ex.more_drawing, [ext.doc_id, session], [d_file, tabs]), api_name=False).success(
         None, None, None, js="() => document.querySelector('#d-search').click()"
     )
     ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False).success(

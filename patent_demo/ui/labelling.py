@@ -24,7 +24,7 @@ import gradio as gr
 
 from patent_demo.document import scheme_code
 from patent_demo.hierarchy import patent_classes
-from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
+from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError, unlink
 from patent_demo.labels.sessions import label_from_session, parse_rank
 from patent_demo.labels.store import Label, LabelStore
 from patent_demo.limits import check_text
@@ -52,6 +52,12 @@ def esc(value: Any) -> str:
     and images, table bars, backticks and asterisks (``bubbl*`` is truncation, not italics) escaped, so a name, note, abstract or title never renders as
     HTML, a link, an image or a table cell."""
     return _MD_SPECIAL.sub(r"\\\1", html.escape(str(value), quote=False))
+
+
+def plain(value: Any) -> str:
+    """A name, note or typed query as plain text in Markdown or a table: ``esc``, and no bare address (an
+    ``https://`` or ``www.`` address, an e-mail address) left for the renderer to link (``fields.unlink``)."""
+    return unlink(esc(value))
 
 
 def scrub_paths(message: str) -> str:
@@ -172,7 +178,7 @@ def progress_md(store: LabelStore, session: dict | None, who: str) -> str:
     shown = {row["id"] for rows in session["lists"].values() for row in rows}
     judged = store.judged(session["query_id"], who) if who else {}
     done = len(shown & set(judged))
-    return f"**{done} of {len(shown)}** candidates of this query labelled by {esc(who) if who else '(enter your name)'}"
+    return f"**{done} of {len(shown)}** candidates of this query labelled by {plain(who) if who else '(enter your name)'}"
 
 
 def cursor_md(
@@ -395,13 +401,14 @@ class LabelHandlers:
 
     # -- export -------------------------------------------------------------------------------------------------
     def export_labels(self, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None):
-        """Write TREC qrels, HMCL / DSSDNet training rows and the disputed pairs; returns the files."""
+        """Write TREC qrels, HMCL / DSSDNet training rows and the disputed pairs; returns the files (a private
+        copy that only this login may download)."""
         try:
             who = self._soft_who(annotator, request, profile)
             if self.identity.admins:
                 self.identity.check_admin(who, "export the labels")
             out = self.store.export_all(self.store.path.parent / "exports", corpus=self.wb.corpus)
-            served = SERVED.serve([p for p, _ in out.values()], "exports")
+            served = SERVED.serve([p for p, _ in out.values()], "exports", self.identity.download_owner(request))
             n = {k: v for k, (_, v) in out.items()}
             md = (
                 f"{self.store.count()} labels → {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows (drawing "
@@ -425,7 +432,7 @@ class LabelHandlers:
             + [by.get(a, "–") for a in names]
             for (q, c), by in open_pairs
         ]
-        return {"headers": QUEUE_HEADERS + names, "data": rows}
+        return {"headers": QUEUE_HEADERS + names, "data": rows}  # a table's text cells show as typed
 
     def agreement(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
         """The agreement report (kappa per annotator pair, Krippendorff's alpha) and the disagreement queue;
@@ -466,15 +473,15 @@ class LabelHandlers:
             return "", "", "Select a row of the queue.", None, None
         latest = {x.annotator: x for x in labs}
         who = "  \n".join(
-            f"**{esc(a)}**: {x.label}"
+            f"**{plain(a)}**: {x.label}"
             + (f" ({x.category})" if x.category else "")
-            + (f" — {esc(x.note)}" if x.note else "")
+            + (f" — {plain(x.note)}" if x.note else "")
             for a, x in sorted(latest.items())
         )
         corpus = self.wb.corpus
         p = corpus[cand] if cand in corpus else None
         q = labs[-1]
-        q_text = esc(q.query_text) if q.query_text else "(a drawing only)"
+        q_text = plain(q.query_text) if q.query_text else "(a drawing only)"
         c_text = f"{esc(p.title)}: {esc(self.wb.candidate_text(p))}" if p else "(not in this corpus)"
         md = (f"**Query** ({q.modality} judgement): {q_text}  \n**Candidate** `{esc(cand)}` · {c_text}  \n"
               f"{who}")  # fmt: skip
@@ -520,7 +527,7 @@ class LabelHandlers:
                     raise LabelError(f"{err} (start the app with another name in --admin)") from None
                 raise
             by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
-            votes = ", ".join(f"{esc(a)}: {v}" for a, v in sorted(by_annotator.items()))
+            votes = ", ".join(f"{plain(a)}: {v}" for a, v in sorted(by_annotator.items()))
             again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
             msg = (f"✓ adjudicated {esc(lab.candidate_id)} for {esc(lab.query_id)} as **{lab.label}**{again} · "
                    f"was {votes} · label #{lab.id}")  # fmt: skip

@@ -14,6 +14,7 @@ from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import LabelStore, StoreUnwritable
 from patent_demo.ui.args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
 from patent_demo.ui.blocks import build_demo
+from patent_demo.ui.guard import OPEN_UPLOAD_MB, Budget, Guard, TempSweeper
 from patent_demo.ui.labelling import Identity
 from patent_demo.workbench import Workbench
 
@@ -86,9 +87,14 @@ def served_paths(workbench: Workbench, store: LabelStore | None = None) -> tuple
     return [str(p) for p in allowed], sorted({str(p) for p in blocked})
 
 
-def launch_kwargs(workbench: Workbench, identity: Identity | None = None, store: LabelStore | None = None) -> dict:
-    """Theme, CSS, keyboard script, the paths the UI may serve (``served_paths``) and, with
-    ``--annotators``, the login check."""
+def launch_kwargs(workbench: Workbench, identity: Identity | None = None, store: LabelStore | None = None,
+                  sweeper: TempSweeper | None = None, uploads: Budget | None = None) -> dict:  # fmt: skip
+    """Theme, CSS, keyboard script, the paths the UI may serve (``served_paths``), the upload limit
+    (25 MB behind a login, 10 MB on an open server), the server's guard (``patent_demo.ui.guard``: login
+    attempts, sessions, downloads, uploads, the temporary folder) and, with ``--annotators``, the login
+    check."""
+    from starlette.middleware import Middleware
+
     auth = identity.auth() if identity is not None else None
     allowed, blocked = served_paths(workbench, store)
     return {
@@ -105,7 +111,8 @@ def launch_kwargs(workbench: Workbench, identity: Identity | None = None, store:
         "head": KEYS_JS % json.dumps(SHORTCUTS),
         "allowed_paths": allowed,
         "blocked_paths": blocked,
-        "max_file_size": "25mb",
+        "max_file_size": "25mb" if auth else f"{OPEN_UPLOAD_MB}mb",
+        "app_kwargs": {"middleware": [Middleware(Guard, identity=identity, sweeper=sweeper, uploads=uploads)]},
     }
 
 
