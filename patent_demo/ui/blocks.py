@@ -313,8 +313,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(d_btn.click(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, filters,
                                                  session, crop_state],
                               [d_gallery, d_status, d_table, *label_panel], api_name="search_drawing"))  # fmt: skip
-        d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop], [d_status, d_table],
-                        api_name="search_application")  # fmt: skip
+        then_show(d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop, annotator, filters, session],
+                                  [d_gallery, d_status, d_table, *label_panel], api_name="search_application"))  # fmt: skip
         bm25_first = t_btn.click(h.search_bm25, [t_text, t_codes, t_model, t_k, filters, session],
                                  [t_bm25, t_dss, t_fused, t_status, session], api_name="search_bm25")  # fmt: skip
         dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, filters],
