@@ -445,12 +445,12 @@ def build_tabs() -> ExaminerTabs:
                         r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
 
 
-def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, session, d_file, t_text) -> None:
+def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, session, d_file, t_text):
     """ "More like this" in the Document tab: the record's drawing (or text) becomes the query and is searched
-    (its own patent and family are then left out, as for any corpus query)."""
+    (its own patent and family are then left out, as for any corpus query). The drawing tab is the first, so
+    its button is on the page and is clicked; returns the event that fills the abstract, which the caller
+    chains the text search to on the server (the Text tab's button is not rendered until the tab is opened)."""
     ext.more_d.click(ex.more_drawing, [ext.doc_id, session], [d_file, tabs], api_name=False).success(
         None, None, None, js="() => document.querySelector('#d-search').click()"
     )
-    ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False).success(
-        None, None, None, js="() => document.querySelector('#t-search').click()"
-    )
+    return ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False)
