@@ -160,6 +160,7 @@ def test_the_search_filters_travel_as_one_json_value(client, server):
     for name in (
         "/search_drawing",
         "/search_sheet",
+        "/search_application",
         "/search_bm25",
         "/search_dense",
         "/search_text",

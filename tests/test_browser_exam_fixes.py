@@ -94,6 +94,15 @@ def _settled(page, n: int = 10) -> None:
     )
 
 
+def _quiet(page) -> None:
+    """Wait until no component shows an update in flight (before a screenshot)."""
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=status-tracker]')]"
+        ".every(t => t.classList.contains('hide') || !t.innerText.includes('processing'))",
+        timeout=60_000,
+    )
+
+
 def _tiles(page) -> list[str]:
     return [c.split()[1] for c in page.locator("#d-gallery .caption-label").all_inner_texts()]
 
@@ -159,6 +168,7 @@ def test_application_search_labels_its_own_query(browser, red):  # noqa: F811
     _press_and_wait(page, "1", 3)
     cursor.get_by_text("hmcl #4").wait_for(timeout=30_000)  # auto-advance
     _settled(page)
+    _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-application.png"), full_page=True)
     rows = _labels(store, "app-examiner")
     assert len(rows) == 1
@@ -186,6 +196,7 @@ def test_sheet_split_leaves_out_its_own_patent_and_says_so(browser, red):  # noq
     tiles = _tiles(page)
     assert len(tiles) == 10 and own not in tiles and own not in _table_ids(page)
     _press_and_wait(page, "1", 1)
+    _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-sheet.png"), full_page=True)
     assert [r[1:] for r in _labels(store, "sheet-examiner")] == [
         ("image", "drawing", own, tiles[0], "hmcl", 1, "relevant")
@@ -223,10 +234,12 @@ def test_boilerplate_twins_are_two_designs(browser, red):  # noqa: F811
     doc = page.locator("#doc-html")
     doc.locator("h3").get_by_text(OTHER_TWIN).wait_for(timeout=30_000)
     assert "Family in the corpus: none in this corpus" in doc.inner_text()
+    _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-twins-record.png"), full_page=True)
     page.get_by_role("tab", name="Drawing search").click()
     _press_and_wait(page, "1", rank)
     _settled(page)
+    _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-twins.png"), full_page=True)
     assert [r[1:] for r in _labels(store, "twin-examiner")] == [
         ("image", "drawing", TWIN, OTHER_TWIN, "hmcl", rank, "relevant")
@@ -262,6 +275,7 @@ def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):  # no
     page.locator("#t-status").click()
     page.keyboard.press("1")
     page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=30_000)
+    _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-more-text.png"), full_page=True)
     rows = _labels(store, "more-examiner")
     assert [r[1:] for r in rows] == [("text", "text", "", hit, rows[0][5], 1, "relevant")]
