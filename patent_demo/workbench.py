@@ -430,18 +430,12 @@ class Workbench:
         spec = self.model(model, "drawing")
         index = self.index(spec)
         views = np.stack([self.embed_query(im, spec.key, crop=crop) for im in images])
-        n = len(set(index.patent_ids))
-        res = application_ranking(
-            views, index.embeddings, index.patent_ids, max(1, min(int(k), n)), how, allowed
-        )
-        hits = []
-        for r, ((pid, s), extra) in enumerate(zip(res, res.extras or [{}] * len(res), strict=True), 1):
-            figure = index.ids[extra.pop("figure")] if "figure" in extra else ""
-            hits.append(self._hit(r, pid, s, figure=figure, extras=extra))
+        k = max(1, min(int(k), len(set(index.patent_ids))))
+        res = application_ranking(views, index.embeddings, index.patent_ids, k, how, allowed)
+        hits = [self._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
+                for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)]  # fmt: skip
         loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
-        if not loc and query_patent in self.corpus:
-            loc = self.corpus[query_patent].locarno
-        others = [h for h in hits if h.patent_id != query_patent]
+        others = [h for h in hits if h.patent_id != query_patent]  # the spread line reads its class
         return DrawingSearch(hits, self.spread(others, loc, query_patent), views, "", query_patent, loc, spec.key,
                              spec.checkpoint_id)  # fmt: skip
 

@@ -174,6 +174,7 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     from patent_demo.ui.handlers import Handlers
 
     wb, store = bench
+    wb.index("zero-shot")  # built now: the handlers refuse a model whose index is still being built
     h, ex = Handlers(wb, store), ExaminerHandlers(wb, store)
     excl = {"exclude_own": True}
     first = h.search_drawing(str(wb.corpus.image_path(wb.corpus["D0002"].figures[0])), "zero-shot", 4, True,
@@ -182,6 +183,7 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     gallery, status, table, session, list_name, rank, cursor, _ = h.search_application(
         views, "zero-shot", 4, True, "ann", excl, first[3]
     )
+    assert "hmcl" in session["lists"], status
     ids = [row["id"] for row in session["lists"]["hmcl"]]
     assert len(ids) == 4 and "D0006" not in ids
     assert "the query's own patent D0006 is left out" in status
