@@ -90,26 +90,26 @@ class DocumentView:
     codes: list[tuple[str, str, str]]  # (scheme, code, title)
     figures: list[FigureView]
     family: list[tuple[str, str]] = field(default_factory=list)  # (id, title) in the corpus
+    same_text: list[tuple[str, str]] = field(default_factory=list)  # utility patents with this text, not family
     cites: list[tuple[str, str]] = field(default_factory=list)
     cited_by: list[tuple[str, str]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
 
 
 def family_members(patent: Patent, corpus: Corpus) -> list[str]:
-    """Corpus ids of the patent's family: listed in ``extra["family_members"]`` or sharing its
-    ``extra["family"]`` id (the built-in corpus), the patent itself left out."""
-    listed = set(patent.extra.get("family_members") or [])
-    fam = patent.extra.get("family")
-    out = [
-        p.id
-        for p in corpus
-        if p.id != patent.id and (p.id in listed or (fam and p.extra.get("family") == fam))
-    ]
-    return out
+    """Corpus ids of the patent's family, the patent itself left out: the bibliographic family the
+    searches use (``patent_demo.families.family_sets``: listed members, shared family ids and application
+    numbers, related-application data), in corpus order."""
+    from patent_demo.families import family_sets
+
+    family = family_sets(corpus).get(patent.id, frozenset())
+    return [p.id for p in corpus if p.id != patent.id and p.id in family]
 
 
 def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
     """Everything the corpus holds about ``patent_id`` (``KeyError`` naming it when absent)."""
+    from patent_demo.families import same_text_sets
+
     p = corpus[patent_id]
 
     def titled(ids) -> list[tuple[str, str]]:
@@ -135,6 +135,7 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
         codes=codes,
         figures=figures,
         family=titled(family_members(p, corpus)),
+        same_text=titled(same_text_sets(corpus).get(p.id, [])),
         cites=titled(p.citations),
         cited_by=titled(cited_by),
         links=register_links(p),
@@ -177,6 +178,8 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
     if view.claims:
         parts.append(f"<h4>Claims</h4><p>{text(view.claims)}</p>")
     parts.append(f"<p><b>Family in the corpus:</b> {ids(view.family)}</p>")
+    if view.same_text:
+        parts.append(f"<p><b>Same text (not family):</b> {ids(view.same_text)}</p>")
     parts.append(f"<p><b>Cites (in the corpus):</b> {ids(view.cites)}</p>")
     parts.append(f"<p><b>Cited by (in the corpus):</b> {ids(view.cited_by)}</p>")
     return "\n".join(parts)

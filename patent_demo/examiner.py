@@ -2,8 +2,9 @@
 "no good match" signal, and the side-by-side views. The app's handlers call these with a
 ``patent_demo.workbench.Workbench``.
 
-* :func:`drawing_search` / :func:`text_search`: the workbench searches with a ``SearchFilter``
-  applied inside retrieval; with ``own_date`` a query that is a corpus drawing (same file bytes) or
+* :func:`drawing_search` / :func:`application_search` / :func:`text_search`: the workbench searches
+  with a ``SearchFilter`` applied inside retrieval (every drawing search, a sheet's too, restricted by
+  :func:`drawing_allowed`, so each leaves out the query's own patent and family the same way); with ``own_date`` a query that is a corpus drawing (same file bytes) or
   a corpus patent's text gets that patent's priority / filing date as the cut-off when none is typed.
   Each returns the notes the status line shows (filter, cut-off, no-good-match).
 * :func:`no_match_threshold`: the threshold of ``patent_demo.calibration``, calibrated on judged
@@ -73,14 +74,12 @@ def corpus_patent_of(wb, data: bytes) -> str:
 
 def own_and_family(corpus, patent_id: str) -> set[str]:
     """The ids a search for ``patent_id``'s own drawing or text leaves out: the patent and its family, the
-    same family that collapses hits and draws the text split (``families.family_sets``: listed members,
-    shared family ids, identical texts), plus listed members the family key does not reach."""
-    from patent_demo.document import family_members
+    same bibliographic family that collapses hits and that its record lists (``families.family_sets``)."""
     from patent_demo.families import family_sets
 
     if patent_id not in corpus:
         return set()
-    return {patent_id, *family_sets(corpus).get(patent_id, ()), *family_members(corpus[patent_id], corpus)}
+    return {patent_id, *family_sets(corpus).get(patent_id, ())}
 
 
 def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[str]) -> SearchFilter:
@@ -100,6 +99,48 @@ def _filter_note(search_filter: SearchFilter, allowed: set[str] | None, total: i
     return [f"{search_filter.describe()}: {len(allowed)} of {total} documents searched"]
 
 
+def drawing_allowed(
+    wb,
+    model: str,
+    search_filter: SearchFilter | None = None,
+    own_patents: Sequence[str] = (),
+    own_date: bool = False,
+    exclude_own: bool = False,
+) -> tuple[set[str] | None, list[str]]:
+    """``(allowed patent ids or None for all, notes)``: what every drawing search (one drawing, a sheet,
+    a whole application) may return. ``own_patents`` are the corpus patents the query drawings come from;
+    with ``own_date`` the cut-off defaults to the first one's priority / filing date, with ``exclude_own``
+    each of them and its family is left out. The notes say so (the status line and the search history)."""
+    notes: list[str] = []
+    f = search_filter or SearchFilter()
+    own = [p for p in dict.fromkeys(own_patents) if p]
+    if own_date:
+        f = _with_own_date(f, wb, own[0] if own else "", notes)
+    allowed = f.allowed_ids(wb.corpus)
+    drawn = set(wb.index(model).patent_ids)
+    if allowed is not None:
+        allowed &= drawn
+        notes.append(f"{f.describe()}: {len(allowed)} of {len(drawn)} patents with drawings searched")
+        if not allowed:
+            raise ValueError(f"no patent with drawings passes the filter ({f.describe()}); widen it")
+    if exclude_own and own:
+        out = set().union(*(own_and_family(wb.corpus, p) for p in own))
+        allowed = (drawn if allowed is None else allowed) - out
+        family = sorted(out - set(own))
+        notes.append(f"the query's own patent{'s' if len(own) > 1 else ''} {', '.join(own)} "
+                     f"{'are' if len(own) > 1 else 'is'} left out"
+                     + (f" with {'their' if len(own) > 1 else 'its'} family ({', '.join(family)})" if family else ""))  # fmt: skip
+        if not allowed:
+            raise ValueError("nothing is left to search once the query's own patent is left out")
+    return allowed, notes
+
+
+def _no_match_note(wb, model: str, hits) -> list[str]:
+    th = no_match_threshold(wb, "drawing", model)
+    msg = th.message(hits[0].score) if th is not None and hits else ""
+    return ["⚠️ " + msg] if msg else []
+
+
 def drawing_search(
     wb,
     image: bytes | str | os.PathLike,
@@ -113,39 +154,35 @@ def drawing_search(
     query_patent: str = "",
     exclude_own: bool = False,
 ):
-    """``(DrawingSearch, notes)``: ``wb.search_drawing`` restricted by ``search_filter``; with
-    ``own_date`` the cut-off defaults to the date of the corpus patent the drawing belongs to (or of
-    ``query_patent``, for a drawing cut from one of its figures); with ``exclude_own`` that patent and
-    its family are left out of the hits (and so of the spread line)."""
+    """``(DrawingSearch, notes)``: ``wb.search_drawing`` restricted by :func:`drawing_allowed` for the
+    corpus patent the drawing belongs to (or ``query_patent``, for a drawing cut from one of its figures)."""
     data = image if isinstance(image, bytes) else Path(image).read_bytes()
-    notes: list[str] = []
-    f = search_filter or SearchFilter()
     own_patent = query_patent or corpus_patent_of(wb, data)
-    if own_date:
-        f = _with_own_date(f, wb, own_patent, notes)
-    allowed = f.allowed_ids(wb.corpus)
-    drawn = set(wb.index(model).patent_ids)
-    if allowed is not None:
-        allowed &= drawn
-        notes.append(f"{f.describe()}: {len(allowed)} of {len(drawn)} patents with drawings searched")
-        if not allowed:
-            raise ValueError(f"no patent with drawings passes the filter ({f.describe()}); widen it")
-    if exclude_own and own_patent:
-        out = own_and_family(wb.corpus, own_patent)
-        allowed = (drawn if allowed is None else allowed) - out
-        family = sorted(out - {own_patent})
-        notes.append(f"the query's own patent {own_patent} is left out"
-                     + (f" with its family ({', '.join(family)})" if family else ""))  # fmt: skip
-        if not allowed:
-            raise ValueError("nothing is left to search once the query's own patent is left out")
+    allowed, notes = drawing_allowed(wb, model, search_filter, [own_patent], own_date, exclude_own)
     # a crop of a corpus figure still belongs to its patent: its class and its spread line
     res = wb.search_drawing(image, model, k, group_by_patent, crop, query_locarno, allowed=allowed,
                             query_patent=own_patent)  # fmt: skip
-    th = no_match_threshold(wb, "drawing", model)
-    if th is not None and res.hits:
-        msg = th.message(res.hits[0].score)
-        if msg:
-            notes.append("⚠️ " + msg)
+    return res, notes + _no_match_note(wb, model, res.hits)
+
+
+def application_search(
+    wb,
+    views: Sequence[bytes | str | os.PathLike],
+    model: str,
+    k: int = 10,
+    crop: bool = True,
+    search_filter: SearchFilter | None = None,
+    own_date: bool = False,
+    exclude_own: bool = False,
+):
+    """``(DrawingSearch, notes)``: ``wb.search_application`` (several views of one application) restricted
+    by :func:`drawing_allowed` for the corpus patents the views come from; the first of them is the
+    query patent (``query_patent_id``, the spread line's class). The no-good-match threshold is
+    calibrated on single drawings, so no such note is given here."""
+    data = [v if isinstance(v, bytes) else Path(v).read_bytes() for v in views]
+    own = [p for p in dict.fromkeys(corpus_patent_of(wb, d) for d in data) if p]
+    allowed, notes = drawing_allowed(wb, model, search_filter, own, own_date, exclude_own)
+    res = wb.search_application(data, model, k, "mean", crop, allowed=allowed, query_patent=own[0] if own else "")
     return res, notes
 
 

@@ -1,32 +1,61 @@
 """Patent families in result lists: one hit per family, the other members listed under it.
 
-A family is what ``patent_demo.data.families`` joins: the corpus's own family fields
-(``extra["family_members"]`` lists, a shared ``extra["family"]`` id) and identical normalised texts
-(continuations repeat their parent's title and abstract). ``collapse`` keeps the best-ranked member of each family and
+A family is what the bibliographic data joins (``patent_demo.data.families.families`` without its
+identical-text link): listed members (``extra["family_members"]``), a shared family id or application
+number, and the related-application data of continuations and divisions. Identical boilerplate never
+makes a family: design patents of one applicant often share a title and figure descriptions word for word
+and are still separate designs. ``family_sets`` is the one definition the lists, the exclusion of a
+query's own patent and the record page read. ``collapse`` keeps the best-ranked member of each family and
 puts the ids of the members it absorbed into that hit's extras (``family_also``), so a list of k shows k
 families instead of spending slots on the same invention filed twice.
+
+``same_text_sets`` is a signal only: utility patents with the same normalised title and abstract (a
+continuation not listed as family, say) are marked "same text" in the lists and on the record page; they
+are neither collapsed nor left out.
 """
 
 from __future__ import annotations
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.data.families import families
+from patent_demo.data.families import families, text_key
 from patent_demo.results import Results
 
 
 def family_sets(corpus: Corpus) -> dict[str, frozenset[str]]:
-    """Per corpus id, its family in the corpus (itself included): the links of
-    ``patent_demo.data.families.families`` (listed members, shared family ids, identical texts), the same
-    families the text split is drawn from; cached on the corpus."""
+    """Per corpus id, its family in the corpus (itself included) from bibliographic data only (listed
+    members, shared family ids and application numbers, related-application data); cached on the corpus."""
     cached = corpus.__dict__.get("_family_sets")
     if cached is not None:
         return cached
-    key = families(corpus.patents)
+    key = families(corpus.patents, same_text=False)
     groups: dict[str, set[str]] = {}
     for pid, root in key.items():
         groups.setdefault(root, set()).add(pid)
     out = {pid: frozenset(groups[root]) for pid, root in key.items()}
     corpus.__dict__["_family_sets"] = out
+    return out
+
+
+def same_text_sets(corpus: Corpus) -> dict[str, list[str]]:
+    """Per utility patent that has them, the other utility patents of the corpus with the same normalised
+    title and abstract and outside its family (a signal for the examiner; design patents never: their
+    text is boilerplate); cached on the corpus."""
+    cached = corpus.__dict__.get("_same_text")
+    if cached is not None:
+        return cached
+    fam = family_sets(corpus)
+    by_text: dict[str, list[str]] = {}
+    for p in corpus.patents:
+        key = text_key(p) if p.kind != "design" else ""
+        if key:
+            by_text.setdefault(key, []).append(p.id)
+    out = {
+        pid: others
+        for ids in by_text.values()
+        for pid in ids
+        if (others := [q for q in ids if q not in fam.get(pid, {pid})])
+    }
+    corpus.__dict__["_same_text"] = out
     return out
 
 

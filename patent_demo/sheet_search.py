@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,10 +61,13 @@ def search_sheet(
     search_filter: SearchFilter | None = None,
     labels: Sequence[FigureLabel] | None = None,
     name: str = "the sheet",
+    allowed: Collection[str] | None = None,
 ) -> SheetSearch:
     """Search every figure of ``sheet`` against ``wb``'s corpus (a ``patent_demo.workbench.Workbench``)
-    and merge the lists into the top ``k`` patents. Raises ``DrawingError`` for an unreadable sheet
-    or one without ink (its message names the sheet ``name``, e.g. the upload's file name)."""
+    and merge the lists into the top ``k`` patents. ``allowed`` (the patent ids the app's
+    ``examiner.drawing_allowed`` admits: filters, the query's own patent left out) restricts every figure's
+    search; without it the patents passing ``search_filter`` are searched. Raises ``DrawingError`` for an
+    unreadable sheet or one without ink (its message names the sheet ``name``, e.g. the upload's file name)."""
     data = sheet if isinstance(sheet, bytes) else None
     if isinstance(sheet, (str, os.PathLike)):
         data = Path(sheet).read_bytes()
@@ -85,7 +88,9 @@ def search_sheet(
     queries = np.asarray(
         wb.encoder(spec).encode([load_drawing(c, crop=True) for c in crops]), dtype=np.float32
     )
-    allowed = (search_filter or SearchFilter()).allowed_ids(wb.corpus)
+    given = allowed is not None
+    if not given:
+        allowed = (search_filter or SearchFilter()).allowed_ids(wb.corpus)
     n_patents = len(set(index.patent_ids))
     k = max(1, min(int(k), n_patents))
     lists = index.search_patents_batch(queries, k, allowed=allowed)
@@ -111,7 +116,7 @@ def search_sheet(
     if found > len(figures):
         status = (f"⚠️ {found} boxes found on the sheet: searched the {len(figures)} largest of {found} "
                   f"({', '.join(names)}; at most {MAX_SHEET_FIGURES} a sheet), lists merged")  # fmt: skip
-    if allowed is not None:
+    if allowed is not None and not given:
         status += f"; {search_filter.describe()} ({len(allowed)} documents allowed)"  # type: ignore[union-attr]
     return SheetSearch(
         figures, crops, hits, [list(r.ids) for r in lists], status, hashlib.sha256(data).hexdigest()

@@ -416,11 +416,12 @@ class Workbench:
 
     def search_application(self, images: Sequence[bytes | str | os.PathLike], model: str, k: int = 10,
                            how: str = "mean", crop: bool = True, query_locarno: str = "",
-                           allowed: Collection[str] | None = None) -> DrawingSearch:  # fmt: skip
+                           allowed: Collection[str] | None = None, query_patent: str = "") -> DrawingSearch:  # fmt: skip
         """Top-k patents for a whole application: several views at once, each patent scored by the
         ``how`` aggregate (``mean`` / ``max``) of every view's best-figure cosine
-        (``patent_demo.drawing.application``). ``query_embedding`` is ``[V, D]``; each hit's extras hold
-        its per-view scores."""
+        (``patent_demo.drawing.application``); each hit shows the patent's figure closest to any view.
+        ``query_embedding`` is ``[V, D]``; each hit's extras hold its per-view scores. ``query_patent``
+        (the corpus patent the views come from) gives the spread line its class and is not counted in it."""
         from patent_demo import taxonomy
         from patent_demo.drawing.application import application_ranking, check_views
 
@@ -430,13 +431,14 @@ class Workbench:
         spec = self.model(model, "drawing")
         index = self.index(spec)
         views = np.asarray(self.encoder(spec).encode([load_drawing(im, crop=crop) for im in images]), np.float32)  # one batch
-        n = len(set(index.patent_ids))
-        res = application_ranking(
-            views, index.embeddings, index.patent_ids, max(1, min(int(k), n)), how, allowed
-        )
-        hits = [self._hit(r, pid, s, extras=(res.extras or [{}])[r - 1]) for r, (pid, s) in enumerate(res, 1)]
+        k = max(1, min(int(k), len(set(index.patent_ids))))
+        res = application_ranking(views, index.embeddings, index.patent_ids, k, how, allowed)
+        hits = [self._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
+                for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)]  # fmt: skip
         loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
-        return DrawingSearch(hits, self.spread(hits, loc), views, "", "", loc, spec.key, spec.checkpoint_id)
+        others = [h for h in hits if h.patent_id != query_patent]  # the spread line reads its class
+        return DrawingSearch(hits, self.spread(others, loc, query_patent), views, "", query_patent, loc, spec.key,
+                             spec.checkpoint_id)  # fmt: skip
 
     def spread(self, hits: Sequence[Hit], locarno: str, query_patent: str = "") -> str:
         """A line on how the top-k spread over the query's subclass and main class. Classes are read

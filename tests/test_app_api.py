@@ -161,6 +161,7 @@ def test_the_search_filters_travel_as_one_json_value(client, server):
     for name in (
         "/search_drawing",
         "/search_sheet",
+        "/search_application",
         "/search_bm25",
         "/search_dense",
         "/search_text",
@@ -252,9 +253,10 @@ def test_search_application_ranks_patents_by_all_views(client, server):
 
     _, wb, _ = server
     views = [str(wb.corpus.image_path(f)) for f in wb.corpus["D0006"].figures[:2]]
-    status, table = client.predict([handle_file(v) for v in views], "zero-shot", 4, True,
-                                   api_name="/search_application")  # fmt: skip
+    gallery, status, table, *_ = client.predict([handle_file(v) for v in views], "zero-shot", 4, True,
+                                                api_name="/search_application")  # fmt: skip
     expected = wb.search_application(views, "zero-shot", k=4)
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
-    assert table["data"][0][1] == "D0006" and table["data"][0][2] == "all views"
+    assert table["data"][0][1] == "D0006" and table["data"][0][2].startswith("all views · shown: ")
+    assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · all views")
     assert status.startswith("4 patents for an application of 2 views with zero-shot")

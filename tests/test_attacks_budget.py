@@ -115,13 +115,14 @@ def test_a_sheet_of_196_boxes_searches_the_largest_few_and_says_so(live, client)
 
 def test_an_application_of_too_many_views_is_refused_before_any_is_read(live, client):
     views = [_file(live, "good.png")] * (MAX_APPLICATION_VIEWS + 1)
-    status, table = client.predict(views, "zero-shot", 5, True, api_name="/search_application")
+    status = client.predict(views, "zero-shot", 5, True, "ann", *_filters(), api_name="/search_application")[1]
     assert status == (f"⚠️ an application query takes at most {MAX_APPLICATION_VIEWS} views; "
                       f"{MAX_APPLICATION_VIEWS + 1} were sent: choose the views to search (nothing was searched)")  # fmt: skip
-    status, _ = client.predict([_file(live, "gray-5000.png")] * 2, "zero-shot", 5, True, api_name="/search_application")
+    status = client.predict([_file(live, "gray-5000.png")] * 2, "zero-shot", 5, True, "ann", *_filters(),
+                            api_name="/search_application")[1]  # fmt: skip
     assert status.startswith("⚠️ the 2 views decode to 50 MB together, over the budget of 40 MB"), status
-    status, _ = client.predict([_file(live, "good.png")] * MAX_APPLICATION_VIEWS, "zero-shot", 5, True,
-                               api_name="/search_application")  # fmt: skip
+    status = client.predict([_file(live, "good.png")] * MAX_APPLICATION_VIEWS, "zero-shot", 5, True, "ann",
+                            *_filters(), api_name="/search_application")[1]  # fmt: skip
     assert status.startswith(f"5 patents for an application of {MAX_APPLICATION_VIEWS} views"), status
 
 

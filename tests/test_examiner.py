@@ -173,3 +173,51 @@ def test_selecting_a_hit_opens_record_and_side_by_side(bench):
     tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[3]
     page, figs, pid, qh, ch = ex.opener("bm25")(tsession, gr.SelectData(None, {"index": [0, 0], "value": None}))
     assert pid == tsession["lists"]["bm25"][0]["id"] and "<mark>" in qh and "<mark>" in ch
+
+
+def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
+    """One drawing, a sheet and a whole application leave out the query's own patent (and family) alike and
+    say so in the search history; the application is a labelling session of its own, so a label of its
+    hit #3 names the application and that hit, never the drawing searched before."""
+    from patent_demo.labels.sessions import label_from_session
+    from patent_demo.ui.examiner import ExaminerHandlers
+    from patent_demo.ui.handlers import Handlers
+
+    wb, store = bench
+    wb.index("zero-shot")  # built now: the handlers refuse a model whose index is still being built
+    h, ex = Handlers(wb, store), ExaminerHandlers(wb, store)
+    excl = {"exclude_own": True}
+    first = h.search_drawing(str(wb.corpus.image_path(wb.corpus["D0002"].figures[0])), "zero-shot", 4, True,
+                             True, "", "ann", excl)  # fmt: skip
+    views = [str(wb.corpus.image_path(f)) for f in wb.corpus["D0006"].figures]
+    gallery, status, table, session, list_name, rank, cursor, _ = h.search_application(
+        views, "zero-shot", 4, True, "ann", excl, first[3]
+    )
+    assert "hmcl" in session["lists"], status
+    ids = [row["id"] for row in session["lists"]["hmcl"]]
+    assert len(ids) == 4 and "D0006" not in ids
+    assert "the query's own patent D0006 is left out" in status
+    assert [caption.split()[1] for _, caption in gallery] == ids == [row[1] for row in table.data.values]
+    assert (list_name, rank) == ("hmcl", 1) and cursor.startswith(f"**hmcl #1** · `{ids[0]}`")
+    assert session["kind"] == "application" and session["query_id"].startswith("app-")
+    assert session["owner"] == first[3]["owner"] and session["patent_id"] == "D0006"
+    assert [e["kind"] for e in session["history"]] == ["drawing", "application"]
+    assert "the query's own patent D0006 is left out" in session["history"][-1]["notes"]
+    again = h.search_application(views[::-1], "zero-shot", 4, True, "ann", excl, session)[3]
+    assert again["query_id"] == session["query_id"]  # the same views in another order: the same query
+    stored = store.add(label_from_session(again, "hmcl", 3, "relevant", "ann"))
+    assert (stored.query_id, stored.query_kind, stored.modality) == (session["query_id"], "application", "patent")
+    assert (stored.candidate_id, stored.rank, stored.query_patent_id) == (ids[2], 3, "D0006")
+    assert (store.path.parent / stored.query_image_file).is_file()  # the views, kept as one sheet
+    # a sheet that is a corpus drawing: its patent left out, and the history says so
+    sheet = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))
+    gallery, status, table, overlay, session, *_ = ex.search_sheet(sheet, None, "zero-shot", 4, "ann", excl, again)
+    assert "the query's own patent D0006 is left out" in status and session["patent_id"] == "D0006"
+    assert "D0006" not in [row["id"] for row in session["lists"]["hmcl"]]
+    assert "the query's own patent D0006 is left out" in session["history"][-1]["notes"]
+    # without the exclusion the application finds its own patent first
+    plain = h.search_application(views, "zero-shot", 4, True, "ann", {}, None)[3]
+    assert plain["lists"]["hmcl"][0]["id"] == "D0006"
+    failed = h.search_application([], "zero-shot", 4, True, "ann", excl, session)
+    assert failed[1].startswith("⚠️ upload the views") and failed[3]["lists"] == {}
+    assert len(failed[3]["history"]) == len(session["history"])

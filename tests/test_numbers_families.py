@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
-from patent_demo.families import collapse, family_sets
+from patent_demo.families import collapse, family_sets, same_text_sets
 from patent_demo.numbers import number_key, resolve_patent_id
 from patent_demo.results import Results
 
@@ -73,39 +73,75 @@ def test_collapse_keeps_the_best_member_and_lists_the_others():
     assert collapse(res, CORPUS).ids == ["US20080016626A1", "D2", "USD0929297"]
 
 
-def test_identical_texts_are_one_family_in_lists_as_in_the_text_split():
-    """A continuation repeats its parent's title and abstract without listing it as family: the lists
-    collapse it as the split does (one definition, ``patent_demo.data.families``)."""
+TWINS = Corpus(
+    ".",
+    [
+        Patent("US6535378", kind="utility", title="Headphone", text="A headphone with a band."),
+        Patent("US5583744", kind="utility", title="HEADPHONE", text="A headphone, with a band"),
+        Patent("US7000000", kind="utility", title="Chair", text="A chair."),
+    ],
+)
+
+
+def test_identical_utility_texts_are_a_signal_not_a_family():
+    """Utility patents with the same title and abstract but no bibliographic link are not one family:
+    neither collapsed nor left out with the query's own patent, each marked "same text" of the other."""
+    from patent_demo.examiner import own_and_family
+
+    fam = family_sets(TWINS)
+    assert fam["US6535378"] == {"US6535378"} and fam["US5583744"] == {"US5583744"}
+    assert same_text_sets(TWINS) == {"US6535378": ["US5583744"], "US5583744": ["US6535378"]}
+    res = Results(["US5583744", "US7000000", "US6535378"], np.array([3.0, 2, 1]))
+    assert collapse(res, TWINS).ids == ["US5583744", "US7000000", "US6535378"]
+    assert own_and_family(TWINS, "US5583744") == {"US5583744"}
+    assert own_and_family(CORPUS, "EP1870505A2") == {"EP1870505A2", "US20080016626A1"}
+    assert own_and_family(CORPUS, "D1") == {"D1", "D2"}
+    assert own_and_family(CORPUS, "NOPE") == set()
+
+
+def test_design_boilerplate_twins_are_separate_designs():
+    """Two design applications with the same title and figure descriptions and no related-application data
+    (as USD0929297 and USD0929296, applications 29/750,839 and 29/750,842): two families, no "same text"
+    mark, and the record of each lists no family."""
+    from patent_demo.document import document_view, family_members
+    from patent_demo.examiner import own_and_family
+
+    text = "FIG. 1 is a front view of a tray showing our new design;\nFIG. 2 is a rear view thereof."
     corpus = Corpus(
         ".",
         [
-            Patent("US6535378", title="Headphone", text="A headphone with a band."),
-            Patent("US5583744", title="HEADPHONE", text="A headphone, with a band"),
-            Patent("US7000000", title="Chair", text="A chair."),
+            Patent("USD0929297", title="Tray", text=text, extra={"application_number": "29750839"}),
+            Patent("USD0929296", title="Tray", text=text, extra={"application_number": "29750842"}),
         ],
     )
     fam = family_sets(corpus)
-    assert fam["US6535378"] == fam["US5583744"] == {"US6535378", "US5583744"}
-    assert fam["US7000000"] == {"US7000000"}
-    res = Results(["US5583744", "US7000000", "US6535378"], np.array([3.0, 2, 1]))
-    assert collapse(res, corpus).ids == ["US5583744", "US7000000"]
+    assert fam["USD0929297"] == {"USD0929297"} and fam["USD0929296"] == {"USD0929296"}
+    assert same_text_sets(corpus) == {}
+    assert own_and_family(corpus, "USD0929297") == {"USD0929297"}
+    assert family_members(corpus["USD0929297"], corpus) == []
+    assert document_view(corpus, "USD0929297").family == [] and document_view(corpus, "USD0929297").same_text == []
 
 
-def test_own_and_family_leaves_out_identical_text_twins_and_listed_members():
-    """Excluding a query's own patent uses the same families as collapse and the split: a continuation with
-    the query's text is left out with it, listed members too, an unrelated patent is not."""
+def test_bibliographic_links_make_families_and_the_record_agrees():
+    """A continuation naming its parent's application or grant, and two grants of one application, are one
+    family: in the lists, in the exclusion and on the record page alike."""
+    from patent_demo.document import family_members
     from patent_demo.examiner import own_and_family
 
     corpus = Corpus(
         ".",
         [
-            Patent("US6535378", title="Headphone", text="A headphone with a band."),
-            Patent("US5583744", title="HEADPHONE", text="A headphone, with a band"),
-            Patent("US7000000", title="Chair", text="A chair."),
+            Patent("USD0900001", title="Cup", extra={"application_number": "29600001"}),
+            Patent("USD0900002", title="Cup lid", extra={"application_number": "29600002",
+                                                         "related": ["application:29600001"]}),  # fmt: skip
+            Patent("USD0900003", title="Mug", extra={"related": ["application:29599999", "grant:USD0900002"]}),
+            Patent("USD0900004", title="Bowl", extra={"application_number": "29600009"}),
+            Patent("USD0900005", title="Bowl", extra={"application_number": "29600009"}),
+            Patent("USD0900006", title="Plate", extra={"application_number": "29600010"}),
         ],
     )
-    assert own_and_family(corpus, "US5583744") == {"US6535378", "US5583744"}
-    assert own_and_family(corpus, "US7000000") == {"US7000000"}
-    assert own_and_family(CORPUS, "EP1870505A2") == {"EP1870505A2", "US20080016626A1"}
-    assert own_and_family(CORPUS, "D1") == {"D1", "D2"}
-    assert own_and_family(CORPUS, "NOPE") == set()
+    fam = family_sets(corpus)
+    assert fam["USD0900001"] == fam["USD0900003"] == {"USD0900001", "USD0900002", "USD0900003"}
+    assert fam["USD0900004"] == {"USD0900004", "USD0900005"} and fam["USD0900006"] == {"USD0900006"}
+    assert family_members(corpus["USD0900003"], corpus) == ["USD0900001", "USD0900002"]
+    assert own_and_family(corpus, "USD0900002") == {"USD0900001", "USD0900002", "USD0900003"}

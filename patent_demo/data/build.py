@@ -42,7 +42,7 @@ from patent_demo.data.corpus import (
     family_splits,
     format_qrels,
 )
-from patent_demo.data.families import text_key
+from patent_demo.data.families import family_refs, text_key
 from patent_demo.data.sources import Item, Source, SourceError, open_source
 
 STATE_DIR = ".build"
@@ -223,14 +223,10 @@ class _Families:
 
 
 def _family_refs(row: dict) -> list[str]:
+    """The bibliographic references of a manifest row (``families.family_refs``) and its listed members."""
     extra = row.get("extra") or {}
-    refs = list(extra.get("related") or [])
-    if extra.get("application_number"):
-        refs.append(f"application:{extra['application_number']}")
-    refs += [f"id:{m}" for m in extra.get("family_members") or [] if isinstance(m, str)]
-    if extra.get("family"):
-        refs.append(f"family:{extra['family']}")
-    return refs
+    refs = family_refs(Patent(row["id"], extra=extra))
+    return refs + [f"id:{m}" for m in extra.get("family_members") or [] if isinstance(m, str)]
 
 
 # -- the build ----------------------------------------------------------------------------------------------------

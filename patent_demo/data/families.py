@@ -1,17 +1,21 @@
 """Patent families for honest splits: patents that must never sit on both sides of a split.
 
-Union-find over three links:
+Union-find over these links:
 
-1. listed family members (``Patent.extra["family_members"]``) that are in the corpus, and patents that
-   share a family id (``Patent.extra["family"]``);
+1. bibliographic data (:func:`family_refs`): listed family members (``Patent.extra["family_members"]``)
+   that are in the corpus, a shared family id (``extra["family"]``), a shared application number
+   (``extra["application_number"]``) and the related-application data of continuations and divisions
+   (``extra["related"]``: ``application:N`` / ``grant:ID`` of the parents);
 2. given family pairs (``in_corpus_family_pairs.tsv`` and the like);
-3. identical normalised texts: title + abstract lower-cased, every run of non-word characters made one
-   space (:func:`text_key`). Continuations and divisions of one application repeat the parent's title
-   and abstract word for word but are not listed as its family; this link joins them.
+3. with ``same_text`` only, identical normalised texts: title + abstract lower-cased, every run of
+   non-word characters made one space (:func:`text_key`).
 
-A family is keyed by its smallest patent id. ``train/text_split.py`` draws the committed text split
-from these families, ``tests/test_text_split.py`` checks that no test query has a twin in training, and
-the result lists collapse to one hit per family with the same links (``patent_demo.families``).
+A family is keyed by its smallest patent id. The result lists, the exclusion of a query's own patent and
+the record page read the bibliographic families (links 1 and 2: ``patent_demo.families``): two design
+patents whose title and figure descriptions are the same boilerplate are separate designs.
+``train/text_split.py`` draws the committed text split with link 3 as well, so that no test query has a
+word-for-word twin in training (``tests/test_text_split.py``); identical abstracts of utility patents are
+shown in the lists as "same text" (``patent_demo.families.same_text_sets``), never hidden.
 """
 
 from __future__ import annotations
@@ -49,6 +53,19 @@ class UnionFind:
             self.parent[hi] = lo
 
 
+def family_refs(patent: Patent) -> list[str]:
+    """The bibliographic references that join ``patent`` to its family: ``family:F`` (a shared family
+    id), ``application:N`` (its own application number and those of its parents), ``grant:ID`` (its
+    parents' grants and its own number, so a continuation reaches the grant it names)."""
+    extra = patent.extra or {}
+    refs = [f"grant:{patent.id}", *(str(r) for r in extra.get("related") or [])]
+    if extra.get("application_number"):
+        refs.append(f"application:{extra['application_number']}")
+    if extra.get("family"):
+        refs.append(f"family:{extra['family']}")
+    return refs
+
+
 def families(
     patents: Iterable[Patent], pairs: Iterable[tuple[str, str]] = (), same_text: bool = True
 ) -> dict[str, str]:
@@ -58,14 +75,13 @@ def families(
     ids = {p.id for p in patents}
     uf = UnionFind(sorted(ids))
     by_text: dict[str, str] = {}
-    by_family: dict[str, str] = {}
+    by_ref: dict[str, str] = {}
     for p in patents:
         for m in (p.extra or {}).get("family_members") or []:
             if m in ids:
                 uf.union(p.id, m)
-        fam = (p.extra or {}).get("family")
-        if fam:
-            uf.union(p.id, by_family.setdefault(str(fam), p.id))
+        for ref in family_refs(p):
+            uf.union(p.id, by_ref.setdefault(ref, p.id))
         key = text_key(p)
         if same_text and key:
             if key in by_text:

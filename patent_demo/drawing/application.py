@@ -42,11 +42,9 @@ def check_views(images: Sequence[bytes | str | os.PathLike]) -> None:
         )
 
 
-def per_view_patent_scores(
-    views: np.ndarray, gallery: np.ndarray, gallery_patents: Sequence[str]
-) -> tuple[list[str], np.ndarray]:
-    """``(patents [P] in order of first appearance, scores [V, P])``: each view's best cosine over each
-    patent's figures. ``views [V, D]`` and ``gallery [N, D]`` are L2-normalised."""
+def _scores(views, gallery, gallery_patents) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``(patents [P], scores [V, P], best figure [P])``: :func:`per_view_patent_scores` and, per patent,
+    the gallery index of its figure closest to any view (the figure a hit shows)."""
     views, gallery = np.atleast_2d(np.asarray(views, np.float64)), np.asarray(gallery, np.float64)
     patents = list(dict.fromkeys(gallery_patents))
     col = {p: i for i, p in enumerate(patents)}
@@ -54,6 +52,19 @@ def per_view_patent_scores(
     sims = views @ gallery.T  # [V, N]
     out = np.full((views.shape[0], len(patents)), -np.inf)
     np.maximum.at(out.T, which, sims.T)
+    order = np.lexsort((sims.max(axis=0), which))  # by patent, then by its figures' best cosine
+    last = order[np.r_[which[order][1:] != which[order][:-1], True]]  # each patent's best figure
+    best = np.empty(len(patents), dtype=np.int64)
+    best[which[last]] = last
+    return patents, out, best
+
+
+def per_view_patent_scores(
+    views: np.ndarray, gallery: np.ndarray, gallery_patents: Sequence[str]
+) -> tuple[list[str], np.ndarray]:
+    """``(patents [P] in order of first appearance, scores [V, P])``: each view's best cosine over each
+    patent's figures. ``views [V, D]`` and ``gallery [N, D]`` are L2-normalised."""
+    patents, out, _ = _scores(views, gallery, gallery_patents)
     return patents, out
 
 
@@ -67,12 +78,33 @@ def application_ranking(
 ) -> Results:
     """Patents ranked for one application of ``V`` views (``[V, D]``): per-view best-figure cosine,
     aggregated by ``how`` (``mean`` or ``max``); ``allowed`` keeps only those patent ids; top ``k``
-    (all when ``None``), equal scores in corpus order. Extras: ``{"per_view": [V] scores}``."""
+    (all when ``None``), equal scores in corpus order. Extras: ``{"per_view": [V] scores, "figure": the
+    gallery index of the patent's figure closest to any view}``."""
     if how not in AGGREGATES:
         raise ValueError(f"aggregate must be one of {AGGREGATES}, got {how!r}")
-    patents, s = per_view_patent_scores(views, gallery, gallery_patents)
+    patents, s, best = _scores(views, gallery, gallery_patents)
     keep = [i for i, p in enumerate(patents) if allowed is None or p in allowed]
     agg = s.mean(axis=0) if how == "mean" else s.max(axis=0)
     res = Results.from_unsorted([patents[i] for i in keep], agg[keep],
-                                [{"per_view": [float(x) for x in s[:, i]]} for i in keep])  # fmt: skip
+                                [{"per_view": [float(x) for x in s[:, i]], "figure": int(best[i])} for i in keep])  # fmt: skip
     return res if k is None else res.top(k)
+
+
+def views_sheet(views: Sequence[bytes], size: int = 256, columns: int = 4) -> bytes:
+    """The views of an application side by side on one PNG (each cropped to its ink and centred on a
+    ``size`` px square, up to ``columns`` a row): the query drawing a label of the application keeps."""
+    import io
+
+    from PIL import Image
+
+    from patent_demo.drawing.imageio import load_drawing
+
+    tiles = [load_drawing(v, crop=True, square=True, size=size).convert("L") for v in views]
+    cols = max(1, min(columns, len(tiles)))
+    rows = -(-len(tiles) // cols)
+    sheet = Image.new("L", (cols * size, rows * size), 255)
+    for i, tile in enumerate(tiles):
+        sheet.paste(tile, ((i % cols) * size, (i // cols) * size))
+    buf = io.BytesIO()
+    sheet.save(buf, format="PNG")
+    return buf.getvalue()

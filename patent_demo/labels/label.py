@@ -19,8 +19,9 @@ from patent_demo.labels.fields import (
 GRADES = {"relevant": 2, "partly": 1, "not": 0}
 CATEGORIES = ("", "X", "Y", "A")
 LISTS = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused", "rrf")  # rrf: the Combined tab's fusion
-QUERY_KINDS = ("image", "text", "combined")
-MODALITIES = {"image": "drawing", "text": "text", "combined": "patent"}  # query kind -> judged pair
+QUERY_KINDS = ("image", "text", "combined", "application")  # application: several views of one design
+# query kind -> judged pair: an application's views against a whole patent judge the patent (qrels only)
+MODALITIES = {"image": "drawing", "text": "text", "combined": "patent", "application": "patent"}
 
 
 @dataclass

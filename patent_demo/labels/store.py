@@ -6,10 +6,10 @@ answers, so an acknowledged label survives a crash or power cut. Undo never dele
 the exports are readable by their owner only (files 0600, folders 0700).
 
 A query is identified by ``query_id``: ``img-<sha256[:16]>`` of the uploaded bytes, ``txt-<sha256[:16]>`` of
-the normalised text, or ``mix-…`` of both. Labels: ``relevant`` (grade 2), ``partly`` (grade 1),
+the normalised text, ``mix-…`` of both, or ``app-…`` of the views of a whole application (in any order). Labels: ``relevant`` (grade 2), ``partly`` (grade 1),
 ``not`` (grade 0). Each label records the **modality** of the judged pair, set by the query kind: a
 drawing query judges drawing against drawing (``drawing``), a text query text against text (``text``), a
-drawing and an abstract together judge whole patents (``patent``). Exports follow the modality: HMCL
+drawing and an abstract together, or the views of a whole application, judge whole patents (``patent``). Exports follow the modality: HMCL
 rows come only from ``drawing`` judgements, DSSDNet rows only from ``text`` ones, and every decided
 judgement (``patent`` ones only there) goes to the qrels. Text hits may carry a search-report category
 X / Y / A.
@@ -44,7 +44,7 @@ from patent_demo.labels.label import CATEGORIES, GRADES, LISTS, MODALITIES, QUER
 from patent_demo.labels.private import DIR_MODE, FILE_MODE, private_dir, write_private
 
 __all__ = ["CATEGORIES", "DIR_MODE", "FILE_MODE", "GRADES", "LISTS", "Label", "LabelError", "LabelStore", "QUERY_KINDS",
-           "StoreUnwritable", "combined_query_id", "image_query_id", "text_query_id", "write_private"]  # fmt: skip
+           "StoreUnwritable", "application_query_id", "combined_query_id", "image_query_id", "text_query_id", "write_private"]  # fmt: skip
 
 
 class StoreUnwritable(LabelError):
@@ -123,6 +123,11 @@ def text_query_id(text: str) -> str:
 
 def image_query_id(sha256: str) -> str:
     return "img-" + sha256[:16]
+
+
+def application_query_id(sha256s: Collection[str]) -> str:
+    """The id of a whole application: its views' sha256s, in any order."""
+    return "app-" + hashlib.sha256("\n".join(sorted(sha256s)).encode()).hexdigest()[:16]
 
 
 def combined_query_id(sha256: str, text: str) -> str:

@@ -339,15 +339,23 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         then_show(d_btn.click(**mine(h.search_drawing, [d_file, d_model, d_k, d_group, d_crop, d_loc, annotator, filters,
                                                         session, crop_state],
                                      [d_gallery, d_status, d_table, *label_panel]), api_name="search_drawing"))  # fmt: skip
-        d_app_btn.click(h.search_application, [d_views, d_model, d_k, d_crop], [d_status, d_table],
-                        api_name="search_application")  # fmt: skip
-        bm25_first = t_btn.click(**mine(h.search_bm25, [t_text, t_codes, t_model, t_k, filters, session],
-                                        [t_bm25, t_dss, t_fused, t_status, session]), api_name="search_bm25")  # fmt: skip
-        dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, filters],
-                                     [t_dense, t_hybrid, t_status], api_name="search_dense")  # fmt: skip
-        then_show(dense_next.then(**mine(h.search_text, [t_text, t_codes, t_model, t_k, annotator, filters, session],
-                                         [t_bm25, t_dss, t_status, *label_panel]), api_name="search_text").then(
-                  **mine(h.fused_table, [session, annotator], [t_fused]), api_name="fused_text"))  # fmt: skip
+        then_show(d_app_btn.click(**mine(h.search_application, [d_views, d_model, d_k, d_crop, annotator, filters, session],
+                                         [d_gallery, d_status, d_table, *label_panel]), api_name="search_application"))  # fmt: skip
+
+        def text_search(start, api: bool = True):
+            """The text button's steps after ``start`` (an event's listener: the button's click, or "More like
+            this: its text" once it has filled the abstract): BM25 first, then dense and hybrid, then every
+            list. Chained on the server, so it runs whether or not the Text tab was ever rendered."""
+            name = (lambda n: n) if api else (lambda n: False)  # noqa: E731 - the button's chain names the API
+            bm25_first = start(**mine(h.search_bm25, [t_text, t_codes, t_model, t_k, filters, session],
+                                      [t_bm25, t_dss, t_fused, t_status, session]), api_name=name("search_bm25"))  # fmt: skip
+            dense_next = bm25_first.then(h.search_dense, [t_text, t_codes, t_model, t_k, filters],
+                                         [t_dense, t_hybrid, t_status], api_name=name("search_dense"))  # fmt: skip
+            then_show(dense_next.then(**mine(h.search_text, [t_text, t_codes, t_model, t_k, annotator, filters, session],
+                                             [t_bm25, t_dss, t_status, *label_panel]), api_name=name("search_text")).then(
+                      **mine(h.fused_table, [session, annotator], [t_fused]), api_name=name("fused_text")))  # fmt: skip
+
+        text_search(t_btn.click)
         then_show(c_btn.click(**mine(h.search_combined, [c_file, c_text, c_codes, d_model, t_model, c_k, annotator,
                                                          filters, session],
                                      [c_hm, c_list, c_rrf, c_status, *label_panel]), api_name="search_combined"))  # fmt: skip
@@ -363,7 +371,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         for name, table in t_tables.items():
             table.select(**mine(ex.opener(name), [session], [*doc_out, ext.tq_html, ext.tc_html]), api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
-        exam_ui.wire_more_like_this(ext, ex, tabs, mine, session, d_file, t_text)
+        text_search(exam_ui.wire_more_like_this(ext, ex, tabs, mine, session, d_file, t_text).success, api=False)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
         ext.r_btn.click(**mine(ex.report, [ext.r_query, filters, ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame]),
                         api_name="search_report")  # fmt: skip

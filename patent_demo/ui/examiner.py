@@ -25,7 +25,7 @@ from patent_demo.document import document_html, document_view
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.filters import FILTER_KEYS, Filters
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
-from patent_demo.labels.sessions import add_list, new_session, owner_of, record_search
+from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
@@ -202,41 +202,44 @@ class ExaminerHandlers:
     def search_sheet(self, file, crop_image, model, k, annotator="", filters=None, previous=None,
                      request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                      progress=TRACK_TQDM):  # fmt: skip
-        """Split an uploaded sheet into figures, search each with the filters, merge the lists. On failure
-        the previous list is cleared (no label can go to it)."""
+        """Split an uploaded sheet into figures, search each with the filters and the same exclusions as a
+        single drawing (``examiner.drawing_allowed``: a corpus page leaves out its own patent and family),
+        merge the lists. On failure the previous list is cleared (no label can go to it)."""
         from patent_demo.sheet_search import figure_names, search_sheet
 
         try:
-            file, _, _ = upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
+            file, upload_data, _ = upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
             model, k = model_key(model, "drawing"), top_k(k)
             self._ready(model)
             data, _ = cropped_query(file, crop_image)
             f = Filters.from_value(filters)
-            res = search_sheet(self.wb, data, model, k, search_filter=f.search, name=Path(file).name)
+            own_patent = examiner.corpus_patent_of(self.wb, upload_data)  # the page (or a crop of it) is its
+            allowed, notes = examiner.drawing_allowed(self.wb, model, f.search, [own_patent], f.own_date,
+                                                      f.exclude_own)  # fmt: skip
+            res = search_sheet(self.wb, data, model, k, name=Path(file).name, allowed=allowed)
             spec = self.wb.model(model, "drawing")
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
             sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png")
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
-                                  patent_id="")  # fmt: skip
+                                  patent_id=own_patent)  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
-            record_search(
-                session, "drawing sheet", Path(file).name, spec.label, f.describe(), annotator or ""
-            )
-            if previous and previous.get("image_file") and previous["image_file"] != rel:
+            who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
+            record_search(session, "drawing sheet", Path(file).name, spec.label, f.describe(), who, notes)
+            if previous and previous.get("image_file"):
                 self.store.release_query_image(previous["image_file"])
             page = load_drawing(data, crop=False, square=False)
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
-            who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
             judged = self.store.judged(session["query_id"], who) if who else {}
-            return (gallery_items(session, judged), res.status, table_value(self.wb, session, "hmcl", judged, 1),
+            status = " · ".join([res.status, *notes])
+            return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
                     gr.update(value=overlay, visible=True), session, "hmcl", 1,
                     cursor_md(self.wb, session, "hmcl", 1, judged), progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001 - every failure is a message
             if previous and previous.get("image_file"):
                 self.store.release_query_image(previous["image_file"])
-            cleared = {"owner": owner_of(previous), "lists": {}, "checkpoints": {}}
+            cleared = {"owner": owner_of(previous), "lists": {}, "checkpoints": {}, "history": history_of(previous)}
             return ([], warn(err), None, None, cleared, gr.update(), 1, "No results: the search failed.",
                     gr.update())  # fmt: skip
 
@@ -445,13 +448,13 @@ def build_tabs() -> ExaminerTabs:
                         r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
 
 
-def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, mine, session, d_file, t_text) -> None:
+def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, mine, session, d_file, t_text):
     """ "More like this" in the Document tab: the record's drawing (or text) becomes the query and is searched
     (its own patent and family are then left out, as for any corpus query). ``mine`` makes an event that
-    reads the session owner-checked (``blocks.build_demo``)."""
+    reads the session owner-checked (``blocks.build_demo``). The drawing tab is the first, so its button is on
+    the page and is clicked; returns the event that fills the abstract, which the caller chains the text
+    search to on the server (the Text tab's button is not rendered until the tab is opened)."""
     ext.more_d.click(**mine(ex.more_drawing, [ext.doc_id, session], [d_file, tabs]), api_name=False).success(
         None, None, None, js="() => document.querySelector('#d-search').click()"
     )
-    ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False).success(
-        None, None, None, js="() => document.querySelector('#t-search').click()"
-    )
+    return ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False)

@@ -24,14 +24,19 @@ from patent_demo.analysis import describe_protocol
 from patent_demo.drawing.scale import describe_index
 from patent_demo.filters import Filters
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
-from patent_demo.labels.store import LabelStore, combined_query_id, image_query_id, text_query_id
+from patent_demo.labels.store import (
+    LabelStore,
+    application_query_id,
+    combined_query_id,
+    image_query_id,
+    text_query_id,
+)
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, cropped_query, model_key, top_k, upload
 from patent_demo.ui.labelling import (
-    HIT_HEADERS,
     Identity,
     cursor_md,
     gallery_items,
@@ -163,10 +168,17 @@ class Handlers:
             msg, session = self._failed(previous, err)
             return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
 
-    def search_application(self, files, model, k, crop):  # fmt: skip
+    def search_application(self, files, model, k, crop, annotator="", filters=None, previous=None,
+                           request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                           progress=TRACK_TQDM):  # fmt: skip
         """A whole application: several uploaded views at once, patents ranked by the mean over views of
-        each view's best-figure similarity (``Workbench.search_application``); returns status and table."""
-        import pandas as pd
+        each view's best-figure similarity (``examiner.application_search``), restricted by the filter panel
+        with the single drawing's exclusions (views that are corpus drawings leave out their patent and
+        family). A new labelling session of its own (kind ``application``, its views kept as one sheet)
+        replaces grid, table and cursor. Returns what ``search_drawing`` returns."""
+        import hashlib
+
+        from patent_demo.drawing.application import views_sheet
 
         try:
             from patent_demo.drawing.application import check_views
@@ -175,30 +187,53 @@ class Handlers:
             if not files:
                 raise BadInput("upload the views of the application (several drawings) first")
             check_views(files)  # the count, then the headers' decoded sizes: before any view is read
-            paths = [upload(f)[0] for f in files]
+            uploads = [upload(f) for f in files]
             model, k = model_key(model, "drawing"), top_k(k)
             self._ready(model)
-            res = self.wb.search_application(paths, model, k, "mean", bool(crop))
+            f = Filters.from_value(filters)
+            views = [data for _, data, _ in uploads]
+            res, notes = examiner.application_search(self.wb, views, model, k, bool(crop), f.search, f.own_date,
+                                                     f.exclude_own)  # fmt: skip
             spec = self.wb.model(model, "drawing")
-            rows = [[h.rank, h.patent_id, "all views", h.locarno, h.locarno_title, h.title, round(h.score, 4), ""]
-                    for h in res.hits]  # fmt: skip
-            status = f"{len(res.hits)} patents for an application of {len(paths)} views with {spec.label} · {res.spread}"
-            return status, pd.DataFrame(rows, columns=HIT_HEADERS)
+            for h in res.hits:  # a hit is the whole patent; its tile shows the figure closest to the views
+                h.view = "all views" + (f" · shown: {h.view}" if h.view else "")
+            sha, rel = self.store.stage_query_image(views_sheet(views), ".png")
+            query_id = application_query_id([hashlib.sha256(v).hexdigest() for v in views])
+            session = new_session("application", query_id, previous, image_sha=sha, image_file=rel,
+                                  patent_id=res.query_patent_id)  # fmt: skip
+            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
+            session["model"] = spec.key
+            self._replace(previous)
+            who = self._who(annotator, request, profile)
+            judged = self.store.judged(session["query_id"], who) if who else {}
+            names = ", ".join(Path(name).name for name, _, _ in uploads)
+            record_search(session, "application", f"{len(views)} views: {names}", spec.label, f.describe(), who,
+                          notes)  # fmt: skip
+            status = _with_notes(f"{len(res.hits)} patents for an application of {len(views)} views with "
+                                 f"{spec.label} · {res.spread}", notes)  # fmt: skip
+            return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
+                    session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
+                    progress_md(self.store, session, who))  # fmt: skip
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
-            return warn(err), None
+            msg, session = self._failed(previous, err)
+            return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
 
     def _snipped(self, res, text: str) -> list:
         """The hits of a text list, each with a snippet (escaped HTML) of the words BM25 matched."""
+        from patent_demo.families import same_text_sets
         from patent_demo.text.highlight import snippet_html
 
         hits = self.wb.text_hits(res)
         bm25 = self.wb.bm25()
+        twins = same_text_sets(self.wb.corpus)
         for h in hits:
             h.extras["snippet"] = snippet_html(bm25, self.wb.corpus[h.patent_id].text, text, width=140)
-            if h.extras.get("family_also"):  # the family members this hit stands for, listed under it
-                h.extras["snippet"] += (
-                    f"<br><small>same family: {html.escape(', '.join(h.extras['family_also']))}</small>"
-                )
+            # listed under the hit: the family members it stands for, and utility patents with its very
+            # text (a signal only: they keep their own rows)
+            notes = (("same family", h.extras.get("family_also")), ("same text", twins.get(h.patent_id)))
+            for what, ids in notes:
+                if ids:
+                    h.extras["snippet"] += f"<br><small>{what}: {html.escape(', '.join(ids))}</small>"
         return hits
 
     def search_bm25(self, abstract, codes, model, k, filters=None, previous=None):

@@ -40,6 +40,7 @@ BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "�
 HIT_HEADERS = ["rank", "patent", "view", "class", "class title", "title", "score", "label"]
 TEXT_HEADERS = ["rank", "move", "patent", "class", "title", "score", "snippet (BM25 words marked)", "label"]
 COMBINED_HEADERS = ["rank", "patent", "class", "title", "score", "label"]
+DRAWING_KINDS = ("image", "application")  # query kinds whose hits the drawing tab's grid and table show
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 OTHERS_NOTE = "other annotators' labels, notes and decisions are for the admins"
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
@@ -96,7 +97,7 @@ def cursor_of(session: dict | None, list_name: Any, rank: Any) -> tuple[str, int
 def class_code(patent, kind: str) -> str:
     """The code a result row shows: for drawings the hierarchy's subclass (Locarno, else USPC), for texts
     the first code of Locarno, IPC, CPC or USPC, whichever the patent has."""
-    if kind == "image":
+    if kind in DRAWING_KINDS:
         return patent_classes(patent.codes)[0]
     return next((c[0] for s in ("locarno", "ipc", "cpc", "uspc") if (c := patent.codes.get(s))), "")
 
@@ -108,7 +109,7 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     for r, row in enumerate(session["lists"].get(list_name) or [], 1):
         p = corpus[row["id"]]
         score = round(float(row["score"]), 4)
-        if kind == "image":
+        if kind in DRAWING_KINDS:
             rows.append(
                 [
                     r,
@@ -146,7 +147,7 @@ def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, 
     """A result table with the label badge column, the cursor row highlighted (a pandas Styler)."""
     import pandas as pd
 
-    headers = {"image": HIT_HEADERS, "text": TEXT_HEADERS}.get(session.get("kind"), COMBINED_HEADERS)
+    headers = {**dict.fromkeys(DRAWING_KINDS, HIT_HEADERS), "text": TEXT_HEADERS}.get(session.get("kind"), COMBINED_HEADERS)
     ids = [row["id"] for row in session["lists"].get(list_name) or []]
     rows = []
     for row, pid in zip(hit_rows(wb, session, list_name), ids, strict=True):
@@ -236,7 +237,7 @@ class LabelHandlers:
         kind = (session or {}).get("kind")
         only = bool(unlabelled_only)
         out: dict[str, Any] = {}
-        if kind == "image":
+        if kind in DRAWING_KINDS:
             items = gallery_items(session, judged, only)
             ranks = [int(c.split(" ", 1)[0][1:]) for _, c in items]
             sel = ranks.index(at[1]) if at and at[0] == "hmcl" and at[1] in ranks else None
@@ -338,7 +339,7 @@ class LabelHandlers:
         """A click on a gallery item or a table row puts the cursor on that hit: (list, rank, cursor line);
         a call without a selection leaves the cursor where it is and says why."""
         try:
-            gallery = list_name == "hmcl" and (session or {}).get("kind") == "image"
+            gallery = list_name == "hmcl" and (session or {}).get("kind") in DRAWING_KINDS
             rank = picked_rank(evt, gallery)
             return list_name, rank, cursor_md(self.wb, session, list_name, rank)
         except Exception as err:  # noqa: BLE001 - every failure is a message
