@@ -104,11 +104,11 @@ class DrawingSearch:
 
 # -- helpers -------------------------------------------------------------------------------------------
 def corpus_fingerprint(corpus: Corpus) -> str:
-    """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
+    """sha256[:12] of the corpus records (ids, codes, texts, figure paths) and ``Corpus.location``."""
     h = hashlib.sha256()
     for p in corpus.patents:
         h.update(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False).encode())
-    h.update(str(Path(corpus.root).resolve()).encode())
+    h.update(corpus.location.encode())
     return h.hexdigest()[:12]
 
 
