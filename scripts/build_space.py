@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, whatever is installed
 DATA = ROOT.parent / "shared" / "data"
 LIMIT_BYTES = 1 << 30
 SPACE_TITLE = "Patent prior-art workbench"
@@ -150,7 +151,7 @@ def check(out: Path, timeout: float = 600) -> dict:
     with tempfile.TemporaryDirectory(prefix="space-check-") as tmp:
         space = Path(tmp) / "space"
         shutil.copytree(out, space, symlinks=False)
-        if (space.parent / "shared").exists() or (space.parent.parent / "shared").exists():
+        if (space.parent / "shared").exists():  # what app.py would read as ../shared
             raise SystemExit(f"error: {space} has a shared/ folder beside it; the check needs one without")
         wb = Workbench(WorkbenchConfig(cache_dir=space / "cache", corpus=space / "corpus",
                                        checkpoint_dirs=(space / "checkpoints",)))  # fmt: skip
@@ -162,6 +163,7 @@ def check(out: Path, timeout: float = 600) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PATENT_DEMO_", "PYTHONPATH"))}
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
         log = open(Path(tmp) / "app.log", "w+", encoding="utf-8")
+        cached = _index_dirs(space / "cache")
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--labels", str(Path(tmp) / "labels.sqlite")],
                                 cwd=space, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
@@ -175,6 +177,7 @@ def check(out: Path, timeout: float = 600) -> dict:
             query = texted.text[:600]
             bm25, dssdnet, t_status, *_ = client.predict(query, "", text_model, 5, "check", api_name="/search_text")
             text_s = time.monotonic() - t0
+            built = sorted(_index_dirs(space / "cache") - cached)
         finally:
             proc.terminate()
             try:
@@ -191,8 +194,16 @@ def check(out: Path, timeout: float = 600) -> dict:
                     "hits": [row[1] for row in d_table["data"]]},
         "text": {"query": texted.id, "model": text_model, "status": t_status,
                  "bm25": [row[2] for row in bm25["data"]], "dssdnet": [row[2] for row in dssdnet["data"]]},
+        "built_at_run_time": built,
         "log_tail": app_log[-2000:],
     }  # fmt: skip
+
+
+def _index_dirs(cache: Path) -> set[str]:
+    """The cached indexes (drawing per model, BM25, dense text) and figure hashes under ``cache``."""
+    found = {str(p.parent.relative_to(cache)) for p in cache.glob("index/*/*/params.json")}
+    found |= {str(p.relative_to(cache)) for pattern in ("bm25/*", "dense/*/*", "figure_sha/*") for p in cache.glob(pattern)}
+    return found
 
 
 def _connect(url: str, proc: subprocess.Popen, log, deadline: float):

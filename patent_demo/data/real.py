@@ -20,8 +20,9 @@ cs3245     ``cs3245_patsnap_corpus_qrels``             2,244 patent texts with I
 
 Figure paths are relative to one image root: the data folder itself (read in place), or with
 ``copy_images`` ``OUT/images`` (the drawings copied: a self-contained corpus, what a Space ships).
-Thumbnails stay under ``parts/<part>/thumbs``. Splits and qrels are the union of the parts' (each part's
-split drawn by family, or from its committed file); a patent id met twice is kept from the first part.
+Thumbnails stay under ``parts/<part>/thumbs``. Splits and qrels are the union of the parts' (a part's split
+from its committed file when that lists exactly the part's patents, else drawn by family); a patent id met
+twice is kept from the first part.
 ``OUT/real.json`` stamps a finished build with what it was built from (the source files' count, bytes and
 latest change, the options): a later call with the same stamp loads the corpus as it is.
 """
@@ -33,9 +34,10 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from patent_demo.data.build import build_corpus
+from patent_demo.data.build import BuildError, build_corpus
 from patent_demo.data.corpus import MANIFEST, Corpus, Patent, _atomic_write
 
 STAMP = "real.json"
@@ -66,12 +68,13 @@ def available_parts(data: str | os.PathLike) -> list[Part]:
 
 
 def _signature(folder: Path) -> dict:
-    """Count, bytes and latest change of the files under ``folder``: a changed source rebuilds its corpus."""
+    """Count, bytes and latest change of the files under ``folder`` (or of one file): a changed source
+    rebuilds its corpus."""
     n = size = latest = 0
-    for base, _, names in os.walk(folder):
-        for name in names:
-            st = os.stat(os.path.join(base, name))
-            n, size, latest = n + 1, size + st.st_size, max(latest, st.st_mtime_ns)
+    files = [folder] if folder.is_file() else [Path(b, f) for b, _, names in os.walk(folder) for f in names]
+    for path in files:
+        st = path.stat()
+        n, size, latest = n + 1, size + st.st_size, max(latest, st.st_mtime_ns)
     return {"files": n, "bytes": size, "latest": latest}
 
 
@@ -83,7 +86,7 @@ def _stamp(data: Path, parts: list[Part], limit: int | None, copy_images: bool, 
         "copy_images": copy_images,
         "parts": {p.name: _signature(data / p.folder) for p in parts},
         "splits": {p.name: _signature(splits_dir / p.splits) for p in parts
-                   if p.splits and limit is None and (splits_dir / p.splits).is_file()},  # fmt: skip
+                   if p.splits and (splits_dir / p.splits).is_file()},  # fmt: skip
     }
 
 
@@ -104,10 +107,16 @@ def ensure_real_corpus(data: str | os.PathLike, out: str | os.PathLike, *, limit
         shutil.rmtree(out)  # built from other data or settings: start over (an unstamped folder resumes)
     built = []
     for part in parts:
-        splits = splits_dir / part.splits if part.splits and limit is None else None
-        build_corpus(part.kind, data / part.folder, out / "parts" / part.name, progress=progress, workers=workers,
-                     limit=limit, splits_file=splits if splits is not None and splits.is_file() else None)  # fmt: skip
-        built.append((part, Corpus.load(out / "parts" / part.name, validate=False)))
+        where, splits = out / "parts" / part.name, splits_dir / part.splits if part.splits else None
+        build = partial(build_corpus, part.kind, data / part.folder, where, progress=progress, workers=workers,
+                        limit=limit)  # fmt: skip
+        try:
+            build(splits_file=splits if splits is not None and splits.is_file() else None)
+        except BuildError as err:
+            if "does not match the corpus" not in str(err):
+                raise
+            build()  # a subset, or other data than the split file's: split by family (the items are kept)
+        built.append((part, Corpus.load(where, validate=False)))
     corpus = _merge(built, data, out, copy_images)
     corpus.save(out)
     _atomic_write(out / STAMP, json.dumps(stamp, indent=1, sort_keys=True) + "\n")
