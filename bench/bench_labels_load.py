@@ -68,9 +68,9 @@ class Server:
     def start(self, timeout: float = 300) -> float:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT),
                    OMP_NUM_THREADS="1", GRADIO_ANALYTICS_ENABLED="False")  # fmt: skip
-        cmd = [sys.executable, str(ROOT / "app.py"), "--demo-patents", str(self.patents), "--cache-dir",
-               str(self.work / "cache"), "--labels", str(self.work / "data" / "labels.sqlite"), "--port",
-               str(self.port), "--no-warmup"]  # fmt: skip
+        cmd = [sys.executable, str(ROOT / "app.py"), "--corpus", "generated", "--demo-patents", str(self.patents),
+               "--cache-dir", str(self.work / "cache"), "--labels", str(self.work / "data" / "labels.sqlite"),
+               "--port", str(self.port), "--no-warmup"]  # fmt: skip
         t0 = time.time()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         while time.time() - t0 < timeout:

@@ -64,15 +64,17 @@ class ModelSpec:
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever the weights do (size and mtime of the checkpoint files)."""
+        """Changes whenever the weights do (the bytes of the checkpoint's config and weights, not where
+        they lie: a copied checkpoint keeps its cached index)."""
+        from patent_demo.drawing.imageio import weights_digest
+
         if self.path is None:
             return f"{self.key}-{self.encoder}"
-        h = hashlib.sha256(str(self.path.resolve()).encode())
+        h = hashlib.sha256(self.encoder.encode())
         for name in ("config.json", "model.safetensors"):
             p = self.path / name
             if p.is_file():
-                st = p.stat()
-                h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+                h.update(f"{name}:{weights_digest(p)}".encode())
         return f"{self.key}-{h.hexdigest()[:12]}"
 
 

@@ -104,11 +104,11 @@ class DrawingSearch:
 
 # -- helpers -------------------------------------------------------------------------------------------
 def corpus_fingerprint(corpus: Corpus) -> str:
-    """sha256[:12] of the corpus records (ids, codes, texts, figure paths), stable across processes."""
+    """sha256[:12] of the corpus records (ids, codes, texts, figure paths) and ``Corpus.location``."""
     h = hashlib.sha256()
     for p in corpus.patents:
         h.update(json.dumps(p.to_dict(), sort_keys=True, ensure_ascii=False).encode())
-    h.update(str(Path(corpus.root).resolve()).encode())
+    h.update(corpus.location.encode())
     return h.hexdigest()[:12]
 
 
@@ -304,20 +304,19 @@ class Workbench:
             return self._figure_sha
 
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
-        """Build (or load) the corpus, the default drawing index (every model's with ``every_model``), BM25,
-        the dense text index and the figure hashes now."""
+        """Build (or load) now, in this order: the default drawing model's index, BM25, the dense text index,
+        the figure hashes, then (``every_model``) every other drawing model's index, which a search also builds."""
         drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
-        for key in drawing if every_model else [drawing_model or drawing[0]] if drawing else []:
-            index = self.index(key)
-            if index.kind != "flat":  # the per-patent re-scoring's map, before the first search
+        first = [drawing_model or self.default_drawing_model().key] if drawing else []
+        rest = [k for k in drawing if every_model and k not in first]
+        for step in [*first, *(["bm25", "dense"] if text else []), "figure_sha", *rest]:
+            if step in ("bm25", "dense", "figure_sha"):
+                getattr(self, step)()
+            elif (index := self.index(step)).kind != "flat":  # the per-patent re-scoring's map, before a search
                 index.prepare_patents()
-        if text:
-            self.bm25()
-            self.dense()
-        self.figure_sha()
 
     def warm_up_background(self) -> threading.Thread:
-        """``warm_up(every_model=True)`` in a daemon thread (the default model first); see ``index_status``."""
+        """``warm_up(every_model=True)`` in a daemon thread (the default model, then text); see ``index_status``."""
         self._warm_thread = threading.Thread(target=self.warm_up, kwargs={"every_model": True}, daemon=True)
         self._warm_thread.start()
         return self._warm_thread

@@ -245,9 +245,10 @@ def build_corpus(
     progress: bool = True,
     restart: bool = False,
     splits_file: str | os.PathLike | None = None,
+    limit: int | None = None,
 ) -> BuildSummary:
     """Build (or resume building) the corpus of source ``kind`` at ``src`` into ``out``; see the module
-    docstring. Raises ``BuildError``/``SourceError`` (both ``ValueError``) with a one-line reason."""
+    docstring. ``limit`` keeps the first N patents of the source (a small real subset). Raises ``BuildError``/``SourceError`` (both ``ValueError``) with a one-line reason."""
     t0 = time.perf_counter()
     src, out = Path(src).resolve(), Path(out).resolve()
     if not src.exists():
@@ -256,6 +257,8 @@ def build_corpus(
     state = out / STATE_DIR
     params = {"format": FORMAT, "source": kind, "src": str(src), "images": str(images or ""),
               "metadata": str(metadata or ""), "scheme": scheme or "", "thumb_size": thumb_size}  # fmt: skip
+    if limit is not None:
+        params["limit"] = int(limit)
     if (state / PARAMS).is_file() and not restart:
         before = json.loads((state / PARAMS).read_text(encoding="utf-8"))
         if before != params:
@@ -270,7 +273,7 @@ def build_corpus(
     _atomic_write(state / PARAMS, json.dumps(params, indent=1, sort_keys=True) + "\n")
     source = open_source(kind, src, out, images=images, metadata=metadata, scheme=scheme)
     done = {r["key"] for r in _read_items(state / ITEMS)}
-    _stream(source, out, state / ITEMS, done, thumb_size, workers, progress)
+    _stream(source, out, state / ITEMS, done, thumb_size, workers, progress, limit)
     summary = _finish(source, out, state / ITEMS, seed, fractions, thumb_size, src, splits_file)
     summary.resumed_items = len(done)
     summary.seconds = round(time.perf_counter() - t0, 2)
@@ -291,9 +294,11 @@ def _bar(total: int | None, progress: bool):
 
 
 def _stream(source: Source, out: Path, items_path: Path, done: set[str], thumb_size: int, workers: int,
-            progress: bool) -> None:  # fmt: skip
-    """Thumbnail and record every item not in ``done``, appending to ``items_path`` as each finishes."""
-    bar = _bar(source.total, progress)
+            progress: bool, limit: int | None = None) -> None:  # fmt: skip
+    """Thumbnail and record every item not in ``done`` (up to the ``limit``-th patent of the source),
+    appending to ``items_path`` as each finishes."""
+    bar = _bar(source.total if limit is None else min(limit, source.total or limit), progress)
+    patents = 0
     if bar is not None and done:
         bar.update(len(done))
     root = str(source.image_root)
@@ -310,6 +315,10 @@ def _stream(source: Source, out: Path, items_path: Path, done: set[str], thumb_s
 
         try:
             for item in source.items():
+                if limit is not None and item.patent is not None:
+                    if patents >= limit:
+                        break
+                    patents += 1
                 if item.key in done:
                     continue
                 if item.patent is None:

@@ -143,6 +143,13 @@ class Corpus:
         return self.root / where if where else self.root  # an absolute image_root replaces root
 
     @property
+    def location(self) -> str:
+        """Where the images lie, for cache keys: the image root's absolute path, or ``""`` when the corpus
+        holds its images under its own folder (self-contained: a copy of it keeps its cached indexes)."""
+        root, images = self.root.resolve(), self.image_root.resolve()
+        return "" if images == root or root in images.parents else str(images)
+
+    @property
     def source_label(self) -> str:
         """Where the corpus comes from, for people: ``"USPTO Red Book"``, ``"generated demo corpus"``…"""
         return str(self.meta.get("source_label") or "")

@@ -359,3 +359,17 @@ def file_sha256(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def weights_digest(path: str | os.PathLike) -> str:
+    """:func:`file_sha256` of a weights or config file, read once per process while its size and mtime stay:
+    what cache keys of model outputs hash, so a copied checkpoint (a Space clone) keeps its cached indexes."""
+    path = Path(path).resolve()
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_sha256(path)
+    return _DIGESTS[key]

@@ -38,9 +38,11 @@ def drawing_model_for_corpus(
     specs: Sequence[Any], patents: Sequence[Any], fallback: str = "zero-shot"
 ) -> Any:
     """The first of ``specs`` (the registry's order: the declared default leads), unless it was trained on
-    another class scheme than the corpus's: then the ``fallback`` model (the untouched trunk)."""
+    another class scheme than the corpus's drawings (its patents with figures; all of them when none has
+    any): then the ``fallback`` model (the untouched trunk)."""
     first = specs[0]
-    trained_on, corpus = checkpoint_class_scheme(getattr(first, "path", None)), corpus_class_scheme(patents)
+    drawn = [p for p in patents if getattr(p, "figures", None)] or list(patents)
+    trained_on, corpus = checkpoint_class_scheme(getattr(first, "path", None)), corpus_class_scheme(drawn)
     if trained_on and corpus and trained_on != corpus:
         return next((s for s in specs if s.key == fallback), first)
     return first

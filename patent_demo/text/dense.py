@@ -102,16 +102,17 @@ class TextEncoder:
         return Path(self.checkpoint).name if self.checkpoint else "minilm-l6"
 
     def fingerprint(self) -> str:
-        """sha256[:12] of the weights file, max_length and precision (a fine-tuned encoder, or bf16, gets its
-        own cached index)."""
+        """sha256[:12] of the weights file's bytes, max_length and precision (a fine-tuned encoder, or bf16,
+        gets its own cached index; the same weights installed elsewhere keep it)."""
+        from patent_demo.drawing.imageio import weights_digest
+
         weights = next(
             (self.path / n for n in ("model.safetensors", "pytorch_model.bin") if (self.path / n).is_file()),
             None,
         )
         h = hashlib.sha256(f"{self.max_length}:{self.precision}".encode())
         if weights is not None:
-            st = weights.stat()
-            h.update(f"{weights.resolve()}:{st.st_size}:{int(st.st_mtime)}".encode())
+            h.update(weights_digest(weights).encode())
         return h.hexdigest()[:12]
 
     def forward(self, texts: Sequence[str]):

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 HERE = Path(__file__).resolve().parents[2]  # the folder of app.py: defaults live beside it
+BUNDLED = HERE / "corpus"  # a Space folder's own corpus (scripts/build_space.py)
+REAL_DATA = HERE.parent / "shared" / "data"
+GENERATED = "generated"
 
 
 def default_labels_path() -> tuple[Path, str]:
@@ -46,7 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=int(_env("PATENT_DEMO_PORT", _env("GRADIO_SERVER_PORT", 7860))),
                    help="port (PATENT_DEMO_PORT or GRADIO_SERVER_PORT; default 7860)")  # fmt: skip
     p.add_argument("--corpus", default=_env("PATENT_DEMO_CORPUS", None),
-                   help="corpus directory with manifest.jsonl (PATENT_DEMO_CORPUS); default: the built-in demo corpus")  # fmt: skip
+                   help="corpus directory with manifest.jsonl, or 'generated' for the generated demo corpus "
+                        "(PATENT_DEMO_CORPUS); default: a corpus/ folder beside app.py (a Space), else the real "
+                        "USPTO corpus built once from --real-data into the cache, else the generated one")  # fmt: skip
+    p.add_argument("--real-data", default=_env("PATENT_DEMO_REAL_DATA", str(REAL_DATA)),
+                   help="the real data folder the default corpus is built from (PATENT_DEMO_REAL_DATA; "
+                        "default ../shared/data beside the repository)")  # fmt: skip
     p.add_argument("--demo-patents", type=int, default=int(_env("PATENT_DEMO_PATENTS", 300)),
                    help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)")  # fmt: skip
     p.add_argument("--demo-size", type=int, default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
@@ -73,10 +82,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def resolve_corpus(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The corpus directory the app serves (``None``: the generated demo corpus) and a line saying which:
+    ``--corpus DIR`` or ``generated``; by default a bundled ``corpus/`` beside app.py, else the real corpus
+    (``patent_demo.data.real``) built once from ``--real-data`` into ``CACHE/real``, else the generated one."""
+    from patent_demo.data.corpus import MANIFEST
+    from patent_demo.data.real import available_parts, ensure_real_corpus
+
+    if args.corpus == GENERATED:
+        return None, "serving the generated demo corpus (--corpus generated; synthetic, not real patents)"
+    if args.corpus:
+        return Path(args.corpus), ""
+    if (BUNDLED / MANIFEST).is_file():
+        return BUNDLED, f"serving the bundled corpus {BUNDLED}"
+    data = Path(args.real_data)
+    if not available_parts(data):
+        return None, (f"no real data in {data}: serving the generated demo corpus "
+                      "(synthetic drawings and texts, not real patents)")  # fmt: skip
+    out = Path(args.cache_dir) / "real"
+    try:
+        corpus = ensure_real_corpus(data, out)
+    except (ValueError, OSError) as err:
+        return None, f"warning: the real corpus could not be built from {data} ({err}): serving the generated one"
+    return out, f"serving {out}: {corpus.source_label}"
+
+
 def make_workbench(args: argparse.Namespace) -> Workbench:
+    corpus, note = resolve_corpus(args)
+    if note:
+        print(note, file=sys.stderr)
     config = WorkbenchConfig(
         cache_dir=Path(args.cache_dir),
-        corpus=Path(args.corpus) if args.corpus else None,
+        corpus=corpus,
         demo_patents=args.demo_patents,
         demo_size=args.demo_size,
         checkpoint_dirs=tuple(Path(c) for c in args.checkpoints if c),
