@@ -1,7 +1,11 @@
 """Cross-scheme transfer: every head ``train.hmcl_heads`` trained on the USPC train split (``--save-heads``),
 scored on the Red Book validation pages (Locarno), every page against all others, beside zero-shot.
 
-    python bench/bench_heads_redbook.py --heads runs/heads --json docs/bench/heads_redbook.json
+    python bench/bench_heads_redbook.py --heads runs/heads --json docs/bench/heads_redbook.json [--mix]
+
+With ``--mix`` every head is also scored beside the trunk (``encoders.trunk_mix``) at each trunk weight of
+``train.hmcl_heads.MIX_GRID`` (rows ``VARIANT@alpha``): these 20 patents are the Locarno validation set, so
+the weight a Locarno corpus gets is chosen here.
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ def main() -> int:
     p.add_argument("--heads", default="runs/heads")
     p.add_argument("--redbook", default="../shared/data/impact_design_patent_samples")
     p.add_argument("--json", default=None)
+    p.add_argument("--mix", action="store_true", help="also every head beside the trunk at each MIX_GRID weight")
     a = p.parse_args()
     import torch
     from safetensors.torch import load_file
 
     from patent_demo.data.loaders.uspto import load_redbook
-    from patent_demo.drawing.encoders import create_encoder
+    from patent_demo.drawing.encoders import create_encoder, trunk_mix
     from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings
 
     torch.set_num_threads(1)
@@ -41,7 +46,7 @@ def main() -> int:
                        for i in range(0, len(items), 16)])  # fmt: skip
 
     def score(z: torch.Tensor) -> dict:
-        e = torch.nn.functional.normalize(z, dim=1).numpy().astype(np.float64)
+        e = torch.nn.functional.normalize(z, dim=1).numpy().astype(np.float64)  # (a mix is unit already)
         m = score_embeddings(items, items, e, e, selfs, silhouette=False)["metrics"]
         return {k: m[k] for k in KEYS}
 
@@ -50,7 +55,13 @@ def main() -> int:
     for f in sorted(Path(a.heads).glob("*.safetensors")):
         variant = f.stem.rsplit("-", 1)[0]
         h = load_file(str(f))
-        runs[variant].append(score(x @ h["weight"].T + h["bias"]))
+        z = x @ h["weight"].T + h["bias"]
+        runs[variant].append(score(z))
+        if a.mix:
+            from train.hmcl_heads import MIX_GRID
+
+            for alpha in MIX_GRID[:-1]:  # 1.0 is the trunk alone, the zero-shot row
+                runs[f"{variant}@{alpha:.1f}"].append(score(trunk_mix(x, z, alpha)))
     out = {v: {k: {"mean": float(np.mean([r[k] for r in rs])), "std": float(np.std([r[k] for r in rs], ddof=1))
                    if len(rs) > 1 else 0.0, "n": len(rs)} for k in KEYS} for v, rs in runs.items()}  # fmt: skip
     for v, m in out.items():

@@ -272,6 +272,18 @@ def evaluate_comparison(src: list) -> str:
     return "\n".join(lines)
 
 
+def redbook_mix(src: list) -> str:
+    """The shipped variant's USPC heads beside the trunk on the Red Book validation pages, by trunk weight."""
+    runs, lines = src[0], ["| trunk weight α | Red Book patent mAP | subclass mAP | main mAP |", "|---|---|---|---|"]
+    rows = [("1.0 (zero-shot)", runs["zero-shot"])]
+    rows += [(k.split("@")[1], v) for k, v in runs.items() if k.startswith("hmcl-paper-mix@") and not k.endswith("@0.0")]
+    rows.append(("0.0 (head alone)", runs["hmcl-paper-mix"]))
+    for a, m in rows:
+        lines.append(f"| {a} | " + " | ".join(f"{m[k]['mean']:.3f} ± {m[k]['std']:.3f}"
+                                             for k in ("patent_map", "subclass_map", "main_map")) + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
 _CKPT_METRICS = (
     "patent_demo/configs/zero_shot_metrics.json",
     *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS),
@@ -281,6 +293,7 @@ REGISTRY: tuple[Block, ...] = (
     Block("headline", ("docs/results_hmcl_uspc.json", "docs/results_text.json"), headline, "README.md"),
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
+    Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
     Block(
         "redbook-application",
         ("docs/bench/application_redbook_zero_shot.json", "docs/bench/application_redbook_hmcl_uspc.json"),

@@ -100,3 +100,47 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
         ours = encode_images(model, tf(corpus.open_image(p.figures[0]))[None]).numpy()
     z = feats["clean"][:1] @ head["visual.head.proj.weight"].T + head["visual.head.proj.bias"]
     np.testing.assert_allclose(ours, torch.nn.functional.normalize(z, dim=1).numpy(), atol=1e-5)
+
+
+def test_mix_variant_ships_its_trunk_weight_and_embeds_as_trained(uspc, tmp_path):
+    """A -mix run chooses the trunk weight on val with the step; the shipped checkpoint records it and, loaded
+    as the app loads it, embeds a drawing as ``trunk_mix`` of the cached trunk features and the head."""
+    from safetensors.torch import load_file
+
+    from patent_demo.drawing.encoders import encode_images, trunk_mix
+    from patent_demo.drawing.finetune import load_hmcl_checkpoint
+    from train.hmcl_features import trunk_features
+    from train.hmcl_heads import MIX_GRID, main
+
+    out, ship = tmp_path / "r.json", tmp_path / "ckpt"
+    assert main(["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
+                 "--eval-every", "2", "--seeds", "0", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
+                 "--variants", "zero-shot", "hmcl-paper-mix", "--out", str(out), "--ship", str(ship)]) == 0  # fmt: skip
+    run = json.loads(out.read_text())["variants"]["hmcl-paper-mix"]["runs"][0]
+    assert run["alpha"] in MIX_GRID
+    config = json.loads((ship / "config.json").read_text())
+    assert config["model"]["trunk_mix"] == run["alpha"] == config["train"]["trunk_mix"]
+    model, tf, _ = load_hmcl_checkpoint(ship)
+    corpus = Corpus.load(uspc / "corpus")
+    feats = trunk_features(corpus, 64, 1, {p.id for p in corpus.split("train")}, tmp_path / "cache")
+    head = load_file(str(ship / "model.safetensors"))
+    with torch.no_grad():
+        ours = encode_images(model, tf(corpus.open_image(corpus.patents[0].figures[0]))[None]).numpy()
+    x = feats["clean"][:1]
+    z = x @ head["visual.head.proj.weight"].T + head["visual.head.proj.bias"]
+    np.testing.assert_allclose(ours, trunk_mix(x, z, run["alpha"]).numpy(), atol=1e-5)
+    assert set(model.state_dict()) >= set(head)  # the wrapped head keeps its parameter names
+
+
+def test_trunk_mix_cosine_is_the_weighted_sum_of_the_two_cosines():
+    from patent_demo.drawing.encoders import trunk_mix
+
+    g = torch.Generator().manual_seed(0)
+    t, h = torch.randn(5, 12, generator=g), torch.randn(5, 4, generator=g)
+    for alpha in (0.0, 0.3, 1.0):
+        m = trunk_mix(t, h, alpha)
+        ct = torch.nn.functional.normalize(t, dim=1) @ torch.nn.functional.normalize(t, dim=1).T
+        ch = torch.nn.functional.normalize(h, dim=1) @ torch.nn.functional.normalize(h, dim=1).T
+        torch.testing.assert_close(m @ m.T, alpha * ct + (1 - alpha) * ch)
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        trunk_mix(t, h, 1.5)

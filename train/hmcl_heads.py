@@ -20,6 +20,9 @@ pooled features ``x``:
 ``hmcl-level``      HMCL with level-balanced weights (``losses.hmcl.level_balanced_weights``)
 ``hmcl-*-text``     the same plus the title text term of Eq. 5 (lambda 0.2; MiniLM titles)
 ``hmcl-*-shuffled`` the same HMCL with USPC labels shuffled over the train patents (a control)
+``hmcl-*-mix``      the same HMCL head, its output beside the trunk's own features (``encoders.trunk_mix``)
+                    with the weight ``alpha`` of the trunk chosen on val with the step (``MIX_GRID``; 1 is
+                    the trunk alone, so on val it cannot fall below zero-shot)
 ==================  ==========================================================================================
 
 Each step sees every train patent twice (two of its augmented views), so a step is one full batch of
@@ -44,6 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from patent_demo.data.corpus import Corpus
+from patent_demo.drawing.encoders import trunk_mix
 from patent_demo.drawing.evaluate import score_embeddings
 from patent_demo.hierarchy import factorize, patent_hierarchy
 from patent_demo.losses.hmcl import (
@@ -60,7 +64,9 @@ log = logging.getLogger("train.hmcl_heads")
 PROG = "train.hmcl_heads"
 HEAD_ENCODER = "lite-head"
 VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
-            "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled")  # fmt: skip
+            "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled",
+            "hmcl-paper-mix", "hmcl-level-mix")  # fmt: skip
+MIX_GRID = tuple(i / 10 for i in range(11))  # the trunk's weight in a -mix variant
 FITTED = ("pca-whiten", "lda-subclass", "lda-main")
 KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_ndcg@10")
 
@@ -159,15 +165,18 @@ def lda(
     return w, -(w @ mu)
 
 
-def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor) -> np.ndarray:
-    """Unit embeddings ``[N, D]`` of features ``x`` through a head (``None``: the trunk itself)."""
-    z = x if head is None else x @ head[0].T + head[1]
-    return F.normalize(z, dim=1).numpy()
+def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor, alpha: float | None = None) -> np.ndarray:
+    """Unit embeddings ``[N, D]`` of features ``x`` through a head (``None``: the trunk itself); with
+    ``alpha`` the head's output beside the trunk's (``encoders.trunk_mix``)."""
+    if head is None:
+        return F.normalize(x, dim=1).numpy()
+    z = x @ head[0].T + head[1]
+    return (F.normalize(z, dim=1) if alpha is None else trunk_mix(x, z, alpha)).numpy()
 
 
-def evaluate(split: Split, head, flip: bool = False) -> dict:
+def evaluate(split: Split, head, flip: bool = False, alpha: float | None = None) -> dict:
     x = (split.clean + split.flip) / 2 if flip else split.clean
-    e = embed(head, x)
+    e = embed(head, x, alpha)
     res = score_embeddings(
         split.items, split.items, e, e, np.arange(len(e)), silhouette=False, per_query=True
     )
@@ -177,6 +186,12 @@ def evaluate(split: Split, head, flip: bool = False) -> dict:
 def _score(res: dict) -> float:
     m = res["metrics"]
     return (m["subclass_map"] or 0.0) + (m["main_map"] or 0.0)
+
+
+def best_mix(split: Split, head) -> tuple[float, dict]:
+    """The trunk weight of ``MIX_GRID`` with the best score on ``split`` (the lower weight on ties) and its result."""
+    scored = [(a, evaluate(split, head, alpha=a)) for a in MIX_GRID]
+    return max(scored, key=lambda ar: (_score(ar[1]), -ar[0]))
 
 
 # -- training ------------------------------------------------------------------------------------------------
@@ -235,7 +250,13 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
     params = [module.w, module.b] + (list(text_proj.parameters()) if text_proj is not None else [])
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
     pool = torch.cat([tr.clean[:, None], tr.views], dim=1)  # [n, V + 1, 1280]
-    best = {"step": 0, "val": evaluate(va, (w0, b0)), "head": (w0.clone(), b0.clone())}
+    mixed = variant.endswith("-mix")
+
+    def score_val(head) -> tuple[float | None, dict]:
+        return best_mix(va, head) if mixed else (None, evaluate(va, head))
+
+    alpha0, val0 = score_val((w0, b0))
+    best = {"step": 0, "val": val0, "head": (w0.clone(), b0.clone()), "alpha": alpha0}
     curve = [(0, best["val"]["metrics"]["subclass_map"], best["val"]["metrics"]["main_map"])]
 
     def steps():  # every train patent twice (two of its augmented views): one full batch per step
@@ -251,10 +272,10 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
         nonlocal best
         if step % args.eval_every == 0:
             head = module.head()
-            res = evaluate(va, head)
+            alpha, res = score_val(head)
             curve.append((step, res["metrics"]["subclass_map"], res["metrics"]["main_map"]))
             if _score(res) > _score(best["val"]):
-                best = {"step": step, "val": res, "head": head}
+                best = {"step": step, "val": res, "head": head, "alpha": alpha}
         return False
 
     fit(module, steps(), opt, total=args.steps, log_every=args.steps + 1, after_step=after_step)
@@ -304,14 +325,15 @@ def run(args) -> dict:
         else:
             for seed in args.seeds:
                 best = train_head(variant, seed, tr, va, args, text)
-                runs.append({"seed": seed, "val": best["val"], "test": evaluate(te, best["head"]),
-                             "head": best["head"], "step": best["step"], "curve": best["curve"]})  # fmt: skip
+                runs.append({"seed": seed, "val": best["val"], "test": evaluate(te, best["head"], alpha=best["alpha"]),
+                             "head": best["head"], "step": best["step"], "curve": best["curve"],
+                             "alpha": best["alpha"]})  # fmt: skip
         heads[variant] = runs
         entry = {"runs": [], "val": {}, "test": {}, "test_vs_zero_shot": {}}
         for r in runs:
             boot = {k: paired_bootstrap(r["test"]["per_query"][k], zs_test["per_query"][k],
                                         n_boot=args.bootstrap, seed=0) for k in KEYS}  # fmt: skip
-            entry["runs"].append({"seed": r["seed"], "best_step": r["step"], "curve": r.get("curve"),
+            entry["runs"].append({"seed": r["seed"], "best_step": r["step"], "curve": r.get("curve"), "alpha": r.get("alpha"),
                                   "val": r["val"]["metrics"], "test": r["test"]["metrics"],
                                   "test_vs_zero_shot": boot})  # fmt: skip
         for where in ("val", "test"):
@@ -371,10 +393,13 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
     }
     s_p, s_s, s_m = results["setup"]["args"]["weights"]
     loss = "cl" if variant == "cl" else "hmcl"
-    config = {"kind": "hmcl", "model": {"name": HEAD_ENCODER, "image_size": results["setup"]["image_size"]},
+    model = {"name": HEAD_ENCODER, "image_size": results["setup"]["image_size"]}
+    if chosen.get("alpha") is not None:
+        model["trunk_mix"] = chosen["alpha"]
+    config = {"kind": "hmcl", "model": model,
               "base": "default", "delta": True, "default": True, "scheme": "uspc",
               "train": {"script": PROG, "variant": variant, "loss": loss, "seed": chosen["seed"],
-                        "best_step": chosen["step"], "s_p": s_p, "s_s": 0.0 if loss == "cl" else s_s,
+                        "best_step": chosen["step"], "trunk_mix": chosen.get("alpha"), "s_p": s_p, "s_s": 0.0 if loss == "cl" else s_s,
                         "s_m": 0.0 if loss == "cl" else s_m, "data": "USPC 2007 train split (splits/uspc2007.json)",
                         "chosen_on": "USPC val (subclass_map + main_map)", **results["setup"]["args"]},
               "uspc": figures}  # fmt: skip
@@ -411,7 +436,7 @@ def merge(args, argv: list[str]) -> dict:
                                                                         for r in results["variants"][v]["runs"]]))  # fmt: skip
         run_ = max(results["variants"][name]["runs"], key=lambda r: _score({"metrics": r["val"]}))
         t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
-        chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"],
+        chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"], "alpha": run_.get("alpha"),
                   "val": {"metrics": run_["val"]}, "test": {"metrics": run_["test"]}}  # fmt: skip
         ship(args.ship, name, chosen, results, [PROG, *argv])
         results["shipped"] = {"dir": args.ship, "variant": name, "seed": run_["seed"], "val": run_["val"],

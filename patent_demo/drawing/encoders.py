@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from copy import deepcopy
 from dataclasses import dataclass
@@ -402,3 +403,36 @@ def encode_texts(model: torch.nn.Module, tokenizer, texts: Sequence[str]) -> tor
         raise TypeError("texts must be a sequence of strings, not one string")
     tokens = tokenizer(list(texts)).to(next(model.parameters()).device)
     return model.encode_text(tokens, normalize=True)
+
+
+# -- a head that keeps the trunk ------------------------------------------------------------------------------
+def trunk_mix(trunk: torch.Tensor, head: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``[sqrt(alpha) t | sqrt(1 - alpha) h]`` of the unit trunk features ``t`` and unit head output ``h``: a
+    unit vector whose cosine with another is ``alpha cos_trunk + (1 - alpha) cos_head``. ``alpha = 1`` is the
+    untouched trunk, ``alpha = 0`` the head alone; training chooses it on validation."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"trunk mix weight must lie in [0, 1], got {alpha}")
+    f = torch.nn.functional.normalize
+    return torch.cat([alpha**0.5 * f(trunk, dim=-1), (1.0 - alpha) ** 0.5 * f(head, dim=-1)], dim=-1)
+
+
+class TrunkMixHead(torch.nn.Sequential):
+    """A timm tower's projection head (its modules and parameter names unchanged) whose output is
+    :func:`trunk_mix` of its input, the trunk's pooled features, and its own projection."""
+
+    def __init__(self, head: torch.nn.Sequential, alpha: float) -> None:
+        super().__init__(OrderedDict(head._modules))
+        trunk_mix(torch.zeros(1), torch.zeros(1), alpha)  # the range check, once
+        self.alpha = float(alpha)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return trunk_mix(x, super().forward(x), self.alpha)
+
+
+def mix_trunk(model: torch.nn.Module, alpha: float) -> torch.nn.Module:
+    """Wrap the image tower's head of ``model`` (an open_clip timm model) in :class:`TrunkMixHead`."""
+    head = getattr(model.visual, "head", None)
+    if not isinstance(head, torch.nn.Sequential) or not hasattr(head, "proj"):
+        raise ValueError("a trunk mix needs a timm image tower with a linear projection head")
+    model.visual.head = TrunkMixHead(head, alpha)
+    return model

@@ -126,6 +126,8 @@ def load_hmcl_checkpoint(
     (``config["base"]``, normally the package or hub default) at the training image size, then the
     checkpoint's parameters (only those training changed) are applied with
     ``apply_weights(..., partial=True)``. Unknown or mis-shaped parameters raise ``CheckpointError``.
+    ``model.trunk_mix`` (a weight in [0, 1]) wraps the head in ``encoders.TrunkMixHead``: the embedding is
+    then the trunk's features beside the head's, with that weight.
     """
     from patent_demo.drawing.encoders import create_encoder
 
@@ -143,5 +145,9 @@ def load_hmcl_checkpoint(
         model_cfg["name"], pretrained=config.get("base", "default"), image_size=model_cfg.get("image_size")
     )
     apply_weights(model, weights, partial=bool(config.get("delta", True)))
+    if model_cfg.get("trunk_mix") is not None:  # the head's output beside the trunk's, weighted
+        from patent_demo.drawing.encoders import mix_trunk
+
+        mix_trunk(model, float(model_cfg["trunk_mix"]))
     model.to(device).eval()
     return model, eval_tf, config

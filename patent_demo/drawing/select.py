@@ -4,7 +4,8 @@ the default only on a corpus of that scheme.
 A drawing checkpoint records the scheme of the classes it was trained on (``config.json`` -> ``scheme``:
 ``uspc`` for the USPC 2007 drawings, ``locarno`` for Red Book pages). The shipped default was chosen on
 USPC validation; on Red Book (Locarno) validation pages every USPC-trained head scores below the
-untouched trunk (``docs/results_hmcl_uspc.md``), so a Locarno corpus gets ``zero-shot``, the best there.
+untouched trunk (``docs/results_hmcl_uspc.md``), and so does every such head beside the trunk at every trunk
+weight below 1 (``docs/results.md``, the Red Book sweep), so a Locarno corpus gets ``zero-shot``, the best there.
 """
 
 from __future__ import annotations
