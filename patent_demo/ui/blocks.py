@@ -371,6 +371,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         for name, table in t_tables.items():
             table.select(**mine(ex.opener(name), [session], [*doc_out, ext.tq_html, ext.tc_html]), api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        ext.doc_id.submit(ex.document, [ext.doc_id], doc_out, api_name=False)  # Enter in the number box: the same
         text_search(exam_ui.wire_more_like_this(ext, ex, tabs, mine, session, d_file, t_text).success, api=False)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
         ext.r_btn.click(**mine(ex.report, [ext.r_query, filters, ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame]),
