@@ -47,3 +47,18 @@ def test_enter_in_the_number_box_opens_the_record(tmp_path):
     pid = wb.corpus.patents[0].id
     page, _, opened = submit.fn(pid)
     assert opened == pid and f"<h3>{pid} · " in page
+
+
+def test_every_hit_table_shows_the_publication_date(tmp_path):
+    """The drawing, application, text and combined tables each have a "published" column with the hit's
+    publication date (``Patent.date``) beside its title."""
+    from patent_demo.ui.labelling import table_value
+
+    wb, _ = make_workbench(tmp_path)
+    p = wb.corpus.patents[0]
+    p.date = "2021-08-31"
+    row = {"id": p.id, "score": 0.5, "extras": {}, "view": "front"}
+    for kind, title_at in (("image", 5), ("application", 5), ("text", 4), ("combined", 3)):
+        frame = table_value(wb, {"kind": kind, "lists": {"hmcl": [row]}}, "hmcl", {}, None)
+        assert list(frame.columns)[title_at : title_at + 2] == ["title", "published"], kind
+        assert frame["published"][0] == "2021-08-31", kind
