@@ -1,9 +1,12 @@
 """The whole record of one patent as the examiner opens it, and the links to it on public registers.
 
-``document_view`` gathers what the corpus knows: title, abstract, claims, every code with its title,
-the dates, every figure, the family members and the citations (both directions) that are in the
-corpus. ``document_html`` renders it as escaped HTML, with the query's BM25-matched words marked
-when a query and an index are given. ``register_links`` builds the address of the patent on
+``document_view`` gathers what the corpus knows, what an examiner cites: number, title, inventors,
+applicants and assignees, application number and date, publication date, every code with its title,
+abstract (or, for a design, the figure descriptions with the view each names), claims, every figure, the
+family members, every cited reference (those in the corpus open their record) and the citing documents
+in the corpus. ``document_html`` renders it as escaped HTML, with the query's BM25-matched words marked
+when a query and an index are given; an in-corpus reference is a button with ``data-open-record`` (the
+page's script opens that record). ``register_links`` builds the address of the patent on
 Espacenet and Google Patents from its number; nothing is fetched.
 """
 
@@ -55,15 +58,18 @@ def register_links(patent: Patent) -> list[tuple[str, str]]:
     ]
 
 
-def code_title(scheme: str, code: str) -> str:
-    """The English title of a code (Locarno, IPC/CPC) from the built-in tables; ``""`` when unknown."""
+def code_title(scheme: str, code: str, table=None) -> str:
+    """The English title of a code (Locarno, IPC/CPC) from ``table`` (``titles.corpus_titles``) or the
+    built-in tables; ``""`` when unknown; for USPC ``titles.USPC_NO_TITLE`` (no table of its titles here)."""
     from patent_demo import titles
 
     try:
         if scheme == "locarno":
-            return titles.locarno_title(code) or titles.locarno_title(code[:2])
+            return titles.locarno_title(code, table) or titles.locarno_title(code[:2], table)
         if scheme in ("ipc", "cpc"):
-            return titles.ipc_title(code)
+            return titles.ipc_title(code, table)
+        if scheme == "uspc":
+            return titles.USPC_NO_TITLE
     except (KeyError, ValueError):
         return ""
     return ""
@@ -89,9 +95,16 @@ class DocumentView:
     kind_code: str
     codes: list[tuple[str, str, str]]  # (scheme, code, title)
     figures: list[FigureView]
+    inventors: list[str] = field(default_factory=list)
+    applicants: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    application: str = ""  # the application number as printed ("29/750,842")
+    described: list[tuple[str, str, str]] = field(default_factory=list)  # (label, view, description) per figure
+    drawing_notes: list[str] = field(default_factory=list)  # broken-line notes and the like
+    references: list[tuple[str, str, bool, bool]] = field(default_factory=list)  # (id, title, in corpus, by examiner)
     family: list[tuple[str, str]] = field(default_factory=list)  # (id, title) in the corpus
     same_text: list[tuple[str, str]] = field(default_factory=list)  # utility patents with this text, not family
-    cites: list[tuple[str, str]] = field(default_factory=list)
+    cites: list[tuple[str, str]] = field(default_factory=list)  # the cited references in the corpus
     cited_by: list[tuple[str, str]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
 
@@ -109,8 +122,11 @@ def family_members(patent: Patent, corpus: Corpus) -> list[str]:
 def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
     """Everything the corpus holds about ``patent_id`` (``KeyError`` naming it when absent)."""
     from patent_demo.families import same_text_sets
+    from patent_demo.numbers import application_number
+    from patent_demo.titles import corpus_titles
 
     p = corpus[patent_id]
+    table = corpus_titles(corpus)
 
     def titled(ids) -> list[tuple[str, str]]:
         return [(i, corpus[i].title) for i in ids if i in corpus]
@@ -120,7 +136,10 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
         for what, value in (("priority", p.priority_date), ("filed", p.filing_date), ("published", p.date))
         if value
     ]
-    codes = [(s, c, code_title(s, c)) for s, cs in p.codes.items() for c in cs]
+    codes = [(s, c, code_title(s, c, table)) for s, cs in p.codes.items() for c in cs]
+    by_examiner = set(p.extra.get("cited_by_examiner", []))
+    references = [(i, corpus[i].title if i in corpus else "", i in corpus, i in by_examiner) for i in p.citations]
+    described = [(d.get("label", ""), d.get("view", ""), d.get("text", "")) for d in p.extra.get("figure_descriptions", [])]
     figures = [FigureView(str(corpus.image_path(f)), f.label, f.view, f.description) for f in p.figures]
     cited_by = [q.id for q in corpus if p.id in q.citations]
     return DocumentView(
@@ -134,6 +153,13 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
         kind_code=p.kind_code,
         codes=codes,
         figures=figures,
+        inventors=list(p.inventors),
+        applicants=list(p.applicants),
+        assignees=list(p.assignees),
+        application=application_number(p.extra.get("application_number", "")),
+        described=described,
+        drawing_notes=list(p.extra.get("drawing_notes", [])),
+        references=references,
         family=titled(family_members(p, corpus)),
         same_text=titled(same_text_sets(corpus).get(p.id, [])),
         cites=titled(p.citations),
@@ -157,11 +183,22 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
         return ", ".join(f"<b>{e(i)}</b> {e(t)}" for i, t in rows) or "none in this corpus"
 
     parts = [f"<h3>{e(view.id)} · {text(view.title)}</h3>"]
-    meta = [f"{e(w)} {e(d)}" for w, d in view.dates]
-    meta += [f"office {e(view.office)}"] if view.office else []
-    meta += [f"kind {e(view.kind_code)}"] if view.kind_code else []
-    meta += [f"{e(view.kind)} patent, {len(view.figures)} figure(s)"]
+    meta = [f"{e(view.kind)} patent", *([f"office {e(view.office)}"] if view.office else []),
+            *([f"kind {e(view.kind_code)}"] if view.kind_code else []), f"{len(view.figures)} figure(s)"]  # fmt: skip
     parts.append(f"<p>{' · '.join(meta)}</p>")
+    dates = dict(view.dates)
+
+    def names(what: str, people: list[str]) -> str:
+        return what + ("s" if len(people) > 1 else "")
+
+    # (heading, value, shown when empty): what an examiner cites, each on its row
+    who = [(names("Inventor", view.inventors), "; ".join(view.inventors), True),
+           (names("Applicant", view.applicants), "; ".join(view.applicants), False),
+           (names("Assignee", view.assignees), "; ".join(view.assignees), False),
+           ("Application number", view.application, True), ("Application (filing) date", dates.get("filed", ""), True),
+           ("Earliest priority", dates.get("priority", ""), False), ("Publication date", dates.get("published", ""), True)]  # fmt: skip
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v) or '–'}</td></tr>" for k, v, always in who if v or always)
+    parts.append(f"<table class='record-biblio'>{rows}</table>")
     if view.links:
         parts.append(
             "<p>On public registers: "
@@ -172,14 +209,41 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
             + "</p>"
         )
     if view.codes:
-        rows = "".join(f"<tr><td>{e(s)}</td><td>{e(c)}</td><td>{e(t)}</td></tr>" for s, c, t in view.codes)
+        rows = "".join(f"<tr><td>{e(s)}</td><td>{e(c)}</td><td>{e(t) or '–'}</td></tr>" for s, c, t in view.codes)
         parts.append(f"<table><tr><th>scheme</th><th>code</th><th>title</th></tr>{rows}</table>")
-    parts.append(f"<h4>Abstract</h4><p>{text(view.abstract) or '–'}</p>")
+    if view.described:  # a design: the text is its figure descriptions, shown as such
+        rows = "".join(f"<tr><td>{e(label)}</td><td>{e(v) or '–'}</td><td>{text(d)}</td></tr>"
+                       for label, v, d in view.described)  # fmt: skip
+        parts.append("<h4>Figures (description of the drawings)</h4><table class='record-figures'>"
+                     f"<tr><th>figure</th><th>view</th><th>description</th></tr>{rows}</table>")  # fmt: skip
+        parts += [f"<p><small>{e(n)}</small></p>" for n in view.drawing_notes]
+    else:
+        parts.append(f"<h4>{'Abstract' if view.kind == 'utility' else 'Description'}</h4><p>{text(view.abstract) or '–'}</p>")
     if view.claims:
         parts.append(f"<h4>Claims</h4><p>{text(view.claims)}</p>")
     parts.append(f"<p><b>Family in the corpus:</b> {ids(view.family)}</p>")
     if view.same_text:
         parts.append(f"<p><b>Same text (not family):</b> {ids(view.same_text)}</p>")
-    parts.append(f"<p><b>Cites (in the corpus):</b> {ids(view.cites)}</p>")
+    parts.append(references_html(view.references))
     parts.append(f"<p><b>Cited by (in the corpus):</b> {ids(view.cited_by)}</p>")
     return "\n".join(parts)
+
+
+def references_html(references: list[tuple[str, str, bool, bool]]) -> str:
+    """The cited references: those in the corpus as buttons that open their record (``data-open-record``),
+    the others as numbers; ``*`` marks a reference the examiner cited, as the printed patent does."""
+    e = html.escape
+    if not references:
+        return "<p><b>References cited:</b> none listed</p>"
+    inside = [r for r in references if r[2]]
+    items = []
+    for pid, title, in_corpus, by_examiner in references:
+        star = "*" if by_examiner else ""
+        if in_corpus:
+            items.append(f'<button type="button" class="record-link" data-open-record="{e(pid, quote=True)}" '
+                         f'title="open {e(pid, quote=True)}">{e(pid)}{star}</button> {e(title)}')  # fmt: skip
+        else:
+            items.append(f"<span class='record-ref'>{e(pid)}{star}</span>")
+    head = (f"<b>References cited:</b> {len(references)}, {len(inside)} in this corpus (a button opens its record)"
+            + (" · * cited by the examiner" if any(r[3] for r in references) else ""))  # fmt: skip
+    return f"<div class='record-refs'><p>{head}</p><p>{' · '.join(items)}</p></div>"

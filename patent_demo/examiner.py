@@ -31,7 +31,7 @@ from patent_demo.calibration import (
     calibrate_text,
     text_ceiling,
 )
-from patent_demo.filters import SearchFilter, prior_art_date
+from patent_demo.filters import SearchFilter, exclusion_note, prior_art_date
 from patent_demo.text import syntax
 
 CALIBRATION_SAMPLES = 300
@@ -126,10 +126,7 @@ def drawing_allowed(
     if exclude_own and own:
         out = set().union(*(own_and_family(wb.corpus, p) for p in own))
         allowed = (drawn if allowed is None else allowed) - out
-        family = sorted(out - set(own))
-        notes.append(f"the query's own patent{'s' if len(own) > 1 else ''} {', '.join(own)} "
-                     f"{'are' if len(own) > 1 else 'is'} left out"
-                     + (f" with {'their' if len(own) > 1 else 'its'} family ({', '.join(family)})" if family else ""))  # fmt: skip
+        notes.append(exclusion_note(own, sorted(out - set(own))))
         if not allowed:
             raise ValueError("nothing is left to search once the query's own patent is left out")
     return allowed, notes
@@ -224,9 +221,7 @@ def text_search(
     if exclude_own and own:
         out = own_and_family(wb.corpus, own)
         allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
-        notes.append(
-            f"the query's own patent {own} is left out" + (" with its family" if len(out) > 1 else "")
-        )
+        notes.append(exclusion_note([own], sorted(out - {own})))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
     if syntax.uses_syntax(text):  # phrases, truncation, AND / OR / NOT, fields: a filter, then BM25 ranks

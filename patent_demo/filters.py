@@ -39,6 +39,25 @@ _DATE_FORMS = (
 )
 
 
+NO_FILTER = "no filter"
+EXCLUDED = "the query's own patent"  # how the note of an applied exclusion starts (``exclusion_note``)
+
+
+def exclusion_note(own: Sequence[str], family: Sequence[str] = ()) -> str:
+    """The status line's and search history's note that the query's own patent(s) and family were left out."""
+    many = len(own) > 1
+    line = f"{EXCLUDED}{'s' if many else ''} {', '.join(own)} {'are' if many else 'is'} left out"
+    return line + (f" with {'their' if many else 'its'} family ({', '.join(family)})" if family else "")
+
+
+def filters_line(described: str, notes: Sequence[str] = ()) -> str:
+    """The filters of a search as its history states them: the filter's line (``Filters.describe``) and the
+    exclusion of the query's own patent and family when a note says it was applied; ``"no filter"`` when
+    neither."""
+    parts = [described] if described and described not in (NO_FILTER, "none") else []
+    parts += [n for n in notes if n.startswith(EXCLUDED)]
+    return " · ".join(parts) or NO_FILTER
+
 def parse_date(text: str, what: str = "date") -> str:
     """An ISO ``YYYY-MM-DD`` from ``2020-01-07``, ``20200107`` or ``2020/1/7``; ``""`` for blank input.
 
@@ -280,7 +299,7 @@ class SearchFilter:
             parts.append("office " + ", ".join(self.country))
         if self.kind_code:
             parts.append("kind " + ", ".join(self.kind_code))
-        return " · ".join(parts) if parts else "no filter"
+        return " · ".join(parts) if parts else NO_FILTER
 
 
 # -- the filter panel as one value ----------------------------------------------------------------------

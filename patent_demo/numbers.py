@@ -5,7 +5,10 @@
 like a US number), series (``D``, ``RE``, ``PP``, ``H``, ``T``), the digits without leading zeros; the
 kind code (``S1``, ``B2``, ``A1``) and separators (spaces, commas, dots, slashes, dashes) are dropped.
 ``resolve_patent_id`` returns the corpus id of a typed number: the exact id first, then the one
-corpus id with the same key (with the kind code, when several share a key and one matches it).
+corpus id with the same key (with the kind code, when several share a key and one matches it). A Red Book
+file stem (``USD0929297-20210831``: the number and its publication date) is its number; bare digits
+(``929297``) match whichever series has them; an application number (``29/750,842``, ``29750842``) the
+patent filed under it (``Patent.extra["application_number"]``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import re
 
 _SEP = re.compile(r"[\s,./\-]")
+_DATED = re.compile(r"^(?P<number>.+?)-(?:19|20)\d{6}$")  # a Red Book stem: number-YYYYMMDD
+_APPLICATION = re.compile(r"^\d{2}/\d{3},?\d{3}$|^\d{8}$")  # 29/750,842 or 29750842
 _NUMBER = re.compile(r"^(?P<cc>[A-Z]{2})?(?P<series>D|RE|PP|H|T)?(?P<digits>\d+)(?P<kind>[A-Z]\d?)?$")
 
 
@@ -38,26 +43,28 @@ def number_key(number: str) -> str:
     return f"{cc or 'US'}{series}{digits}"
 
 
-def resolve_patent_id(corpus, typed: str) -> str:
-    """The corpus id of a typed patent number; ``KeyError`` with a plain message when none (or several
-    that the kind code does not tell apart) match."""
-    text = str(typed or "").strip()
-    if text in corpus:
-        return text
-    if text.upper() in corpus:
-        return text.upper()
-    key = number_key(text)
-    if not key:
-        raise KeyError(f"{text[:40]!r} is not a patent number (try e.g. USD929297, D929,297 or EP1870505A2)")
-    index = corpus.__dict__.get("_number_keys")
+def application_number(number: str) -> str:
+    """A US application number as the office prints it: ``"29750842"`` → ``"29/750,842"`` (series code, then
+    six digits); anything else unchanged."""
+    digits = re.sub(r"\D", "", str(number or ""))
+    return f"{digits[:2]}/{digits[2:5]},{digits[5:]}" if len(digits) == 8 else str(number or "")
+
+
+def _index(corpus, name: str, key_of) -> dict[str, list[str]]:
+    """``{key: [corpus ids]}`` of ``key_of(patent)``, built once per corpus."""
+    index = corpus.__dict__.get(name)
     if index is None:
         index = {}
         for p in corpus:
-            index.setdefault(number_key(p.id), []).append(p.id)
-        corpus.__dict__["_number_keys"] = index
-    found = index.get(key, [])
+            key = key_of(p)
+            if key:
+                index.setdefault(key, []).append(p.id)
+        corpus.__dict__[name] = index
+    return index
+
+
+def _one(text: str, found: list[str], kind: str = "") -> str:
     if len(found) > 1:
-        kind = _parts(text)[3]
         same_kind = [i for i in found if kind and (_parts(i) or ("", "", "", ""))[3] == kind]
         if len(same_kind) == 1:
             return same_kind[0]
@@ -67,3 +74,42 @@ def resolve_patent_id(corpus, typed: str) -> str:
     if not found:
         raise KeyError(f"no document {text[:40]} in this corpus")
     return found[0]
+
+
+def resolve_patent_id(corpus, typed: str) -> str:
+    """The corpus id of a typed patent number (see the module docstring); ``KeyError`` with a plain
+    message when none (or several that the kind code does not tell apart) match."""
+    text = str(typed or "").strip()
+    if text in corpus:
+        return text
+    if text.upper() in corpus:
+        return text.upper()
+    dated = _DATED.match(text)
+    if dated and number_key(dated.group("number")):
+        text = dated.group("number")  # USD0929297-20210831: the number, without its publication date
+        if text.upper() in corpus:
+            return text.upper()
+    compact, digits = re.sub(r"\s", "", text), re.sub(r"\D", "", text)
+    if _APPLICATION.match(compact):  # an application number; 8 bare digits only when no patent number has them
+        by_application = _index(corpus, "_application_numbers",
+                                lambda p: re.sub(r"\D", "", str(p.extra.get("application_number", ""))))  # fmt: skip
+        if digits in by_application and ("/" in compact or digits not in _index(corpus, "_digits", _digits_of)):
+            return _one(text, by_application[digits])
+        if "/" in compact:
+            raise KeyError(f"no application {text[:40]} in this corpus")
+    key = number_key(text)
+    if not key:
+        raise KeyError(f"{text[:40]!r} is not a patent number (try e.g. USD929297, D929,297, 929297, "
+                       "USD0929297-20210831 or 29/750,842)")  # fmt: skip
+    parts = _parts(text)
+    if not parts[0] and not parts[1]:  # bare digits: whichever series (design, utility, …) has them
+        found = _index(corpus, "_digits", _digits_of).get(parts[2], [])
+    else:
+        found = _index(corpus, "_number_keys", lambda p: number_key(p.id)).get(key, [])
+    return _one(text, found, parts[3])
+
+
+def _digits_of(patent) -> str:
+    """The digits of a patent id without leading zeros (``USD0929297`` → ``929297``)."""
+    parts = _parts(patent.id)
+    return parts[2] if parts else ""

@@ -3,8 +3,10 @@ sections, classes, subclasses and groups.
 
 A built-in table covers the 32 Locarno main classes with their subclasses (``data/locarno_classes.tsv``),
 the IPC sections and the IPC subclasses the demo uses; ``load_titles`` reads a fuller table (TSV or
-JSON, Locarno and IPC codes together) that ``locarno_title`` / ``ipc_title`` take instead. Codes are
-parsed with :mod:`patent_demo.taxonomy`.
+JSON, Locarno and IPC codes together) that ``locarno_title`` / ``ipc_title`` take instead. A corpus may
+carry its own table (``titles.tsv`` beside its manifest, which ``patent_demo.data.real`` writes from the
+IPC scheme in the data folder): ``corpus_titles`` is the built-in table with it on top. USPC has no title
+table here (``USPC_NO_TITLE``). Codes are parsed with :mod:`patent_demo.taxonomy`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 from patent_demo.taxonomy import IPC, Locarno, normalize, parse_ipc, parse_locarno
 
 _DATA = Path(__file__).resolve().parent / "data"
+CORPUS_TITLES = "titles.tsv"  # a corpus's own title table, beside its manifest
+USPC_NO_TITLE = "title not available offline (no USPC title table in the data)"
 
 _IPC_SECTION_TITLES = {
     "A": "Human necessities",
@@ -183,3 +187,27 @@ def load_titles(path: str | Path) -> dict[str, str]:
                 raise ValueError(f"{path}:{line}: {row.get(code_col)!r} is not a Locarno or IPC code")
             out[key] = (row.get(title_col) or "").strip()
     return out
+
+
+def corpus_titles(corpus) -> dict[str, str]:
+    """The built-in titles and the corpus's own table (``CORPUS_TITLES`` in its folder) for the codes the
+    built-in one lacks; read once per corpus."""
+    table = corpus.__dict__.get("_titles")
+    if table is None:
+        path = Path(corpus.root) / CORPUS_TITLES
+        table = {**(load_titles(path) if path.is_file() else {}), **_builtin_titles()}
+        corpus.__dict__["_titles"] = table
+    return table
+
+
+def write_titles(tables: list[str | Path], path: str | Path) -> int:
+    """Join title tables (``load_titles`` forms) into one TSV ``code<TAB>title`` at ``path`` (a later
+    table wins a code); returns the number of codes. Nothing is written when no table exists."""
+    out: dict[str, str] = {}
+    for table in tables:
+        if Path(table).is_file():
+            out.update(load_titles(table))
+    if out:
+        rows = "".join(f"{code}\t{' '.join(title.split())}\n" for code, title in sorted(out.items()))
+        Path(path).write_text("code\ttitle\n" + rows, encoding="utf-8")
+    return len(out)

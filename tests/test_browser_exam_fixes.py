@@ -281,3 +281,40 @@ def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):  # no
     assert [r[1:] for r in rows] == [("text", "text", "", hit, rows[0][5], 1, "relevant")]
     assert rows[0][5] in ("bm25", "dense", "hybrid", "dssdnet", "fused")
     page.close()
+
+
+def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):  # noqa: F811
+    """The drawing table has the publication-date column; in the Document tab a Red Book file stem typed in
+    the number box and Enter opens the record (no click): inventors, applicant, application number and
+    date, publication date, code titles, the figure descriptions as figures with their views, the 63 cited
+    references; an application number and bare digits open their patents too."""
+    url, wb, store, src = red
+    page = _page(browser, url, "record-examiner")
+    _drawing_search(page, src / PAGE_A / f"{PAGE_A}-D00002.TIF")
+    table = page.locator("#d-table").inner_text()
+    first = _table_ids(page)[0]
+    assert "published" in table and wb.corpus[first].date in table, table[:400]
+    page.get_by_role("tab", name="Document").click()
+    box = page.locator("#doc-id textarea, #doc-id input").first
+    doc = page.locator("#doc-html")
+    box.fill("USD0907292-20210105")
+    box.press("Enter")
+    doc.locator("h3").get_by_text("USD0907292 · Shaving blade cartridge").wait_for(timeout=30_000)
+    text = doc.inner_text()
+    for shown in ("Inventors\tDimitrios Efthimiadis; Georgios Georgakis", "Applicant\tBIC-VIOLEX SA",
+                  "Application number\t29/680,800", "Application (filing) date\t2019-02-20",
+                  "Publication date\t2021-01-05", "Toilet articles and beauty equipment",
+                  "D28/47\ttitle not available offline", "Figures (description of the drawings)",
+                  "FIG. 3\ttop perspective\tFIG. 3 is a top view perspective view thereof;",
+                  "References cited: 63, 0 in this corpus", "USD0633254*", "WOD071924001"):  # fmt: skip
+        assert shown in text, (shown, text[:1500])
+    assert "Abstract" not in text
+    gallery = page.locator("#doc-gallery").inner_text()
+    assert "FIG. 3 · top perspective" in gallery, gallery
+    _quiet(page)
+    page.screenshot(path=str(ARTIFACTS / "fixes-record.png"), full_page=True)
+    for typed, pid in (("29/736,329", "USD0917866"), ("919445", "USD0919445")):
+        box.fill(typed)
+        box.press("Enter")
+        doc.locator("h3").get_by_text(pid).wait_for(timeout=30_000)
+    page.close()

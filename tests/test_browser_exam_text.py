@@ -252,3 +252,34 @@ def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browse
     page.wait_for_timeout(500)
     page.screenshot(path=str(ARTIFACTS / "exam-text-default-390.png"), full_page=True)
     page.close()
+
+
+def test_cited_reference_in_the_corpus_opens_its_record(browser, cs):  # noqa: F811
+    """EP0735178A1 cites five documents, EP0495168B1 the one in the corpus: the record typed in the number
+    box (Enter) lists all five, that one as a button that opens its record, the others as numbers; the
+    text tables show each hit's publication date."""
+    url, wb, docs = cs
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    q = docs["EP0735178A1"]
+    _text_search(page, f"{q['title']}. {q['abstract']}")
+    table = page.locator("#t-hybrid").inner_text()
+    first = page.locator("#l-cursor").inner_text().split("·")[1].strip(" `")
+    assert "published" in table and wb.corpus[first].date in table, (first, table[:300])
+    page.get_by_role("tab", name="Document").click()
+    box = page.locator("#doc-id textarea, #doc-id input").first
+    box.fill("EP 0735178 A1")
+    box.press("Enter")
+    doc = page.locator("#doc-html")
+    doc.locator("h3").get_by_text("EP0735178A1").wait_for(timeout=30_000)
+    text = doc.inner_text()
+    assert "References cited: 5, 1 in this corpus" in text and "Abstract" in text
+    for number in ("EP0495168A1", "DE813550C", "FR1273382A", "CH257386A"):
+        assert doc.locator(".record-ref").get_by_text(number, exact=True).count() == 1
+    assert "Publication date\t1996-10-02" in text and "Application (filing) date\t1996-02-06" in text
+    doc.locator("button[data-open-record='EP0495168B1']").click()
+    doc.locator("h3").get_by_text("EP0495168B1").wait_for(timeout=30_000)
+    assert box.input_value() == "EP0495168B1"
+    assert "Cited by (in the corpus): EP0735178A1" in doc.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "exam-text-record.png"), full_page=True)
+    page.close()

@@ -203,6 +203,9 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     assert session["owner"] == first[3]["owner"] and session["patent_id"] == "D0006"
     assert [e["kind"] for e in session["history"]] == ["drawing", "application"]
     assert "the query's own patent D0006 is left out" in session["history"][-1]["notes"]
+    # the history's filters state the exclusion (not "no filter")
+    assert session["history"][-1]["filters"].startswith("the query's own patent D0006 is left out")
+    assert session["history"][0]["filters"].startswith("the query's own patent D0002 is left out")
     again = h.search_application(views[::-1], "zero-shot", 4, True, "ann", excl, session)[3]
     assert again["query_id"] == session["query_id"]  # the same views in another order: the same query
     stored = store.add(label_from_session(again, "hmcl", 3, "relevant", "ann"))
@@ -215,9 +218,10 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     assert "the query's own patent D0006 is left out" in status and session["patent_id"] == "D0006"
     assert "D0006" not in [row["id"] for row in session["lists"]["hmcl"]]
     assert "the query's own patent D0006 is left out" in session["history"][-1]["notes"]
+    assert session["history"][-1]["filters"].startswith("the query's own patent D0006 is left out")
     # without the exclusion the application finds its own patent first
     plain = h.search_application(views, "zero-shot", 4, True, "ann", {}, None)[3]
-    assert plain["lists"]["hmcl"][0]["id"] == "D0006"
+    assert plain["lists"]["hmcl"][0]["id"] == "D0006" and plain["history"][-1]["filters"] == "no filter"
     failed = h.search_application([], "zero-shot", 4, True, "ann", excl, session)
     assert failed[1].startswith("⚠️ upload the views") and failed[3]["lists"] == {}
     assert len(failed[3]["history"]) == len(session["history"])

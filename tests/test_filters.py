@@ -258,3 +258,16 @@ def test_real_citation_qrels_evaluated_with_own_cutoff():
     assert got["num_queries"] == len(naive_qrels) > 0
     for key in ("recall@10", "recall@100", "map@100", "ndcg@100"):
         assert got[key] == pytest.approx(want[key], abs=1e-12), key
+
+
+def test_the_history_line_states_an_applied_exclusion():
+    """``filters_line``: the filter's own line, then the exclusion note when the search applied it;
+    "no filter" only when there was neither."""
+    from patent_demo.filters import exclusion_note, filters_line
+
+    note = exclusion_note(["USD0929297"], ["USD0929298"])
+    assert note == "the query's own patent USD0929297 is left out with its family (USD0929298)"
+    assert exclusion_note(["A", "B"]) == "the query's own patents A, B are left out"
+    assert filters_line("no filter", ["cut-off 2020-01-01: …", note]) == note
+    assert filters_line("class 06-01", [note]) == f"class 06-01 · {note}"
+    assert filters_line("no filter", ["search syntax: 3 documents match"]) == "no filter"

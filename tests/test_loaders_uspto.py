@@ -43,7 +43,10 @@ def test_normalize_patent_id(number, country, expected):
     [
         ("FIG. 1 is a front perspective view of a shaving blade cartridge;", "front perspective"),
         ("FIG. 2 is a top plan view thereof;", "top"),
-        ("FIG. 3 is a top view perspective view thereof;", "top"),
+        ("FIG. 3 is a top view perspective view thereof;", "top perspective"),
+        ("FIG. 3 is a bottom thereof;", "bottom"),
+        ("FIG. 2 is a front elevational view of the bottle of FIG. 1, wherein the rear elevational view is a mirror image", "front"),
+        ("FIG. 2 is a second image thereof;", ""),
         ("FIG. 4 is a left side elevational view thereof;", "left"),
         ("FIG. 5 is a back view thereof;", "rear"),
         ("FIG. 6 is a rear elevation view thereof;", "rear"),
@@ -180,7 +183,7 @@ def test_redbook_spot_check_usd0907292():
     assert [(f.label, f.view) for f in p.figures] == [
         ("FIG. 1", "front perspective"),
         ("FIG. 2", "bottom"),
-        ("FIG. 3", "top"),
+        ("FIG. 3", "top perspective"),  # "a top view perspective view thereof"
         ("FIG. 4", "left"),
         ("FIG. 5", "right"),
         ("FIG. 6", "rear"),
@@ -196,6 +199,9 @@ def test_redbook_spot_check_usd0907292():
     assert p.claims == "The ornamental design for a shaving blade cartridge, as shown and described."
     # continuation of application 29/606,243 (granted as D845,543) and of 15/275,884 (US 9,925,677)
     assert p.extra["application_number"] == "29680800"
+    # who: the inventors, the applicant and the assignee as the grant names them
+    assert p.inventors[:2] == ["Dimitrios Efthimiadis", "Georgios Georgakis"]
+    assert (p.applicants, p.assignees) == (["BIC-VIOLEX SA"], ["BIC-VIOLEX SA"])
     assert p.extra["related"][:4] == [
         "application:29606243",
         "grant:USD0845543",
@@ -220,6 +226,28 @@ def test_redbook_pages_without_one_figure_each_are_sheets():
     p = load_redbook(data / "patents")["USD0907293"]  # 8 figures on 6 sheets
     assert len(p.extra["figure_descriptions"]) == 8
     assert [(f.view, f.label) for f in p.figures] == [("page", f"sheet {n}") for n in range(1, 7)]
+
+
+def test_redbook_hague_reproductions_and_a_single_figure_take_their_views():
+    """A Hague design lists reproductions ("1.1 : Perspective"), one per page; a single-figure design says
+    "The FIGURE is a front view …": each page takes its view, none is left a bare "page"."""
+    data = require_shared("impact_design_patent_samples")
+    corpus = load_redbook(data / "patents")
+    hague = corpus["USD0913174"]  # 8 reproductions on 8 pages; 1.7 and 1.8 are "Reference view"s
+    assert [(f.label, f.view) for f in hague.figures][:3] == [("1.1", "perspective"), ("1.2", "front"), ("1.3", "rear")]
+    assert hague.extra["application_number"] == "35508164" and hague.inventors[:2] == ["Hansoo Kim", "Sangmin Park"]
+    single = corpus["USD0910059"]
+    assert [(f.label, f.view) for f in single.figures] == [("FIG. 1", "front")]
+    assert single.assignees == ["VMWARE, INC."] and single.applicants == ["VMware, Inc."]
+
+
+def test_older_grants_name_their_inventors_as_applicant_inventors():
+    """Before 2013 a grant lists its inventors under ``parties/applicants`` (type applicant-inventor): they
+    are the inventors, not applicants."""
+    data = require_shared("uspto_grant_xml_samples")
+    p = load_grant_xml(data / "xml")["US06837063"]
+    assert p.inventors == ["Charles D. Hood, III", "Curtis L. Progl"]
+    assert (p.applicants, p.assignees) == ([], ["Dell Products L.P."])
 
 
 def test_redbook_round_trips_through_corpus_save(tmp_path):

@@ -59,6 +59,57 @@ def test_number_key_and_the_messages():
         resolve_patent_id(CORPUS, "chair")
 
 
+NUMBERED = Corpus(
+    ".",
+    [
+        Patent("USD0929297", extra={"application_number": "29750839"}),
+        Patent("USD0929296", extra={"application_number": "29750842"}),
+        Patent("US00929296", kind="utility"),  # a 1909 utility patent: the digits of D929,296
+        Patent("US08421425", kind="utility", extra={"application_number": "12345678"}),
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("USD0929297-20210831", "USD0929297"),  # a Red Book file stem: the number and its publication date
+        ("usd0929297-20210831", "USD0929297"),
+        ("929297", "USD0929297"),  # bare digits: the one series that has them
+        ("929,297", "USD0929297"),
+        ("29/750,842", "USD0929296"),  # the application number, as printed and as digits
+        ("29/750842", "USD0929296"),
+        ("29750842", "USD0929296"),
+        ("29/750,839", "USD0929297"),
+        ("12/345,678", "US08421425"),
+        ("8421425", "US08421425"),
+        ("D929296", "USD0929296"),  # with the series letter: the design only, the utility 929,296 aside
+        ("US929296", "US00929296"),
+    ],
+)
+def test_resolve_stems_bare_digits_and_application_numbers(typed, expected):
+    assert resolve_patent_id(NUMBERED, typed) == expected
+
+
+def test_bare_digits_of_two_series_and_unknown_applications_are_refused_plainly():
+    with pytest.raises(KeyError, match="929296 matches 2 documents: USD0929296, US00929296; type one of them"):
+        resolve_patent_id(NUMBERED, "929296")
+    with pytest.raises(KeyError, match="no application 29/999,999 in this corpus"):
+        resolve_patent_id(NUMBERED, "29/999,999")
+    with pytest.raises(KeyError, match="no document 29999999 in this corpus"):
+        resolve_patent_id(NUMBERED, "29999999")
+    with pytest.raises(KeyError, match="no document USD0111111 in this corpus"):
+        resolve_patent_id(NUMBERED, "USD0111111-20210831")
+
+
+def test_application_number_is_printed_as_the_office_prints_it():
+    from patent_demo.numbers import application_number
+
+    assert application_number("29750842") == "29/750,842"
+    assert application_number("29/750,842") == "29/750,842"
+    assert application_number("1") == "1"
+
+
 def test_family_sets_join_listed_members_and_shared_ids():
     fam = family_sets(CORPUS)
     assert fam["EP1870505A2"] == fam["US20080016626A1"] == {"EP1870505A2", "US20080016626A1"}

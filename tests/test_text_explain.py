@@ -148,7 +148,7 @@ def test_rank_move_is_the_one_move_the_table_and_the_explanation_show():
     assert rank_move("hybrid", extra, 31) == "="
     assert rank_move("dense", {"bm25_rank": None}, 3) == ""  # found by the dense stage alone
     assert rank_move("bm25", extra, 1) == ""
-    corpus = {"P1": SimpleNamespace(id="P1", title="t", codes={})}
+    corpus = {"P1": SimpleNamespace(id="P1", title="t", codes={}, date="2021-05-04")}
     session = {"kind": "text", "lists": {"dssdnet": [{"id": "P1", "score": 0.5, "extras": extra}]}}
     row = hit_rows(SimpleNamespace(corpus=corpus), session, "dssdnet")[0]
-    assert row[1] == "↑ 32" and _moved("dssdnet", extra, 1) == " (hybrid pool rank 33, ↑ 32)"
+    assert row[1] == "↑ 32" and row[5] == "2021-05-04" and _moved("dssdnet", extra, 1) == " (hybrid pool rank 33, ↑ 32)"

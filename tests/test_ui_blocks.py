@@ -30,3 +30,35 @@ def test_the_page_config_copies_without_the_workbench(tmp_path, monkeypatch):
     safe_deepcopy(demo.config)  # what gradio's "/" route does with it
     copy.deepcopy(demo.config)
     assert copied == []
+
+
+def test_enter_in_the_number_box_opens_the_record(tmp_path):
+    """The Document tab's number box: Enter (its submit) runs the Open button's handler on the box, with the
+    same outputs, and is not a second API endpoint."""
+    wb, _ = make_workbench(tmp_path)
+    demo = build_demo(wb, LabelStore(tmp_path / "labels.sqlite"))
+    ids = {getattr(b, "elem_id", None): b._id for b in demo.blocks.values()}
+    by_target = {(t[0], t[1]): fn for fn in demo.fns.values() for t in fn.targets}
+    submit, click = by_target[(ids["doc-id"], "submit")], by_target[(ids["doc-open"], "click")]
+    assert submit.fn == click.fn and submit.fn.__name__ == "document"
+    assert [b._id for b in submit.inputs] == [b._id for b in click.inputs] == [ids["doc-id"]]
+    assert [b._id for b in submit.outputs] == [b._id for b in click.outputs]
+    assert click.api_name == "open_document" and submit.api_visibility == "private"
+    pid = wb.corpus.patents[0].id
+    page, _, opened = submit.fn(pid)
+    assert opened == pid and f"<h3>{pid} · " in page
+
+
+def test_every_hit_table_shows_the_publication_date(tmp_path):
+    """The drawing, application, text and combined tables each have a "published" column with the hit's
+    publication date (``Patent.date``) beside its title."""
+    from patent_demo.ui.labelling import table_value
+
+    wb, _ = make_workbench(tmp_path)
+    p = wb.corpus.patents[0]
+    p.date = "2021-08-31"
+    row = {"id": p.id, "score": 0.5, "extras": {}, "view": "front"}
+    for kind, title_at in (("image", 5), ("application", 5), ("text", 4), ("combined", 3)):
+        frame = table_value(wb, {"kind": kind, "lists": {"hmcl": [row]}}, "hmcl", {}, None)
+        assert list(frame.columns)[title_at : title_at + 2] == ["title", "published"], kind
+        assert frame["published"][0] == "2021-08-31", kind

@@ -65,6 +65,8 @@ class Patent:
     the application date, ``priority_date`` the earliest claimed priority. ``country`` is the
     publishing office (``"US"``, ``"EP"``; by default the letters the id starts with), ``kind_code``
     the document kind (``"S1"`` design, ``"B2"`` granted utility), ``claims`` the claim text.
+    ``inventors``, ``applicants`` and ``assignees`` are the names on the grant (a person as
+    ``"First Last"``, an organisation by its name).
     Manifests written before these fields existed load with the defaults.
     """
 
@@ -82,6 +84,9 @@ class Patent:
     country: str = ""
     kind_code: str = ""
     claims: str = ""
+    inventors: list[str] = field(default_factory=list)
+    applicants: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.country:

@@ -23,6 +23,7 @@ Figure paths are relative to one image root: the data folder itself (read in pla
 Thumbnails stay under ``parts/<part>/thumbs``. Splits and qrels are the union of the parts' (a part's split
 from its committed file when that lists exactly the part's patents, else drawn by family); a patent id met
 twice is kept from the first part.
+``OUT/titles.tsv`` holds the IPC titles of the data folder's IPC scheme (``titles.corpus_titles``).
 ``OUT/real.json`` stamps a finished build with what it was built from (the source files' count, bytes and
 latest change, the options): a later call with the same stamp loads the corpus as it is.
 """
@@ -39,9 +40,11 @@ from pathlib import Path
 
 from patent_demo.data.build import BuildError, build_corpus
 from patent_demo.data.corpus import MANIFEST, Corpus, Patent, _atomic_write
+from patent_demo.titles import CORPUS_TITLES, write_titles
 
 STAMP = "real.json"
-FORMAT = 1
+FORMAT = 2  # 2: inventors, applicants, assignees on the records; titles.tsv
+IPC_TITLES = tuple(f"ipc_scheme_2006_wzyjerry/ipc_{level}_titles.tsv" for level in ("section", "class", "subclass"))
 REPO_SPLITS = Path(__file__).resolve().parents[2] / "splits"
 
 
@@ -119,6 +122,7 @@ def ensure_real_corpus(data: str | os.PathLike, out: str | os.PathLike, *, limit
         built.append((part, Corpus.load(where, validate=False)))
     corpus = _merge(built, data, out, copy_images)
     corpus.save(out)
+    write_titles([data / t for t in IPC_TITLES], out / CORPUS_TITLES)  # the IPC titles the records show
     _atomic_write(out / STAMP, json.dumps(stamp, indent=1, sort_keys=True) + "\n")
     return Corpus.load(out)
 

@@ -42,13 +42,16 @@ def history_of(session: dict | None) -> list[dict]:
 def record_search(session: dict, kind: str, query: str, model: str, filters: str, examiner: str,
                   notes: Sequence[str] = ()) -> None:  # fmt: skip
     """Add this search to the session's history (what the search report cites): when (UTC), who, what
-    was searched, with which model and filters, the notes the status line showed, how many hits."""
+    was searched, with which model and filters (``filters.filters_line``: the exclusion of the query's own
+    patent and family included when it was applied), the notes the status line showed, how many hits."""
     from datetime import UTC, datetime
+
+    from patent_demo.filters import filters_line
 
     hits = max((len(rows) for rows in session.get("lists", {}).values()), default=0)
     session.setdefault("history", []).append(
         {"when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), "examiner": examiner or "(no name)",
-         "kind": kind, "query": " ".join(str(query).split())[:200], "model": model, "filters": filters or "none",
+         "kind": kind, "query": " ".join(str(query).split())[:200], "model": model, "filters": filters_line(filters, notes),
          "notes": "; ".join(n for n in notes if n), "hits": hits, "query_id": session.get("query_id", "")}
     )  # fmt: skip
 

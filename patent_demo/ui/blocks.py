@@ -29,10 +29,10 @@ from patent_demo.workbench import Workbench
 LIST_NAMES = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused", "rrf")
 TEXT_IDS = {"bm25": "t-bm25", "dense": "t-dense", "hybrid": "t-hybrid", "dssdnet": "t-dss", "fused": "t-fused"}
 TEXT_TABLE_HEIGHT = 380  # px: the label panel starts within a screen and a half at 1366 x 900
-TEXT_TYPES = ["number", "str", "str", "str", "str", "number", "html", "str"]
-# rank, patent, class, title and score fit 1366 px without scrolling sideways
-HIT_WIDTHS = ["6%", "13%", "10%", "7%", "18%", "25%", "9%", "12%"]
-TEXT_WIDTHS = ["5%", "5%", "14%", "10%", "22%", "7%", "29%", "8%"]
+TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
+# rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
+HIT_WIDTHS = ["5%", "12%", "10%", "7%", "16%", "20%", "10%", "8%", "12%"]
+TEXT_WIDTHS = ["5%", "5%", "12%", "8%", "18%", "10%", "7%", "27%", "8%"]
 NOT_UPLOADED = ("⚠️ a file of this request was not uploaded to this server: upload the drawing (an API client "
                 "sends it with gradio_client.handle_file), never a path on the server")  # fmt: skip
 
@@ -371,6 +371,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         for name, table in t_tables.items():
             table.select(**mine(ex.opener(name), [session], [*doc_out, ext.tq_html, ext.tc_html]), api_name=f"open_{name}_hit")
         ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+        ext.doc_id.submit(ex.document, [ext.doc_id], doc_out, api_name=False)  # Enter in the number box: the same
         text_search(exam_ui.wire_more_like_this(ext, ex, tabs, mine, session, d_file, t_text).success, api=False)
         ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
         ext.r_btn.click(**mine(ex.report, [ext.r_query, filters, ext.r_include, session], [ext.r_files, ext.r_md, ext.r_frame]),

@@ -355,7 +355,8 @@ class Handlers:
             who = self._who(annotator, request, profile)
             judged = self.store.judged(session["query_id"], who) if who else {}
             record_search(
-                session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who
+                session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who,
+                [n for n in notes + tnotes if "⚠️" not in n],
             )
             tables = [table_value(self.wb, session, n, judged, 1 if n == "rrf" else None) for n in ("hmcl", name, "rrf")]
             status = _with_notes(f"HMCL and the {name} text list (the default) fused with reciprocal rank fusion (k = 60). "

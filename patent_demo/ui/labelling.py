@@ -23,6 +23,7 @@ from typing import Any
 import gradio as gr
 
 from patent_demo.document import scheme_code
+from patent_demo.filters import publication_date
 from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError, unlink
 from patent_demo.labels.sessions import label_from_session, parse_rank
@@ -37,9 +38,11 @@ from patent_demo.ui.inputs import NO_SELECTION, Selection, picked_rank
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
-HIT_HEADERS = ["rank", "patent", "view", "class", "class title", "title", "score", "label"]
-TEXT_HEADERS = ["rank", "move", "patent", "class", "title", "score", "snippet (BM25 words marked)", "label"]
-COMBINED_HEADERS = ["rank", "patent", "class", "title", "score", "label"]
+# every hit table shows the publication date (what a prior-art cut-off is checked against)
+HIT_HEADERS = ["rank", "patent", "view", "class", "class title", "title", "published", "score", "label"]
+TEXT_HEADERS = ["rank", "move", "patent", "class", "title", "published", "score", "snippet (BM25 words marked)",
+                "label"]  # fmt: skip
+COMBINED_HEADERS = ["rank", "patent", "class", "title", "published", "score", "label"]
 DRAWING_KINDS = ("image", "application")  # query kinds whose hits the drawing tab's grid and table show
 QUEUE_HEADERS = ["query id", "query", "candidate", "title"]
 OTHERS_NOTE = "other annotators' labels, notes and decisions are for the admins"
@@ -108,24 +111,16 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     rows = []
     for r, row in enumerate(session["lists"].get(list_name) or [], 1):
         p = corpus[row["id"]]
-        score = round(float(row["score"]), 4)
+        score, published = round(float(row["score"]), 4), publication_date(p)
         if kind in DRAWING_KINDS:
-            rows.append(
-                [
-                    r,
-                    p.id,
-                    row.get("view", ""),
-                    class_code(p, kind),
-                    row.get("locarno_title", ""),
-                    p.title,
-                    score,
-                ]
-            )
+            rows.append([r, p.id, row.get("view", ""), class_code(p, kind), row.get("locarno_title", ""), p.title,
+                         published, score])  # fmt: skip
         elif kind == "text":
             e = row.get("extras") or {}
-            rows.append([r, rank_move(list_name, e, r), p.id, class_code(p, kind), p.title, score, e.get("snippet", "")])
+            rows.append([r, rank_move(list_name, e, r), p.id, class_code(p, kind), p.title, published, score,
+                         e.get("snippet", "")])  # fmt: skip
         else:
-            rows.append([r, p.id, class_code(p, kind), p.title, score])
+            rows.append([r, p.id, class_code(p, kind), p.title, published, score])
     return rows
 
 

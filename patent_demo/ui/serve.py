@@ -37,6 +37,15 @@ document.addEventListener('keydown', (e) => {
   const el = document.getElementById(id);
   if (el) { e.preventDefault(); el.click(); }
 });
+// a cited reference in the corpus (document.references_html): its record opens in the Document tab
+document.addEventListener('click', (e) => {
+  const ref = e.target.closest && e.target.closest('[data-open-record]');
+  const box = ref && document.querySelector('#doc-id textarea, #doc-id input');
+  if (!box) return;
+  box.value = ref.dataset.openRecord;
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+  setTimeout(() => document.getElementById('doc-open').click(), 100);
+});
 </script>
 """
 CSS = """

@@ -72,18 +72,16 @@ _VIEW_WORDS = {
 _VIEW_ORDER = ["exploded", "partial", "enlarged", "front", "rear", "left", "right", "top", "bottom",
                "side", "end", "perspective", "section"]  # fmt: skip
 _VIEW_PHRASE = re.compile(
-    r"\b(?:is|are|shows|illustrates|depicts)\s+(?:an?\s+|the\s+)?(?P<phrase>[^;.]*?)\bviews?\b", re.I
+    r"\b(?:is|are|shows|illustrates|depicts)\s+(?:an?\s+|the\s+)?(?P<phrase>[^;.]*?)\bviews?\b"
+    r"(?:\s+(?P<more>[a-z]+(?:\s+[a-z]+)?)\s+views?\b)?",  # "a top view perspective view": both words
+    re.I,
 )
+_VIEW_BARE = re.compile(r"\b(?:is|are)\s+(?:an?\s+|the\s+)?(?P<phrase>[a-z ,]+?)\s+(?:thereof|of)\b", re.I)
+_HAGUE = re.compile(r"^\s*(?P<number>\d+\.\d+)\s*:?\s*(?P<text>.*)$")  # "1.1 : Perspective" (Hague designs)
+_THE_FIGURE = re.compile(r"^\s*The\s+FIGURE\b", re.I)  # a design with a single figure
 
 
-def view_label(description: str) -> str:
-    """A short view label from a figure description, e.g. ``"FIG. 1 is a front perspective view …"``
-    gives ``"front perspective"``; ``"top plan view"`` gives ``"top"``; ``"left side elevational view"``
-    gives ``"left"``; ``"elevation view"`` gives ``"front"``. Returns ``""`` when no view is named."""
-    m = _VIEW_PHRASE.search(description)
-    if m is None:
-        return ""
-    words = re.findall(r"[a-z]+", m.group("phrase").lower())
+def _view_of(words: list[str]) -> str:
     found = {_VIEW_WORDS[w] for w in words if w in _VIEW_WORDS}
     if found & {"left", "right"}:
         found.discard("side")
@@ -95,12 +93,35 @@ def view_label(description: str) -> str:
     return " ".join(v for v in _VIEW_ORDER if v in found)
 
 
+def view_label(description: str) -> str:
+    """A short view label from a figure description, e.g. ``"FIG. 1 is a front perspective view …"``
+    gives ``"front perspective"``; ``"top plan view"`` gives ``"top"``; ``"left side elevational view"``
+    gives ``"left"``; ``"elevation view"`` gives ``"front"``; ``"a top view perspective view"`` gives
+    ``"top perspective"``; ``"FIG. 3 is a bottom thereof"`` (no word "view") gives ``"bottom"``. Returns
+    ``""`` when no view is named."""
+    m = _VIEW_PHRASE.search(description)
+    if m is not None:
+        return _view_of(re.findall(r"[a-z]+", f"{m.group('phrase')} {m.group('more') or ''}".lower()))
+    m = _VIEW_BARE.search(description)
+    words = re.findall(r"[a-z]+", m.group("phrase").lower()) if m else []
+    return _view_of(words) if words and all(w in _VIEW_WORDS or w == "and" for w in words) else ""
+
+
 def figure_descriptions(paragraphs: Iterable[str]) -> tuple[list[dict], list[str]]:
     """Split ``description-of-drawings`` paragraphs into per-figure records
     ``{"label": "FIG. 1", "number": "1", "view": "front perspective", "text": ...}`` and the other
-    paragraphs (broken-line notes and the like)."""
+    paragraphs (broken-line notes and the like). A Hague design's reproductions (``"1.1 : Perspective"``)
+    are figures labelled ``"1.1"``; a single-figure design's ``"The FIGURE is a front view …"`` is ``"FIG. 1"``."""
     figures, notes = [], []
     for text in paragraphs:
+        hague = _HAGUE.match(text)
+        if hague is not None and len(hague.group("text")) < 80:
+            number, words = hague.group("number"), re.findall(r"[a-z]+", hague.group("text").lower())
+            figures.append({"label": number, "number": number, "view": _view_of(words), "text": text})
+            continue
+        if _THE_FIGURE.match(text):
+            figures.append({"label": "FIG. 1", "number": "1", "view": view_label(text), "text": text})
+            continue
         m = _FIG_NUM.match(text.strip())
         if m is None or re.match(r"\s*FIG(?:URE)?S\b", text, re.I):
             notes.append(text)
@@ -179,6 +200,37 @@ def _structured(el: ET.Element) -> str:
     return f"{''.join(parts[:3])} {parts[3]}/{parts[4]}" if all(parts) else ""
 
 
+def _name(book: ET.Element | None) -> str:
+    """An ``addressbook``'s name: the organisation's, else ``"First Last"``."""
+    if book is None:
+        return ""
+    org = _text(book.find("orgname"))
+    person = " ".join(x for x in (_text(book.find("first-name")), _text(book.find("last-name"))) if x)
+    return org or person
+
+
+def parties(bib: ET.Element) -> tuple[list[str], list[str], list[str]]:
+    """``(inventors, applicants, assignees)`` of a grant's bibliographic data, names in the grant's order.
+
+    Grants from 2013 on list ``us-parties/inventors``; earlier ones (``parties/applicants``) name the
+    inventors as applicants of type ``applicant-inventor``, who are then the inventors and not listed as
+    applicants."""
+    inventors, applicants = [], []
+    for el in bib.iterfind("us-parties/inventors/inventor"):
+        inventors.append(_name(el.find("addressbook")))
+    for el in [*bib.iterfind("us-parties/us-applicants/us-applicant"), *bib.iterfind("parties/applicants/applicant")]:
+        name = _name(el.find("addressbook"))
+        (inventors if el.get("app-type") == "applicant-inventor" else applicants).append(name)
+    for el in bib.iterfind("parties/inventors/inventor"):
+        inventors.append(_name(el.find("addressbook")))
+    assignees = [_name(el.find("addressbook")) or _name(el) for el in bib.iterfind("assignees/assignee")]
+
+    def unique(names: list[str]) -> list[str]:
+        return list(dict.fromkeys(n for n in names if n))
+
+    return unique(inventors), unique(applicants), unique(assignees)
+
+
 def parse_grant(
     xml: str | ET.Element, where: str = "<xml>", report: LoadReport | None = None
 ) -> Patent | None:
@@ -188,7 +240,9 @@ def parse_grant(
     Design: Locarno code, USPC, title, figure descriptions (``extra["figure_descriptions"]``),
     description text. Utility: title, abstract, IPC (``classifications-ipcr`` or legacy
     ``classification-ipc``), CPC (``classifications-cpc``). Both: publication, filing and earliest
-    priority date, country, kind code, claims, cited patent ids.
+    priority date, country, kind code, claims, cited patent ids (``extra["cited_by_examiner"]`` those the
+    examiner cited), application number (``extra["application_number"]``), inventors, applicants and
+    assignees (``parties``).
     """
     root = _parse_xml(xml, where) if isinstance(xml, str) else xml
     if root.tag != "us-patent-grant":
@@ -267,6 +321,7 @@ def parse_grant(
     priorities = [_iso(d.text or "") for d in bib.iterfind("priority-claims/priority-claim/date")]
     priorities = [d for d in priorities if d]
     abstract = _text(root.find("abstract"))
+    inventors, applicants, assignees = parties(bib)
     text = abstract if appl_type == "utility" else "\n".join(p for p in paragraphs if p)
     return Patent(
         id=pid,
@@ -282,6 +337,9 @@ def parse_grant(
         country=pub.findtext("country", "").strip() or pid[:2],
         kind_code=pub.findtext("kind", "").strip(),
         claims="\n".join(c for c in (_text(e) for e in root.iterfind("claims/claim")) if c),
+        inventors=inventors,
+        applicants=applicants,
+        assignees=assignees,
     )
 
 
