@@ -133,7 +133,7 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):  # noqa:
     # a record opens by id (selecting a hit opens it too: tests/test_examiner.py drives that handler)
     _fill(page, "#doc-id", "USD0919623")
     page.locator("#doc-open").click()
-    doc.get_by_text("filed 2020-01-03").first.wait_for(timeout=20_000)
+    doc.locator("tr", has_text="Application (filing) date").get_by_text("2020-01-03").wait_for(timeout=20_000)
     # the Red Book TIFF pages are shown through PNG copies the browser can decode
     page.wait_for_function(
         "() => [...document.querySelectorAll('#doc-gallery img')].every(i => i.complete && i.naturalWidth > 0)",
