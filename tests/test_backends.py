@@ -270,3 +270,22 @@ def test_a_collection_never_pushed_is_a_clear_message(redbook):
     engine = QdrantBackend(qdrant_client(path=redbook / "cache" / "qdrant"), "drawing_never_pushed")
     with pytest.raises(BackendUnavailable, match="patent-demo index push"):
         engine.search(np.asarray(index.embeddings[0]), 5)
+
+
+def test_the_examiner_drawing_search_through_qdrant_equals_faiss(redbook):
+    """The app's path: ``examiner.drawing_search`` with the query's own patent left out, a cut-off, a class,
+    once through FAISS and once through the engine (``WorkbenchConfig(backend="qdrant")``)."""
+    from patent_demo import examiner
+
+    plain, engine = _workbench(redbook), _workbench(redbook, backend="qdrant")
+    model = plain.default_drawing_model().key
+    pid = plain.corpus.patents[5].id
+    figure = plain.corpus.image_path(plain.corpus[pid].figures[1])
+    for kwargs in ({}, {"exclude_own": True, "search_filter": SearchFilter.parse(before=_median_date(plain.corpus))},
+                   {"search_filter": SearchFilter.parse(classification=plain.corpus[pid].locarno[:2])}):  # fmt: skip
+        a, _ = examiner.drawing_search(plain, figure, model, 8, **kwargs)
+        b, notes = examiner.drawing_search(engine, figure, model, 8, **kwargs)
+        assert [h.patent_id for h in a.hits] == [h.patent_id for h in b.hits] and not b.note
+        assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], atol=1e-4)
+        assert (pid in [h.patent_id for h in b.hits]) == (pid in [h.patent_id for h in a.hits])
+        assert not kwargs.get("exclude_own") or pid not in [h.patent_id for h in b.hits]
