@@ -29,6 +29,7 @@ started with ``--backend-fallback faiss``.
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -201,7 +202,8 @@ _CLIENTS_LOCK = threading.Lock()
 
 
 def qdrant_client(url: str | None = None, path: str | Path | None = None, timeout: float = DEFAULT_TIMEOUT):
-    """A ``QdrantClient``: of the server at ``url``, else embedded in the folder ``path`` (one per folder)."""
+    """A ``QdrantClient``: of the server at ``url`` (with the API key in ``QDRANT_API_KEY``, if set), else
+    embedded in the folder ``path`` (one client per folder)."""
     try:
         from qdrant_client import QdrantClient
     except ImportError:
@@ -212,9 +214,8 @@ def qdrant_client(url: str | None = None, path: str | Path | None = None, timeou
             atexit.register(close_clients)  # embedded Qdrant flushes and unlocks its folder on close
         if key not in _CLIENTS:
             if url:
-                _CLIENTS[key] = QdrantClient(
-                    url=url, timeout=max(1, int(round(timeout))), check_compatibility=False
-                )
+                _CLIENTS[key] = QdrantClient(url=url, timeout=max(1, int(round(timeout))), check_compatibility=False,
+                                             api_key=os.environ.get("QDRANT_API_KEY") or None)  # fmt: skip
             else:
                 Path(path).mkdir(parents=True, exist_ok=True)
                 _CLIENTS[key] = QdrantClient(path=str(path))
@@ -299,10 +300,12 @@ class QdrantBackend:
         )
 
 
-def push(client, collection: str, index: DenseIndex, corpus: Corpus, quantize: bool = True) -> int:
+def push(client, collection: str, index: DenseIndex, corpus: Corpus, quantize: bool = True,
+         shards: int | None = None, replicas: int | None = None) -> int:  # fmt: skip
     """(Re)create ``collection`` from ``index``'s embeddings, one point per row (id = row) with its
-    :func:`payload`; on a server with 8-bit scalar quantisation (re-scored at search) and keyword /
-    integer payload indexes on the filter fields. Returns the number of points."""
+    :func:`payload`; on a server with 8-bit scalar quantisation (re-scored at search), keyword / integer
+    payload indexes on the filter fields, the original vectors on disk, and ``shards`` shards of
+    ``replicas`` copies each (a cluster; ``None``: the server's defaults). Returns the number of points."""
     import warnings
 
     from qdrant_client import models as m
@@ -311,8 +314,10 @@ def push(client, collection: str, index: DenseIndex, corpus: Corpus, quantize: b
     if client.collection_exists(collection):
         client.delete_collection(collection)
     sq8 = m.ScalarQuantization(scalar=m.ScalarQuantizationConfig(type=m.ScalarType.INT8, always_ram=True))
-    client.create_collection(collection, vectors_config=m.VectorParams(size=index.dim, distance=m.Distance.COSINE),
-                             quantization_config=sq8 if quantize and not local else None)  # fmt: skip
+    vectors = m.VectorParams(size=index.dim, distance=m.Distance.COSINE, on_disk=None if local else True)
+    cluster = {} if local else {"shard_number": shards, "replication_factor": replicas}
+    client.create_collection(collection, vectors_config=vectors, quantization_config=sq8 if quantize and not local else None,
+                             **cluster)  # fmt: skip
     if not local:
         for key, schema in (("patent_id", "KEYWORD"), ("family_id", "KEYWORD"), ("classes", "KEYWORD"),
                             ("country", "KEYWORD"), ("kind", "KEYWORD"), ("date", "INTEGER")):  # fmt: skip
@@ -376,3 +381,21 @@ def make_backend(name: str, index: DenseIndex, corpus: Corpus, collection: str, 
     client = qdrant_client(url or None, Path(cache_dir) / "qdrant", timeout)
     engine = QdrantBackend(client, collection, url or None)
     return FallbackBackend(engine, faiss_backend) if fallback == "faiss" else engine
+
+
+def workbench_backend(wb, task: str, spec=None) -> SearchBackend:
+    """``wb``'s backend (``wb.config.backend``) of ``spec``'s drawing index (``task`` "drawing") or of the
+    dense text index ("text"), made once; its engine collection is keyed like the FAISS cache, as
+    ``patent-demo index push`` names it."""
+    if task == "drawing":
+        index, fp = wb.index(spec), spec.fingerprint
+    else:
+        enc, index, _ = wb.dense()
+        fp = enc.fingerprint()
+    key = f"{task}_{fp}"
+    with wb._lock:
+        if key not in wb._backends:
+            c = wb.config
+            wb._backends[key] = make_backend(c.backend, index, wb.corpus, collection_name(task, wb.fingerprint, fp),
+                                             c.cache_dir, c.backend_url, c.backend_fallback, c.backend_timeout)  # fmt: skip
+        return wb._backends[key]

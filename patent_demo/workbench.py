@@ -24,7 +24,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,7 @@ from patent_demo.drawing.index import DenseIndex
 from patent_demo.drawing.scale import index_settings
 from patent_demo.drawing.select import drawing_model_for_corpus
 from patent_demo.hierarchy import main_of, patent_classes
+from patent_demo.hits import DrawingSearch, Hit  # noqa: F401 - the result records (imported from here too)
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -64,47 +65,15 @@ class WorkbenchConfig:
     bm25_candidates: int = 100
     batch_size: int = 32
     map_points: int = 1500
-    backend: str = "faiss"  # what drawing and dense text searches go through (patent_demo.backends)
-    backend_url: str = ""  # the engine's server; "" = embedded under cache_dir/qdrant
-    backend_fallback: str = ""  # "faiss": FAISS answers when the engine does not
-    backend_timeout: float = 5.0  # seconds a request to the engine's server may take
+    backend: str = "faiss"  # drawing and dense text searches go through (patent_demo.backends): faiss, qdrant
+    backend_url: str = ""  # the engine's server ("": embedded under cache_dir/qdrant); backend_fallback "faiss":
+    backend_fallback: str = ""  # FAISS answers when the engine does not; backend_timeout: seconds a request
+    backend_timeout: float = 5.0  # to the server may take
 
     def __post_init__(self) -> None:
         self.cache_dir = Path(self.cache_dir)
         self.corpus = Path(self.corpus) if self.corpus else None
         self.checkpoint_dirs = tuple(Path(d) for d in self.checkpoint_dirs)
-
-
-# -- result records --------------------------------------------------------------------------------
-@dataclass
-class Hit:
-    """One row of a result list as the UI shows it."""
-
-    rank: int
-    patent_id: str
-    score: float
-    title: str = ""
-    locarno: str = ""
-    locarno_title: str = ""
-    figure: str = ""  # figure path relative to the corpus root ("" for text hits)
-    view: str = ""
-    image_path: str = ""  # absolute path of the figure image
-    extras: dict = field(default_factory=dict)
-
-
-@dataclass
-class DrawingSearch:
-    """A drawing query's results: ``hits`` (top-k), the spread over the query's classes, and the query."""
-
-    hits: list[Hit]
-    spread: str
-    query_embedding: np.ndarray
-    image_sha: str
-    query_patent_id: str
-    query_locarno: str
-    model: str
-    checkpoint_id: str
-    note: str = ""  # the engine's ⚠️ when FAISS answered instead (--backend-fallback faiss)
 
 
 # -- helpers -------------------------------------------------------------------------------------------
@@ -295,29 +264,15 @@ class Workbench:
         return FirstStage(self.bm25(), index, enc, hybrid, backend)
 
     def backend(self, task: str, model: str | ModelSpec | None = None):
-        """The search backend (``patent_demo.backends``, ``config.backend``) of the drawing index of
-        ``model`` (``task`` "drawing") or of the dense text index (``task`` "text"); its engine collection
-        is keyed like the FAISS cache, as ``patent-demo index push`` names it."""
-        from patent_demo.backends import collection_name, make_backend
+        """``patent_demo.backends.workbench_backend``: of ``model``'s drawing index or the dense text index."""
+        from patent_demo.backends import workbench_backend
 
-        if task == "drawing":
-            spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
-            index, fp = self.index(spec), spec.fingerprint
-        else:
-            enc, index, _ = self.dense()
-            fp = enc.fingerprint()
-        key = f"{task}_{fp}"
-        with self._lock:
-            if key not in self._backends:
-                c = self.config
-                self._backends[key] = make_backend(c.backend, index, self.corpus, collection_name(task, self.fingerprint, fp),
-                                                   c.cache_dir, c.backend_url, c.backend_fallback, c.backend_timeout)  # fmt: skip
-            return self._backends[key]
+        spec = None if task != "drawing" or isinstance(model, ModelSpec) else self.model(model, "drawing")
+        return workbench_backend(self, task, spec or model)
 
     def take_backend_note(self) -> str:
         """The ⚠️ of this thread's last search that the engine could not answer and FAISS did (or ``""``)."""
-        notes = [b.take_note() for b in list(self._backends.values()) if hasattr(b, "take_note")]
-        return " · ".join(n for n in notes if n)
+        return " · ".join(n for b in list(self._backends.values()) if hasattr(b, "take_note") and (n := b.take_note()))
 
     def figure_sha(self) -> dict[str, str]:
         """{sha256 of the figure file: figure path}, cached on disk: recognises a corpus drawing as a query."""

@@ -56,6 +56,10 @@ def add_parser(sub) -> None:
             x.add_argument("--what", nargs="+", choices=("drawings", "text"), default=None,
                            help="which indexes to push (default: the drawing index when the corpus has figures, "
                                 "and the dense text index)")  # fmt: skip
+            x.add_argument("--shards", type=int, default=None,
+                           help="shards of each collection on a cluster (default: the server's; docs/scale.md)")  # fmt: skip
+            x.add_argument("--replicas", type=int, default=None,
+                           help="copies of each shard on a cluster (default: the server's; deploy/qdrant-compose.yml: 2)")  # fmt: skip
             x.set_defaults(handler=run_push)
         else:
             x.add_argument("--kind", default=None, choices=KINDS,
@@ -137,7 +141,7 @@ def run_push(args: argparse.Namespace) -> int:
             fp, kind = enc.fingerprint(), "text"
         name = collection_name(kind, wb.fingerprint, fp)
         try:
-            n = push(client, name, index, wb.corpus)
+            n = push(client, name, index, wb.corpus, shards=args.shards, replicas=args.replicas)
         except Exception as err:  # noqa: BLE001 - a server down or refusing: say so, no stack trace
             if type(err).__module__.startswith(("qdrant_client", "httpx", "grpc", "httpcore")):
                 raise BackendUnavailable(f"the search engine at {where} did not answer: {err}") from None
