@@ -303,7 +303,7 @@ REGISTRY: tuple[Block, ...] = (
             "docs/bench/bench_scale_text384.log",
         ),
         scale_tables,
-        "docs/scale.md",
+        "docs/scale_tables.md",
     ),  # fmt: skip
     Block(
         "bench-speed",
