@@ -10,6 +10,15 @@ before), and its peak.
 
     nice -n 10 python bench/bench_text_scale.py --docs 100000 1000000 --log docs/bench/bench_text_scale.log
     python bench/bench_text_scale.py --render docs/bench/bench_text_scale.log   # the table in docs/scale.md
+
+The ways to a faster query, each measured against the plain search (numpy scorer, every query term):
+``--numba`` scores with bm25s's numba-compiled scorer (the same scores), and ``--max-terms M ...`` keeps
+the query's M terms of highest idf (``BM25Index.prune``); each such record carries its recall@100 against
+the plain search's top 100 over the same queries. ``--index-dir DIR`` saves each built index under
+``DIR/<n>`` and loads it there on a later run (a build at 1M takes many minutes).
+
+    nice -n 10 python bench/bench_text_scale.py --docs 1000000 --numba --max-terms 8 16 24 32 \
+        --index-dir /tmp/bm25-1m --log docs/bench/bench_text_scale.log
 """
 
 from __future__ import annotations
@@ -43,7 +52,12 @@ def rss_mb() -> tuple[float, float]:
     return vals["VmRSS"] / 1024, vals["VmHWM"] / 1024
 
 
-def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int) -> dict:
+def build(n: int, vocab: list[str], seed: int, index_dir: Path | None) -> tuple[BM25Index, dict]:
+    """The index of ``n`` generated abstracts (loaded from ``index_dir/<n>`` when saved there) and the
+    build's figures (none when loaded)."""
+    saved = index_dir / str(n) if index_dir else None
+    if saved is not None and (saved / "lexical.json").is_file():
+        return BM25Index.load(saved), {"loaded_from": str(saved)}
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     docs = [{"id": f"D{i}", "text": t} for i, t in enumerate(generate_texts(vocab, n, 120, 1.0, rng))]
@@ -52,29 +66,68 @@ def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int) -> 
     before, _ = rss_mb()
     t0 = time.perf_counter()
     index = BM25Index.build(docs, fields=("text",))
-    build = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
     del docs
     gc.collect()
     after, peak = rss_mb()
-    index.search(queries[0], k=k)  # warm-up
-    lat = []
+    if saved is not None:
+        index.save(saved)
+    return index, {"generate_s": round(gen, 1), "build_s": round(seconds, 1), "index_mb": round(after - before, 1),
+                   "peak_rss_mb": round(peak, 1)}  # fmt: skip
+
+
+def timed(index: BM25Index, queries: list[str], k: int, max_terms: int | None) -> tuple[list, list[float]]:
+    """(results, seconds) of each query, one at a time, after one warm-up search."""
+    index.search(queries[0], k=k, max_terms=max_terms)
+    out, lat = [], []
     for q in queries:
         t0 = time.perf_counter()
-        index.search(q, k=k)
+        out.append(index.search(q, k=k, max_terms=max_terms))
         lat.append(time.perf_counter() - t0)
-    return {"kind": "bm25", "n": n, "k": k, "generate_s": round(gen, 1), "build_s": round(build, 1),
-            "index_mb": round(after - before, 1), "peak_rss_mb": round(peak, 1),
-            "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
-            "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(lat),
-            "load": [round(v, 2) for v in os.getloadavg()]}  # fmt: skip
+    return out, lat
+
+
+def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int, numba: bool = False,
+            max_terms: tuple[int, ...] = (), index_dir: Path | None = None) -> list[dict]:  # fmt: skip
+    """One record for the plain search of ``n`` abstracts, then one per faster variant."""
+    index, built = build(n, vocab, seed, index_dir)
+    variants = [("numpy", None), *([("numba", None)] if numba else []),
+                *((("numba" if numba else "numpy"), m) for m in max_terms)]  # fmt: skip
+    records, reference = [], None
+    for scorer, m in variants:
+        if scorer == "numba":
+            index.use_numba()
+        found, lat = timed(index, queries, k, m)
+        if reference is None:
+            reference = [set(r.ids[:100]) for r in found]
+        recall = float(
+            np.mean(
+                [
+                    len(set(r.ids[:100]) & ref) / max(1, len(ref))
+                    for r, ref in zip(found, reference, strict=True)
+                ]
+            )
+        )
+        records.append({"kind": "bm25", "n": n, "k": k, **(built if not records else {}), "scorer": scorer,
+                        "max_terms": m, "recall@100": round(recall, 4),
+                        "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
+                        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(lat),
+                        "load": [round(v, 2) for v in os.getloadavg()]})  # fmt: skip
+    return records
 
 
 def render_markdown(records: list[dict]) -> str:
     """The BM25 table (markdown) from this bench's records."""
-    lines = ["| abstracts | build s | index MB (RSS) | peak RSS MB | p50 ms | p95 ms | k | load |",
-             "|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = ["| abstracts | scorer | query terms | recall@100 | build s | index MB (RSS) | peak RSS MB | p50 ms | "
+             "p95 ms | k | load |", "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+
+    def num(r: dict, key: str, fmt: str) -> str:
+        return format(r[key], fmt) if r.get(key) is not None else "-"
+
     for r in (r for r in records if r.get("kind") == "bm25"):
-        lines.append(f"| {r['n']:,} | {r['build_s']:.0f} | {r['index_mb']:.0f} | {r['peak_rss_mb']:.0f} | "
+        terms = f"top {r['max_terms']} by idf" if r.get("max_terms") else "all"
+        lines.append(f"| {r['n']:,} | {r.get('scorer', 'numpy')} | {terms} | {r.get('recall@100', 1.0):.3f} | "
+                     f"{num(r, 'build_s', '.0f')} | {num(r, 'index_mb', '.0f')} | {num(r, 'peak_rss_mb', '.0f')} | "
                      f"{r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['k']} | {r['load'][0]:.1f} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -87,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--vocab-from", type=Path, default=DEFAULT_VOCAB)
     p.add_argument("--log", default=None)
+    p.add_argument("--numba", action="store_true", help="also measure bm25s's numba scorer (needs numba)")
+    p.add_argument("--max-terms", type=int, nargs="*", default=[],
+                   help="also measure queries pruned to their M terms of highest idf (with --numba: numba scored)")  # fmt: skip
+    p.add_argument(
+        "--index-dir", type=Path, default=None, help="save each built index under DIR/<n>; load it from there"
+    )
     p.add_argument(
         "--render",
         default=None,
@@ -111,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     vocab = load_vocabulary(args.vocab_from)
     queries = generate_texts(vocab, args.queries, 120, 1.0, np.random.default_rng(args.seed + 1))
     for n in args.docs:
-        emit(measure(n, vocab, queries, args.k, args.seed))
+        for record in measure(
+            n, vocab, queries, args.k, args.seed, args.numba, tuple(args.max_terms), args.index_dir
+        ):
+            emit(record)
         gc.collect()
     if log:
         log.close()

@@ -25,12 +25,14 @@ from pathlib import Path
 
 from PIL import Image
 
+from patent_demo.backends import Where
 from patent_demo.calibration import (
     NoMatchThreshold,
     calibrate_drawing,
     calibrate_text,
     text_ceiling,
 )
+from patent_demo.families import own_and_family  # noqa: F401 - the examiner's exclusion, used here and by the UI
 from patent_demo.filters import SearchFilter, exclusion_note, prior_art_date
 from patent_demo.text import syntax
 
@@ -70,16 +72,6 @@ def corpus_patent_of(wb, data: bytes) -> str:
     sha = hashlib.sha256(data).hexdigest()
     fig = wb.figure_sha().get(sha)
     return wb.patent_of_figure(fig)[0].id if fig else ""
-
-
-def own_and_family(corpus, patent_id: str) -> set[str]:
-    """The ids a search for ``patent_id``'s own drawing or text leaves out: the patent and its family, the
-    same bibliographic family that collapses hits and that its record lists (``families.family_sets``)."""
-    from patent_demo.families import family_sets
-
-    if patent_id not in corpus:
-        return set()
-    return {patent_id, *family_sets(corpus).get(patent_id, ())}
 
 
 def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[str]) -> SearchFilter:
@@ -158,8 +150,17 @@ def drawing_search(
     allowed, notes = drawing_allowed(wb, model, search_filter, [own_patent], own_date, exclude_own)
     # a crop of a corpus figure still belongs to its patent: its class and its spread line
     res = wb.search_drawing(image, model, k, group_by_patent, crop, query_locarno, allowed=allowed,
-                            query_patent=own_patent)  # fmt: skip
-    return res, notes + _no_match_note(wb, model, res.hits)
+                            query_patent=own_patent, where=_where(wb, search_filter, own_patent, own_date, exclude_own))  # fmt: skip
+    return res, notes + ([res.note] if res.note else []) + _no_match_note(wb, model, res.hits)
+
+
+def _where(wb, search_filter: SearchFilter | None, own_patent: str, own_date: bool, exclude_own: bool) -> Where:
+    """The filters of :func:`drawing_allowed` as values (``patent_demo.backends.Where``) for an engine
+    backend: the same cut-off (the query patent's own date), the own patent and its family left out."""
+    f = search_filter or SearchFilter()
+    if own_date:
+        f = _with_own_date(f, wb, own_patent, [])
+    return Where(f, (own_patent,) if exclude_own and own_patent else ())
 
 
 def application_search(
@@ -224,27 +225,31 @@ def text_search(
         notes.append(exclusion_note([own], sorted(out - {own})))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
+    only = None  # the documents a query in the search syntax matches
     if syntax.uses_syntax(text):  # phrases, truncation, AND / OR / NOT, fields: a filter, then BM25 ranks
         query = syntax.parse(text)
         matched = query.matches(wb.corpus)
         allowed = matched if allowed is None else allowed & matched
         if not allowed:
             raise ValueError(f"no document matches {text[:80]!r}; {syntax.HELP}")
+        only = frozenset(matched)
         notes.append(f"search syntax: {len(allowed)} documents match")
         text = query.ranking_text(wb.bm25())
         if not text:
             raise ValueError(
                 f"{len(allowed)} documents match; add a word to rank them by (a code alone only filters)"
             )
+    where = Where(f, (own,) if exclude_own and own else (), only=only)
     names = lists if lists is None or "bm25" in lists else [*lists, "bm25"]  # the no-match check reads BM25
     if per_family:  # more candidates, then one per family: k families come back
         from patent_demo.families import collapse
 
         wide = wb.search_text_lists(text, codes, max(k, min(3 * k, wb.config.bm25_candidates)), model,
-                                    allowed=allowed, rerank=rerank, lists=names)  # fmt: skip
+                                    allowed=allowed, rerank=rerank, lists=names, where=where)  # fmt: skip
         lists = {name: collapse(res, wb.corpus, k) for name, res in wide.items()}
     else:
-        lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank, lists=names)
+        lists = wb.search_text_lists(text, codes, k, model, allowed=allowed, rerank=rerank, lists=names, where=where)
+    notes += [n for n in [wb.take_backend_note()] if n]
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:

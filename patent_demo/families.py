@@ -36,6 +36,14 @@ def family_sets(corpus: Corpus) -> dict[str, frozenset[str]]:
     return out
 
 
+def own_and_family(corpus, patent_id: str) -> set[str]:
+    """The ids a search for ``patent_id``'s own drawing or text leaves out: the patent and its family, the
+    same bibliographic family that collapses hits and that its record lists (``families.family_sets``)."""
+    if patent_id not in corpus:
+        return set()
+    return {patent_id, *family_sets(corpus).get(patent_id, ())}
+
+
 def same_text_sets(corpus: Corpus) -> dict[str, list[str]]:
     """Per utility patent that has them, the other utility patents of the corpus with the same normalised
     title and abstract and outside its family (a signal for the examiner; design patents never: their

@@ -24,7 +24,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,7 @@ from patent_demo.drawing.index import DenseIndex
 from patent_demo.drawing.scale import index_settings
 from patent_demo.drawing.select import drawing_model_for_corpus
 from patent_demo.hierarchy import main_of, patent_classes
+from patent_demo.hits import DrawingSearch, Hit  # noqa: F401 - the result records (imported from here too)
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -64,42 +65,15 @@ class WorkbenchConfig:
     bm25_candidates: int = 100
     batch_size: int = 32
     map_points: int = 1500
+    backend: str = "faiss"  # drawing and dense text searches go through (patent_demo.backends): faiss, qdrant
+    backend_url: str = ""  # the engine's server ("": embedded under cache_dir/qdrant); backend_fallback "faiss":
+    backend_fallback: str = ""  # FAISS answers when the engine does not; backend_timeout: seconds a request
+    backend_timeout: float = 5.0  # to the server may take
 
     def __post_init__(self) -> None:
         self.cache_dir = Path(self.cache_dir)
         self.corpus = Path(self.corpus) if self.corpus else None
         self.checkpoint_dirs = tuple(Path(d) for d in self.checkpoint_dirs)
-
-
-# -- result records --------------------------------------------------------------------------------
-@dataclass
-class Hit:
-    """One row of a result list as the UI shows it."""
-
-    rank: int
-    patent_id: str
-    score: float
-    title: str = ""
-    locarno: str = ""
-    locarno_title: str = ""
-    figure: str = ""  # figure path relative to the corpus root ("" for text hits)
-    view: str = ""
-    image_path: str = ""  # absolute path of the figure image
-    extras: dict = field(default_factory=dict)
-
-
-@dataclass
-class DrawingSearch:
-    """A drawing query's results: ``hits`` (top-k), the spread over the query's classes, and the query."""
-
-    hits: list[Hit]
-    spread: str
-    query_embedding: np.ndarray
-    image_sha: str
-    query_patent_id: str
-    query_locarno: str
-    model: str
-    checkpoint_id: str
 
 
 # -- helpers -------------------------------------------------------------------------------------------
@@ -145,6 +119,7 @@ class Workbench:
         self._dense: tuple | None = None  # (encoder, DenseIndex, HybridSettings)
         self._dense_lock = threading.Lock()
         self._figure_sha: dict[str, str] | None = None
+        self._backends: dict[str, object] = {}
 
     # -- corpus and models ---------------------------------------------------------------------------
     @property
@@ -285,7 +260,19 @@ class Workbench:
         from patent_demo.text.lists import FirstStage
 
         enc, index, hybrid = self.dense()
-        return FirstStage(self.bm25(), index, enc, hybrid)
+        backend = self.backend("text") if self.config.backend != "faiss" else None
+        return FirstStage(self.bm25(), index, enc, hybrid, backend)
+
+    def backend(self, task: str, model: str | ModelSpec | None = None):
+        """``patent_demo.backends.workbench_backend``: of ``model``'s drawing index or the dense text index."""
+        from patent_demo.backends import workbench_backend
+
+        spec = None if task != "drawing" or isinstance(model, ModelSpec) else self.model(model, "drawing")
+        return workbench_backend(self, task, spec or model)
+
+    def take_backend_note(self) -> str:
+        """The ⚠️ of this thread's last search that the engine could not answer and FAISS did (or ``""``)."""
+        return " · ".join(n for b in list(self._backends.values()) if hasattr(b, "take_note") and (n := b.take_note()))
 
     def figure_sha(self) -> dict[str, str]:
         """{sha256 of the figure file: figure path}, cached on disk: recognises a corpus drawing as a query."""
@@ -376,11 +363,14 @@ class Workbench:
         query_locarno: str = "",
         allowed: Collection[str] | None = None,
         query_patent: str = "",
+        where=None,
     ) -> DrawingSearch:
         """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
         ``query_locarno``, else that of the corpus patent the drawing belongs to: ``query_patent`` (a crop
         cut from one of its figures), else the patent whose figure has the same file bytes.
-        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS."""
+        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS; with an engine
+        backend (``config.backend``) ``where`` (``patent_demo.backends.Where``, the same filters as values)
+        restricts it inside the engine."""
         from patent_demo import taxonomy
 
         data = image if isinstance(image, bytes) else Path(image).read_bytes()
@@ -396,21 +386,27 @@ class Workbench:
         loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
         if not loc and own_patent:
             loc = self.corpus[own_patent].locarno
-        if group_by_patent:
+        note = ""
+        if where is not None and self.config.backend != "faiss":
+            res = self.backend("drawing", spec).search(q, k, where, per_patent=group_by_patent)
+            note = self.take_backend_note()
+        elif group_by_patent:
             res = index.search_patents(q, k, allowed=allowed)
+        else:
+            res = index.search(q, k, allowed=allowed)
+        if group_by_patent:
             hits = [
                 self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
                 for r, (pid, s) in enumerate(res, 1)
             ]
         else:
-            res = index.search(q, k, allowed=allowed)
             hits = [
                 self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
                 for r, (fid, s) in enumerate(res, 1)
             ]
         others = [h for h in hits if h.patent_id != own_patent]  # the query's own patent is not counted
         return DrawingSearch(
-            hits, self.spread(others, loc, own_patent), q, sha, own_patent, loc, spec.key, spec.checkpoint_id
+            hits, self.spread(others, loc, own_patent), q, sha, own_patent, loc, spec.key, spec.checkpoint_id, note
         )
 
     def search_application(self, images: Sequence[bytes | str | os.PathLike], model: str, k: int = 10,
@@ -505,13 +501,16 @@ class Workbench:
         allowed: Collection[str] | None = None,
         rerank: bool = True,
         lists: Collection[str] | None = None,
+        where=None,
     ) -> dict[str, Results]:
         """The text tab's lists, top ``k`` each (``patent_demo.text.lists``): ``bm25``, ``dense``, ``hybrid``,
         ``dssdnet`` (the hybrid's top ``bm25_candidates`` re-ranked by ``model``) and ``fused`` (the hybrid
         and DSSDNet scores with the checkpoint's weight, see :meth:`fusion_weight`); ``allowed`` as in
         ``search_text``. ``rerank=False`` returns the BM25 list alone (what the app shows at once);
         ``lists`` names the lists wanted (default: all). DSSDNet extras keep the re-ranker's own score
-        under ``rerank_score``, every list's ``bm25_rank`` and ``dense_rank``."""
+        under ``rerank_score``, every list's ``bm25_rank`` and ``dense_rank``. ``where``
+        (``patent_demo.backends.Where``: the filters ``allowed`` was made from) sends the dense list to an
+        engine backend (``config.backend``) with the filters inside it."""
         from patent_demo.text.lists import LISTS, text_runs
 
         text = check_abstract(abstract)
@@ -530,7 +529,8 @@ class Workbench:
             spec = self.model(model, "text") if model else self.default_text_model()
             reranker, weight = self.reranker(spec), self.fusion_weight(spec)[0]
         runs = text_runs(self.text_stage(), [query], self.corpus, k, names, reranker, max(k, self.config.bm25_candidates),
-                         weight, allowed=only, batch_size=self.config.batch_size, keep_extras=True)  # fmt: skip
+                         weight, allowed=only, batch_size=self.config.batch_size, keep_extras=True,
+                         where={"query": where} if where is not None else None)  # fmt: skip
         out = {n: r["query"] for n, r in runs.items()}
         if "dssdnet" in out:  # the app shows the re-ranker's own scores (sorted by them already)
             d = out["dssdnet"]

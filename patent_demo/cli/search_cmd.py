@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from patent_demo.cli.common import (
+    add_backend,
     add_checkpoints,
     add_corpus,
     load_corpus,
@@ -52,6 +53,7 @@ def add_parser(sub) -> None:
         )
         add_checkpoints(s)
         add_filters(s)
+        add_backend(s)
         if task == "drawings":
             s.add_argument(
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
@@ -211,10 +213,14 @@ def drawing_workbench(args: argparse.Namespace, corpus, spec):
         def factory(s):
             return SizedEncoder(s, args.image_size)
 
-    config = WorkbenchConfig(
-        cache_dir=cache, corpus=corpus.root, checkpoint_dirs=tuple(Path(d) for d in dirs)
-    )
+    config = WorkbenchConfig(cache_dir=cache, corpus=corpus.root, checkpoint_dirs=tuple(Path(d) for d in dirs),
+                             **backend_config(args))  # fmt: skip
     return Workbench(config, corpus=corpus, drawing_encoder_factory=factory, progress=sys.stderr.isatty())
+
+
+def backend_config(args: argparse.Namespace) -> dict:
+    """The ``WorkbenchConfig`` fields of ``--backend``, ``--url``, ``--timeout``."""
+    return {"backend": args.backend, "backend_url": args.url, "backend_timeout": args.timeout}
 
 
 def run_drawings(args: argparse.Namespace) -> int:
@@ -280,9 +286,11 @@ def run_text(args: argparse.Namespace) -> int:
     qids = [q.qid for q in queries]
     cutoffs = cutoff_of_queries(qids, corpus) if own else dict.fromkeys(qids, f.before)
     allowed = allowed_per_query(qids, corpus, cutoffs, f)
-    run = text_run(
-        corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints, allowed, list_name
-    )
+    from patent_demo.backends import Where
+
+    where = {q: Where(f.with_before(cutoffs.get(q, "") or f.before), own_family=False) for q in qids}
+    run = text_run(corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints, allowed,
+                   list_name, where=where, backend=backend_config(args))  # fmt: skip
     out, table = [], []
     for q in queries:
         res = run[q.qid].top(args.k)

@@ -42,17 +42,21 @@ def text_run(
     dirs: list[str],
     allowed=None,
     list_name: str | None = None,
+    where=None,
+    backend: dict | None = None,
 ) -> dict:
     """The run of one text list over ``queries`` (``patent_demo.text.lists.text_runs``, as the app makes
     it): ``list_name`` (default: ``bm25`` when ``spec`` is None, else ``dssdnet``), ``spec`` the
     re-ranker of ``dssdnet`` and ``fused``; ``allowed`` maps a qid to the ids its search may return
-    (``patent_demo.filters.allowed_per_query``)."""
+    (``patent_demo.filters.allowed_per_query``); ``where`` the same filters as values per qid
+    (``patent_demo.backends.Where``), which the dense list searches with through ``backend`` (the
+    ``WorkbenchConfig`` backend fields; default FAISS)."""
     from patent_demo.text.lists import FirstStage, text_runs
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     list_name = list_name or ("bm25" if spec is None else "dssdnet")
     wb = Workbench(WorkbenchConfig(cache_dir=Path(cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(dirs),
-                                   bm25_candidates=candidates), corpus=corpus, progress=False)  # fmt: skip
+                                   bm25_candidates=candidates, **(backend or {})), corpus=corpus, progress=False)  # fmt: skip
     reranker = wb.reranker(spec) if spec is not None else None
     weight = None
     if list_name == "fused":
@@ -62,4 +66,4 @@ def text_run(
     k = max(candidates, max(ks))
     stage = FirstStage(wb.bm25()) if list_name == "bm25" else wb.text_stage()  # BM25 alone needs no encoder
     return text_runs(stage, queries, corpus, k, [list_name], reranker, min(candidates, k), weight,
-                     allowed=allowed)[list_name]  # fmt: skip
+                     allowed=allowed, where=where)[list_name]  # fmt: skip

@@ -182,6 +182,27 @@ class BM25Index:
     def _token_ids(self, tokens: list[str]) -> list[int]:
         return self.retriever.get_tokens_ids(tokens)
 
+    def prune(self, token_ids: list[int], max_terms: int) -> list[int]:
+        """``token_ids`` (repetitions kept) restricted to the ``max_terms`` distinct terms of highest idf,
+        i.e. those in the fewest documents (ties: the term met first). A long query's common terms carry
+        little of its BM25 score and most of its cost: their posting lists span much of the collection."""
+        distinct = list(dict.fromkeys(token_ids))
+        if len(distinct) <= max_terms:
+            return token_ids
+        indptr = self.retriever.scores["indptr"]
+        df = {t: int(indptr[t + 1] - indptr[t]) for t in distinct}
+        keep = set(sorted(distinct, key=lambda t: df[t])[:max_terms])  # a stable sort: ties keep query order
+        return [t for t in token_ids if t in keep]
+
+    def use_numba(self) -> None:
+        """Score with bm25s's numba-compiled scorer instead of numpy (the same scores; compiled on the first
+        search). Needs numba (``pip install numba``; a bench dependency, see bench/bench_text_scale.py)."""
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            raise ImportError("use_numba needs numba: pip install numba==0.68.1") from None
+        self.retriever.activate_numba_scorer()
+
     def allowed_mask(self, allowed: Iterable[str]) -> np.ndarray:
         """A bool mask ``[N]`` over the index's documents: True for the ids in ``allowed``."""
         allowed = allowed if isinstance(allowed, (set, frozenset)) else set(allowed)
@@ -207,23 +228,35 @@ class BM25Index:
         chosen = cand[order]
         return Results(ids=[self.doc_ids[i] for i in chosen], scores=scores[chosen])
 
-    def search(self, query: str, k: int = 1000, allowed: Iterable[str] | None = None) -> Results:
+    def search(
+        self, query: str, k: int = 1000, allowed: Iterable[str] | None = None, max_terms: int | None = None
+    ) -> Results:
         """Top ``k`` documents for raw ``query`` text (fewer when fewer documents match; empty for an
         empty, stopword-only or out-of-vocabulary query). ``allowed`` (document ids) restricts the
-        ranking to those documents before the top k is taken."""
-        return self.search_many([query], k=k, allowed=allowed)[0]
+        ranking to those documents before the top k is taken; ``max_terms`` scores with the query's
+        ``max_terms`` terms of highest idf only (:meth:`prune`; ``None``: every term)."""
+        return self.search_many([query], k=k, allowed=allowed, max_terms=max_terms)[0]
 
     def search_many(
-        self, queries: Sequence[str], k: int = 1000, allowed: Iterable[str] | None = None
+        self,
+        queries: Sequence[str],
+        k: int = 1000,
+        allowed: Iterable[str] | None = None,
+        max_terms: int | None = None,
     ) -> list[Results]:
         """``search`` for each query; the queries are tokenised in one batch."""
         if isinstance(queries, str):
             raise TypeError("search_many takes a list of query strings; use search() for one")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if max_terms is not None and max_terms < 1:
+            raise ValueError(f"max_terms must be >= 1 (or None for every term), got {max_terms}")
         mask = None if allowed is None else self.allowed_mask(allowed)
         token_lists = self.tokenize(queries) if queries else []
-        return [self._search_ids(self._token_ids(t), k, mask) for t in token_lists]
+        ids = [self._token_ids(t) for t in token_lists]
+        if max_terms is not None:
+            ids = [self.prune(t, max_terms) for t in ids]
+        return [self._search_ids(t, k, mask) for t in ids]
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike) -> Path:

@@ -33,12 +33,15 @@ FIRST_STAGES = ("bm25", "dense", "hybrid")
 @dataclass
 class FirstStage:
     """What the first stages need: the BM25 index, and (for dense and hybrid) the dense index with the
-    encoder that made it (``TextEncoder``: ``encode(texts) -> [N, D]``) and the hybrid settings."""
+    encoder that made it (``TextEncoder``: ``encode(texts) -> [N, D]``) and the hybrid settings; ``backend``
+    (``patent_demo.backends``, e.g. a Qdrant collection of the dense index) answers the dense list instead
+    of the FAISS index when the runs are given the filters as values (``where``)."""
 
     bm25: BM25Index
     dense: DenseIndex | None = None
     encoder: object | None = None
     hybrid: HybridSettings = HybridSettings()
+    backend: object | None = None
 
 
 def first_stage_runs(
@@ -48,9 +51,12 @@ def first_stage_runs(
     names: Collection[str] = FIRST_STAGES,
     allowed: Mapping[str, Collection[str]] | None = None,
     query_vectors=None,
+    where=None,
 ) -> dict[str, dict[str, Results]]:
     """``{name: {qid: Results}}`` for the first stages in ``names`` (top ``k`` each; the hybrid fuses
-    both stages' top ``max(k, hybrid.depth)``). ``query_vectors`` ``[Q, D]`` skip encoding the queries."""
+    both stages' top ``max(k, hybrid.depth)``). ``query_vectors`` ``[Q, D]`` skip encoding the queries.
+    ``where`` (qid -> ``patent_demo.backends.Where``, the filters ``allowed`` was made from) sends the dense
+    search to ``stage.backend`` with the filters inside it (each query's ``exclude`` ids left out too)."""
     from patent_demo.text.dense import dense_search
 
     unknown = set(names) - set(FIRST_STAGES)
@@ -66,8 +72,20 @@ def first_stage_runs(
         if stage.dense is None or (stage.encoder is None and query_vectors is None):
             raise ValueError("the dense and hybrid lists need a dense index and its encoder")
         vecs = query_vectors if query_vectors is not None else stage.encoder.encode([q.text for q in queries])
-        dn = dense_search(stage.dense, vecs, [q.qid for q in queries], min(depth, stage.dense.count),
-                          exclude={q.qid: q.exclude for q in queries}, allowed=allowed)  # fmt: skip
+        if stage.backend is not None and where is not None:
+            from dataclasses import replace
+
+            from patent_demo.backends import Where
+
+            def one(q, v):
+                w = where.get(q.qid) or Where()
+                w = replace(w, own=(*w.own, *sorted(q.exclude))) if q.exclude else w
+                return stage.backend.search(v, min(depth, stage.dense.count), w, per_patent=False)
+
+            dn = {q.qid: one(q, v) for q, v in zip(queries, vecs, strict=True)}
+        else:
+            dn = dense_search(stage.dense, vecs, [q.qid for q in queries], min(depth, stage.dense.count),
+                              exclude={q.qid: q.exclude for q in queries}, allowed=allowed)  # fmt: skip
         if "dense" in names:
             out["dense"] = {q: r.top(k) for q, r in dn.items()}
         if "hybrid" in names:
@@ -89,10 +107,12 @@ def text_runs(
     batch_size: int = 64,
     keep_extras: bool = False,
     query_vectors=None,
+    where=None,
 ) -> dict[str, dict[str, Results]]:
     """``{name: run}`` for each list of ``names`` (see the module docstring). ``dssdnet`` and ``fused``
     re-rank the ``pool`` list's top ``k_rerank`` with ``reranker``; ``fused`` needs ``fusion_weight``
-    (the pool's share, tuned on validation; ``patent_demo.text.fusion.checkpoint_fusion_weight``)."""
+    (the pool's share, tuned on validation; ``patent_demo.text.fusion.checkpoint_fusion_weight``); ``where``
+    as in :func:`first_stage_runs`."""
     from patent_demo.text.fusion import fuse_run
 
     names = list(names)
@@ -108,7 +128,8 @@ def text_runs(
         )
     needed = {n for n in names if n in FIRST_STAGES} | ({pool} if rerank else set())
     depth = max(k, k_rerank) if rerank else k
-    first = first_stage_runs(stage, queries, depth, needed, allowed=allowed, query_vectors=query_vectors)
+    first = first_stage_runs(stage, queries, depth, needed, allowed=allowed, query_vectors=query_vectors,
+                             where=where)
     out = {n: {q: r.top(k) for q, r in first[n].items()} for n in names if n in FIRST_STAGES}
     if rerank:
         head = rerank_first(first[pool], _Scored(reranker), queries, library, k_rerank, batch_size,

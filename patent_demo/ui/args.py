@@ -71,6 +71,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
     )
+    p.add_argument("--backend", default=_env("PATENT_DEMO_BACKEND", "faiss"), choices=("faiss", "qdrant"),
+                   help="where drawing and dense text searches run (PATENT_DEMO_BACKEND; default faiss); qdrant "
+                        "searches the collections `patent-demo index push` loaded, filters inside the engine")  # fmt: skip
+    p.add_argument("--backend-url", "--url", default=_env("PATENT_DEMO_BACKEND_URL", ""),
+                   help="the engine's server, e.g. http://qdrant-1:6333 (PATENT_DEMO_BACKEND_URL; default: "
+                        "embedded under --cache-dir/qdrant)")  # fmt: skip
+    p.add_argument("--backend-fallback", default=_env("PATENT_DEMO_BACKEND_FALLBACK", ""), choices=("", "faiss"),
+                   help="faiss: answer from the FAISS index, with a ⚠️ note, when the engine does not "
+                        "(PATENT_DEMO_BACKEND_FALLBACK; default: none, the search fails with a ⚠️)")  # fmt: skip
+    p.add_argument("--backend-timeout", type=float, default=float(_env("PATENT_DEMO_BACKEND_TIMEOUT", 5)),
+                   help="seconds a request to the engine's server may take (PATENT_DEMO_BACKEND_TIMEOUT; default 5)")  # fmt: skip
     p.add_argument("--annotators", default=_env("PATENT_DEMO_ANNOTATORS", ""),
                    help="who may label: 'name:password,...', '@FILE' (one name:password a line) or '*:SECRET' "
                         "(a shared secret, any login name); labels go under the login (PATENT_DEMO_ANNOTATORS)")  # fmt: skip
@@ -118,5 +129,9 @@ def make_workbench(args: argparse.Namespace) -> Workbench:
         demo_size=args.demo_size,
         checkpoint_dirs=tuple(Path(c) for c in args.checkpoints if c),
         bm25_candidates=args.bm25_candidates,
+        backend=args.backend,
+        backend_url=args.backend_url,
+        backend_fallback=args.backend_fallback,
+        backend_timeout=args.backend_timeout,
     )
     return Workbench(config)

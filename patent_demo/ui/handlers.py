@@ -160,6 +160,8 @@ class Handlers:
                 session, "drawing", what, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
             )
             index = f"index {describe_index(self.wb.index(model))}"  # the kind that ran, its measured recall
+            if self.wb.config.backend != "faiss":
+                index = f"searched in {self.wb.config.backend} ({self.wb.config.backend_url or 'embedded'})"
             status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", [*notes, index])
             return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
                     session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),

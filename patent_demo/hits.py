@@ -1,0 +1,39 @@
+"""The result records the workbench returns and the UI shows: one ``Hit`` per row, a ``DrawingSearch``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+# -- result records --------------------------------------------------------------------------------
+@dataclass
+class Hit:
+    """One row of a result list as the UI shows it."""
+
+    rank: int
+    patent_id: str
+    score: float
+    title: str = ""
+    locarno: str = ""
+    locarno_title: str = ""
+    figure: str = ""  # figure path relative to the corpus root ("" for text hits)
+    view: str = ""
+    image_path: str = ""  # absolute path of the figure image
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class DrawingSearch:
+    """A drawing query's results: ``hits`` (top-k), the spread over the query's classes, and the query."""
+
+    hits: list[Hit]
+    spread: str
+    query_embedding: np.ndarray
+    image_sha: str
+    query_patent_id: str
+    query_locarno: str
+    model: str
+    checkpoint_id: str
+    note: str = ""  # the engine's ⚠️ when FAISS answered instead (--backend-fallback faiss)
