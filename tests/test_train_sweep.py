@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +13,6 @@ import pytest
 
 from patent_demo import checkpoint
 from train import sweep
-from train.moved import MOVED
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,13 +103,3 @@ def test_dssdnet_ladder_aggregates_finished_runs(tmp_path):
         json.loads(table.with_suffix(".json").read_text())["datasets"]["demo"]["runs"]["dssdnet"][1]["seed"]
         == 1
     )
-
-
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_earlier_commands_name_the_new_one(old):
-    run = subprocess.run([sys.executable, "-m", f"train.{old}", "--help"], cwd=REPO, capture_output=True,
-                         text=True, timeout=60)  # fmt: skip
-    assert run.returncode == 2 and f"train.{old} is gone; use " in run.stderr
-    assert ("python -m train." in run.stderr) or ("module" in run.stderr)
-    with pytest.raises(ImportError, match=f"train.{old} is gone"):
-        __import__(f"train.{old}")

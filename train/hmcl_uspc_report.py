@@ -1,5 +1,4 @@
-"""Write ``docs/results_hmcl_uspc.md`` from the JSON ``train.hmcl_heads`` produced (nothing typed by hand;
-results made before it was renamed record the command as ``train.hmcl_uspc``).
+"""Write ``docs/results_hmcl_uspc.md`` from the JSON ``train.hmcl_heads`` produced (nothing typed by hand).
 
 python -m train.hmcl_uspc_report docs/results_hmcl_uspc.json --out docs/results_hmcl_uspc.md
 """
