@@ -333,7 +333,7 @@ REGISTRY: tuple[Block, ...] = (
     Block("scale-stats", SCALE_LOGS[:1], scale_stats, "docs/scale.md"),
     Block("scale-stats-1280", SCALE_LOGS[3:], scale_stats, "docs/scale.md"),
     Block("scale-headline", SCALE_LOGS, scale_headline, "README.md"),
-    Block("scale-check", ("docs/bench/bench_scale_corpus.log",), scale_check, "docs/scale.md"),
+    Block("scale-check", ("docs/bench/bench_scale_corpus.log",), scale_check, "docs/scale_tables.md"),
     Block("scale-text", ("docs/bench/bench_text_scale.log", "docs/bench/bench_text_scale_1m.log"), text_scale_table,
           "docs/scale.md"),  # fmt: skip
     Block(

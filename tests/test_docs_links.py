@@ -56,3 +56,9 @@ def test_a_dead_file_and_a_dead_anchor_are_found(tmp_path):
         "#no-good-match (no heading '#no-good-match')",
         "b.md (no such file)",
     ]
+
+
+def test_the_scale_page_stays_short():
+    """docs/scale.md is the summary (≤ 250 lines); the logs' tables and the commands live in its appendix."""
+    lines = (REPO_ROOT / "docs" / "scale.md").read_text().splitlines()
+    assert len(lines) <= 250, f"docs/scale.md has {len(lines)} lines; move detail to docs/scale_tables.md"
