@@ -1,4 +1,6 @@
-"""Every shipped checkpoint says how it was made, and that command still runs: each ``python -m`` line of a
+"""Tests: checkpoints/, train/
+
+Every shipped checkpoint says how it was made, and that command still runs: each ``python -m`` line of a
 ``checkpoints/*/command.txt`` names a module whose ``--help`` exits 0 and accepts every flag the line
 passes (after a ``--`` the flags go to the ``train`` command it runs or reads), with no absolute path."""
 
