@@ -10,8 +10,12 @@
 2. **Leak guard**: labels whose query is a test-split patent (or a drawing whose bytes match a test
    figure, or an abstract that is a test patent's text) and judged candidates from test-split
    patents stay out of training unless ``--allow-test-labels``; the report says how many.
-3. **Fine-tune** the drawing encoder from ``--from`` with ``train.hmcl --init-from --labels`` (judged
-   pairs become extra positives and hard negatives); with ``--text-from``, the re-ranker with
+3. **Fine-tune** what ships: a head checkpoint (``lite-head``, e.g. ``checkpoints/hmcl-uspc``; or
+   ``--from zero-shot``) is retrained on cached trunk features from the judged pairs by ``train.labels_head``
+   (relevant / partly as positives, not relevant as hard negatives, the HMCL loss it was trained with, step
+   and trunk weight chosen on validation; validation-split candidates stay out too); any other HMCL
+   checkpoint is fine-tuned with ``train.hmcl --init-from --labels`` (judged pairs become extra positives
+   and hard negatives; the GPU path: ``--device cuda``, bf16, ``torchrun``); with ``--text-from``, the re-ranker with
    ``train.dssdnet --init-from --labels``. The new checkpoints carry ``version`` (parent + 1),
    ``num_labels`` and ``parent`` in ``config.json``, so the app lists them with those.
 4. **Re-index**: the corpus is embedded with the new encoder into the app's index cache (the key the
@@ -37,6 +41,7 @@ from patent_demo.checkpoint import STATE, load_config, load_metrics
 from patent_demo.data.corpus import Corpus
 from patent_demo.labels.report import metric_rows, summarise, to_markdown, write_report
 from train.labels_data import guard_dssdnet_rows, guard_hmcl_rows, read_rows, write_rows
+from train.labels_head import add_head_args, retrain_head
 
 # settings of the parent's training run that a fine-tune keeps unless given here
 INHERITED = ("loss", "pairs", "text_weight", "tau", "weights", "train_blocks", "batch_patents",
@@ -103,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--fail-on-regression", action="store_true", help="exit with status 3 when a test metric regressed")
     a("--no-index-copy", action="store_true", help="do not keep a copy of the index in OUT/index")
     a("--report-dir", default=None, help="where the report goes (default: OUT/report)")
+    add_head_args(p.add_argument_group("head checkpoints (train.labels_head)"))
     return p
 
 
@@ -242,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(
             f"--out {out} must have another name than --from {parent} (the app lists models by name)"
         )
-    parent_cfg = load_config(parent)
+    parent_cfg = {"model": {"name": "lite-head"}} if args.parent == "zero-shot" else load_config(parent)
+    is_head = (parent_cfg.get("model") or {}).get("name") == "lite-head"
     corpus = load_app_corpus(args)
     labels_path = Path(args.labels)
     if not labels_path.is_file():
@@ -266,7 +273,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{d_stats.queries_held_out} of them on test-split queries (held out; --allow-test-labels overrides)"
         )
     # 3. fine-tune
-    if hmcl.main(hmcl_argv(args, parent_cfg, corpus, labels_dir / "hmcl.jsonl", root)) != 0:
+    if is_head:  # the shipped head on cached trunk features
+        head_args = argparse.Namespace(**vars(args), labels_rows=labels_dir / "hmcl.jsonl")
+        head_args.threads = args.threads or 2
+        retrain_head(head_args, corpus, d_kept, ["--corpus", str(corpus.root), "--labels-rows",
+                                                 str(labels_dir / "hmcl.jsonl"), "--from", str(args.parent),
+                                                 "--out", str(out)])  # fmt: skip
+    elif hmcl.main(hmcl_argv(args, parent_cfg, corpus, labels_dir / "hmcl.jsonl", root)) != 0:
         raise SystemExit("train.hmcl failed")
     (out / STATE).unlink(missing_ok=True)  # a finished fine-tune needs no resume state
     new_cfg = load_config(out)
@@ -283,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # 4. re-index in the app's cache (and a copy beside the checkpoint)
     dirs = tuple(
         dict.fromkeys(
-            p.parent.resolve() for p in [parent, out, *([Path(args.text_from), text_out] if text_out else [])]
+            p.parent.resolve()
+            for p in [parent, out, *([Path(args.text_from), text_out] if text_out else [])]
+            if p.is_dir()
         )
     )
     wb = Workbench(WorkbenchConfig(cache_dir=Path(args.cache_dir), checkpoint_dirs=dirs,
