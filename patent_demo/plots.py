@@ -134,3 +134,41 @@ def gate_plot(gate: Sequence[float], title: str = "", height: int = 260) -> go.F
         showlegend=False,
     )
     return fig
+
+
+def learning_curve(result: Mapping, height: int = 380) -> go.Figure:
+    """Test subclass and main mAP (mean ± std over seeds) against the judgements the simulated examiner made,
+    one line per strategy, beside zero-shot (dotted) and the fully supervised ceiling (dashed): the JSON of
+    ``train.loop_curves``."""
+    from plotly.subplots import make_subplots
+
+    summary = result["summary"]
+    titles = ("test subclass mAP", "test main mAP")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.1)
+    for col, key in enumerate(("subclass_map", "main_map"), 1):
+        for i, (strategy, st) in enumerate(summary["strategies"].items()):
+            rows = st["rows"]
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["judgements"] for r in rows],
+                    y=[r["test"][key]["mean"] for r in rows],
+                    error_y={"type": "data", "array": [r["test"][key]["std"] for r in rows], "visible": True},
+                    mode="lines+markers",
+                    name=strategy,
+                    legendgroup=strategy,
+                    showlegend=col == 1,
+                    line={"color": PALETTE[i % len(PALETTE)]},
+                    customdata=[r["budget"] for r in rows],
+                    hovertemplate="%{customdata} queries, %{x:.0f} judgements: %{y:.3f}<extra>" + strategy + "</extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.add_hline(y=summary["zero_shot"][key], line_dash="dot", line_color="#555", row=1, col=col,
+                      annotation_text="zero-shot", annotation_position="bottom right")  # fmt: skip
+        fig.add_hline(y=summary["ceiling"][key], line_dash="dash", line_color="#2ca02c", row=1, col=col,
+                      annotation_text="fully supervised", annotation_position="top right")  # fmt: skip
+        fig.update_xaxes(title_text="judgements (10 a query)", row=1, col=col)
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10}, template="plotly_white",
+                      legend={"orientation": "h", "y": -0.25})  # fmt: skip
+    return fig

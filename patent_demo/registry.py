@@ -208,9 +208,11 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
             metrics = {}
     version = str(config.get("version") or (config.get("train") or {}).get("version") or "")
     n_labels = _n_labels(config)
+    parent = Path(str(config.get("parent") or "")).name
     suffix = "".join(
-        [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else ""]
-    )
+        [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else "",
+         f", retrained from {parent}" if parent else ""]
+    )  # fmt: skip
     note = figures_note("drawing" if kind == "hmcl" else "text", metrics)
     if kind == "hmcl" and config.get("default") is True and note:
         zs = figures_note("drawing", zero_shot_metrics())

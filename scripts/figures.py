@@ -285,6 +285,20 @@ def redbook_mix(src: list) -> str:
     return "\n".join(lines)
 
 
+def loop_drawings(src: list) -> str:
+    """What examiner labels bought on USPC drawings: the headline and every point (``train.loop_curves``)."""
+    from patent_demo.labels import loop
+
+    return loop.summary_markdown(src[0]) + "\n\n" + loop.curve_markdown(src[0])
+
+
+def loop_text(src: list) -> str:
+    """The text curve (``train.loop_text``), whatever it shows."""
+    from patent_demo.labels import loop
+
+    return loop.text_markdown(src[0])
+
+
 _CKPT_METRICS = (
     "patent_demo/configs/zero_shot_metrics.json",
     *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS),
@@ -295,6 +309,8 @@ REGISTRY: tuple[Block, ...] = (
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
+    Block("loop-drawings", ("docs/loop.json",), loop_drawings, "docs/loop.md"),
+    Block("loop-text", ("docs/loop_text.json",), loop_text, "docs/loop.md"),
     Block(
         "redbook-application",
         ("docs/bench/application_redbook_zero_shot.json", "docs/bench/application_redbook_hmcl_uspc.json"),

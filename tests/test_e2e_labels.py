@@ -176,7 +176,7 @@ def test_checkpoint_is_listed_with_version_and_label_count(retrained, world):
     spec = {m.key: m for m in scan_models([ck])}["parent-v2"]
     assert (spec.version, spec.n_labels) == ("2", 7)
     sub = spec.metrics["after"]["test"]["metrics"]["subclass_map"]  # the figure the list shows beside it
-    assert spec.label == f"HMCL: parent-v2 v2, 7 labels (generated subclass mAP {sub:.3f})"
+    assert spec.label == f"HMCL: parent-v2 v2, 7 labels, retrained from parent (generated subclass mAP {sub:.3f})"
     assert not (retrained / "state.pt").exists() and (retrained / "index" / "params.json").is_file()
 
 

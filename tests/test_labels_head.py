@@ -18,30 +18,37 @@ W = (1.0, 0.35, 0.2)
 
 
 def naive_relevance(pairs, weights):
-    """The same rule written as plain loops over every pair of drawings."""
+    """The same rule written apart: graphs searched breadth first, every pair of drawings looked at in turn."""
     s_p, s_s, s_m = weights
     ids = list(dict.fromkeys([p.query for p in pairs] + [p.candidate for p in pairs]))
-    grade_w = {2: s_s, 1: s_m, 0: 0.0}
     said = {}
     for p in pairs:
-        said[(p.query, p.candidate)] = grade_w[p.grade]
-    direct = {}
-    for (q, c), w in said.items():
-        direct[(q, c)] = direct[(c, q)] = w
+        said[frozenset((p.query, p.candidate))] = p.grade
+
+    def linked(a, b, min_grade):
+        seen, todo = {a}, [a]
+        while todo:
+            x = todo.pop()
+            for key, g in said.items():
+                if g >= min_grade and x in key:
+                    (y,) = key - {x}
+                    if y not in seen:
+                        seen.add(y)
+                        todo.append(y)
+        return b in seen
+
     out = [[0.0] * len(ids) for _ in ids]
     for i, a in enumerate(ids):
         for j, b in enumerate(ids):
             if i == j:
                 continue
-            if (a, b) in direct:
-                out[i][j] = direct[(a, b)]
-                continue
-            best = 0.0
-            for (q, c1), w1 in said.items():
-                for (q2, c2), w2 in said.items():
-                    if q == q2 and {c1, c2} == {a, b} and c1 != c2 and w1 > 0 and w2 > 0:
-                        best = max(best, min(w1, w2))
-            out[i][j] = best
+            key = frozenset((a, b))
+            if key in said:
+                out[i][j] = {2: s_s, 1: s_m, 0: 0.0}[said[key]]
+            elif linked(a, b, 2):
+                out[i][j] = s_s
+            elif linked(a, b, 1):
+                out[i][j] = s_m
     return ids, torch.tensor(out)
 
 
@@ -56,6 +63,8 @@ def test_relevance_equals_the_naive_rule():
     assert h[at["q1"], at["a"]] == pytest.approx(0.35) and h[at["q1"], at["b"]] == pytest.approx(0.2)
     assert h[at["a"], at["b"]] == 0.0  # judged not relevant: no positive through q1
     assert h[at["d"], at["b"]] == pytest.approx(0.35)  # both relevant to q2: the same subclass
+    assert h[at["q2"], at["c"]] == pytest.approx(0.2)  # c ~ q1 (relevant), q1 ~ b (partly), b ~ q2: one class
+    assert h[at["q1"], at["d"]] == pytest.approx(0.2)  # q1 ~partly~ b ~relevant~ q2 ~relevant~ d: one class
     assert h[at["c"], at["a"]] == pytest.approx(0.35)  # q1's later judgement of c counts
     assert torch.equal(h, h.T)
 

@@ -10,8 +10,10 @@ What the app ships on USPC corpora is a linear head on the frozen, packaged Effi
 * **relevance** (HMCL Eq. 2 with the parent's weights ``s_p / s_s / s_m``): ``s_p`` between two augmented
   views of one drawing (the instance term, which keeps what tells one drawing from another), ``s_s`` for a
   pair judged relevant, ``s_m`` for partly, 0 for not relevant (a hard negative: it stays in every
-  denominator); two candidates judged positive for one query relate with the smaller of their two weights
-  (both share the query's subclass, or at least its class); every other pair is an in-batch negative;
+  denominator); judgements carry over as the classification they stand for (drawings joined by pairs judged
+  relevant share a subclass, joined by relevant or partly a class: two hits judged relevant for one query are
+  positives of each other), a pair judged directly keeps its judgement; every other pair is an in-batch
+  negative;
 * **the step loop** is HMCL's (``train.hmcl_loop.fit``, ``hmcl_loss`` at ``tau``), one full batch a step
   holding every drawing the labels touch, two of its cached augmented views; the head starts from the
   parent's (``--from`` a head checkpoint) or from PCA whitening of the train drawings (``--from zero-shot``);
@@ -81,29 +83,47 @@ def guarded_pairs(rows: Sequence[dict], corpus: Corpus) -> tuple[list[Pair], dic
     return pairs, stats
 
 
+def components(ids: Sequence[str], edges: Sequence[tuple[str, str]]) -> torch.Tensor:
+    """The connected component of every id under ``edges`` (union-find), as ``[n]`` labels."""
+    parent = list(range(len(ids)))
+    at = {pid: i for i, pid in enumerate(ids)}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in edges:
+        ra, rb = find(at[a]), find(at[b])
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return torch.tensor([find(i) for i in range(len(ids))])
+
+
 def relevance(pairs: Sequence[Pair], weights: tuple[float, float, float]) -> tuple[list[str], torch.Tensor]:
     """The drawings the pairs touch (queries first, in order of appearance) and their relevance ``h [n, n]``
-    over one view each (the instance term is added by :func:`label_batch_h` for two views)."""
+    over one view each (the instance term is added by :func:`label_batch_h` for two views).
+
+    Judgements carry over as the classification they stand for: drawings joined by pairs judged relevant
+    share a subclass (``s_s``), drawings joined by pairs judged relevant or partly share a main class
+    (``s_m``), so two hits judged relevant for one query, or a hit of a hit, are positives of each other.
+    A pair judged directly keeps its own judgement (``s_s`` / ``s_m`` / 0 for not relevant); the later of
+    two judgements of one pair wins."""
     s_p, s_s, s_m = weights
     grade_w = {2: s_s, 1: s_m, 0: 0.0}
     ids = list(dict.fromkeys([p.query for p in pairs] + [p.candidate for p in pairs]))
     at = {pid: i for i, pid in enumerate(ids)}
-    h = torch.zeros(len(ids), len(ids))
-    judged = torch.zeros(len(ids), len(ids), dtype=torch.bool)
-    by_query: dict[str, dict[str, float]] = {}
-    for p in pairs:  # a later judgement of the same pair wins
-        by_query.setdefault(p.query, {})[p.candidate] = grade_w[p.grade]
-    for q, cands in by_query.items():
-        for c, w in cands.items():
-            h[at[q], at[c]] = h[at[c], at[q]] = w
-            judged[at[q], at[c]] = judged[at[c], at[q]] = True
-    for cands in by_query.values():  # two positives of one query: the weaker of the two relations
-        pos = [(c, w) for c, w in cands.items() if w > 0]
-        for i, (a, wa) in enumerate(pos):
-            for b, wb in pos[i + 1 :]:
-                if not judged[at[a], at[b]]:
-                    w = max(float(h[at[a], at[b]]), min(wa, wb))
-                    h[at[a], at[b]] = h[at[b], at[a]] = w
+    said: dict[frozenset, tuple[str, str, int]] = {}
+    for p in pairs:  # a later judgement of the same pair (either way round) wins
+        said[frozenset((p.query, p.candidate))] = (p.query, p.candidate, p.grade)
+    sub = components(ids, [(a, b) for a, b, g in said.values() if g >= 2])
+    main = components(ids, [(a, b) for a, b, g in said.values() if g >= 1])
+    same_sub = sub[:, None] == sub[None, :]
+    same_main = main[:, None] == main[None, :]
+    h = torch.where(same_sub, s_s, torch.where(same_main, s_m, 0.0))
+    for a, b, g in said.values():
+        h[at[a], at[b]] = h[at[b], at[a]] = grade_w[g]
     h.fill_diagonal_(0.0)
     return ids, h
 
@@ -228,7 +248,7 @@ def retrain_head(args, corpus: Corpus, rows: Sequence[dict], argv: Sequence[str]
              "steps": args.head_steps, "lr": args.head_lr, "tau": args.tau, "seed": args.seed,
              "chosen_on": "USPC val (subclass_map + main_map)", "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
     config = {"kind": "hmcl", "model": model, "base": "default", "delta": True, "scheme": "uspc",
-              "parent": Path(str(args.parent)).name, "version": version, "num_labels": len(pairs), "train": train}  # fmt: skip
+              "parent": str(args.parent), "version": version, "num_labels": len(pairs), "train": train}  # fmt: skip
     metrics = {"validation": {"uspc": {"metrics": best["val"]["metrics"]}},
                "test": {"uspc": {"metrics": after["test"]["metrics"]}},
                "before": {**block(before, "val"), **block(before, "test")},

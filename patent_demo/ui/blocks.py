@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from patent_demo.labels import loop
 from patent_demo.labels.store import GRADES, LabelStore
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
@@ -243,6 +244,15 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 x_btn = gr.Button("Export labels", variant="primary", elem_id="x-btn")
                 x_md = gr.Markdown()
                 x_files = gr.File(label="Exports", file_count="multiple")
+            with gr.Tab("Training", id="training") as tr_tab:
+                tr_md = gr.Markdown(elem_id="tr-summary")
+                tr_plot = gr.Plot(label="Learning curve on the test split (never labelled)", elem_id="tr-plot")
+                tr_rows = gr.Dataframe(headers=loop.CURVE_HEADERS, label="Every point (test split)", interactive=False,
+                                       wrap=True, max_height=320, elem_id="tr-rows")  # fmt: skip
+                tr_text = gr.Markdown(elem_id="tr-text")
+                tr_models = gr.Dataframe(headers=loop.LINEAGE_HEADERS, label="Retrained models beside their parents",
+                                         interactive=False, wrap=True, elem_id="tr-models")  # fmt: skip
+                tr_cmd = gr.Markdown(elem_id="tr-cmd")
             with gr.Tab("Agreement", id="agreement") as g_tab:
                 with gr.Row():
                     gr.Markdown(
@@ -446,6 +456,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
         l_rank.input(**mine(lh.show, show_in, show_out), **quiet)
         l_unlabelled.change(**mine(lh.show, show_in, show_out), **quiet)
         x_btn.click(lh.export_labels, [annotator], [x_files, x_md], api_name="export_labels")
+        tr_tab.select(h.training, None, [tr_md, tr_plot, tr_rows, tr_text, tr_models, tr_cmd], api_name="training")
         g_refresh.click(lh.agreement, None, [g_report, g_queue], api_name="agreement")
         g_tab.select(lh.agreement, None, [g_report, g_queue], api_visibility="private")
         g_queue.select(lh.select_disagreement, None, [g_qid, g_cid, g_pair, g_qimg, g_cimg],

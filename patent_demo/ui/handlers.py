@@ -460,6 +460,33 @@ class Handlers:
         except Exception as err:  # noqa: BLE001
             return gr.update(), gr.update(), warn(err)
 
+    def training(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
+        """The Training tab: what examiner labels bought (the measured learning curves, ``labels.loop``), the
+        retrained models beside their parents, and the command that retrains from this app's label store
+        (with its server paths for an admin only)."""
+        from patent_demo.labels import loop
+        from patent_demo.plots import learning_curve
+
+        result = loop.read_results(loop.RESULTS)
+        if result is None:
+            head, fig, rows = "No learning curve measured yet: `python -m train.loop_curves` (docs/loop.md).", None, []
+        else:
+            head, fig, rows = loop.summary_markdown(result), learning_curve(result), loop.curve_rows(result)
+        text = loop.text_markdown(loop.read_results(loop.TEXT_RESULTS))
+        lineage = loop.lineage_rows(self.wb.models("drawing"))
+        who = self._who("", request, profile)
+        parent = self.wb.default_drawing_model() if self.wb.has_drawings() else None
+        admin = not self.identity.admins or who in self.identity.admins
+        labels, corpus = (str(self.store.path), str(self.wb.corpus.root)) if admin else ("LABELS.sqlite", "CORPUS")
+        start = str(parent.path) if parent is not None and parent.path is not None else "zero-shot"
+        out = f"checkpoints/{parent.key if parent is not None else 'hmcl'}-retrained"
+        cmd = loop.retrain_command(labels, start if admin else Path(start).name, corpus, out)
+        cmd_md = (f"**Retrain from the label store** (the default drawing model's head, validation-chosen; the new "
+                  f"checkpoint lists here after a reload, with its parent, label count and figures):\n\n`{cmd}`")  # fmt: skip
+        if not admin:
+            cmd_md += f"\n\n_The store and corpus paths are for the admins: {', '.join(sorted(self.identity.admins))}._"
+        return head, fig, rows, text, lineage, cmd_md
+
     def refresh_models(self):
         """Rescan the checkpoint folders on every page load, so a model retrained while the app runs
         appears in the lists after a reload."""

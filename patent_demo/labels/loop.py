@@ -1,0 +1,140 @@
+"""What examiner labels bought, as the app shows it: the learning curves measured by ``train.loop_curves``
+(drawings) and ``train.loop_text`` (text), read from their JSON (``docs/loop.json``, ``docs/loop_text.json``),
+the retrained checkpoints' lineage and before / after figures, and the one command that retrains from the
+label store. Plain data in, rows and text out; the figure is ``patent_demo.plots.learning_curve``."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the folder of app.py
+RESULTS = ROOT / "docs" / "loop.json"  # train.loop_curves
+TEXT_RESULTS = ROOT / "docs" / "loop_text.json"  # train.loop_text
+METRICS = ("subclass_map", "main_map")
+NAMES = {"subclass_map": "subclass mAP", "main_map": "main mAP"}
+STRATEGY_NAMES = {"topk": "top 10 of each search", "spread": "10 ranks spread over the top 50"}
+LINEAGE_HEADERS = ["model", "parent", "labels (judged pairs)", "val subclass / main mAP: parent → retrained",
+                   "test subclass / main mAP: parent → retrained"]  # fmt: skip
+CURVE_HEADERS = ["strategy", "labelled queries", "judgements", "test subclass mAP", "test main mAP",
+                 "Δ subclass vs zero-shot (per seed, 95% CI)", "Δ main vs zero-shot (per seed, 95% CI)", "met"]  # fmt: skip
+
+
+def read_results(path: str | Path) -> dict | None:
+    """A loop results JSON, or None when it is absent or unreadable."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _ci(d: dict) -> str:
+    return f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+
+
+def _mean_std(d: dict) -> str:
+    return f"{d['mean']:.3f} ± {d['std']:.3f}"
+
+
+def curve_rows(result: dict) -> list[list]:
+    """One row per strategy and budget: mean ± std over seeds on test, each seed's interval against
+    zero-shot, and "met" when every seed's subclass and main intervals lie above 0."""
+    rows = []
+    for strategy, entry in result["strategies"].items():
+        summary = result["summary"]["strategies"][strategy]["rows"]
+        for s in summary:
+            pts = [p for p in entry["points"] if p["budget"] == s["budget"]]
+            if not s["budget"]:
+                cis = ["—", "—"]
+            else:
+                cis = ["; ".join(_ci(p["vs_zero_shot"][k]) for p in pts) for k in METRICS]
+            rows.append([strategy, s["budget"], round(s["judgements"]), _mean_std(s["test"]["subclass_map"]),
+                         _mean_std(s["test"]["main_map"]), *cis, "met" if s["met"] else "not met"])  # fmt: skip
+    return rows
+
+
+def curve_markdown(result: dict) -> str:
+    """The points as a Markdown table (``docs/loop.md``)."""
+    lines = ["| " + " | ".join(CURVE_HEADERS) + " |", "|" + "---|" * len(CURVE_HEADERS)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in curve_rows(result)]
+    c = result["ceiling"]
+    lines.append(f"| fully supervised ({c['variant']}) | {c['labelled_queries']} (every train drawing's class) | — | "
+                 f"{_mean_std(c['test']['subclass_map'])} | {_mean_std(c['test']['main_map'])} | "
+                 + " | ".join("; ".join(_ci(r["vs_zero_shot"][k]) for r in c["runs"]) for k in METRICS) + " | |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def summary_markdown(result: dict) -> str:
+    """The headline: zero-shot, the ceiling, the first budget met and the first at 90 % of the ceiling per
+    strategy, and which split each figure is from."""
+    s = result["summary"]
+    setup = result["setup"]
+    ceil, zero = s["ceiling"], s["zero_shot"]
+    lines = [
+        f"**Drawings (USPC 2007, test split: {setup['splits']['test']} drawings never labelled).** The simulated "
+        f"examiner searched {setup['splits']['train']} training drawings' worth of queries with zero-shot and judged "
+        f"{setup['k']} hits a query through the app; each point retrains the shipped head from that many labelled "
+        f"queries ({len(setup['seeds'])} seeds; step and trunk weight chosen on validation, test scored once).",
+        f"Zero-shot test subclass / main mAP {zero['subclass_map']:.3f} / {zero['main_map']:.3f}; the fully supervised "
+        f"head (every training drawing's class) {ceil['subclass_map']:.3f} / {ceil['main_map']:.3f}.",
+    ]
+    for strategy, st in s["strategies"].items():
+        met = st["first_budget_met"]
+        at90 = st["first_budget_90"]
+        lines.append(
+            f"- **{STRATEGY_NAMES.get(strategy, strategy)}**: both intervals above 0 for every seed from "
+            + (f"**{met} labelled queries**" if met else "no budget measured")
+            + "; 90 % of the ceiling's subclass and main mAP from "
+            + (f"**{at90} labelled queries**" if at90 else "no budget measured")
+            + "."
+        )
+    for name, cmp in (s.get("equal_judgements") or {}).items():
+        per = "; ".join(f"{NAMES[k]} " + ", ".join(_ci(c) for c in cmp[k]) for k in METRICS)
+        lines.append(f"- {name} (equal judgements, per seed): {per}")
+    lines.append(f"\n_Measured on {setup.get('cpu', '?')}; reproduce: `{result.get('command', '')}`._")
+    return "\n".join(lines)
+
+
+def text_markdown(result: dict | None) -> str:
+    """The text curve's lines (``train.loop_text``'s JSON), whatever it shows."""
+    if not result:
+        return "**Text (cs3245).** No text learning curve measured yet (`python -m train.loop_text`)."
+    lines = [f"**Text (cs3245, {result.get('test_queries', '?')} test queries never labelled).** MAP@10 / R@100 "
+             "of the re-ranker retrained from the simulated examiner's judgements:"]  # fmt: skip
+    for p in result.get("points") or []:
+        vz = p.get("vs_zero") or {}
+        ci = f" (vs 0 labels {_ci(vz['map@10'])})" if vz.get("map@10") else ""
+        lines.append(f"- {p.get('queries', 0)} queries, seed {p.get('seed')}: MAP@10 {p['test'].get('map@10', float('nan')):.3f}, "
+                     f"R@100 {p['test'].get('recall@100', float('nan')):.3f}{ci}")  # fmt: skip
+    if result.get("note"):
+        lines.append(f"\n{result['note']}")
+    return "\n".join(lines)
+
+
+def lineage_rows(specs) -> list[list]:
+    """The retrained drawing models (a ``parent`` in their config) with their parent, label count and
+    validation / test subclass and main mAP before (the parent) and after."""
+    rows = []
+    for spec in specs:
+        cfg = {}
+        if spec.path is not None and (Path(spec.path) / "config.json").is_file():
+            cfg = json.loads((Path(spec.path) / "config.json").read_text(encoding="utf-8"))
+        if not cfg.get("parent"):
+            continue
+        m = spec.metrics or {}
+        cells = []
+        for where in ("val", "test"):
+            b = ((m.get("before") or {}).get(where) or {}).get("metrics") or {}
+            a = ((m.get("after") or {}).get(where) or {}).get("metrics") or {}
+            cells.append(" → ".join(f"{x.get('subclass_map', float('nan')):.3f} / {x.get('main_map', float('nan')):.3f}"
+                                    for x in (b, a)))  # fmt: skip
+        rows.append([spec.key, Path(str(cfg["parent"])).name, cfg.get("num_labels"), *cells])
+    return rows
+
+
+def retrain_command(labels: str, parent: str, corpus: str, out: str) -> str:
+    """The one command that retrains the shipped drawing head (and, with ``--text-from``, the re-ranker) from
+    the label store."""
+    return shlex.join(["python", "-m", "train.retrain", "--labels", labels, "--from", parent, "--corpus", corpus,
+                       "--out", out])  # fmt: skip
