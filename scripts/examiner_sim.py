@@ -20,7 +20,8 @@ The oracle (what the examiner would say, from the collection's real labels):
 * text (cs3245): a cited or citing patent of the query in the corpus (the corpus's qrels) -> ``relevant``,
   else ``not``. The examiner searches the query's title + abstract with its IPC codes (the evaluation's
   query) under the filter panel's page-load defaults (``exclude_own``, ``per_family``), so the query's own
-  patent and family are not among the hits judged.
+  patent and family are not among the hits judged; a hit with the query's very title + abstract (a
+  continuation the app keeps) is passed over, and a hit cited by or citing any patent of that text is relevant.
 
 Which hits are judged (``--strategy``, fixed before any test figure was seen; ``--k`` judgements a query):
 
@@ -104,6 +105,18 @@ def text_grade(corpus: Corpus, query: Patent, candidate_id: str) -> int:
     return 0
 
 
+def same_text_ids(corpus: Corpus, query: Patent) -> set[str]:
+    """The query and every corpus patent with its very title + abstract (spaces and case folded): one text to the
+    examiner (the app's ``exclude_own`` leaves out only the first of them and its listed family)."""
+    from patent_demo.text.search import candidate_text
+
+    def key(p: Patent) -> str:
+        return " ".join(candidate_text(p).split()).lower()
+
+    want = key(query)
+    return {query.id} | {p.id for p in corpus.patents if key(p) == want}
+
+
 # -- the run ---------------------------------------------------------------------------------------------------
 @dataclass
 class Tally:
@@ -137,7 +150,8 @@ class Examiner:
     def __init__(self, url: str, annotator: str, auth: tuple[str, str] | None = None) -> None:
         from gradio_client import Client
 
-        self.client = Client(url, verbose=False, auth=auth)
+        # the hit table says what was shown; the gallery's image files are not fetched (a browser would show them)
+        self.client = Client(url, verbose=False, auth=auth, download_files=False)
         self.annotator = annotator
 
     def label(self, list_name: str, rank: int, grade: int, expected: str) -> tuple[str, str]:
@@ -200,8 +214,12 @@ class Examiner:
         ids = table_ids(hybrid)
         if not ids:
             raise RuntimeError(f"the search for {query.id} showed nothing: {status}")
-        ranks = judged_ranks(strategy, k, len(ids))
-        return [self.label(list_name, r, text_grade(corpus, query, ids[r - 1]), ids[r - 1]) for r in ranks]
+        # the query's own text under another number (a continuation with the same title + abstract) is no prior art
+        # to it: the examiner passes over it, and judges for that text, cited by or citing any of its patents
+        own = same_text_ids(corpus, query)
+        ranks = [r for r in judged_ranks(strategy, k, len(ids)) if ids[r - 1] not in own]
+        grade = {r: max(text_grade(corpus, corpus[q], ids[r - 1]) for q in sorted(own)) for r in ranks}
+        return [self.label(list_name, r, grade[r], ids[r - 1]) for r in ranks]
 
 
 def query_order(corpus: Corpus, seed: int, split: str = "train") -> list[Patent]:

@@ -90,17 +90,20 @@ def store_pairs(store: Path, corpus: Corpus) -> tuple[list[Pair], dict, dict[str
             rows = read_rows(Path(tmp) / "hmcl.jsonl", "drawing")
     finally:
         s.close()
-    made = {}
+    made = {}  # training queries only: a curve's budget never counts a validation or test query
+    train = set(corpus.splits.get("train", []))
     for row in rows:
         pid = str((row.get("anchor") or {}).get("patent_id") or "")
-        made[pid] = len(row.get("positives") or []) + len(row.get("hard_negatives") or [])
+        if pid in train:
+            made[pid] = len(row.get("positives") or []) + len(row.get("hard_negatives") or [])
     pairs, stats = guarded_pairs(rows, corpus)
     return pairs, stats, made
 
 
-def take(pairs: Sequence[Pair], budget: int, seed: int) -> tuple[list[Pair], list[str]]:
-    """The pairs of the first ``budget`` labelled queries in seed ``seed``'s order (nested over budgets)."""
-    queries = sorted({p.query for p in pairs})
+def take(pairs: Sequence[Pair], labelled: Sequence[str], budget: int, seed: int) -> tuple[list[Pair], list[str]]:
+    """The first ``budget`` of the ``labelled`` queries (what the examiner judged, whether or not the guard
+    left a pair of theirs) in seed ``seed``'s order (nested over budgets), and the pairs they give."""
+    queries = sorted(labelled)
     random.Random(seed).shuffle(queries)
     chosen = set(queries[:budget])
     return [p for p in pairs if p.query in chosen], queries[:budget]
@@ -141,14 +144,16 @@ def run(args) -> dict:
         if sim is None and store.with_suffix(".sim.json").is_file():  # what the examiner run recorded
             sim = json.loads(store.with_suffix(".sim.json").read_text(encoding="utf-8"))
         pairs, stats, made = store_pairs(store, corpus)
-        entry = {"store": str(store), "simulation": sim, "leak_guard": stats, "points": []}
-        for budget in args.budgets:
+        labelled = len(made)
+        entry = {"store": str(store), "simulation": sim, "leak_guard": stats, "labelled_queries": labelled,
+                 "points": [], "budgets": [b for b in args.budgets if b <= labelled]}  # fmt: skip
+        for budget in entry["budgets"]:  # a budget past what the examiner labelled is not a point
             for seed in args.seeds if budget else [None]:
                 t0 = time.perf_counter()
                 if not budget:
                     test, val, step, alpha, used, queries = zs["test"], zs["val"], 0, 1.0, [], []
                 else:
-                    used, queries = take(pairs, budget, seed)
+                    used, queries = take(pairs, list(made), budget, seed)
                     best = fit_from_pairs(used, feats, va, init, weights, args, seed)
                     val, step, alpha = best["val"], best["step"], best["alpha"]
                     test = evaluate(te, best["head"], alpha=alpha)
@@ -198,7 +203,7 @@ def summarise(result: dict, per_query: dict, args) -> dict:
     out: dict = {"ceiling": ceiling, "zero_shot": {k: zero[k] for k in METRICS}, "strategies": {}}
     for strategy, entry in result["strategies"].items():
         rows = []
-        for budget in args.budgets:
+        for budget in entry["budgets"]:
             pts = [p for p in entry["points"] if p["budget"] == budget]
             met = bool(budget) and all(p["vs_zero_shot"][k]["low"] > 0 for p in pts for k in METRICS)
             row = {"budget": budget, "judgements": float(np.mean([p["judgements"] for p in pts])),
@@ -216,7 +221,8 @@ def summarise(result: dict, per_query: dict, args) -> dict:
         base = names[0]
         comp = {}
         for other in names[1:]:
-            for budget in args.budgets[1:]:
+            shared = [b for b in result["strategies"][other]["budgets"] if b and b in result["strategies"][base]["budgets"]]
+            for budget in shared:
                 comp[f"{other} - {base} @ {budget}"] = {
                     k: [paired_bootstrap(per_query[(other, budget, s)]["per_query"][k],
                                          per_query[(base, budget, s)]["per_query"][k], n_boot=args.bootstrap, seed=0)

@@ -97,18 +97,32 @@ def summary_markdown(result: dict) -> str:
 
 
 def text_markdown(result: dict | None) -> str:
-    """The text curve's lines (``train.loop_text``'s JSON), whatever it shows."""
+    """The text curve (``train.loop_text``'s JSON) as a headline and a table, whatever it shows: the re-ranked
+    and fused lists' MAP@10 per budget and seed, each against the parent (no labels) and the hybrid."""
     if not result:
         return "**Text (cs3245).** No text learning curve measured yet (`python -m train.loop_text`)."
-    lines = [f"**Text (cs3245, {result.get('test_queries', '?')} test queries never labelled).** MAP@10 / R@100 "
-             "of the re-ranker retrained from the simulated examiner's judgements:"]  # fmt: skip
+    z, hy = result["zero"], result["hybrid"]
+    lines = [
+        f"**Text (cs3245, {result.get('test_queries', '?')} test queries never labelled).** The simulated examiner "
+        f"judged the top 10 of the default (hybrid) list; each point fine-tunes the shipped re-ranker "
+        f"(`{Path(str(z.get('checkpoint', ''))).name}`) from that many labelled queries. Hybrid MAP@10 / R@100 "
+        f"{hy['map@10']:.3f} / {hy['recall@100']:.3f}; the re-ranker with no labels {z['test']['map@10']:.3f} "
+        f"(vs hybrid {_ci(z['vs_hybrid']['map@10'])}), fused with the hybrid {z['fused']['map@10']:.3f} "
+        f"(vs hybrid {_ci(z['fused_vs_hybrid']['map@10'])}).",
+        "",
+        "| labelled queries | judgements | seed | re-ranked MAP@10 | vs no labels | vs hybrid | fused MAP@10 "
+        "| fused vs hybrid |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for p in result.get("points") or []:
-        vz = p.get("vs_zero") or {}
-        ci = f" (vs 0 labels {_ci(vz['map@10'])})" if vz.get("map@10") else ""
-        lines.append(f"- {p.get('queries', 0)} queries, seed {p.get('seed')}: MAP@10 {p['test'].get('map@10', float('nan')):.3f}, "
-                     f"R@100 {p['test'].get('recall@100', float('nan')):.3f}{ci}")  # fmt: skip
+        if not p.get("queries"):
+            continue
+        lines.append(f"| {p['queries']} | {p.get('judgements', '')} | {p.get('seed')} | {p['test']['map@10']:.3f} | "
+                     f"{_ci(p['vs_zero']['map@10'])} | {_ci(p['vs_hybrid']['map@10'])} | {p['fused']['map@10']:.3f} | "
+                     f"{_ci(p['fused_vs_hybrid']['map@10'])} |")  # fmt: skip
     if result.get("note"):
         lines.append(f"\n{result['note']}")
+    lines.append(f"\n_Measured on {result.get('cpu', '?')}; reproduce: `{result.get('command', '')}`._")
     return "\n".join(lines)
 
 
