@@ -299,6 +299,13 @@ def loop_text(src: list) -> str:
     return loop.text_markdown(src[0])
 
 
+def loop_headline(src: list) -> str:
+    """The README's lines on what examiner labels bought (``train.loop_curves``, ``train.loop_text``)."""
+    from patent_demo.labels import loop
+
+    return loop.headline_markdown(src[0], src[1])
+
+
 _CKPT_METRICS = (
     "patent_demo/configs/zero_shot_metrics.json",
     *(f"checkpoints/{n}/metrics.json" for n in DRAWING_MODELS),
@@ -310,6 +317,7 @@ REGISTRY: tuple[Block, ...] = (
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
     Block("loop-drawings", ("docs/loop.json",), loop_drawings, "docs/loop.md"),
+    Block("loop-headline", ("docs/loop.json", "docs/loop_text.json"), loop_headline, "README.md"),
     Block("loop-text", ("docs/loop_text.json",), loop_text, "docs/loop.md"),
     Block(
         "redbook-application",

@@ -99,3 +99,14 @@ def test_an_absent_or_broken_results_file_reads_as_none(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     assert loop.read_results(tmp_path / "bad.json") is None
     assert "No text learning curve" in loop.text_markdown(None)
+
+
+def test_the_readme_headline_says_the_first_budget_met_and_the_text_verdict():
+    text = {"points": [{"queries": 0, "seed": None},
+                       {"queries": 25, "seed": 0, "vs_zero": {"map@10": ci(0.01, -0.01, 0.03)}},
+                       {"queries": 50, "seed": 0, "vs_zero": {"map@10": ci(0.02, -0.02, 0.06)}}]}  # fmt: skip
+    md = loop.headline_markdown(result(), text)
+    assert "from **50 labelled queries** (500 judgements); 90 % of the fully supervised head from 50" in md
+    assert "up to 50 labelled queries): no budget's MAP@10 interval against no labels lies above 0" in md
+    text["points"][2]["vs_zero"]["map@10"] = ci(0.05, 0.01, 0.09)
+    assert "MAP@10 above no labels at 50 (seed 0)" in loop.headline_markdown(result(), text)

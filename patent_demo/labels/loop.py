@@ -126,6 +126,28 @@ def text_markdown(result: dict | None) -> str:
     return "\n".join(lines)
 
 
+def headline_markdown(drawing: dict, text: dict | None) -> str:
+    """The README's lines on the loop: per strategy the first budget met and at 90 % of the ceiling; for text
+    whether any budget's interval against no labels lies above 0."""
+    lines = []
+    for strategy, st in drawing["summary"]["strategies"].items():
+        rows = {r["budget"]: r for r in st["rows"]}
+        met, at90 = st["first_budget_met"], st["first_budget_90"]
+        said = (f"both test intervals above 0 (every seed) from **{met} labelled queries** "
+                f"({rows[met]['judgements']:.0f} judgements)" if met else
+                f"no budget up to {max(rows)} labelled queries with both test intervals above 0")  # fmt: skip
+        said += f"; 90 % of the fully supervised head from {at90}" if at90 else ""
+        lines.append(f"- drawings (USPC 2007 test), examiner judging the {STRATEGY_NAMES.get(strategy, strategy)}: {said}")
+    if text:
+        pts = [p for p in text.get("points") or [] if p.get("queries")]
+        up = [p for p in pts if p["vs_zero"]["map@10"]["low"] > 0]
+        lines.append(f"- text (cs3245 test, DSSDNet retrained from up to {max((p['queries'] for p in pts), default=0)} "
+                     "labelled queries): " + ("MAP@10 above no labels at " + ", ".join(
+                         f"{p['queries']} (seed {p['seed']})" for p in up) if up else
+                         "no budget's MAP@10 interval against no labels lies above 0; the hybrid stays the default"))  # fmt: skip
+    return "\n".join(lines)
+
+
 def lineage_rows(specs) -> list[list]:
     """The retrained drawing models (a ``parent`` in their config) with their parent, label count and
     validation / test subclass and main mAP before (the parent) and after."""
