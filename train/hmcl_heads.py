@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.encoders import trunk_mix
 from patent_demo.drawing.evaluate import score_embeddings
-from patent_demo.hierarchy import factorize, patent_hierarchy
+from patent_demo.hierarchy import HMCLWeights, factorize, patent_hierarchy
 from patent_demo.losses.hmcl import (
     hierarchical_weights,
     hmcl_loss,
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--lr", type=float, default=1e-3, help="AdamW learning rate")
     a("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
     a("--tau", type=float, default=0.1, help="temperature of Eq. 4")
-    a("--weights", type=float, nargs=3, default=(1.0, 0.35, 0.2), metavar=("S_P", "S_S", "S_M"),
+    a("--weights", type=float, nargs=3, default=HMCLWeights().as_tuple(), metavar=("S_P", "S_S", "S_M"),
       help="Eq. 2 weights: same patent, same subclass, same main class")  # fmt: skip
     a("--text-weight", type=float, default=0.2, help="lambda of the text term (Eq. 5) in the -text variants")
     a("--shrinkage", type=float, default=0.5, help="LDA covariance shrinkage")
