@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: demo test lint venv clean-venv
+.PHONY: demo test lint venv clean-venv loop loop-quick
 
 demo: $(RUNTIME_STAMP)
 	$(BIN)/python app.py $(ARGS)
@@ -21,6 +21,28 @@ demo: $(RUNTIME_STAMP)
 test: $(TEST_STAMP)
 	@bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The examiner loop measured on real data (docs/loop.md): the simulated examiner labels through the app, then
+# every point of the drawing and text learning curves, then the page. About 1.5 h on 2 cores.
+SHARED := ../shared/data
+loop: $(TEST_STAMP)
+	$(BIN)/patent-demo corpus build --source images $(SHARED)/design_patents_2007_uspc_macaulay --out runs/uspc2007 \
+		--splits splits/uspc2007.json --quiet
+	$(BIN)/python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop --simulate --out docs/loop.json
+	$(BIN)/patent-demo corpus build --source text $(SHARED)/cs3245_patsnap_corpus_qrels --out runs/cs3245 --quiet
+	$(BIN)/python scripts/examiner_sim.py --serve --labels runs/loop/text_labels.sqlite --corpus runs/cs3245 \
+		--split-file splits/cs3245_text.json --modality text --model dssdnet-minilm-ipc --queries 118 \
+		--annotator sim-text-topk --out runs/loop/text_sim.json
+	$(BIN)/python -m train.loop_text --corpus runs/cs3245 --labels runs/loop/text_labels.sqlite \
+		--split-file splits/cs3245_text.json --out docs/loop_text.json
+	$(BIN)/python scripts/figures.py
+
+# Three points of the drawing curve, one seed (what tests/test_loop_curves.py runs in CI).
+loop-quick: $(TEST_STAMP)
+	$(BIN)/patent-demo corpus build --source images $(SHARED)/design_patents_2007_uspc_macaulay --out runs/uspc2007 \
+		--splits splits/uspc2007.json --quiet
+	$(BIN)/python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop-quick --simulate --quick \
+		--out runs/loop-quick/loop.json
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

@@ -146,8 +146,10 @@ def learning_curve(result: Mapping, height: int = 380) -> go.Figure:
     titles = ("test subclass mAP", "test main mAP")
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.1)
     for col, key in enumerate(("subclass_map", "main_map"), 1):
-        for i, (strategy, st) in enumerate(summary["strategies"].items()):
-            rows = st["rows"]
+        order = list((result.get("setup") or {}).get("strategies") or [])
+        names = sorted(summary["strategies"], key=lambda n: order.index(n) if n in order else len(order))
+        for i, strategy in enumerate(names):
+            rows = summary["strategies"][strategy]["rows"]
             fig.add_trace(
                 go.Scatter(
                     x=[r["judgements"] for r in rows],

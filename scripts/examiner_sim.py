@@ -29,7 +29,7 @@ Which hits are judged (``--strategy``, fixed before any test figure was seen; ``
 * ``spread``: the search asks for ``5k`` hits and the examiner judges ``k`` ranks spread geometrically over
   them (1, 2, 3, 4, 6, 9, 14, 21, 32, 50 for k = 10): a diverse set that reaches past the first page.
 
-Queries are the corpus's ``train`` split in a seeded order (``--seed``), the first ``--queries`` of it; a query
+Queries are the corpus's ``train`` split (or ``--split-file``'s) in a seeded order (``--seed``), the first ``--queries`` of it; a query
 whose ``/label`` answer names another candidate than the table showed stops the run (a label must never land
 on a hit the examiner did not see).
 """
@@ -323,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="the corpus the app serves (its train split and its labels are the oracle's)",
     )
+    a("--split-file", default=None,
+      help="a committed split (JSON with train / val / test id lists, e.g. splits/cs3245_text.json): its train ids "
+           "are the queries and its val and test ids never are (default: the corpus's own splits)")  # fmt: skip
     a("--modality", choices=("drawing", "text"), default="drawing", help="what the examiner searches")
     a("--model", default="zero-shot", help="the model the examiner searches with (drawing or text model key)")
     a("--strategy", choices=STRATEGIES, default="topk", help="which hits are judged")
@@ -347,6 +350,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve and not args.labels:
         raise SystemExit("--serve needs --labels (the store the app writes)")
     corpus = Corpus.load(args.corpus, validate=False)
+    if args.split_file:  # the committed query split, whatever split the corpus build drew
+        split = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
+        corpus.splits = {s: [p for p in split[s] if p in corpus] for s in ("train", "val", "test")}
     if args.serve:
         with Served(args.corpus, args.labels, args.cache_dir, shlex.split(args.app_args)) as url:
             tally = simulate(args, url, corpus)
