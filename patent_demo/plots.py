@@ -171,6 +171,6 @@ def learning_curve(result: Mapping, height: int = 380) -> go.Figure:
         fig.add_hline(y=summary["ceiling"][key], line_dash="dash", line_color="#2ca02c", row=1, col=col,
                       annotation_text="fully supervised", annotation_position="top right")  # fmt: skip
         fig.update_xaxes(title_text="judgements (10 a query)", row=1, col=col)
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10}, template="plotly_white",
-                      legend={"orientation": "h", "y": -0.25})  # fmt: skip
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 70, "b": 10}, template="plotly_white",
+                      legend={"orientation": "h", "y": -0.25})  # fmt: skip  (t: the block's label sits on top)
     return fig

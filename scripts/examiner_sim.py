@@ -285,7 +285,9 @@ class Served:
 
         import httpx
 
-        self.log = open(Path(self.argv[self.argv.index("--labels") + 1]).with_suffix(".server.log"), "w")  # noqa: SIM115
+        log = Path(self.argv[self.argv.index("--labels") + 1]).with_suffix(".server.log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.log = open(log, "w")  # noqa: SIM115 - open for the server's lifetime, closed in __exit__
         self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{self.port}/"
         end = time.monotonic() + 600

@@ -132,8 +132,10 @@ def test_the_training_tab_shows_the_curve_and_the_retrained_model(quick, retrain
         page.screenshot(path=str(ARTIFACTS / "training-1366.png"), full_page=True)
         # the model list offers the retrained head with its lineage
         page.get_by_role("tab", name="Drawing search").click()
-        page.locator("#d-model").click()
-        assert page.get_by_text("retrained from hmcl-uspc").first.is_visible()
+        page.locator("#d-model input").click()
+        option = page.locator('[data-testid="dropdown-option"]', has_text="hmcl-uspc-retrained v2")
+        option.first.wait_for(timeout=15_000)
+        assert "retrained from hmcl-uspc" in option.first.inner_text()
     finally:
         demo.close()
         store.close()
