@@ -32,8 +32,11 @@ TEXT_IDS = {"bm25": "t-bm25", "dense": "t-dense", "hybrid": "t-hybrid", "dssdnet
 TEXT_TABLE_HEIGHT = 380  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
-HIT_WIDTHS = ["5%", "12%", "10%", "7%", "16%", "20%", "10%", "8%", "12%"]
+HIT_WIDTHS = ["6%", "12%", "11%", "7%", "16%", "18%", "12%", "8%", "10%"]
 TEXT_WIDTHS = ["5%", "5%", "12%", "8%", "18%", "10%", "7%", "27%", "8%"]
+# the Combined tab's three lists, one under the other (three side by side cut the title and hid the label)
+COMBINED_WIDTHS = ["6%", "13%", "8%", "37%", "13%", "9%", "14%"]
+ERROR_WIDTHS = ["10%", "27%", "6%", "8%", "7%", "10%", "10%", "22%"]  # the error table fits 1366 px
 NOT_UPLOADED = ("⚠️ a file of this request was not uploaded to this server: upload the drawing (an API client "
                 "sends it with gradio_client.handle_file), never a path on the server")  # fmt: skip
 
@@ -104,7 +107,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 gr.LoginButton(scale=1)
         filter_panel = exam_ui.build_filters()
         filters = filter_panel.value  # the panel's fields as one JSON value
-        with gr.Tabs() as tabs:
+        # every tab's name stays on the page (rows of names on a phone), none hidden in a "⋯" menu
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab("Drawing search", id="drawing"):
                 if not wb.has_drawings():
                     gr.Markdown(f"⚠️ **{NO_DRAWINGS}**.", elem_id="d-none")
@@ -117,7 +121,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                             height=120,
                         )
                         d_examples = gr.Gallery(example_tiles, label="Examples (test split): click to use",
-                                                columns=2, height=280, allow_preview=False, elem_id="d-examples")  # fmt: skip
+                                                columns=2, height=280, allow_preview=False, elem_id="d-examples",
+                                                object_fit="contain")  # fmt: skip
                         d_query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
                                            elem_id="d-query")  # fmt: skip
                         d_model = gr.Dropdown(
@@ -134,7 +139,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                         )
                         crop = exam_ui.build_crop()
                         d_views = gr.File(label="Whole application: several views at once", file_count="multiple",
-                                          type="filepath", elem_id="d-views", height=100)  # fmt: skip
+                                          type="filepath", elem_id="d-views", height=190)  # fmt: skip
                         d_app_btn = gr.Button(
                             "Search with all views (whole application)", elem_id="d-application"
                         )
@@ -178,29 +183,28 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 t_bm25, t_dense, t_hybrid, t_dss, t_fused = t_tables.values()
                 with gr.Accordion("Why the cursor hit ranks here: its first-stage ranks; for DSSDNet the gate, t and "
                                   "the score's parts", open=False, elem_id="t-why"):  # fmt: skip
-                    with gr.Row():
-                        t_gate = gr.Plot(label="Gate activations")
-                        t_explain = gr.Markdown(
-                            "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain"
-                        )
+                    with gr.Row():  # side by side on a laptop, the plot above the text on a phone
+                        t_gate = gr.Plot(label="Gate activations (a DSSDNet hit)", elem_id="t-gate", min_width=320)
+                        t_explain = gr.Markdown("Select a DSSDNet candidate to see why it moved.", elem_id="t-explain",
+                                                min_width=320)  # fmt: skip
             with gr.Tab("Combined", id="combined"):
                 with gr.Row():
-                    c_file = gr.File(label="Query drawing", type="filepath", height=120)
-                    c_text = gr.Textbox(label="Abstract", lines=4)
+                    c_file = gr.File(label="Query drawing", type="filepath", height=120, elem_id="c-file")
+                    c_text = gr.Textbox(label="Abstract", lines=4, elem_id="c-text")
                     with gr.Column(min_width=200):
                         c_codes = gr.Textbox(label="Query codes (optional)")
                         c_k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
-                        c_btn = gr.Button("Search both", variant="primary")
+                        c_btn = gr.Button("Search both", variant="primary", elem_id="c-search")
                 c_status = gr.Markdown()
                 heads = COMBINED_HEADERS
+                c_look = {"interactive": False, "wrap": True, "column_widths": COMBINED_WIDTHS, "max_height": 420,
+                          "min_width": 720}  # side by side only where each list gets 720 px
                 with gr.Row():
-                    c_hm = gr.Dataframe(
-                        headers=heads, label="HMCL (drawing)", interactive=False, elem_id="c-hm"
-                    )
+                    c_hm = gr.Dataframe(headers=heads, label="HMCL (drawing)", elem_id="c-hm", **c_look)
                     c_list = gr.Dataframe(headers=heads, label=f"{TITLES[first]} (text: the default list)",
-                                          interactive=False, elem_id="c-list")  # fmt: skip
-                    c_rrf = gr.Dataframe(headers=heads, label="Fused (RRF)", interactive=False, elem_id="c-rrf")
-            ext = exam_ui.build_tabs()
+                                          elem_id="c-list", **c_look)  # fmt: skip
+                    c_rrf = gr.Dataframe(headers=heads, label="Fused (RRF)", elem_id="c-rrf", **c_look)
+            ext = exam_ui.build_tabs(wb.has_drawings())
             with gr.Tab("Embedding map", id="map"):
                 with gr.Row():
                     m_a = gr.Dropdown(drawing_models, value=d_default, label="Left model")
@@ -226,13 +230,15 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 e_summary = gr.Markdown(elem_id="e-summary")
                 e_table = gr.Dataframe(headers=["query patent", "figure", "class", "subclass AP", "patent AP",
                                                 "first same-subclass rank", "expected", "returned"],
-                                       label="Worst queries first", interactive=False, max_height=300)  # fmt: skip
+                                       label="Worst queries first", interactive=False, max_height=300, wrap=True,
+                                       column_widths=ERROR_WIDTHS, elem_id="e-table")  # fmt: skip
                 with gr.Row():
                     e_fig = gr.Dropdown([], label="Query figure")
                     e_a = gr.Dropdown(drawing_models, value=d_default, label="Model A")
                     e_b = gr.Dropdown(drawing_models, value=drawing_models[-1][1], label="Model B")
                     e_cmp = gr.Button("Compare")
-                e_cmp_md = gr.Markdown()
+                e_cmp_md = gr.Markdown("Evaluate, pick a query figure and two models, then *Compare*: each model's "
+                                       "top hits for that figure show below.", elem_id="e-cmp-md")  # fmt: skip
                 with gr.Row():
                     e_gal_a = gr.Gallery(label="Model A", columns=4, height=260)
                     e_gal_b = gr.Gallery(label="Model B", columns=4, height=260)
@@ -284,7 +290,7 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                 f"**Label the hit under the cursor** · keys (outside text fields): {keys_legend} · a label moves "
                 "the cursor on only when *auto-advance* is ticked; the category (text hits only) resets after each label"
             )
-            with gr.Row():
+            with gr.Row(elem_id="l-pick"):
                 l_list = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
                 l_rank = lenient(
                     gr.Number(value=1, minimum=1, step=1, label="Rank", scale=1, elem_id="l-rank")
@@ -296,8 +302,8 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
                     scale=2,
                 )
             with gr.Row():
-                l_preview = gr.Image(label="Cursor hit", type="filepath", height=160, interactive=False,
-                                     scale=1, elem_id="l-preview")  # fmt: skip
+                l_preview = gr.Image(label="Cursor hit", type="filepath", height=160, interactive=False, scale=1,
+                                     elem_id="l-preview", visible=wb.has_drawings())  # no empty box without drawings
                 with gr.Column(scale=4):
                     l_cursor = gr.Markdown("Run a search first.", elem_id="l-cursor")
                     with gr.Row():

@@ -404,26 +404,29 @@ class ExaminerTabs:
     more_t: gr.Button
 
 
-def build_tabs() -> ExaminerTabs:
-    """The Document, Side by side and Search report tabs (inside the app's ``gr.Tabs``)."""
+def build_tabs(drawings: bool = True) -> ExaminerTabs:
+    """The Document, Side by side and Search report tabs (inside the app's ``gr.Tabs``). Without ``drawings``
+    (a corpus of texts) the figure gallery, the drawing pair and "More like this: its drawing" are left off
+    the page rather than shown as empty boxes."""
     with gr.Tab("Document", id="document"):
         with gr.Row():
             doc_id = gr.Textbox(
                 label="Patent", placeholder="select a hit, or type an id", elem_id="doc-id", scale=3
             )
             doc_btn = gr.Button("Open", elem_id="doc-open", scale=1)
-            more_d = gr.Button("More like this: its drawing", elem_id="more-drawing", scale=1)
+            more_d = gr.Button("More like this: its drawing", elem_id="more-drawing", scale=1, visible=drawings)
             more_t = gr.Button("More like this: its text", elem_id="more-text", scale=1)
         with gr.Row():
-            doc_html = gr.HTML(
-                "Select a hit in a result list to open its whole record here.", elem_id="doc-html"
-            )
+            # side by side on a laptop; on a phone the record above its figures (each needs 360 px)
+            doc_html = gr.HTML("Select a hit in a result list to open its whole record here.", elem_id="doc-html",
+                               min_width=360)  # fmt: skip
             doc_gallery = gr.Gallery(label="All figures (click to zoom)", columns=3, height=460,
-                                     elem_id="doc-gallery", object_fit="contain")  # fmt: skip
+                                     elem_id="doc-gallery", object_fit="contain", min_width=360,
+                                     visible=drawings)  # fmt: skip
     with gr.Tab("Side by side", id="sbs"):
         sbs_md = gr.Markdown("Select a drawing hit to compare it with the query; a text hit to compare the texts.",
                              elem_id="sbs-md")  # fmt: skip
-        with gr.Row():
+        with gr.Row(visible=drawings):
             sbs_query = gr.Image(
                 label="Query", type="pil", elem_id="sbs-query", interactive=False, height=448
             )

@@ -272,7 +272,7 @@ class LabelHandlers:
         if row.get("image"):
             return row["image"]
         p = self.wb.corpus[row["id"]]
-        return str(self.wb.corpus.image_path(p.figures[0])) if p.figures else None
+        return self.wb.display_path(p.figures[0]) if p.figures else None  # a browser-ready PNG, not a TIFF page
 
     def explain_at(self, session, at):
         """The explanation panel for the cursor hit: DSSDNet's gate and components, or the candidate text."""

@@ -52,17 +52,29 @@ CSS = """
 #label-panel {border-top: 2px solid var(--border-color-primary); padding-top: 6px;}
 .kbd {font-family: monospace; border: 1px solid #999; border-radius: 3px; padding: 0 4px;}
 @media (max-width: 640px) { .gradio-container {padding: 4px !important;}
-  #d-gallery .grid-container {grid-template-columns: repeat(2, 1fr) !important;}
+  #d-gallery .grid-container, #doc-gallery .grid-container {grid-template-columns: repeat(2, 1fr) !important;}
   #d-table {display: none !important;}
-  .text-lists {overflow-x: auto !important;} .text-list {min-width: 760px !important;} }
+  .text-lists {overflow-x: auto !important;} .text-list {min-width: 1040px !important;}
+  #l-pick .form > * {min-width: 100% !important;}
+  #tr-rows .table-wrap, #tr-models .table-wrap, #g-queue .table-wrap {min-width: 720px;}
+  #c-hm .table-wrap, #c-list .table-wrap, #c-rrf .table-wrap {min-width: 900px;}
+  #e-table .table-wrap {min-width: 1100px;}
+  #tr-summary table, #tr-text table, #g-report table {display: block; overflow-x: auto;}
+  #tr-summary :is(th, td), #tr-text :is(th, td), #g-report :is(th, td) {white-space: nowrap;} }
 #d-gallery .grid-wrap {max-height: none !important; height: auto !important; overflow: visible !important;}
-#d-gallery .caption-label, #d-examples .caption-label, #c-hm .caption-label {white-space: normal !important;
+#d-gallery .grid-container, #d-examples .grid-container, #doc-gallery .grid-container {padding-top: 40px !important;}
+#d-gallery .caption-label, #d-examples .caption-label, #doc-gallery .caption-label {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; max-width: none !important;}
-#d-gallery .thumbnail-item {aspect-ratio: auto !important; height: auto !important; display: flex !important;
-  flex-direction: column; overflow: visible !important;}
-#d-gallery .thumbnail-item img {height: 150px !important; width: 100% !important; object-fit: contain !important;}
-#d-gallery .caption-label {position: static !important; opacity: 1 !important; border: none !important;
-  font-size: 12px; padding: 2px 4px !important; line-height: 1.25;}
+#d-gallery .thumbnail-item, #d-examples .thumbnail-item, #doc-gallery .thumbnail-item {aspect-ratio: auto !important;
+  height: auto !important; display: flex !important; flex-direction: column; overflow: visible !important;}
+#d-gallery .thumbnail-item img, #d-examples .thumbnail-item img, #doc-gallery .thumbnail-item img {
+  height: 150px !important; width: 100% !important; object-fit: contain !important;}
+#d-examples .thumbnail-item img, #doc-gallery .thumbnail-item img {height: 110px !important;}
+#d-gallery .caption-label, #d-examples .caption-label, #doc-gallery .caption-label {position: static !important;
+  opacity: 1 !important; border: none !important; font-size: 12px; padding: 2px 4px !important; line-height: 1.25;}
+#d-file label[data-testid=block-label] {max-width: calc(100% - 40px); white-space: normal;}
+#d-views .upload-container {padding-top: 52px !important;}  /* its icon and text below its two-line name */
+th .header {overflow-wrap: normal !important; word-break: normal !important;}
 """
 
 
