@@ -196,6 +196,7 @@ def text_search(
     exclude_own: bool = False,
     per_family: bool = False,
     lists: Sequence[str] | None = None,
+    own_patent: str = "",
 ):
     """``(lists, notes)``: ``wb.search_text_lists`` (``bm25``, ``dense``, ``hybrid``, ``dssdnet``,
     ``fused`` or those named in ``lists``; ``bm25`` alone with ``rerank=False``) restricted by
@@ -204,15 +205,17 @@ def text_search(
     (``patent_demo.families.collapse``); a query in the search syntax (``patent_demo.text.syntax``)
     selects the documents that BM25 then ranks by its words; with
     ``own_date`` a query whose text is a corpus patent's (title and abstract) takes that patent's
-    date as the cut-off (and the patent itself is then later than the cut-off, so it drops out)."""
+    date as the cut-off (and the patent itself is then later than the cut-off, so it drops out). ``own_patent``
+    names the query's own patent when the search knows it otherwise (the Combined tab: the drawing's patent),
+    so it and its family are left out of the text lists as well."""
     from patent_demo.query import check_abstract
     from patent_demo.text.search import candidate_text
 
     text = check_abstract(abstract)
     notes: list[str] = []
     f = search_filter or SearchFilter()
-    own = ""
-    if own_date or exclude_own:
+    own = own_patent if own_patent in wb.corpus else ""
+    if not own and (own_date or exclude_own):
         key = " ".join(text.split()).strip(". ")  # as candidate_text writes it: no outer dots or spaces
         own = next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()).strip(". ") == key), "")
     if own_date:

@@ -225,3 +225,25 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     failed = h.search_application([], "zero-shot", 4, True, "ann", excl, session)
     assert failed[1].startswith("⚠️ upload the views") and failed[3]["lists"] == {}
     assert len(failed[3]["history"]) == len(session["history"])
+
+
+def test_the_combined_search_leaves_the_drawings_own_patent_out_of_every_list(bench):
+    """A corpus drawing with another text: its patent is left out of the HMCL list, the text list and their
+    fusion alike, as the status says (the text alone does not name the patent)."""
+    from patent_demo.ui.handlers import Handlers
+
+    wb, store = bench
+    wb.index("zero-shot")
+    h = Handlers(wb, store)
+    own = wb.corpus["D0002"]
+    text = f"{own.text} seen from the side"  # no corpus patent's text: only the drawing names the patent
+    out = h.search_combined(str(wb.corpus.image_path(own.figures[0])), text, "", "zero-shot", "dssdnet-untrained",
+                            6, "ann", {"exclude_own": True})  # fmt: skip
+    session, status = out[4], out[3]
+    assert set(session["lists"]) >= {"hmcl", "rrf"} and len(session["lists"]) == 3, status
+    for name, rows in session["lists"].items():
+        assert rows and own.id not in [r["id"] for r in rows], name
+    assert "the query's own patent D0002 is left out" in status
+    plain = h.search_combined(str(wb.corpus.image_path(own.figures[0])), text, "", "zero-shot",
+                              "dssdnet-untrained", 6, "ann", {})[4]  # fmt: skip
+    assert own.id in [r["id"] for r in plain["lists"]["rrf"]]  # without the exclusion it is there

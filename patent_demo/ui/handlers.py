@@ -342,7 +342,8 @@ class Handlers:
                                                   exclude_own=f.exclude_own)  # fmt: skip
             name = default_text_list()
             lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f.search, f.own_date, lists=(name,),
-                                                 exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
+                                                 exclude_own=f.exclude_own, per_family=f.per_family,
+                                                 own_patent=dres.query_patent_id)  # the drawing's patent: out of both  # fmt: skip
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, name: lists[name]}, top=k)
             sha, rel = self.store.stage_query_image(data, suffix)
