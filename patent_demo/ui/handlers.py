@@ -464,7 +464,7 @@ class Handlers:
     def training(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
         """The Training tab: what examiner labels bought (the measured learning curves, ``labels.loop``), the
         retrained models beside their parents, and the command that retrains from this app's label store
-        (with its server paths for an admin only)."""
+        (for the admins when the server names any; names, never server paths)."""
         from patent_demo.labels import loop
         from patent_demo.plots import learning_curve
 
@@ -476,16 +476,17 @@ class Handlers:
         text = loop.text_markdown(loop.read_results(loop.TEXT_RESULTS))
         lineage = loop.lineage_rows(self.wb.models("drawing"))
         who = self._who("", request, profile)
+        if self.identity.admins and who not in self.identity.admins:
+            cmd_md = f"_Retraining from the label store is for the admins: {', '.join(sorted(self.identity.admins))}._"
+            return head, fig, rows, text, lineage, cmd_md
+        # names, never the server's paths (tests/test_ui_leaks.py): the admin runs it in the app's folder
         parent = self.wb.default_drawing_model() if self.wb.has_drawings() else None
-        admin = not self.identity.admins or who in self.identity.admins
-        labels, corpus = (str(self.store.path), str(self.wb.corpus.root)) if admin else ("LABELS.sqlite", "CORPUS")
-        start = str(parent.path) if parent is not None and parent.path is not None else "zero-shot"
+        start = f"checkpoints/{parent.key}" if parent is not None and parent.path is not None else "zero-shot"
         out = f"checkpoints/{parent.key if parent is not None else 'hmcl'}-retrained"
-        cmd = loop.retrain_command(labels, start if admin else Path(start).name, corpus, out)
+        cmd = loop.retrain_command(self.store.name, start, Path(str(self.wb.corpus.root)).name, out)
         cmd_md = (f"**Retrain from the label store** (the default drawing model's head, validation-chosen; the new "
-                  f"checkpoint lists here after a reload, with its parent, label count and figures):\n\n`{cmd}`")  # fmt: skip
-        if not admin:
-            cmd_md += f"\n\n_The store and corpus paths are for the admins: {', '.join(sorted(self.identity.admins))}._"
+                  f"checkpoint lists here after a reload, with its parent, label count and figures), run where the "
+                  f"app runs, with the store's and the corpus's folders in front of their names:\n\n`{cmd}`")  # fmt: skip
         return head, fig, rows, text, lineage, cmd_md
 
     def refresh_models(self):
