@@ -247,3 +247,16 @@ def test_the_combined_search_leaves_the_drawings_own_patent_out_of_every_list(be
     plain = h.search_combined(str(wb.corpus.image_path(own.figures[0])), text, "", "zero-shot",
                               "dssdnet-untrained", 6, "ann", {})[4]  # fmt: skip
     assert own.id in [r["id"] for r in plain["lists"]["rrf"]]  # without the exclusion it is there
+
+
+def test_an_abstract_no_text_shares_a_word_with_says_what_the_other_lists_rank_by(bench):
+    """BM25 finds nothing, the dense and hybrid lists still show hits: the status says both, not that nothing
+    shares a word and no more (the hybrid table under it is full)."""
+    from patent_demo.ui.handlers import Handlers
+
+    wb, store = bench
+    out = Handlers(wb, store).search_text("zzqxv qqvvk wwprt", "", "dssdnet-untrained", 5, "ann")
+    status, session = out[2], out[3]
+    assert len(session["lists"]["bm25"]) == 0 and len(session["lists"]["hybrid"]) > 0
+    assert "no corpus text shares a word with this abstract (BM25 found none)" in status
+    assert "the dense and hybrid lists rank by meaning alone" in status

@@ -304,8 +304,11 @@ class Handlers:
             status = (f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
                       f"{self.wb.config.bm25_candidates}{untrained}")  # fmt: skip
             status = _with_notes(status, notes)
-            if not len(lists["bm25"]):
-                status = _with_notes("⚠️ no corpus text shares a word with this abstract", notes)
+            if not len(lists["bm25"]):  # the dense and hybrid lists still rank: say what they rank by
+                found = len(lists.get("hybrid") or [])
+                rest = "the dense and hybrid lists rank by meaning alone" if found else "no list found anything"
+                status = _with_notes(f"⚠️ no corpus text shares a word with this abstract (BM25 found none): {rest}",
+                                     notes)  # fmt: skip
             first = default_text_list()  # the cursor starts on the default list (the one shown first)
             return (*(table_value(self.wb, session, n, judged, 1 if n == first else None) for n in ("bm25", "dssdnet")),
                     status, session, first, 1, cursor_md(self.wb, session, first, 1, judged),
