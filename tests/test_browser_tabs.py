@@ -189,6 +189,8 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):  # noqa: F811
 
     _tab(page, "Text search")
     page.locator("#t-why").get_by_text("Why the cursor hit ranks here").click()
+    for elem in ("#t-gate", "#t-explain"):  # the accordion renders its content once opened: wait for it
+        page.locator(elem).wait_for(state="visible", timeout=30_000)
     gate, explain = _box(page, "#t-gate"), _box(page, "#t-explain")
     assert (explain[0] >= gate[2] - 1) if width > 640 else (explain[1] >= gate[3] - 1), (gate, explain)
     _no_word_broken(page, "#t-hybrid", one_line=True)  # on a phone the list scrolls sideways, readable
