@@ -12,6 +12,7 @@ import argparse
 import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
+from patent_demo.text.precision import cpu_name
 from train import loop_text as lt
 
 IDS = [f"US{n}" for n in range(100, 130)]
@@ -123,5 +124,5 @@ def test_the_finetune_command_line_is_one_train_dssdnet_accepts(tmp_path):
     assert parsed.init_from == lt.DEFAULT_PARENT and parsed.labels == str(tmp_path / "rows.jsonl")
     assert parsed.max_steps == 60 and parsed.max_length == 128 and parsed.threads == 1 and parsed.seed == 2
     assert parsed.val_fraction == 0 and parsed.test_fraction == 0 and parsed.split_file == "S"
-    assert isinstance(lt.settings(args), dict) and lt.cpu_model()
+    assert isinstance(lt.settings(args), dict) and cpu_name()
     assert isinstance(args, argparse.Namespace)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import platform
 import random
 import shlex
 import subprocess
@@ -46,6 +45,7 @@ import torch
 from patent_demo.data.corpus import Corpus
 from patent_demo.labels.store import LabelStore
 from patent_demo.metrics import paired_bootstrap
+from patent_demo.text.precision import cpu_name
 from train.hmcl_heads import evaluate, train_head, whitening
 from train.labels_data import read_rows
 from train.labels_head import Pair, add_head_args, fit_from_pairs, guarded_pairs, load_features, weights_of
@@ -57,16 +57,6 @@ BUDGETS = (0, 25, 50, 100, 200, 400)
 QUICK_BUDGETS = (0, 10, 25)
 METRICS = ("subclass_map", "main_map")
 CEILING = "hmcl-paper-mix"
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def simulate(args, strategy: str, store: Path) -> dict:

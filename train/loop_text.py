@@ -131,18 +131,6 @@ def pick(per_query: Mapping[str, Sequence[float]], index: Sequence[int]) -> dict
     return {m: [per_query[m][i] for i in index] for m in METRICS}
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
 # -- the evaluation --------------------------------------------------------------------------------------------
 class Scorer:
     """The test queries' hybrid list and the re-ranked lists of a checkpoint, per query (``METRICS``)."""
@@ -328,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from patent_demo.data.corpus import Corpus
     from patent_demo.labels.store import LabelStore
+    from patent_demo.text import precision
     from patent_demo.text.fusion import tuned_fusion_weight
     from patent_demo.text.search import candidate_text
     from train.labels_data import read_rows
@@ -454,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hybrid": means(hybrid) | {"per_query": hybrid},
         "zero": zero_entry,
         "points": points,
-        "cpu": cpu_model(),
+        "cpu": precision.cpu_name(),
         "threads": args.threads,
         "seconds": round(time.perf_counter() - started, 1),  # this run's wall time (reused points cost ~0)
         "grid_seconds": round(zero_seconds + sum(p["seconds"] for p in points), 1),  # B = 0 and every point, when run

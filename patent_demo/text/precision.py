@@ -38,6 +38,19 @@ def cpu_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> set[str]:
     return set()
 
 
+def cpu_name(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
+    """The CPU's model name (what a measured figure ran on), else what ``platform`` knows."""
+    try:
+        for line in Path(cpuinfo).read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
 def has_fast_bf16(flags: set[str] | None = None) -> bool:
     """Whether the CPU has bf16 arithmetic in hardware (AVX512-BF16 or AMX)."""
     flags = cpu_flags() if flags is None else flags
