@@ -35,6 +35,7 @@ from patent_demo.calibration import (
 from patent_demo.families import own_and_family  # noqa: F401 - the examiner's exclusion, used here and by the UI
 from patent_demo.filters import SearchFilter, exclusion_note, prior_art_date
 from patent_demo.text import syntax
+from patent_demo.wording import counted
 
 CALIBRATION_SAMPLES = 300
 
@@ -88,7 +89,7 @@ def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[
 def _filter_note(search_filter: SearchFilter, allowed: set[str] | None, total: int) -> list[str]:
     if allowed is None:
         return []
-    return [f"{search_filter.describe()}: {len(allowed)} of {total} documents searched"]
+    return [f"{search_filter.describe()}: {len(allowed)} of {counted(total, 'document')} searched"]
 
 
 def drawing_allowed(
@@ -236,11 +237,11 @@ def text_search(
         if not allowed:
             raise ValueError(f"no document matches {text[:80]!r}; {syntax.HELP}")
         only = frozenset(matched)
-        notes.append(f"search syntax: {len(allowed)} documents match")
+        notes.append(f"search syntax: {counted(len(allowed), 'document matches', 'documents match')}")
         text = query.ranking_text(wb.bm25())
         if not text:
             raise ValueError(
-                f"{len(allowed)} documents match; add a word to rank them by (a code alone only filters)"
+                f"{counted(len(allowed), 'document matches', 'documents match')}; add a word to rank them by (a code alone only filters)"
             )
     where = Where(f, (own,) if exclude_own and own else (), only=only)
     names = lists if lists is None or "bm25" in lists else [*lists, "bm25"]  # the no-match check reads BM25

@@ -285,6 +285,36 @@ def redbook_mix(src: list) -> str:
     return "\n".join(lines)
 
 
+def locarno_derived(src: list) -> str:
+    """The derived Locarno labels' check on the grants, then the heads trained on USPC, derived Locarno or both
+    with step and trunk weight chosen on the Red Book pages (``train.hmcl_heads --select-on redbook``)."""
+    labels, runs = src[0], src[1:]
+    c = labels["check_on_grants"]
+    lines = [f"Derivation checked on the {c['grants']} design grants with a Locarno code: main class right for "
+             f"{c['main_accuracy']:.1%} ({c['main_confirmed_accuracy']:.1%} where the product indication confirms it, "
+             f"{c['main_confirmed_coverage']:.0%} of the grants; the product indication alone "
+             f"{c['main_product_alone_accuracy']:.1%}); subclass kept at cosine ≥ {c['threshold']}: right for "
+             f"{c['subclass_kept_accuracy']:.1%} of the {c['subclass_kept_coverage']:.0%} it labels (leave-one-out; "
+             f"{c['subclass_accuracy_all']:.1%} if every grant were labelled). On the {labels['drawings']} USPC drawings: "
+             f"main class confirmed for {labels['main_confirmed']}, subclass kept for {labels['subclass_kept']}.", "",
+             "| trained on | variant | step chosen (per seed) | trunk weight α | Red Book patent / subclass / main mAP |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    zs = runs[0]["variants"]["zero-shot"]["val"]
+    lines.append("| — | zero-shot | — | 1 | " + " / ".join(f"{zs[k]['mean']:.3f}" for k in
+                                                          ("patent_map", "subclass_map", "main_map")) + " |")  # fmt: skip
+    for r in runs:
+        h = r["setup"]["args"]["hierarchy"]
+        for name, e in r["variants"].items():
+            if name == "zero-shot":
+                continue
+            v = e["val"]
+            lines.append(f"| {h} | {name} | {', '.join(str(x['best_step']) for x in e['runs'])} | "
+                         f"{', '.join(str(x['alpha']) for x in e['runs'])} | "
+                         + " / ".join(f"{v[k]['mean']:.3f} ± {v[k]['std']:.3f}" for k in
+                                      ("patent_map", "subclass_map", "main_map")) + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def loop_drawings(src: list) -> str:
     """What examiner labels bought on USPC drawings: the headline and every point (``train.loop_curves``)."""
     from patent_demo.labels import loop
@@ -316,6 +346,9 @@ REGISTRY: tuple[Block, ...] = (
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
+    Block("locarno-derived", ("splits/uspc2007_locarno.json", *(f"docs/bench/heads_redbook_select_{h}.json"
+                                                                for h in ("uspc", "locarno", "both"))),
+          locarno_derived, "docs/results.md"),  # fmt: skip
     Block("loop-drawings", ("docs/loop.json",), loop_drawings, "docs/loop.md"),
     Block("loop-headline", ("docs/loop.json", "docs/loop_text.json"), loop_headline, "README.md"),
     Block("loop-text", ("docs/loop_text.json",), loop_text, "docs/loop.md"),

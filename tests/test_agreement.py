@@ -268,7 +268,7 @@ def test_markdown(tmp_path):
     assert agreement_markdown(report) == (
         "## Annotator agreement\n"
         "\n"
-        "3 annotators; 3 of 3 judged items have two or more judgements; 1 open disagreements; "
+        "3 annotators; 3 of 3 judged items have two or more judgements; 1 open disagreement; "
         "0 adjudicated items (left out of agreement).\n"
         "\n"
         "Krippendorff's alpha: nominal 0.600, ordinal 0.857.\n"

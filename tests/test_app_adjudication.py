@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from patent_demo.labels.store import Label, LabelStore, image_query_id, text_query_id
+from patent_demo.wording import counted
 from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow
@@ -108,8 +109,8 @@ def client(served):
 def _report(open_: int, adjudicated: int) -> str:
     return (
         "## Annotator agreement\n\n"
-        f"3 annotators; 4 of 5 judged items have two or more judgements; {open_} open disagreements; "
-        f"{adjudicated} adjudicated items (left out of agreement).\n\n"
+        f"3 annotators; 4 of 5 judged items have two or more judgements; {counted(open_, 'open disagreement')}; "
+        f"{counted(adjudicated, 'adjudicated item')} (left out of agreement).\n\n"
         "Krippendorff's alpha: nominal 0.333, ordinal 0.393.\n\n"
         "| annotator A | annotator B | shared items | agreement | kappa | linear kappa | note |\n"
         "|---|---|---:|---:|---:|---:|---|\n"

@@ -305,7 +305,7 @@ def test_more_like_this_and_the_search_history_in_the_report(browser, red):  # n
     page.locator("#r-refresh").click()
     page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=30_000)
+    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
     history = page.frame_locator("#r-frame").locator("#history tbody tr")
     history.nth(1).wait_for(timeout=20_000)
     rows = history.all_inner_texts()

@@ -205,7 +205,7 @@ def test_sheet_split_leaves_out_its_own_patent_and_says_so(browser, red):  # noq
     page.locator("#r-refresh").click()
     page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=30_000)
+    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
     history = page.frame_locator("#r-frame").locator("#history tbody tr")
     history.first.wait_for(timeout=20_000)
     rows = history.all_inner_texts()

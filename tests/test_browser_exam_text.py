@@ -19,6 +19,7 @@ import pytest
 
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
+from patent_demo.wording import counted
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
@@ -144,7 +145,7 @@ def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
     assert help_line.locator("em").count() == 0
     admitted = syntax.parse(query).matches(wb.corpus)
     status = page.locator("#t-status").inner_text()
-    assert f"search syntax: {len(admitted)} documents match" in status
+    assert f"search syntax: {counted(len(admitted), 'document matches', 'documents match')}" in status
     _show(page, "bm25")
     bm25 = page.locator("#t-bm25")
     shown = {

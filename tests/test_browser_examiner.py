@@ -192,7 +192,7 @@ def test_text_filter_snippets_compare_and_report(browser, real):  # noqa: F811
         "() => (document.querySelector('#r-query input') || {}).value", timeout=30_000
     )
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=30_000)
+    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
     frame = page.frame_locator("#r-frame")
     # the preview renders the report (slow under load)
     frame.get_by_text(bm25.ids[0]).first.wait_for(timeout=30_000)

@@ -222,7 +222,7 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):  # noqa: F811
     page.locator("#r-refresh").click()
     page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("documents in the report").wait_for(timeout=30_000)
+    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
     _fits(page, "#r-preview", width)
     _shot(page, "search-report", width)
 

@@ -111,7 +111,7 @@ def test_handlers_crop_sheet_document_report(bench):
 
     store.add(label_from_session(full[3], "hmcl", 1, "relevant", "ann", "", "same <b>bowl</b>"))
     files, md, frame = ex.report(full[3]["query_id"], {}, False)
-    assert md.startswith("1 documents in the report") and files[0].endswith(".csv")
+    assert md.startswith("1 document in the report") and files[0].endswith(".csv")
     assert "same &amp;lt;b&amp;gt;bowl" in frame  # escaped in the page, and again for srcdoc
     with open(files[0], encoding="utf-8") as fh:
         assert [row.split(",")[1] for row in fh.read().splitlines()[1:]] == ["D0002"]

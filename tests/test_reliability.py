@@ -648,7 +648,7 @@ def test_the_search_report_is_served_from_a_private_copy_and_written_0600(live, 
     client.predict(*_label(annotator="reporter", note="same shade")[1], api_name="/label")
     qid = next(x.query_id for x in store.labels() if x.annotator == "reporter")
     files, md, _ = client.predict(qid, {}, True, api_name="/search_report")
-    assert md.startswith("1 documents in the report") or "documents in the report" in md, md
+    assert md.startswith("1 document in the report") or "documents in the report" in md, md
     on_disk = store.path.parent / "reports"
     assert stat.S_IMODE(on_disk.stat().st_mode) == 0o700
     assert {stat.S_IMODE(p.stat().st_mode) for p in on_disk.iterdir()} == {0o600}

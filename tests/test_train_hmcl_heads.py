@@ -144,3 +144,59 @@ def test_trunk_mix_cosine_is_the_weighted_sum_of_the_two_cosines():
         torch.testing.assert_close(m @ m.T, alpha * ct + (1 - alpha) * ch)
     with pytest.raises(ValueError, match="in \\[0, 1\\]"):
         trunk_mix(t, h, 1.5)
+
+
+def test_level_weights_reproduce_the_paper_the_balanced_and_the_cl_targets():
+    """One relevance path for every hierarchy: the closest shared level turned into Eq. 2 weights gives the
+    loss module's own ``hierarchical_weights`` / ``level_balanced_weights`` on one hierarchy."""
+    from patent_demo.losses.hmcl import hierarchical_weights, level_balanced_weights
+    from train.hmcl_heads import level_weights
+
+    g = torch.Generator().manual_seed(0)
+    s0 = torch.randint(-1, 8, (40,), generator=g)
+    pid, sub, main = torch.arange(40).repeat(2), s0.repeat(2), torch.where(s0 >= 0, s0 // 3, -1).repeat(2)
+    level = hierarchical_weights(pid, sub, main, 1.0, 0.5, 0.25)
+    w = (1.0, 0.35, 0.2)
+    torch.testing.assert_close(level_weights(level, "hmcl-paper-mix", w), hierarchical_weights(pid, sub, main, *w))
+    torch.testing.assert_close(level_weights(level, "hmcl-level", w), level_balanced_weights(pid, sub, main, *w))
+    torch.testing.assert_close(level_weights(level, "cl", w), hierarchical_weights(pid, None, None, 1.0, 0, 0))
+
+
+def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
+    """``--hierarchy both``: a pair in different USPC subclasses but one derived Locarno subclass is a subclass
+    positive; ``--hierarchy locarno`` trains on the derived keys alone (unknown keys relate to nothing)."""
+    from train.hmcl_heads import main
+
+    corpus = Corpus.load(uspc / "corpus")
+    train = corpus.split("train")
+    a, b = train[0].id, train[2].id  # two USPC subclasses (the fixture pairs members 0-1, 2-3, ...)
+    labels = {"labels": {a: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9},
+                         b: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9}}}  # fmt: skip
+    path = tmp_path / "loc.json"
+    path.write_text(json.dumps(labels))
+    from train.locarno_labels import load
+
+    assert load(path) == {a: ("locarno:06-01", "locarno:06"), b: ("locarno:06-01", "locarno:06")}
+    for hierarchy in ("locarno", "both"):
+        out = tmp_path / f"{hierarchy}.json"
+        assert main(["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "2",
+                     "--eval-every", "1", "--seeds", "0", "--bootstrap", "20", "--cache-dir", str(tmp_path / "cache"),
+                     "--variants", "hmcl-paper", "--hierarchy", hierarchy, "--locarno-labels", str(path),
+                     "--no-test", "--out", str(out)]) == 0  # fmt: skip
+        res = json.loads(out.read_text())
+        assert res["setup"]["args"]["hierarchy"] == hierarchy
+        assert "test" not in res["variants"]["hmcl-paper"]  # --no-test: test neither computed nor printed
+
+
+def test_pair_levels_take_the_closer_of_two_hierarchies(uspc):
+    from train.hmcl_heads import Split, pair_levels
+
+    corpus = Corpus.load(uspc / "corpus")
+    feats = {k: torch.zeros(len(corpus.patents), *((1, 4) if k == "views" else (4,))) for k in ("clean", "flip", "views")}
+    tr = Split(corpus, "train", feats, {p.id: i for i, p in enumerate(corpus.patents)})
+    a, b = tr.patents[0].id, tr.patents[2].id
+    tr.use_locarno({a: ("locarno:06-01", "locarno:06"), b: ("locarno:06-01", "locarno:06")})
+    uspc_level, loc, both = (pair_levels(tr, h) for h in ("uspc", "locarno", "both"))
+    assert uspc_level[0, 2] < 0.5 and loc[0, 2] == both[0, 2] == 0.5
+    assert both[0, 1] == uspc_level[0, 1] == 0.5 and loc[0, 1] == 0  # patent 1 has no derived label
+    assert torch.equal(both, torch.maximum(uspc_level, loc)) and both.diagonal().eq(0).all()

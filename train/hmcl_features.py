@@ -315,6 +315,30 @@ def text_cache(model: nn.Module, tokenizer, texts: list[str], cache_dir: str | o
 # pooled trunk features (linear heads)
 
 
+@torch.no_grad()
+def redbook_features(corpus: Corpus, items: list, size: int, cache_dir: str | Path = "cache") -> tuple:
+    """Pooled trunk features ``(clean, mirrored)`` of the ``(patent, figure)`` items of a Red Book corpus at
+    ``size`` px (the validation pages of a Locarno choice), cached under ``cache_dir``."""
+    from patent_demo.drawing.encoders import create_encoder
+
+    ids = [f"{p.id}/{f.path}" for p, f in items]
+    key = hashlib.sha1(json.dumps([str(corpus.root), size, TRUNK, ids]).encode()).hexdigest()[:16]
+    path = Path(cache_dir) / f"redbook-trunk-{size}-{key}.pt"
+    if path.is_file():
+        out = torch.load(path, weights_only=True)
+        return out["clean"], out["flip"]
+    model, _, eval_tf = create_encoder(TRUNK, image_size=size)
+    trunk = model.visual.eval()
+    clean, flip = [], []
+    for start in range(0, len(items), 16):
+        x = torch.stack([eval_tf(corpus.open_image(f)) for _, f in items[start : start + 16]])
+        clean.append(trunk(x))
+        flip.append(trunk(torch.flip(x, dims=[3])))
+    out = {"clean": torch.cat(clean), "flip": torch.cat(flip)}
+    _save(out, path)
+    return out["clean"], out["flip"]
+
+
 def _trunk_key(corpus: Corpus, size: int, views: int, seed: int, ids: list[str]) -> str:
     h = hashlib.sha1(json.dumps([str(corpus.root), size, views, seed, TRUNK, ids]).encode()).hexdigest()
     return h[:16]

@@ -54,10 +54,9 @@ from patent_demo.losses.hmcl import (
     hierarchical_weights,
     hmcl_loss,
     image_text_loss,
-    level_balanced_weights,
 )
 from patent_demo.metrics import paired_bootstrap
-from train.hmcl_features import trunk_features
+from train.hmcl_features import redbook_features, trunk_features
 from train.hmcl_loop import Step, fit
 
 log = logging.getLogger("train.hmcl_heads")
@@ -87,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     a("--tau", type=float, default=0.1, help="temperature of Eq. 4")
     a("--weights", type=float, nargs=3, default=HMCLWeights().as_tuple(), metavar=("S_P", "S_S", "S_M"),
       help="Eq. 2 weights: same patent, same subclass, same main class")  # fmt: skip
+    a("--hierarchy", choices=("uspc", "locarno", "both"), default="uspc",
+      help="the classes HMCL trains on: USPC, the Locarno classes derived from the titles (--locarno-labels), "
+           "or both (a pair's relevance is the higher of the two)")  # fmt: skip
+    a("--locarno-labels", default="splits/uspc2007_locarno.json", help="derived Locarno labels (train.locarno_labels)")
+    a("--select-on", choices=("uspc", "redbook"), default="uspc",
+      help="where the step (and a -mix variant's trunk weight) is chosen: USPC val, or the Red Book pages "
+           "(Locarno validation: every page against all others; patent + subclass + main mAP)")  # fmt: skip
+    a("--redbook", default="../shared/data/impact_design_patent_samples", help="the Red Book validation patents")
     a("--text-weight", type=float, default=0.2, help="lambda of the text term (Eq. 5) in the -text variants")
     a("--shrinkage", type=float, default=0.5, help="LDA covariance shrinkage")
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
@@ -122,6 +129,26 @@ class Split:
         self.sub = torch.from_numpy(factorize([k[0] for k in keys]))
         self.main = torch.from_numpy(factorize([k[1] for k in keys]))
         self.titles = [p.title for p in self.patents]
+        self.locarno: tuple[torch.Tensor, torch.Tensor] | None = None  # derived (subclass, main) ids
+
+    def use_locarno(self, labels: dict[str, tuple[str, str]]) -> None:
+        keys = [labels.get(p.id, ("", "")) for p in self.patents]
+        self.locarno = (torch.from_numpy(factorize([k[0] for k in keys])),
+                        torch.from_numpy(factorize([k[1] for k in keys])))  # fmt: skip
+
+
+class RedBookSplit:
+    """The Red Book validation pages as a split: every page of the 20 patents, trunk features (clean and
+    mirrored) cached under ``cache_dir``; scored with the ``all`` protocol (every page against all others)."""
+
+    def __init__(self, folder: str, size: int, cache_dir: str) -> None:
+        from patent_demo.data.loaders.uspto import load_redbook
+        from patent_demo.drawing.evaluate import drawing_protocol
+
+        corpus = load_redbook(folder)
+        self.items, _, _ = drawing_protocol(corpus, None, "all")
+        self.patents = sorted({p.id for p, _ in self.items})
+        self.clean, self.flip = redbook_features(corpus, self.items, size, cache_dir)
 
 
 def title_features(titles: list[str]) -> torch.Tensor:
@@ -174,18 +201,21 @@ def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor, alpha
     return (F.normalize(z, dim=1) if alpha is None else trunk_mix(x, z, alpha)).numpy()
 
 
-def evaluate(split: Split, head, flip: bool = False, alpha: float | None = None) -> dict:
+def evaluate(split: Split | RedBookSplit, head, flip: bool = False, alpha: float | None = None) -> dict:
     x = (split.clean + split.flip) / 2 if flip else split.clean
     e = embed(head, x, alpha)
     res = score_embeddings(
         split.items, split.items, e, e, np.arange(len(e)), silhouette=False, per_query=True
     )
-    return {"metrics": res["metrics"], "per_query": {k: res["per_query"][k] for k in KEYS}}
+    keys = [*KEYS, *(["patent_map"] if res["metrics"].get("patent_map") is not None else [])]
+    return {"metrics": res["metrics"], "per_query": {k: res["per_query"][k] for k in keys}}
 
 
 def _score(res: dict) -> float:
+    """What a step and a trunk weight are chosen by: subclass + main mAP, + patent mAP where a split has
+    several drawings per patent (the Red Book pages), so a head may not buy classes with patents."""
     m = res["metrics"]
-    return (m["subclass_map"] or 0.0) + (m["main_map"] or 0.0)
+    return (m["subclass_map"] or 0.0) + (m["main_map"] or 0.0) + (m.get("patent_map") or 0.0)
 
 
 def best_mix(split: Split, head) -> tuple[float, dict]:
@@ -223,6 +253,34 @@ class LinearHead(torch.nn.Module):
         return out
 
 
+def pair_levels(tr: Split, hierarchy: str, shuffle: torch.Generator | None = None) -> torch.Tensor:
+    """``[n, n]`` closest class level two train patents share, 0.5 subclass, 0.25 main, 0 none, the higher
+    over the hierarchies trained on (``uspc``, ``locarno``: the derived labels, ``both``); the diagonal 0.
+    With ``shuffle`` the labels of each hierarchy are permuted over the patents (the control)."""
+    hierarchies = {"uspc": [(tr.sub, tr.main)], "locarno": [tr.locarno], "both": [(tr.sub, tr.main), tr.locarno]}
+    levels = []
+    for sub, main in hierarchies[hierarchy]:
+        if shuffle is not None:
+            perm = torch.randperm(len(sub), generator=shuffle)
+            sub, main = sub[perm], main[perm]
+        levels.append(hierarchical_weights(torch.arange(len(sub)), sub, main, 1.0, 0.5, 0.25))
+    return torch.stack(levels).amax(0)
+
+
+def level_weights(level: torch.Tensor, variant: str, weights: Sequence[float]) -> torch.Tensor:
+    """Eq. 2 weights from a pair's closest shared level (``level``: 1 patent, 0.5 subclass, 0.25 main, 0
+    none; the higher of several hierarchies): ``cl`` keeps the patent only, ``hmcl-paper*`` the paper's form,
+    the rest level-balanced (``losses.hmcl.level_balanced_weights``)."""
+    s_p, s_s, s_m = weights
+    out = torch.zeros_like(level)
+    marks = ((1.0, s_p),) if variant == "cl" else ((1.0, s_p), (0.5, s_s), (0.25, s_m))
+    for marker, weight in marks:
+        at = level == marker
+        share = 1.0 if variant == "cl" or variant.startswith("hmcl-paper") else at.sum(1, keepdim=True).clamp_min(1)
+        out = torch.where(at, weight / share, out)
+    return out
+
+
 def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.Tensor | None) -> dict:
     """Train one variant from the whitening init; the head at the best val step is returned."""
     g = torch.Generator().manual_seed(seed)
@@ -233,19 +291,12 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             text_proj.reset_parameters()
-    sub, main = tr.sub, tr.main
-    if variant.endswith("-shuffled"):
-        perm = torch.randperm(len(sub), generator=g)
-        sub, main = sub[perm], main[perm]
     n = len(tr.patents)
     pid = torch.arange(n).repeat(2)
-    s_p, s_s, s_m = args.weights
-    if variant == "cl":
-        h = hierarchical_weights(pid, None, None, s_p, 0.0, 0.0)
-    elif variant.startswith("hmcl-paper"):
-        h = hierarchical_weights(pid, sub.repeat(2), main.repeat(2), s_p, s_s, s_m)
-    else:
-        h = level_balanced_weights(pid, sub.repeat(2), main.repeat(2), s_p, s_s, s_m)
+    shuffle = g if variant.endswith("-shuffled") else None
+    same_patent = (pid[:, None] == pid[None, :]) & ~torch.eye(2 * n, dtype=torch.bool)  # the two views
+    level = torch.where(same_patent, 1.0, pair_levels(tr, getattr(args, "hierarchy", "uspc"), shuffle).repeat(2, 2))
+    h = level_weights(level, variant, args.weights)
     module = LinearHead(w0, b0, h, args.tau, text_proj, text, args.text_weight, pid)
     params = [module.w, module.b] + (list(text_proj.parameters()) if text_proj is not None else [])
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
@@ -297,6 +348,12 @@ def run(args) -> dict:
     feats = trunk_features(corpus, args.image_size, args.views, train_ids, args.cache_dir)
     index = {pid: i for i, pid in enumerate(feats["ids"])}
     tr, va, te = (Split(corpus, s, feats, index) for s in ("train", "val", "test"))
+    if args.hierarchy != "uspc":
+        from train.locarno_labels import load as load_locarno
+
+        tr.use_locarno(load_locarno(args.locarno_labels))
+    if args.select_on == "redbook":  # Locarno validation: the Red Book pages choose the step and the weight
+        va = RedBookSplit(args.redbook, args.image_size, args.cache_dir)
     text = title_features(tr.titles) if any(v.endswith("-text") for v in args.variants) else None
     results: dict = {"setup": {"corpus": str(corpus.root), "image_size": args.image_size, "views": args.views,
                                "splits": {n: len(s.patents) for n, s in
@@ -337,7 +394,8 @@ def run(args) -> dict:
                                   "val": r["val"]["metrics"], "test": r["test"]["metrics"],
                                   "test_vs_zero_shot": boot})  # fmt: skip
         for where in ("val", "test"):
-            entry[where] = {k: summarise([r[where]["metrics"][k] for r in runs]) for k in KEYS}
+            keys = [k for k in (*KEYS, "patent_map") if runs[0][where]["metrics"].get(k) is not None]
+            entry[where] = {k: summarise([r[where]["metrics"][k] for r in runs]) for k in keys}
         entry["test_vs_zero_shot"] = {k: summarise([r["test_vs_zero_shot"][k]["diff"] for r in entry["runs"]])
                                       for k in KEYS}  # fmt: skip
         results["variants"][variant] = entry

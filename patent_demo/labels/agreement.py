@@ -37,6 +37,7 @@ import numpy as np
 
 from patent_demo.labels.fields import unlink
 from patent_demo.labels.store import GRADES, Label, LabelStore
+from patent_demo.wording import counted
 
 LEVELS = ("nominal", "ordinal", "interval")
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
@@ -268,9 +269,9 @@ def agreement_markdown(report: dict) -> str:
     lines = [
         "## Annotator agreement",
         "",
-        f"{report['n_annotators']} annotators; {report['n_units']} of {report['n_items']} judged items "
-        f"have two or more judgements; {report['n_disagreements']} open disagreements; "
-        f"{report['n_adjudicated']} adjudicated items (left out of agreement).",
+        f"{counted(report['n_annotators'], 'annotator')}; {report['n_units']} of {counted(report['n_items'], 'judged item')} "
+        f"have two or more judgements; {counted(report['n_disagreements'], 'open disagreement')}; "
+        f"{counted(report['n_adjudicated'], 'adjudicated item')} (left out of agreement).",
         "",
     ]
     if report["alpha_reason"]:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from patent_demo.labels.store import GRADES, Label, LabelStore, write_private
+from patent_demo.wording import counted
 
 CATEGORY_ORDER = {"X": 0, "Y": 1, "A": 2, "": 3}
 CATEGORY_MEANING = {
@@ -300,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not args.query:
             for qid, kind, what, n in queries(store):
-                print(f"{qid}\t{kind}\t{n} labels\t{what}")
+                print(f"{qid}\t{kind}\t{counted(n, 'label')}\t{what}")
             return 0
         corpus, passage = None, None
         if args.corpus:
@@ -318,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         store.close()
-    print(f"{len(report.rows)} documents → {paths[0]} and {paths[1]}")
+    print(f"{counted(len(report.rows), 'document')} → {paths[0]} and {paths[1]}")
     return 0
 
 

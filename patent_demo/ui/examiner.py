@@ -41,6 +41,7 @@ from patent_demo.ui.inputs import (
     upload,
 )
 from patent_demo.ui.labelling import cursor_md, gallery_items, progress_md, table_value, warn
+from patent_demo.wording import counted
 from patent_demo.workbench import Workbench
 
 
@@ -347,7 +348,7 @@ class ExaminerHandlers:
     # -- the search report -----------------------------------------------------------------------------
     def report_queries(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
         rows = queries(self.store, annotator=self.identity.reader("", request, profile))
-        choices = [(f"{what[:50]} · {kind} · {n} labels · {qid}", qid) for qid, kind, what, n in rows]
+        choices = [(f"{what[:50]} · {kind} · {counted(n, 'label')} · {qid}", qid) for qid, kind, what, n in rows]
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
     def report(self, query_id, filters, include_not, session=None, request: gr.Request = None,
@@ -375,7 +376,7 @@ class ExaminerHandlers:
             preview = to_html(rep, images)
             frame = (f'<iframe id="r-frame" style="width:100%;height:520px;border:1px solid #ccc" '
                      f'srcdoc="{html.escape(preview, quote=True)}"></iframe>')  # fmt: skip
-            md = f"{len(rep.rows)} documents in the report of `{query_id}` · open the HTML file and print it to PDF"
+            md = f"{counted(len(rep.rows), 'document')} in the report of `{query_id}` · open the HTML file and print it to PDF"
             served = SERVED.serve([csv_path, html_path], "reports", self.identity.download_owner(request))
             return served, md, frame
         except Exception as err:  # noqa: BLE001 - every failure is a message

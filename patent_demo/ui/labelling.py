@@ -35,6 +35,7 @@ from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.text.measured import list_note
 from patent_demo.ui.access import SERVED, Identity, check_owner
 from patent_demo.ui.inputs import NO_SELECTION, Selection, picked_rank
+from patent_demo.wording import counted
 from patent_demo.workbench import Workbench
 
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
@@ -407,7 +408,7 @@ class LabelHandlers:
             served = SERVED.serve([p for p, _ in out.values()], "exports", self.identity.download_owner(request))
             n = {k: v for k, (_, v) in out.items()}
             md = (
-                f"{self.store.count()} labels → {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows (drawing "
+                f"{counted(self.store.count(), 'label')} → {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows (drawing "
                 f"judgements), {n['dssdnet.jsonl']} DSSDNet rows (text judgements), {n['disputed.jsonl']} disputed "
                 f"pairs (tied, exported nowhere until adjudicated) · written to `exports/` beside {esc(self.store.name)}"
             )
