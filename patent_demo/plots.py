@@ -7,6 +7,7 @@ Both take plain data (the dict of ``Workbench.embedding_map``, a list of gate va
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -25,8 +26,9 @@ def _title(data: Mapping) -> str:
     sil_txt = "n/a" if sil is None or (isinstance(sil, float) and math.isnan(sil)) else f"{sil:.3f}"
     shown, total = data.get("sampled", (len(data["ids"]), len(data["ids"])))
     sample = f" · {shown} of {total} drawings sampled" if shown < total else f" · {total} drawings"
-    # the score first, the (long) model name on its own line: a narrow plot cuts a title's end off
-    return f"silhouette by subclass {sil_txt}{sample}<br><sup>{data.get('model', '')}</sup>"
+    # the score first, the (long) model name on lines of its own: a narrow plot (a phone) cuts a line's end off
+    model = "<br>".join(textwrap.wrap(str(data.get("model", "")), 44))
+    return f"silhouette by subclass {sil_txt}{sample}<br><sup>{model}</sup>"
 
 
 def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
@@ -87,10 +89,11 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
                               hoverinfo="text", **xyz))  # fmt: skip
     explained = data.get("explained") or []
     axes = [f"PC{i + 1}" + (f" ({explained[i]:.0%})" if i < len(explained) else "") for i in range(dims)]
+    title = _title(data)
     fig.update_layout(
-        title={"text": _title(data), "font": {"size": 13}},
+        title={"text": title, "font": {"size": 13}},
         height=height,
-        margin={"l": 10, "r": 10, "t": 56, "b": 10},
+        margin={"l": 10, "r": 10, "t": 32 + 13 * title.count("<br>"), "b": 10},
         legend={"title": {"text": "subclass"}, "font": {"size": 10}, "itemsizing": "constant"},
         template="plotly_white",
     )
@@ -170,7 +173,7 @@ def learning_curve(result: Mapping, height: int = 380) -> go.Figure:
                       annotation_text="zero-shot", annotation_position="bottom right")  # fmt: skip
         fig.add_hline(y=summary["ceiling"][key], line_dash="dash", line_color="#2ca02c", row=1, col=col,
                       annotation_text="fully supervised", annotation_position="top right")  # fmt: skip
-        fig.update_xaxes(title_text="judgements (10 a query)", row=1, col=col)
+        fig.update_xaxes(title_text="judgements", row=1, col=col)  # short: two sit side by side on a phone
     fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 70, "b": 10}, template="plotly_white",
-                      legend={"orientation": "h", "y": -0.25})  # fmt: skip  (t: the block's label sits on top)
+                      legend={"orientation": "h", "y": -0.25, "title": {"text": "10 judgements a query:"}})  # fmt: skip  (t: the block's label sits on top)
     return fig

@@ -204,6 +204,12 @@ img.fig { max-width: 140px; max-height: 140px; }
 .meta td { border: none; padding: 1px 8px 1px 0; }
 .legend { color: #444; font-size: .9em; }
 @media print { body { margin: 1cm; } tr { page-break-inside: avoid; } .noprint { display: none; } }
+@media screen and (max-width: 640px) {
+  body { margin: .5em; font-size: 13px; }
+  table:not(.meta) { display: block; overflow-x: auto; }
+  td { overflow-wrap: anywhere; }
+  img.fig { max-width: 90px; max-height: 90px; }
+}
 """
 
 
