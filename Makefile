@@ -29,7 +29,8 @@ loop: $(TEST_STAMP)
 	$(BIN)/patent-demo corpus build --source images $(SHARED)/design_patents_2007_uspc_macaulay --out runs/uspc2007 \
 		--splits splits/uspc2007.json --quiet
 	$(BIN)/python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop --simulate --out docs/loop.json
-	$(BIN)/patent-demo corpus build --source text $(SHARED)/cs3245_patsnap_corpus_qrels --out runs/cs3245 --quiet
+	$(BIN)/patent-demo corpus build --source text $(SHARED)/cs3245_patsnap_corpus_qrels --out runs/cs3245 \
+		--splits splits/cs3245_text.json --quiet
 	$(BIN)/python scripts/examiner_sim.py --serve --labels runs/loop/text_labels.sqlite --corpus runs/cs3245 \
 		--split-file splits/cs3245_text.json --modality text --model dssdnet-minilm-ipc --queries 118 \
 		--annotator sim-text-topk --out runs/loop/text_sim.json

@@ -12,7 +12,7 @@ rm -rf "$OUT"
 run $PD corpus build --source redbook "$DATA/impact_design_patent_samples/patents" --out "$OUT/redbook" --quiet
 run $PD corpus build --source images "$DATA/design_patents_2007_uspc_macaulay" --out "$OUT/uspc" --quiet --workers 2
 run $PD corpus build --source deeppatent2 "$DATA/deeppatent2_techdrawfinder_samples/images" --out "$OUT/dp2" --quiet
-run $PD corpus build --source text "$DATA/cs3245_patsnap_corpus_qrels" --out "$OUT/text" --quiet
+run $PD corpus build --source text "$DATA/cs3245_patsnap_corpus_qrels" --out "$OUT/text" --splits splits/cs3245_text.json --quiet
 run $PD corpus info "$OUT/redbook"
 run $PD models
 run $PD evaluate drawings --corpus "$OUT/redbook" --model zero-shot --against hmcl-lite-clip --split all --json "$OUT/redbook-eval.json"

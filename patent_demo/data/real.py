@@ -61,7 +61,7 @@ PARTS = (
     Part("redbook", "redbook", "impact_design_patent_samples/patents", "{n} Red Book design patents"),
     Part("uspc", "images", "design_patents_2007_uspc_macaulay", "{n} USPC 2007 design drawings", "uspc2007.json"),
     Part("grants", "redbook", "uspto_grant_xml_samples/xml", "{n} grant-XML utility patents"),
-    Part("cs3245", "text", "cs3245_patsnap_corpus_qrels", "{n} cs3245 patent texts"),
+    Part("cs3245", "text", "cs3245_patsnap_corpus_qrels", "{n} cs3245 patent texts", "cs3245_text.json"),
 )
 
 

@@ -2,7 +2,10 @@
 (``corpus build --splits``, the training scripts, ``evaluate``) scores the same test set.
 
 A split file is JSON: ``{"train": [ids], "val": [ids], "test": [ids], "rule": "...", "command": "..."}``.
-:func:`class_stratified_splits` is the rule of ``splits/uspc2007.json`` (the 1,000 USPC 2007 drawings).
+:func:`class_stratified_splits` is the rule of ``splits/uspc2007.json`` (the 1,000 USPC 2007 drawings). A
+*query* split file (``splits/cs3245_text.json``, written by ``train/text_split.py``) lists only the query
+patents; a corpus built with it keeps each query, and the family holding it, in the query's split and draws
+the other families as usual (:func:`with_query_splits`), so the corpus's saved test queries are the file's.
 """
 
 from __future__ import annotations
@@ -60,3 +63,33 @@ def read_splits_file(path: str | os.PathLike, ids: set[str] | None = None) -> di
                 f"({', '.join(missing[:3])}), {len(extra)} split ids not in the corpus ({', '.join(extra[:3])})"
             )
     return splits
+
+
+def is_query_split(raw: Mapping) -> bool:
+    """A split file of query patents only (``train/text_split.py`` writes ``split_of_family`` beside them)."""
+    return "split_of_family" in raw
+
+
+def with_query_splits(
+    queries: Mapping[str, list[str]], family_of: Mapping[str, str], drawn: Mapping[str, list[str]]
+) -> dict[str, list[str]]:
+    """Corpus splits from ``drawn`` (every patent, by family) with the committed query split on top: every
+    patent of a family holding a query goes to that query's split. Queries not in the corpus are ignored;
+    one family holding queries of two splits raises ``ValueError`` (the file and the corpus disagree on
+    what a family is)."""
+    split_of = {pid: name for name, ids in drawn.items() for pid in ids}
+    fixed: dict[str, str] = {}
+    for name in SPLIT_NAMES:
+        for q in queries.get(name) or []:
+            if q not in family_of:
+                continue
+            fam = family_of[q]
+            if fixed.setdefault(fam, name) != name:
+                raise ValueError(f"family {fam} holds queries of the {fixed[fam]} and {name} splits")
+    for pid, fam in family_of.items():
+        if fam in fixed:
+            split_of[pid] = fixed[fam]
+    out: dict[str, list[str]] = {k: [] for k in SPLIT_NAMES}
+    for pid, name in split_of.items():
+        out[name].append(pid)
+    return {k: sorted(v) for k, v in out.items()}
