@@ -315,6 +315,18 @@ def locarno_derived(src: list) -> str:
     return "\n".join(lines)
 
 
+def trunk_size(src: list) -> str:
+    """The untrained trunk's input size and mirror averaging on validation (``bench/bench_trunk_size.py``)."""
+    lines = ["| trunk input | Red Book patent mAP | Red Book subclass mAP | Red Book main mAP | USPC val subclass mAP | "
+             "USPC val main mAP |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, row in src[0]["rows"].items():
+        cells = [f"{v['value']:.3f} ({v['vs_224']['diff']:+.3f} [{v['vs_224']['low']:+.3f}, {v['vs_224']['high']:+.3f}])"
+                 for where in ("redbook", "uspc-val") for v in row[where].values()]  # fmt: skip
+        label = name.replace(" +mirror", " px, mirror averaged") if "mirror" in name else f"{name} px"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def loop_drawings(src: list) -> str:
     """What examiner labels bought on USPC drawings: the headline and every point (``train.loop_curves``)."""
     from patent_demo.labels import loop
@@ -349,6 +361,7 @@ REGISTRY: tuple[Block, ...] = (
     Block("locarno-derived", ("splits/uspc2007_locarno.json", *(f"docs/bench/heads_redbook_select_{h}.json"
                                                                 for h in ("uspc", "locarno", "both"))),
           locarno_derived, "docs/results.md"),  # fmt: skip
+    Block("trunk-size", ("docs/bench/trunk_size.json",), trunk_size, "docs/results.md"),
     Block("loop-drawings", ("docs/loop.json",), loop_drawings, "docs/loop.md"),
     Block("loop-headline", ("docs/loop.json", "docs/loop_text.json"), loop_headline, "README.md"),
     Block("loop-text", ("docs/loop_text.json",), loop_text, "docs/loop.md"),
