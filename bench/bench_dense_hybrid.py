@@ -41,7 +41,8 @@ def main(argv=None) -> int:
         "--app-checkpoint", default=None, help="also time Workbench.search_text_lists with this DSSDNet"
     )
     p.add_argument("--app-only", action="store_true", help="time only the app's whole text search")
-    p.add_argument("--depths", type=int, nargs="+", default=[100], help="hybrid candidates the app re-ranks")
+    p.add_argument("--depths", type=int, nargs="+", default=[0],
+                   help="hybrid candidates re-ranked (0: the app's own, the depth the checkpoint chose on validation)")
     p.add_argument("--app-queries", type=int, default=5, help="queries timed for the app's search (after one warm-up)")
     args = p.parse_args(argv)
     import faiss
@@ -120,9 +121,11 @@ def main(argv=None) -> int:
 
         queries = [corpus[q] for q in sorted(corpus.qrels) if corpus[q].text][: args.app_queries + 1]
         for depth in args.depths:
-            wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path(args.corpus), bm25_candidates=depth,
+            wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path(args.corpus),
                                            checkpoint_dirs=(Path(args.app_checkpoint).parent,)), progress=False)  # fmt: skip
             spec = read_checkpoint_spec(Path(args.app_checkpoint))
+            if depth:  # forced, whatever depth the checkpoint chose on validation
+                wb.rerank_depth = lambda spec, d=depth: d
             wb.bm25(), wb.dense()  # the text indexes (this corpus has no drawings to index)
             rr = wb.reranker(spec)
             wb.search_text_lists(f"{queries[0].title}. {queries[0].text}", k=10, model=spec.key)  # warm-up
@@ -132,7 +135,7 @@ def main(argv=None) -> int:
                 wb.search_text_lists(f"{q.title}. {q.text}", k=10, model=spec.key)
                 t_all.append(time.perf_counter() - t)
             print(f"app: Workbench.search_text_lists (bm25, dense, hybrid, dssdnet on the hybrid top "
-                  f"{wb.config.bm25_candidates}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
+                  f"{wb.rerank_depth(spec)}{'' if depth else ' (chosen on validation)'}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
                   f"dense {wb.dense()[0].precision}: median {statistics.median(t_all):.2f} s, "
                   f"p90 {sorted(t_all)[max(0, int(0.9 * len(t_all)) - 1)]:.2f} s over {len(t_all)} queries")  # fmt: skip
     return 0

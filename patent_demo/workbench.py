@@ -472,23 +472,12 @@ class Workbench:
         specs = self.models("text")
         return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
 
-    def search_text(
-        self,
-        abstract: str,
-        codes: str | Mapping[str, Sequence[str]] = "",
-        k: int = 10,
-        model: str = "",
-        allowed: Collection[str] | None = None,
-    ) -> tuple[Results, Results]:
-        """(BM25 top-k, DSSDNet top-k) for an abstract: ``patent_demo.text.search.rerank_run``, the path the
-        training evaluation and the benchmarks take, over BM25's top ``max(k, bm25_candidates)``, all of
-        them re-ranked. ``allowed`` (patent ids, see ``patent_demo.filters``) restricts BM25 to those
-        documents.
-
-        DSSDNet extras hold the gate vector, its mean, t, t_hat, ds/di/fusion and the score with t flipped
-        (see ``Reranker.rank``), plus ``bm25_rank``. Its scores are the re-ranker's own (``rerank_run``
-        orders by them; its merged scores are shifted to sit above a BM25 tail, which is empty here).
-        """
+    def search_text(self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = "",
+                    allowed: Collection[str] | None = None) -> tuple[Results, Results]:  # fmt: skip
+        """(BM25 top-k, DSSDNet top-k) of :meth:`search_text_lists`; ``allowed`` (patent ids, see
+        ``patent_demo.filters``) restricts the search to those documents. DSSDNet extras hold the gate vector,
+        its mean, t, t_hat, ds/di/fusion, the score with t flipped (``Reranker.rank``) and ``bm25_rank``; its
+        scores are the re-ranker's own."""
         lists = self.search_text_lists(abstract, codes, k, model, allowed)
         return lists["bm25"], lists["dssdnet"]
 
@@ -528,7 +517,8 @@ class Workbench:
         if {"dssdnet", "fused"} & set(names):
             spec = self.model(model, "text") if model else self.default_text_model()
             reranker, weight = self.reranker(spec), self.fusion_weight(spec)[0]
-        runs = text_runs(self.text_stage(), [query], self.corpus, k, names, reranker, max(k, self.config.bm25_candidates),
+        depth = self.rerank_depth(spec) if spec is not None else self.config.bm25_candidates
+        runs = text_runs(self.text_stage(), [query], self.corpus, k, names, reranker, max(k, depth),
                          weight, allowed=only, batch_size=self.config.batch_size, keep_extras=True,
                          where={"query": where} if where is not None else None)  # fmt: skip
         out = {n: r["query"] for n, r in runs.items()}
@@ -537,15 +527,23 @@ class Workbench:
             out["dssdnet"] = Results(d.ids, np.asarray([e.pop("rerank_score") for e in d.extras]), d.extras)
         return out
 
+    def rerank_depth(self, spec: ModelSpec) -> int:
+        """How many hybrid candidates ``spec`` re-ranks: the depth its checkpoint chose on validation (the
+        shallowest that loses nothing there), else ``config.bm25_candidates``."""
+        from patent_demo.text.fusion import validated_depth
+
+        return validated_depth(spec.path) or self.config.bm25_candidates
+
     def fusion_weight(self, spec: ModelSpec) -> tuple[float, str]:
         """``(weight, note)``: the pool's share in the fused list, as ``spec``'s checkpoint tuned it on its
-        validation queries for the hybrid pool at this re-rank depth; else 0.5 and a note saying so."""
+        validation queries for the hybrid pool at its re-rank depth; else 0.5 and a note saying so."""
         from patent_demo.text.fusion import tuned_fusion_weight
 
-        w = tuned_fusion_weight(spec.path, "hybrid", self.config.bm25_candidates)
+        depth = self.rerank_depth(spec)
+        w = tuned_fusion_weight(spec.path, "hybrid", depth)
         if w is not None:
             return w, ""
-        return 0.5, (f"{spec.key} records no fusion weight tuned on the hybrid top {self.config.bm25_candidates}: "
+        return 0.5, (f"{spec.key} records no fusion weight tuned on the hybrid top {depth}: "
                      "the fused list uses an untuned 0.5")  # fmt: skip
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:

@@ -137,3 +137,55 @@ def test_the_tuned_fusion_cannot_fall_below_its_first_stage_on_validation():
         chosen = next(r for r in rows if r["weight"] == w)
         assert chosen["objective"] >= base - 1e-12, trial
         assert fuse_run(first, rer, 1.0)["q0"].ids == first["q0"].ids  # weight 1 is the first stage's order
+
+
+def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_rerank(tmp_path, monkeypatch):
+    """``metrics.json`` ``rerank_depth`` (written by ``train.text_rerank_eval --write-depth``) sets how many
+    hybrid candidates the workbench re-ranks and which tuned fusion weight it reads; without it the
+    configured ``bm25_candidates``."""
+    import json
+    from types import SimpleNamespace
+
+    from patent_demo.text.fusion import validated_depth
+    from tests.test_pipeline import make_workbench
+
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    assert validated_depth(None) is None and validated_depth(ck) is None
+    (ck / "metrics.json").write_text(json.dumps({"rerank_depth": {"depth": 30},
+                                                 "fusion_pools": {"hybrid@30": {"weight": 0.6, "pool": "hybrid",
+                                                                                "k_rerank": 30}}}))  # fmt: skip
+    assert validated_depth(ck) == 30
+    wb, _ = make_workbench(tmp_path / "wb")
+    spec = SimpleNamespace(path=ck, key="ck")
+    assert wb.rerank_depth(spec) == 30 and wb.fusion_weight(spec) == (0.6, "")
+    assert wb.rerank_depth(SimpleNamespace(path=None, key="x")) == wb.config.bm25_candidates
+    query = "lamp with a shade and bulb"
+    top6 = wb.search_text_lists(query, "26-05", k=6, lists=("hybrid",))["hybrid"].ids
+    for depth in (3, 6):  # k = 3: the re-ranked hits come from the hybrid's top `depth`
+        monkeypatch.setattr(type(wb), "rerank_depth", lambda self, spec, d=depth: d)
+        shown = wb.search_text_lists(query, "26-05", k=3, lists=("dssdnet",))["dssdnet"].ids
+        assert set(shown) <= set(top6[:depth]) and len(shown) == 3
+    assert set(shown) != set(top6[:3])  # re-ranking 6 brought up a hit from below the hybrid's top 3
+
+
+def test_the_shallowest_depth_that_loses_nothing_on_validation(tmp_path):
+    from train.text_rerank_eval import shallowest_lossless, write_depth
+
+    def split(d, f):
+        return {"val": {"dssdnet": {"map@10": d}, "fused": {"map@10": f}}}
+
+    out = {"k_rerank": 100, "command": "python -m train.text_rerank_eval …",
+           "fusion": {"weight": 0.6, "tuned_on": "18 validation queries"},
+           "splits": {"val": {"summary": {"dssdnet": {"map@10": 0.30}, "fused": {"map@10": 0.40}}}},
+           "depths": {"30": {"fusion_weight": 0.5, "splits": split(0.31, 0.39)},
+                      "50": {"fusion_weight": 0.7, "splits": split(0.30, 0.40)}}}  # fmt: skip
+    assert shallowest_lossless(out) == 50  # 30 loses on the fused list
+    out["depths"]["50"]["splits"] = split(0.29, 0.41)
+    assert shallowest_lossless(out) == 100  # nothing shallower keeps both lists
+    (tmp_path / "metrics.json").write_text("{}")
+    write_depth(tmp_path, out, 50)
+    import json
+
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    assert m["rerank_depth"]["depth"] == 50 and m["fusion_pools"]["hybrid@50"]["weight"] == 0.7

@@ -465,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             train_info.update(parent=str(args.init_from), version=int(parent_version) + 1)
         model.save(out, base_state=base_state, metrics=_round_nested(metrics), train=train_info)
         checkpoint.write_text(
-            out / checkpoint.COMMAND, shlex.join([sys.executable, "-m", "train.dssdnet", *argv]) + "\n"
+            out / checkpoint.COMMAND, shlex.join(["python", "-m", "train.dssdnet", *argv]) + "\n"
         )
         if not args.keep_state and (out / checkpoint.STATE).exists():
             (out / checkpoint.STATE).unlink()

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-dir", default="cache", help="the dense index cache")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--write-fusion", action="store_true", help="record the tuned weight in the checkpoint")
+    p.add_argument("--write-depth", action="store_true",
+                   help="record in the checkpoint the shallowest of --depths that loses nothing on validation "
+                        "(the app re-ranks to it) with its tuned fusion weight")  # fmt: skip
     p.add_argument("--out", required=True, help="the JSON to write")
     args = p.parse_args(argv)
     import torch
@@ -145,8 +148,41 @@ def main(argv: list[str] | None = None) -> int:
             "command": out["command"],
         }
         path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
+    if args.write_depth:
+        depth = shallowest_lossless(out)
+        write_depth(Path(args.checkpoint), out, depth)
+        print(f"re-rank depth chosen on validation: {depth}")
     print("fusion weight (hybrid share) tuned on validation:", weight)
     return 0
+
+
+def shallowest_lossless(out: dict) -> int:
+    """The re-rank depth the app uses: the shallowest scored depth whose validation MAP@10, of the re-ranked
+    and of the fused list, is at least the full depth's (``k_rerank``): fewer candidates that lose nothing."""
+    full = out["splits"]["val"]["summary"]
+    for d in sorted(int(x) for x in out["depths"]):
+        val = out["depths"][str(d)]["splits"]["val"]
+        if all(val[n]["map@10"] >= full[n]["map@10"] for n in ("dssdnet", "fused")):
+            return d
+    return out["k_rerank"]
+
+
+def write_depth(checkpoint: Path, out: dict, depth: int) -> None:
+    """``metrics.json``: ``rerank_depth`` (the depth, the rule, the queries it was chosen on) and the
+    fusion weight tuned at that depth under ``fusion_pools["hybrid@<depth>"]``."""
+    path = checkpoint / "metrics.json"
+    metrics = json.loads(path.read_text(encoding="utf-8"))
+    weight = out["fusion"]["weight"] if depth == out["k_rerank"] else out["depths"][str(depth)]["fusion_weight"]
+    metrics["rerank_depth"] = {
+        "depth": depth, "full_depth": out["k_rerank"], "chosen_on": out["fusion"]["tuned_on"],
+        "rule": "the shallowest depth whose validation MAP@10 of the re-ranked and the fused lists is at least "
+                "the full depth's", "command": out["command"],
+    }  # fmt: skip
+    metrics.setdefault("fusion_pools", {})[f"hybrid@{depth}"] = {
+        "weight": weight, "pool": "hybrid", "k_rerank": depth, "tuned_on": out["fusion"]["tuned_on"],
+        "command": out["command"],
+    }  # fmt: skip
+    path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
 
 
 def _head_at(reranked, first, depth: int):

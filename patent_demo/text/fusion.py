@@ -127,6 +127,22 @@ def checkpoint_fusion_weight(directory) -> float:
     return float(value) if isinstance(value, (int, float)) and 0.0 <= value <= 1.0 else DEFAULT_FUSION_WEIGHT
 
 
+def validated_depth(directory) -> int | None:
+    """The re-rank depth a checkpoint chose on its validation queries (``metrics.json`` ``rerank_depth``,
+    written by ``train/text_rerank_eval.py --write-depth``), or None when it records none."""
+    import json
+    from pathlib import Path
+
+    if directory is None:
+        return None
+    try:
+        entry = json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8")).get("rerank_depth") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    depth = entry.get("depth") if isinstance(entry, dict) else None
+    return depth if isinstance(depth, int) and depth > 0 else None
+
+
 def tuned_fusion_weight(directory, pool: str = "hybrid", k_rerank: int | None = None) -> float | None:
     """The fusion weight a re-ranker checkpoint tuned on its validation queries for first stage ``pool``
     re-ranked to depth ``k_rerank`` (``metrics.json`` ``fusion``: ``weight``, ``pool`` (default

@@ -67,7 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--labels", default=None,
                    help="label database (PATENT_DEMO_LABELS; default data/labels.sqlite beside app.py, /data on a Space)")  # fmt: skip
     p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
-                   help="BM25 candidates the re-ranker scores (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
+                   help="hybrid candidates a re-ranker scores when its checkpoint records no depth chosen on "
+                        "validation (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
     p.add_argument(
         "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
     )

@@ -252,7 +252,7 @@ class Handlers:
                                                 rerank=False, exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
             session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
-            status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.config.bm25_candidates}…"
+            status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.rerank_depth(spec)}…"
             return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes), previous
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, None, warn(err), previous
@@ -302,7 +302,7 @@ class Handlers:
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             precision = getattr(self.wb.reranker(spec), "precision", "fp32")
             status = (f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
-                      f"{self.wb.config.bm25_candidates}{untrained}")  # fmt: skip
+                      f"{self.wb.rerank_depth(spec)}{untrained}")  # fmt: skip
             status = _with_notes(status, notes)
             if not len(lists["bm25"]):  # the dense and hybrid lists still rank: say what they rank by
                 found = len(lists.get("hybrid") or [])
