@@ -39,3 +39,14 @@ def test_the_default_list_follows_default_text_list_and_unmeasured_lists_say_so(
     other = SimpleNamespace(key="other", path=Path("x/other"), metrics={}, trained=False)
     note = list_note("dssdnet", other, default="hybrid", results=RESULTS)
     assert "not measured on the cs3245 split with other" in note and "untrained head" in note
+
+
+def test_a_checkpoint_that_reranks_a_validated_depth_says_which(tmp_path):
+    """Figures measured at depth 100 for a checkpoint the app re-ranks to its validated depth: the line says both."""
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "metrics.json").write_text('{"rerank_depth": {"depth": 30}}')
+    spec = SimpleNamespace(key="ck", path=ck, metrics={}, trained=True)
+    note = list_note("dssdnet", spec, default="hybrid", results=RESULTS)
+    assert "ck re-ranking the hybrid top 100; the app re-ranks the top 30, chosen on validation" in note
+    assert "the app re-ranks" not in list_note("dssdnet", SPEC, default="hybrid", results=RESULTS)

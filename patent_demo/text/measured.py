@@ -48,7 +48,11 @@ def measurements(checkpoint: Path | None, results: dict) -> list[dict]:
     for rec in results.get("rerank") or []:
         if name and Path(str(rec.get("checkpoint", ""))).name == name:
             splits = rec.get("splits") or {}
-            out.append({"what": f"{name} re-ranking the hybrid top {rec.get('k_rerank', '?')}",
+            from patent_demo.text.fusion import validated_depth
+
+            depth, measured = validated_depth(checkpoint), rec.get("k_rerank", "?")
+            same = f"; the app re-ranks the top {depth}, chosen on validation" if depth and depth != measured else ""
+            out.append({"what": f"{name} re-ranking the hybrid top {measured}{same}",
                         "lists": {s: v.get("summary") or {} for s, v in splits.items()},
                         "queries": {s: v.get("queries") for s, v in splits.items()},
                         "bootstrap": {s: v.get("bootstrap") or {} for s, v in splits.items()}})  # fmt: skip
