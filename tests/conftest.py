@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,30 @@ def two_member_subclasses(n: int) -> tuple[Path, list[list[list[str]]]]:
     for r in rows:
         by_sub[r[1]].append(r)
     return src, [by_sub[s] for s in sorted(by_sub) if len(by_sub[s]) == 2][:n]
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface (127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def live_app(wb, store, /, **launch):
+    """The app (``app.build_demo(wb, store)``) served in this process on a free loopback port, launched with
+    ``app.launch_kwargs(wb, **launch)`` (``launch`` may name ``store`` too); yields its URL and closes the
+    server on exit."""
+    import app
+
+    demo = app.build_demo(wb, store)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **app.launch_kwargs(wb, **launch))  # fmt: skip
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
 
 
 @pytest.fixture

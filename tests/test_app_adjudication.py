@@ -30,7 +30,6 @@ Tests: patent_demo/ui/labelling.py, patent_demo/labels/agreement.py
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 from pathlib import Path
 
@@ -38,6 +37,7 @@ import pytest
 
 from patent_demo.labels.store import Label, LabelStore, image_query_id, text_query_id
 from patent_demo.wording import counted
+from tests.conftest import live_app
 from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow
@@ -45,12 +45,6 @@ pytestmark = pytest.mark.slow
 TEXT = "lamp with a shade and bulb"
 Q_TEXT = text_query_id(TEXT)
 SCREENSHOT = Path(__file__).resolve().parent.parent / "test-artifacts" / "agreement-1366.png"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +57,6 @@ def workbench(tmp_path_factory):
 @pytest.fixture
 def served(workbench, tmp_path):
     """(url, label store, drawing query id, stored drawing file): a fresh store with the units above."""
-    import app
-
     store = LabelStore(tmp_path / "labels.sqlite")
     drawing = workbench.corpus.image_path(workbench.corpus["D0002"].figures[0])
     sha, rel = store.save_query_image(drawing.read_bytes(), ".png")
@@ -90,12 +82,8 @@ def served(workbench, tmp_path):
     image("bob", "D0002", "relevant", 1)
     image("carol", "D0002", "relevant", 1)
     image("alice", "D0003", "partly", 2)
-    demo = app.build_demo(workbench, store)
-    port = _free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(workbench))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", store, q_img, rel
-    demo.close()
+    with live_app(workbench, store) as url:
+        yield url, store, q_img, rel
     store.close()
 
 
@@ -243,7 +231,7 @@ def test_agreement_tab_screenshot(served):
         page.screenshot(path=str(SCREENSHOT), full_page=True)
         page.locator("#g-adjudicate").click()
         page.locator("#g-status").get_by_text("✓ adjudicated D0009").wait_for(timeout=10_000)
-        page.locator("#g-report").get_by_text("1 open disagreements").wait_for(timeout=10_000)
+        page.locator("#g-report").get_by_text("1 open disagreement;").wait_for(timeout=10_000)
         browser.close()
     last = store.labels()[-1]
     assert (last.annotator, last.candidate_id, last.label, last.note, last.adjudicated) == (

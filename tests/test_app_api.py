@@ -6,41 +6,27 @@ Tests: app.py, patent_demo/ui/handlers.py
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 
 import pytest
 
 from patent_demo.drawing.scale import describe_index
 from patent_demo.labels.store import LabelStore
+from tests.conftest import live_app
 from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """(url, workbench, label store): the app served in this process on a free port."""
-    import app
-
     tmp = tmp_path_factory.mktemp("app")
     wb, _ = make_workbench(tmp)
     wb.warm_up()
     store = LabelStore(tmp / "labels" / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    port = free_port()
-    kwargs = app.launch_kwargs(wb)
-    demo.queue().launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **kwargs
-    )
-    yield f"http://127.0.0.1:{port}/", wb, store
-    demo.close()
+    with live_app(wb, store) as url:
+        yield url, wb, store
     store.close()
 
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from patent_demo.labels.store import LabelStore
-from tests.test_app_api import free_port
+from tests.conftest import free_port, live_app
 from tests.test_browser import browser  # noqa: F401  (the chromium fixture)
 from tests.test_labels_ui import _shared_hash_predict
 from tests.test_pipeline import make_workbench
@@ -79,17 +79,12 @@ def logins(guarded):
 @pytest.fixture(scope="module")
 def open_server(temp_dir, workbench, tmp_path_factory):
     """(url, sweeper) of the app without logins; its sweeper keeps the temporary folder within 4 MB."""
-    import app
     from patent_demo.ui.guard import TempSweeper
 
     store = LabelStore(tmp_path_factory.mktemp("attacks-open") / "labels.sqlite")
     sweeper = TempSweeper(max_bytes=4 * 2**20, min_age_s=0, every_s=0)
-    demo = app.build_demo(workbench, store)
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(workbench, sweeper=sweeper))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", sweeper
-    demo.close()
+    with live_app(workbench, store, sweeper=sweeper) as url:
+        yield url, sweeper
     store.close()
 
 

@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw
 
 from patent_demo.labels.store import LabelStore
 from patent_demo.limits import MAX_APPLICATION_VIEWS, MAX_SHEET_FIGURES
-from tests.test_app_api import free_port
+from tests.conftest import free_port, live_app
 from tests.test_pipeline import make_workbench
 from tests.test_reliability import _drawn, _filters, _label, _text
 
@@ -54,8 +54,6 @@ def _boxes_sheet(n: int = 14) -> bytes:
 def live(tmp_path_factory):
     """(url, workbench, store, folder of uploads): the app on a free port, launched as ``app.py`` launches it
     (``launch_kwargs`` with the store, so its files are blocked too)."""
-    import app
-
     tmp = tmp_path_factory.mktemp("attacks")
     wb, _ = make_workbench(tmp)
     wb.warm_up()
@@ -65,12 +63,8 @@ def live(tmp_path_factory):
     (files / "sheet-196.png").write_bytes(_boxes_sheet())
     (files / "good.png").write_bytes(wb.corpus.image_path(wb.corpus["D0002"].figures[0]).read_bytes())
     (files / "gray-5000.png").write_bytes(_drawn((5000, 5000)))  # 25 MB decoded: two are over 40 MB
-    demo = app.build_demo(wb, store)
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb, None, store))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", wb, store, files
-    demo.close()
+    with live_app(wb, store, store=store) as url:
+        yield url, wb, store, files
     store.close()
 
 

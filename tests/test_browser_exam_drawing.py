@@ -12,7 +12,6 @@ Tests: patent_demo/ui/examiner.py, patent_demo/examiner.py
 from __future__ import annotations
 
 import re
-import socket
 
 import pytest
 
@@ -21,7 +20,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.drawing.imageio import load_drawing
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import require_shared
+from tests.conftest import live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -31,8 +30,6 @@ QUERY = "USD0913174-20210316"  # a perspective view of this patent is the query
 @pytest.fixture(scope="module")
 def red(tmp_path_factory):
     """(url, workbench, store, source folder) of the app on a Red Book corpus built with ``patent-demo``."""
-    import app
-
     src = require_shared("impact_design_patent_samples") / "patents"
     tmp = tmp_path_factory.mktemp("exam-red")
     assert (
@@ -44,14 +41,8 @@ def red(tmp_path_factory):
     )
     wb.warm_up()
     store = LabelStore(tmp / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", wb, store, src
-    demo.close()
+    with live_app(wb, store) as url:
+        yield url, wb, store, src
     store.close()
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import sqlite3
 
 import pytest
@@ -30,7 +29,7 @@ import pytest
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import require_shared
+from tests.conftest import live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -53,8 +52,6 @@ def _boilerplate_twin(src, dest) -> None:
 @pytest.fixture(scope="module")
 def red(tmp_path_factory):
     """(url, workbench, store, source folder) of the app on the Red Book corpus built with ``patent-demo``."""
-    import app
-
     real = require_shared("impact_design_patent_samples") / "patents"
     tmp = tmp_path_factory.mktemp("fixes-red")
     src = tmp / "patents"
@@ -64,14 +61,8 @@ def red(tmp_path_factory):
     wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", corpus=out, checkpoint_dirs=()), progress=False)
     wb.warm_up()
     store = LabelStore(tmp / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", wb, store, src
-    demo.close()
+    with live_app(wb, store) as url:
+        yield url, wb, store, src
     store.close()
 
 

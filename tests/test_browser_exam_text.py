@@ -13,7 +13,6 @@ Tests: patent_demo/ui/examiner.py, patent_demo/examiner.py
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -21,7 +20,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.wording import counted
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import REPO_ROOT, require_shared
+from tests.conftest import REPO_ROOT, live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -34,8 +33,6 @@ OFF_TOPIC = (
 @pytest.fixture(scope="module")
 def cs(tmp_path_factory):
     """(url, workbench, docs by id) of the app on the cs3245 corpus built with ``patent-demo``."""
-    import app
-
     src = require_shared("cs3245_patsnap_corpus_qrels")
     tmp = tmp_path_factory.mktemp("exam-cs")
     assert (
@@ -47,15 +44,9 @@ def cs(tmp_path_factory):
     wb = Workbench(config, progress=False)
     wb.warm_up()  # a text corpus: BM25 only, no drawing index and no error
     store = LabelStore(tmp / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
-    docs = {d["doc_id"]: d for d in map(json.loads, (src / "patsnap_docs.jsonl").open(encoding="utf-8"))}
-    yield f"http://127.0.0.1:{port}/", wb, docs
-    demo.close()
+    with live_app(wb, store) as url:
+        docs = {d["doc_id"]: d for d in map(json.loads, (src / "patsnap_docs.jsonl").open(encoding="utf-8"))}
+        yield url, wb, docs
     store.close()
 
 

@@ -9,7 +9,6 @@ Tests: patent_demo/ui/examiner.py, patent_demo/examiner.py
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -18,22 +17,15 @@ from patent_demo.data.corpus import merge
 from patent_demo.filters import prior_art_date
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import REPO_ROOT, require_shared
+from tests.conftest import REPO_ROOT, live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """(url, workbench, store) serving the real corpus."""
-    import app
     from patent_demo.data.loaders.deeppatent2 import load_deeppatent2_names
     from patent_demo.data.loaders.uspto import load_grant_xml, load_redbook
 
@@ -56,12 +48,8 @@ def real(tmp_path_factory):
     wb = Workbench(config, corpus=corpus, progress=False)
     wb.warm_up()
     store = LabelStore(tmp / "labels" / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    port = _port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", wb, store
-    demo.close()
+    with live_app(wb, store) as url:
+        yield url, wb, store
     store.close()
 
 

@@ -22,14 +22,12 @@ Screenshots go to ``test-artifacts/tabs-<tab>-<width>.png``.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import require_shared
+from tests.conftest import live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -48,18 +46,6 @@ HEADINGS = (f"els => els.filter(e => e.getClientRects().length)"
             f".map(e => [e.textContent.trim(), e.scrollWidth, e.clientWidth, ({LINES})(e)])")
 
 
-def _serve(wb: Workbench, store: LabelStore):
-    import app
-
-    demo = app.build_demo(wb, store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb, store=store))  # fmt: skip
-    return demo, f"http://127.0.0.1:{port}/"
-
-
 @pytest.fixture(scope="module")
 def red(tmp_path_factory):
     """(url, source folder) of the app on a Red Book corpus built with ``patent-demo``."""
@@ -69,9 +55,8 @@ def red(tmp_path_factory):
     wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=()), progress=False)
     wb.warm_up()
     store = LabelStore(tmp / "labels.sqlite")
-    demo, url = _serve(wb, store)
-    yield url, src
-    demo.close()
+    with live_app(wb, store, store=store) as url:
+        yield url, src
     store.close()
 
 
@@ -277,22 +262,21 @@ def test_a_text_corpus_shows_no_empty_drawing_boxes(browser, tmp_path):  # noqa:
     wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", corpus=tmp_path / "corpus", checkpoint_dirs=()),
                    progress=False)  # fmt: skip
     store = LabelStore(tmp_path / "labels.sqlite")
-    demo, url = _serve(wb, store)
     try:
-        page = browser.new_page(viewport={"width": 1366, "height": 900})
-        page.goto(url)
-        _tab(page, "Document")
-        box = page.locator("#doc-id textarea, #doc-id input").first
-        box.fill("EP0735178A1")
-        page.locator("#doc-open").click()
-        page.locator("#doc-html h3").get_by_text("EP0735178A1").wait_for(timeout=30_000)
-        for hidden in ("#doc-gallery", "#more-drawing", "#l-preview"):
-            assert not page.locator(hidden).is_visible(), hidden
-        assert page.locator("#more-text").is_visible()
-        _shot(page, "document-text-corpus", 1366)
-        _tab(page, "Side by side")
-        assert not page.locator("#sbs-query").is_visible() and not page.locator("#sbs-hit").is_visible()
-        page.close()
+        with live_app(wb, store, store=store) as url:
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            page.goto(url)
+            _tab(page, "Document")
+            box = page.locator("#doc-id textarea, #doc-id input").first
+            box.fill("EP0735178A1")
+            page.locator("#doc-open").click()
+            page.locator("#doc-html h3").get_by_text("EP0735178A1").wait_for(timeout=30_000)
+            for hidden in ("#doc-gallery", "#more-drawing", "#l-preview"):
+                assert not page.locator(hidden).is_visible(), hidden
+            assert page.locator("#more-text").is_visible()
+            _shot(page, "document-text-corpus", 1366)
+            _tab(page, "Side by side")
+            assert not page.locator("#sbs-query").is_visible() and not page.locator("#sbs-hit").is_visible()
+            page.close()
     finally:
-        demo.close()
         store.close()

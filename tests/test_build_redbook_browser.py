@@ -8,13 +8,11 @@ Tests: patent_demo/data/build.py, app.py
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from patent_demo.data.build import build_corpus
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import require_shared
+from tests.conftest import live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -22,8 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def redbook_app(tmp_path_factory):
-    import app
-
     src = require_shared("impact_design_patent_samples") / "patents"
     tmp = tmp_path_factory.mktemp("redbook")
     build_corpus("redbook", src, tmp / "corpus", progress=False)
@@ -33,14 +29,8 @@ def redbook_app(tmp_path_factory):
     from patent_demo.labels.store import LabelStore
 
     store = LabelStore(tmp / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", wb, src
-    demo.close()
+    with live_app(wb, store) as url:
+        yield url, wb, src
     store.close()
 
 

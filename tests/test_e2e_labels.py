@@ -17,7 +17,7 @@ import json
 import pytest
 
 from patent_demo.labels.store import LabelStore
-from tests.test_app_api import free_port
+from tests.conftest import live_app
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,6 @@ def labelled(world):
     """Label through the app's API: returns (label db path, {query patent: {candidate: (label, rank)}})."""
     from gradio_client import Client, handle_file
 
-    import app
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     tmp, corpus, ck = world
@@ -74,53 +73,49 @@ def labelled(world):
         "parent"
     )  # as the app does at start-up: a search with a model whose index is not ready is refused
     store = LabelStore(tmp / "labels" / "labels.sqlite")
-    demo = app.build_demo(wb, store)
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
     judged: dict[str, dict[str, tuple[str, int]]] = {}
     try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-        test_ids = set(corpus.splits["test"])
-        for qpid in (*TRAIN_QUERIES, TEST_QUERY):
-            query = corpus[qpid]
-            path = corpus.image_path(query.figures[0])
-            out = client.predict(handle_file(str(path)), "parent", len(corpus), True, True, "", "examiner",
-                                 api_name="/search_drawing")  # fmt: skip
-            rows = out[2]["data"]  # [rank, patent, view, locarno, ...]
-            assert [r[0] for r in rows] == list(range(1, len(corpus) + 1))
-            others = [(r[0], r[1], r[3]) for r in rows if r[1] != qpid and r[1] not in test_ids]
-            diff = [o for o in others if o[2] != query.locarno]
-            # same-type patents ranked below another type are relevant; the best other types are not
-            low = [o for o in others if o[2] == query.locarno and o[0] > diff[0][0]]
-            picks = [(o, "relevant") for o in low[:2]] + [(o, "not") for o in diff[:2]]
-            judged[qpid] = {}
-            for (rank, pid, _), label in picks:
-                msg, *_ = client.predict(label, "hmcl", rank, "", "", "examiner", api_name="/label")
-                assert msg.startswith(f"✓ {label} · {pid} (hmcl #{rank})")
-                judged[qpid][pid] = (label, rank)
-        for qpid in (TEXT_QUERY, TEST_QUERY):  # text queries: the patents' titles and abstracts
-            query = corpus[qpid]
-            out = client.predict(
-                wb.candidate_text(query), "", "text", len(corpus), "examiner", api_name="/search_text"
-            )
-            rows = out[1]["data"]  # DSSDNet list: [rank, move, patent, locarno, ...]
-            others = [(r[0], r[2], r[3]) for r in rows if r[2] != qpid and r[2] not in test_ids]
-            picks = [(others[0], "not"), (others[-1], "relevant")]
-            judged["text:" + qpid] = {}
-            for (rank, pid, _), label in picks:
-                msg, *_ = client.predict(label, "dssdnet", rank, "", "", "examiner", api_name="/label")
-                assert msg.startswith(f"✓ {label} · {pid} (dssdnet #{rank})")
-                judged["text:" + qpid][pid] = (label, rank)
-        files, _ = client.predict(api_name="/export_labels")
-        assert sorted(f.rsplit("/", 1)[-1] for f in files) == [
-            "disputed.jsonl",
-            "dssdnet.jsonl",
-            "hmcl.jsonl",
-            "qrels.txt",
-        ]
+        with live_app(wb, store) as url:
+            client = Client(url, verbose=False)
+            test_ids = set(corpus.splits["test"])
+            for qpid in (*TRAIN_QUERIES, TEST_QUERY):
+                query = corpus[qpid]
+                path = corpus.image_path(query.figures[0])
+                out = client.predict(handle_file(str(path)), "parent", len(corpus), True, True, "",
+                                     "examiner", api_name="/search_drawing")  # fmt: skip
+                rows = out[2]["data"]  # [rank, patent, view, locarno, ...]
+                assert [r[0] for r in rows] == list(range(1, len(corpus) + 1))
+                others = [(r[0], r[1], r[3]) for r in rows if r[1] != qpid and r[1] not in test_ids]
+                diff = [o for o in others if o[2] != query.locarno]
+                # same-type patents ranked below another type are relevant; the best other types are not
+                low = [o for o in others if o[2] == query.locarno and o[0] > diff[0][0]]
+                picks = [(o, "relevant") for o in low[:2]] + [(o, "not") for o in diff[:2]]
+                judged[qpid] = {}
+                for (rank, pid, _), label in picks:
+                    msg, *_ = client.predict(label, "hmcl", rank, "", "", "examiner", api_name="/label")
+                    assert msg.startswith(f"✓ {label} · {pid} (hmcl #{rank})")
+                    judged[qpid][pid] = (label, rank)
+            for qpid in (TEXT_QUERY, TEST_QUERY):  # text queries: the patents' titles and abstracts
+                query = corpus[qpid]
+                out = client.predict(
+                    wb.candidate_text(query), "", "text", len(corpus), "examiner", api_name="/search_text"
+                )
+                rows = out[1]["data"]  # DSSDNet list: [rank, move, patent, locarno, ...]
+                others = [(r[0], r[2], r[3]) for r in rows if r[2] != qpid and r[2] not in test_ids]
+                picks = [(others[0], "not"), (others[-1], "relevant")]
+                judged["text:" + qpid] = {}
+                for (rank, pid, _), label in picks:
+                    msg, *_ = client.predict(label, "dssdnet", rank, "", "", "examiner", api_name="/label")
+                    assert msg.startswith(f"✓ {label} · {pid} (dssdnet #{rank})")
+                    judged["text:" + qpid][pid] = (label, rank)
+            files, _ = client.predict(api_name="/export_labels")
+            assert sorted(f.rsplit("/", 1)[-1] for f in files) == [
+                "disputed.jsonl",
+                "dssdnet.jsonl",
+                "hmcl.jsonl",
+                "qrels.txt",
+            ]
     finally:
-        demo.close()
         store.close()
     return tmp / "labels" / "labels.sqlite", judged
 

@@ -5,7 +5,6 @@ name, with the oracle's grade."""
 from __future__ import annotations
 
 import importlib.util
-import socket
 import sqlite3
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.labels.store import LabelStore
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, free_port
 from tests.test_pipeline import make_workbench
 
 
@@ -55,12 +54,6 @@ def test_text_oracle_cited_or_citing_in_either_direction(tmp_path):
     assert sim.text_grade(corpus, a, "C") == 2  # C cites A
     assert sim.text_grade(corpus, a, "D") == 2  # A's own citation list
     assert sim.text_grade(corpus, b, "C") == 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

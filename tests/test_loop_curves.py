@@ -9,7 +9,6 @@ Tests: train/loop_curves.py, train/retrain.py, patent_demo/labels/loop.py, paten
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.data.corpus import Corpus
 from patent_demo.labels import loop
 from patent_demo.labels.store import LabelStore
-from tests.conftest import REPO_ROOT, require_shared
+from tests.conftest import REPO_ROOT, live_app, require_shared
 from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = pytest.mark.slow
@@ -105,37 +104,30 @@ def test_retrain_records_parent_labels_and_figures(retrained):
 
 @pytest.mark.browser
 def test_the_training_tab_shows_the_curve_and_the_retrained_model(quick, retrained, browser):  # noqa: F811
-    import app
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     tmp, _, _ = quick
     wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "uspc",
                                    checkpoint_dirs=(REPO_ROOT / "checkpoints", retrained.parent)), progress=False)  # fmt: skip
     store = LabelStore(tmp / "labels" / "labels-topk.sqlite")
-    demo = app.build_demo(wb, store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb, store=store))  # fmt: skip
     try:
-        page = browser.new_page(viewport={"width": 1366, "height": 900})
-        page.goto(f"http://127.0.0.1:{port}/")
-        page.get_by_role("tab", name="Training").click()
-        page.locator("#tr-plot .js-plotly-plot").wait_for(timeout=30_000)
-        summary = page.locator("#tr-summary").inner_text()
-        assert "fully supervised" in summary and "labelled queries" in summary
-        models = page.locator("#tr-models").inner_text()
-        assert "hmcl-uspc-retrained" in models and "hmcl-uspc" in models
-        cmd = page.locator("#tr-cmd").inner_text()
-        assert "python -m train.retrain --labels" in cmd and "labels-topk.sqlite" in cmd
-        page.screenshot(path=str(ARTIFACTS / "training-1366.png"), full_page=True)
-        # the model list offers the retrained head with its lineage
-        page.get_by_role("tab", name="Drawing search").click()
-        page.locator("#d-model input").click()
-        option = page.locator('[data-testid="dropdown-option"]', has_text="hmcl-uspc-retrained v2")
-        option.first.wait_for(timeout=15_000)
-        assert "retrained from hmcl-uspc" in option.first.inner_text()
+        with live_app(wb, store, store=store) as url:
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            page.goto(url)
+            page.get_by_role("tab", name="Training").click()
+            page.locator("#tr-plot .js-plotly-plot").wait_for(timeout=30_000)
+            summary = page.locator("#tr-summary").inner_text()
+            assert "fully supervised" in summary and "labelled queries" in summary
+            models = page.locator("#tr-models").inner_text()
+            assert "hmcl-uspc-retrained" in models and "hmcl-uspc" in models
+            cmd = page.locator("#tr-cmd").inner_text()
+            assert "python -m train.retrain --labels" in cmd and "labels-topk.sqlite" in cmd
+            page.screenshot(path=str(ARTIFACTS / "training-1366.png"), full_page=True)
+            # the model list offers the retrained head with its lineage
+            page.get_by_role("tab", name="Drawing search").click()
+            page.locator("#d-model input").click()
+            option = page.locator('[data-testid="dropdown-option"]', has_text="hmcl-uspc-retrained v2")
+            option.first.wait_for(timeout=15_000)
+            assert "retrained from hmcl-uspc" in option.first.inner_text()
     finally:
-        demo.close()
         store.close()

@@ -23,7 +23,7 @@ import pytest
 from PIL import Image
 
 from patent_demo.labels.store import LabelStore
-from tests.test_app_api import free_port
+from tests.conftest import free_port, live_app
 from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow
@@ -62,8 +62,6 @@ def _png_header(w: int, h: int) -> bytes:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     """(url, workbench, store, folder of bad files): the app on a free port, its database outside the cwd."""
-    import app
-
     tmp = tmp_path_factory.mktemp("reliability")
     assert not str(tmp.resolve()).startswith(os.getcwd())
     wb, _ = make_workbench(tmp)
@@ -92,12 +90,8 @@ def live(tmp_path_factory):
         "gray-6000.png": _drawn((6000, 6000)),  # 36 MB decoded: within the byte budget, searched
     }.items():
         (files / name).write_bytes(data)
-    demo = app.build_demo(wb, store)
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb))  # fmt: skip
-    yield f"http://127.0.0.1:{port}/", wb, store, files
-    demo.close()
+    with live_app(wb, store) as url:
+        yield url, wb, store, files
     store.close()
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import tempfile
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pytest
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.conftest import REPO_ROOT, require_shared
+from tests.conftest import REPO_ROOT, free_port, require_shared
 from tests.test_browser import browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -56,9 +55,7 @@ def site(tmp_path_factory):
     store = LabelStore(tmp / "labels" / "labels.sqlite")
     identity = Identity.from_flags(f"{ADMIN}:{ADMIN_PASSWORD},*:{SHARED_SECRET}", ADMIN)
     demo = app.build_demo(wb, store, identity=identity)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                         **app.launch_kwargs(wb, identity))  # fmt: skip
     folders = {tmp, tmp / "corpus", tmp / "cache", store.path.parent, REPO_ROOT, REPO_ROOT / "checkpoints",
