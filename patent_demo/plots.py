@@ -91,9 +91,11 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
     axes = [f"PC{i + 1}" + (f" ({explained[i]:.0%})" if i < len(explained) else "") for i in range(dims)]
     title = _title(data)
     fig.update_layout(
-        title={"text": title, "font": {"size": 13}},
+        # hung from the top, below the block's label, and the plot below all its lines (a centred title of
+        # several lines spills onto the plot)
+        title={"text": title, "font": {"size": 13}, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 48}},
         height=height,
-        margin={"l": 10, "r": 10, "t": 32 + 13 * title.count("<br>"), "b": 10},
+        margin={"l": 10, "r": 10, "t": 70 + 15 * title.count("<br>"), "b": 10},
         legend={"title": {"text": "subclass"}, "font": {"size": 10}, "itemsizing": "constant"},
         template="plotly_white",
     )
