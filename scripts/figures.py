@@ -327,6 +327,33 @@ def trunk_size(src: list) -> str:
     return "\n".join(lines)
 
 
+def usppm_ladder(src: list) -> str:
+    """The USPPM ablation ladder (``train.dssdnet_scored`` report JSON): Pearson per variant on validation and
+    test, each row minus ``dssdnet`` with its anchor-resampled interval, beside the untrained bi-encoder."""
+    import importlib.util
+
+    r = src[0]
+    v, t = r["splits"]["val"], r["splits"]["test"]
+    lines = [f"Validation {v['anchors']} anchors / {v['pairs']} pairs, test {t['anchors']} / {t['pairs']}; one seed, "
+             "the budget of the runs' commands.", "",
+             "| variant | what it tests | val Pearson | val − dssdnet [95 %] | test Pearson | test − dssdnet [95 %] |",
+             "|---|---|---|---|---|---|",
+             f"| bi-encoder | the untrained MiniLM's cosine (no training) | {v['biencoder']['pearson']:.3f} | | "
+             f"{t['biencoder']['pearson']:.3f} | |"]  # fmt: skip
+    spec = importlib.util.spec_from_file_location("dssdnet_scored", ROOT / "train" / "dssdnet_scored.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # train/ is not installed: read by file, as bench() reads bench/
+
+    def ci(row: dict) -> str:
+        c = row.get("minus_dssdnet")
+        return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]" if c else ""
+
+    for name, row in v["ablation"].items():
+        lines.append(f"| {name} | {module.VARIANTS[name][0]} | {row['pearson'][0]:.3f} | {ci(row)} | "
+                     f"{t['ablation'][name]['pearson'][0]:.3f} | {ci(t['ablation'][name])} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def loop_drawings(src: list) -> str:
     """What examiner labels bought on USPC drawings: the headline and every point (``train.loop_curves``)."""
     from patent_demo.labels import loop
@@ -362,6 +389,7 @@ REGISTRY: tuple[Block, ...] = (
                                                                 for h in ("uspc", "locarno", "both"))),
           locarno_derived, "docs/results.md"),  # fmt: skip
     Block("trunk-size", ("docs/bench/trunk_size.json",), trunk_size, "docs/results.md"),
+    Block("usppm-ladder", ("docs/results_usppm/ladder.json",), usppm_ladder, "docs/results.md"),
     Block("loop-drawings", ("docs/loop.json",), loop_drawings, "docs/loop.md"),
     Block("loop-headline", ("docs/loop.json", "docs/loop_text.json"), loop_headline, "README.md"),
     Block("loop-text", ("docs/loop_text.json",), loop_text, "docs/loop.md"),

@@ -163,6 +163,22 @@ def markdown(r: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+def compare_scores(a: str, b: str, csv: str, n_boot: int) -> dict:
+    """Model A minus model B in Pearson and Spearman on the same pairs, from two ``evaluate text --pairs
+    --json`` files (their ``ids`` and ``scores``), anchors resampled: models whose weights are gone can still
+    be compared on the pairs they scored."""
+    from patent_demo.text.scored import read_scored_pairs
+
+    ra, rb = (json.loads(Path(x).read_text(encoding="utf-8")) for x in (a, b))
+    rows = {r.id: r for r in read_scored_pairs(csv)}
+    by_id = dict(zip(rb["ids"], rb["scores"], strict=True))
+    ids = ra["ids"]
+    x, y = np.asarray(ra["scores"]), np.asarray([by_id[i] for i in ids])
+    labels, groups = [rows[i].label for i in ids], [rows[i].anchor for i in ids]
+    return {"a": ra.get("model", a), "b": rb.get("model", b), "pairs": len(ids), "anchors": len(set(groups)),
+            "a_minus_b": {m: bootstrap_correlation_diff(x, y, labels, groups, m, n_boot) for m in ("pearson", "spearman")}}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="python -m train.dssdnet_scored", description=__doc__.split("\n\n")[0])
@@ -175,8 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--aggregate-only", action="store_true", help="do not train; report the finished runs")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--table", default=None, help="write <table>.md and <table>.json")
+    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), default=None,
+                   help="do not train: A minus B on the pairs both scored (two evaluate text --pairs --json files)")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="after '--': flags passed to every ablation run")
     args = p.parse_args(argv)
+    if args.compare:
+        result = compare_scores(*args.compare, args.data, args.bootstrap)
+        result["command"] = shlex.join(["python", "-m", "train.dssdnet_scored", *argv])
+        print(json.dumps(result, indent=1))
+        if args.table:
+            Path(f"{args.table}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        return 0
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
