@@ -33,17 +33,13 @@ def main() -> int:
     import torch
     from safetensors.torch import load_file
 
-    from patent_demo.data.loaders.uspto import load_redbook
-    from patent_demo.drawing.encoders import create_encoder, trunk_mix
-    from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings
+    from patent_demo.drawing.encoders import trunk_mix
+    from patent_demo.drawing.evaluate import score_embeddings
+    from train.hmcl_heads import RedBookSplit
 
     torch.set_num_threads(1)
-    corpus = load_redbook(a.redbook)
-    items, _, selfs = drawing_protocol(corpus, None, "all")
-    model, _, tf = create_encoder("lite-trunk")
-    with torch.no_grad():
-        x = torch.cat([model.visual(torch.stack([tf(corpus.open_image(f)) for _, f in items[i : i + 16]]))
-                       for i in range(0, len(items), 16)])  # fmt: skip
+    pages = RedBookSplit(a.redbook, 224, "cache")  # every page, trunk features (cached), the `all` protocol
+    items, selfs, x = pages.items, np.arange(len(pages.items)), pages.clean
 
     def score(z: torch.Tensor) -> dict:
         e = torch.nn.functional.normalize(z, dim=1).numpy().astype(np.float64)  # (a mix is unit already)

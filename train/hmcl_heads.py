@@ -51,9 +51,11 @@ from patent_demo.drawing.encoders import trunk_mix
 from patent_demo.drawing.evaluate import score_embeddings
 from patent_demo.hierarchy import HMCLWeights, factorize, patent_hierarchy
 from patent_demo.losses.hmcl import (
+    LEVEL_MARKS,
     hierarchical_weights,
     hmcl_loss,
     image_text_loss,
+    weights_from_levels,
 )
 from patent_demo.metrics import paired_bootstrap
 from train.hmcl_features import redbook_features, trunk_features
@@ -254,7 +256,7 @@ class LinearHead(torch.nn.Module):
 
 
 def pair_levels(tr: Split, hierarchy: str, shuffle: torch.Generator | None = None) -> torch.Tensor:
-    """``[n, n]`` closest class level two train patents share, 0.5 subclass, 0.25 main, 0 none, the higher
+    """``[n, n]`` closest class level two train patents share (``LEVEL_MARKS``: subclass, main; 0 none), the higher
     over the hierarchies trained on (``uspc``, ``locarno``: the derived labels, ``both``); the diagonal 0.
     With ``shuffle`` the labels of each hierarchy are permuted over the patents (the control)."""
     hierarchies = {"uspc": [(tr.sub, tr.main)], "locarno": [tr.locarno], "both": [(tr.sub, tr.main), tr.locarno]}
@@ -263,22 +265,18 @@ def pair_levels(tr: Split, hierarchy: str, shuffle: torch.Generator | None = Non
         if shuffle is not None:
             perm = torch.randperm(len(sub), generator=shuffle)
             sub, main = sub[perm], main[perm]
-        levels.append(hierarchical_weights(torch.arange(len(sub)), sub, main, 1.0, 0.5, 0.25))
+        levels.append(hierarchical_weights(torch.arange(len(sub)), sub, main, *LEVEL_MARKS))
     return torch.stack(levels).amax(0)
 
 
 def level_weights(level: torch.Tensor, variant: str, weights: Sequence[float]) -> torch.Tensor:
-    """Eq. 2 weights from a pair's closest shared level (``level``: 1 patent, 0.5 subclass, 0.25 main, 0
-    none; the higher of several hierarchies): ``cl`` keeps the patent only, ``hmcl-paper*`` the paper's form,
-    the rest level-balanced (``losses.hmcl.level_balanced_weights``)."""
+    """Eq. 2 weights of a variant from a pair's closest shared level (``losses.hmcl.LEVEL_MARKS``; the higher
+    of several hierarchies): ``cl`` keeps the patent only, ``hmcl-paper*`` the paper's form, the rest
+    level-balanced (``losses.hmcl.level_balanced_weights``)."""
     s_p, s_s, s_m = weights
-    out = torch.zeros_like(level)
-    marks = ((1.0, s_p),) if variant == "cl" else ((1.0, s_p), (0.5, s_s), (0.25, s_m))
-    for marker, weight in marks:
-        at = level == marker
-        share = 1.0 if variant == "cl" or variant.startswith("hmcl-paper") else at.sum(1, keepdim=True).clamp_min(1)
-        out = torch.where(at, weight / share, out)
-    return out
+    if variant == "cl":
+        return weights_from_levels(level, s_p, 0.0, 0.0)
+    return weights_from_levels(level, s_p, s_s, s_m, balanced=not variant.startswith("hmcl-paper"))
 
 
 def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.Tensor | None) -> dict:
@@ -295,7 +293,7 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
     pid = torch.arange(n).repeat(2)
     shuffle = g if variant.endswith("-shuffled") else None
     same_patent = (pid[:, None] == pid[None, :]) & ~torch.eye(2 * n, dtype=torch.bool)  # the two views
-    level = torch.where(same_patent, 1.0, pair_levels(tr, getattr(args, "hierarchy", "uspc"), shuffle).repeat(2, 2))
+    level = torch.where(same_patent, 1.0, pair_levels(tr, args.hierarchy, shuffle).repeat(2, 2))
     h = level_weights(level, variant, args.weights)
     module = LinearHead(w0, b0, h, args.tau, text_proj, text, args.text_weight, pid)
     params = [module.w, module.b] + (list(text_proj.parameters()) if text_proj is not None else [])

@@ -165,7 +165,8 @@ def run(args) -> dict:
 
     # the fully supervised ceiling: the shipped recipe on every train label
     ceiling_args = argparse.Namespace(dim=args.dim, steps=args.ceiling_steps, lr=args.head_lr, eval_every=args.eval_every,
-                                      weight_decay=args.weight_decay, tau=args.tau, weights=weights, text_weight=0.0)  # fmt: skip
+                                      weight_decay=args.weight_decay, tau=args.tau, weights=weights, text_weight=0.0,
+                                      hierarchy="uspc")  # fmt: skip
     runs = []
     for seed in args.seeds:
         t0 = time.perf_counter()

@@ -31,6 +31,8 @@ __all__ = [
     "ImageTextLoss",
     "hierarchical_weights",
     "level_balanced_weights",
+    "weights_from_levels",
+    "LEVEL_MARKS",
     "hmcl_loss",
     "hmcl_loss_loop",
     "image_text_loss",
@@ -62,6 +64,9 @@ def _same(ids: Tensor) -> Tensor:
     """``[N] -> [N, N]`` bool: ``ids[i] == ids[j]`` and both known (ids < 0 mean unknown, never equal)."""
     known = ids >= 0
     return (ids[:, None] == ids[None, :]) & known[:, None] & known[None, :]
+
+
+LEVEL_MARKS = (1.0, 0.5, 0.25)  # same patent, subclass, main class: distinct weights that mark a pair's level
 
 
 def hierarchical_weights(
@@ -121,12 +126,20 @@ def level_balanced_weights(
     normalisation of Eq. 3 the three levels hold ``s_p : s_s : s_m`` of the target whatever their counts
     (levels without a positive drop out). The diagonal is 0.
     """
-    h = hierarchical_weights(patent_ids, subclass_ids, main_ids, 1.0, 0.5, 0.25, dtype)
-    out = torch.zeros_like(h)
-    for marker, weight in ((1.0, s_p), (0.5, s_s), (0.25, s_m)):
-        at = h == marker
-        count = at.sum(dim=1, keepdim=True).clamp_min(1).to(dtype)
-        out = torch.where(at, torch.full_like(h, weight) / count, out)
+    level = hierarchical_weights(patent_ids, subclass_ids, main_ids, *LEVEL_MARKS, dtype)
+    return weights_from_levels(level, s_p, s_s, s_m, balanced=True)
+
+
+def weights_from_levels(level: Tensor, s_p: float, s_s: float, s_m: float, balanced: bool = False) -> Tensor:
+    """Eq. 2 weights ``[N, N]`` from each pair's closest shared level, marked as in :data:`LEVEL_MARKS`
+    (``hierarchical_weights`` with those weights; or the higher over several hierarchies): ``s_p``, ``s_s``,
+    ``s_m`` per level, each shared by the anchor's positives at that level when ``balanced``
+    (:func:`level_balanced_weights`); unmarked pairs 0."""
+    out = torch.zeros_like(level)
+    for marker, weight in zip(LEVEL_MARKS, (s_p, s_s, s_m), strict=True):
+        at = level == marker
+        share = at.sum(dim=1, keepdim=True).clamp_min(1).to(level.dtype) if balanced else 1.0
+        out = torch.where(at, torch.full_like(level, weight) / share, out)
     return out
 
 
