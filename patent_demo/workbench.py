@@ -513,11 +513,12 @@ class Workbench:
         if not rerank:
             return {"bm25": first_stage(self.bm25(), [query], k=k, allowed=only)["query"]}
         names = list(lists or LISTS)
-        spec = reranker = weight = None
+        reranker = weight = None
+        depth = self.config.bm25_candidates
         if {"dssdnet", "fused"} & set(names):
             spec = self.model(model, "text") if model else self.default_text_model()
-            reranker, weight = self.reranker(spec), self.fusion_weight(spec)[0]
-        depth = self.rerank_depth(spec) if spec is not None else self.config.bm25_candidates
+            depth = self.rerank_depth(spec)
+            reranker, weight = self.reranker(spec), self.fusion_weight(spec, depth)[0]
         runs = text_runs(self.text_stage(), [query], self.corpus, k, names, reranker, max(k, depth),
                          weight, allowed=only, batch_size=self.config.batch_size, keep_extras=True,
                          where={"query": where} if where is not None else None)  # fmt: skip
@@ -534,12 +535,13 @@ class Workbench:
 
         return validated_depth(spec.path) or self.config.bm25_candidates
 
-    def fusion_weight(self, spec: ModelSpec) -> tuple[float, str]:
+    def fusion_weight(self, spec: ModelSpec, depth: int | None = None) -> tuple[float, str]:
         """``(weight, note)``: the pool's share in the fused list, as ``spec``'s checkpoint tuned it on its
-        validation queries for the hybrid pool at its re-rank depth; else 0.5 and a note saying so."""
+        validation queries for the hybrid pool at its re-rank depth (``depth``, when the caller has read it);
+        else 0.5 and a note saying so."""
         from patent_demo.text.fusion import tuned_fusion_weight
 
-        depth = self.rerank_depth(spec)
+        depth = depth or self.rerank_depth(spec)
         w = tuned_fusion_weight(spec.path, "hybrid", depth)
         if w is not None:
             return w, ""

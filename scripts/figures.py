@@ -46,14 +46,19 @@ def load(rel: str):
     return json.loads((ROOT / rel).read_text(encoding="utf-8"))
 
 
-def bench(name: str):
-    """A module of ``bench/`` (scripts, not a package), imported by file."""
+def by_file(folder: str, name: str):
+    """A module of ``bench/`` or ``train/`` (not installed packages), imported by file."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{folder}_{name}", ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def bench(name: str):
+    """A module of ``bench/`` (scripts, not a package), imported by file."""
+    return by_file("bench", name)
 
 
 def inner(text: str, start: str, end: str) -> str:
@@ -330,8 +335,6 @@ def trunk_size(src: list) -> str:
 def usppm_ladder(src: list) -> str:
     """The USPPM ablation ladder (``train.dssdnet_scored`` report JSON): Pearson per variant on validation and
     test, each row minus ``dssdnet`` with its anchor-resampled interval, beside the untrained bi-encoder."""
-    import importlib.util
-
     r = src[0]
     v, t = r["splits"]["val"], r["splits"]["test"]
     lines = [f"Validation {v['anchors']} anchors / {v['pairs']} pairs, test {t['anchors']} / {t['pairs']}; one seed, "
@@ -340,9 +343,7 @@ def usppm_ladder(src: list) -> str:
              "|---|---|---|---|---|---|",
              f"| bi-encoder | the untrained MiniLM's cosine (no training) | {v['biencoder']['pearson']:.3f} | | "
              f"{t['biencoder']['pearson']:.3f} | |"]  # fmt: skip
-    spec = importlib.util.spec_from_file_location("dssdnet_scored", ROOT / "train" / "dssdnet_scored.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # train/ is not installed: read by file, as bench() reads bench/
+    module = by_file("train", "dssdnet_scored")
 
     def ci(row: dict) -> str:
         c = row.get("minus_dssdnet")

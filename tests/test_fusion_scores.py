@@ -170,7 +170,7 @@ def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_reran
 
 
 def test_the_shallowest_depth_that_loses_nothing_on_validation(tmp_path):
-    from train.text_rerank_eval import shallowest_lossless, write_depth
+    from train.text_rerank_eval import record, shallowest_lossless
 
     def split(d, f):
         return {"val": {"dssdnet": {"map@10": d}, "fused": {"map@10": f}}}
@@ -184,7 +184,7 @@ def test_the_shallowest_depth_that_loses_nothing_on_validation(tmp_path):
     out["depths"]["50"]["splits"] = split(0.29, 0.41)
     assert shallowest_lossless(out) == 100  # nothing shallower keeps both lists
     (tmp_path / "metrics.json").write_text("{}")
-    write_depth(tmp_path, out, 50)
+    record(tmp_path, out, 50, rerank_depth=True)
     import json
 
     m = json.loads((tmp_path / "metrics.json").read_text())

@@ -140,17 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     if args.write_fusion:
-        path = Path(args.checkpoint) / "metrics.json"
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-        entry = {k: out["fusion"][k] for k in ("weight", "pool", "k_rerank", "tuned_on")}
-        metrics.setdefault("fusion_pools", {})[f"hybrid@{args.k_rerank}"] = {
-            **entry,
-            "command": out["command"],
-        }
-        path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
+        record(Path(args.checkpoint), out, args.k_rerank)
     if args.write_depth:
         depth = shallowest_lossless(out)
-        write_depth(Path(args.checkpoint), out, depth)
+        record(Path(args.checkpoint), out, depth, rerank_depth=True)
         print(f"re-rank depth chosen on validation: {depth}")
     print("fusion weight (hybrid share) tuned on validation:", weight)
     return 0
@@ -167,21 +160,23 @@ def shallowest_lossless(out: dict) -> int:
     return out["k_rerank"]
 
 
-def write_depth(checkpoint: Path, out: dict, depth: int) -> None:
-    """``metrics.json``: ``rerank_depth`` (the depth, the rule, the queries it was chosen on) and the
-    fusion weight tuned at that depth under ``fusion_pools["hybrid@<depth>"]``."""
+def record(checkpoint: Path, out: dict, depth: int, rerank_depth: bool = False) -> None:
+    """Into the checkpoint's ``metrics.json``: the fusion weight tuned on validation at ``depth`` under
+    ``fusion_pools["hybrid@<depth>"]`` (read by ``tuned_fusion_weight``), and with ``rerank_depth`` that depth
+    as the one the app re-ranks to (``rerank_depth``: the depth, the rule, the queries it was chosen on)."""
     path = checkpoint / "metrics.json"
     metrics = json.loads(path.read_text(encoding="utf-8"))
     weight = out["fusion"]["weight"] if depth == out["k_rerank"] else out["depths"][str(depth)]["fusion_weight"]
-    metrics["rerank_depth"] = {
-        "depth": depth, "full_depth": out["k_rerank"], "chosen_on": out["fusion"]["tuned_on"],
-        "rule": "the shallowest depth whose validation MAP@10 of the re-ranked and the fused lists is at least "
-                "the full depth's", "command": out["command"],
-    }  # fmt: skip
+    tuned_on, command = out["fusion"]["tuned_on"], out["command"]
     metrics.setdefault("fusion_pools", {})[f"hybrid@{depth}"] = {
-        "weight": weight, "pool": "hybrid", "k_rerank": depth, "tuned_on": out["fusion"]["tuned_on"],
-        "command": out["command"],
+        "weight": weight, "pool": "hybrid", "k_rerank": depth, "tuned_on": tuned_on, "command": command,
     }  # fmt: skip
+    if rerank_depth:
+        metrics["rerank_depth"] = {
+            "depth": depth, "full_depth": out["k_rerank"], "chosen_on": tuned_on, "command": command,
+            "rule": "the shallowest depth whose validation MAP@10 of the re-ranked and the fused lists is at least "
+                    "the full depth's",
+        }  # fmt: skip
     path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
 
 

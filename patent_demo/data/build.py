@@ -403,8 +403,9 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
         from patent_demo.data.splits import is_query_split, read_splits_file, with_query_splits
 
         raw = json.loads(Path(splits_file).read_text(encoding="utf-8"))
+        queries_only = is_query_split(raw)
         try:
-            if is_query_split(raw):  # the queries fixed by the file, the other families drawn
+            if queries_only:  # the queries fixed by the file, the other families drawn
                 splits = with_query_splits(read_splits_file(splits_file), family_of,
                                            family_splits(family_of, fractions, seed))  # fmt: skip
             else:
@@ -413,7 +414,7 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
             raise BuildError(str(e) if str(splits_file) in str(e) else f"{splits_file}: {e}") from None
         split_rule = {"by": "file", "file": str(splits_file), "rule": raw.get("rule", ""),
                       **({"others": {"by": "family", "fractions": list(fractions), "seed": seed}}
-                         if is_query_split(raw) else {})}  # fmt: skip
+                         if queries_only else {})}  # fmt: skip
     else:
         splits = family_splits(family_of, fractions, seed)
         split_rule = {"by": "family", "fractions": list(fractions), "seed": seed}
