@@ -114,6 +114,8 @@ def test_no_tab_and_no_config_names_a_server_path_or_a_secret(browser, site):  #
     context, page = _logged_in_page(browser, url)
     try:
         page.locator("#header").wait_for(timeout=60_000)
+        # the header can paint before the tab bar: wait for the bar's buttons, not only the page
+        page.get_by_role("tab", name="Drawing search", exact=True).wait_for(timeout=60_000)
         tabs = page.get_by_role("tab")
         names = [tabs.nth(i).inner_text().strip() for i in range(tabs.count())]
         assert {"Drawing search", "Text search", "Document", "Search report", "Agreement", "Export"} <= set(
