@@ -2,12 +2,13 @@
 before) per request, for the cases of the attack campaign that cost the most, each next to the plain
 search it is measured against.
 
-    python bench/bench_request_budget.py [--patents 300] [--cache-dir DIR] [--repeat 1]
+    python bench/bench_request_budget.py [--corpus DIR|generated] [--cache-dir DIR] [--repeat 1]
     python bench/bench_request_budget.py --tiny        # the test suite's tiny workbench (seconds, no weights)
 
 The requests go to the app's own handlers (``patent_demo.ui.handlers.Handlers``, ``ExaminerHandlers``) in
-this process, on the default workbench (the built-in demo corpus, its default drawing model and re-ranker:
-the weights are read offline), after its indexes are built and one search of each kind has loaded the models. CPU time is the
+this process, on the app's default workbench (the real corpus when ``../shared/data`` is there, else the
+generated one; its default drawing model and re-ranker at the re-ranker's validated depth: the weights are
+read offline), after its indexes are built and one search of each kind has loaded the models. CPU time is the
 process's ``utime + stime`` from ``/proc/self/stat``, the peak is ``VmHWM`` after resetting it
 (``tests/test_reliability.measured``), with one torch thread unless ``--threads`` says otherwise (so the
 figure is the work, not the spinning of idle threads on a busy machine); with ``--repeat N`` the smallest
@@ -67,12 +68,16 @@ def _workbench(args):
     from patent_demo.ui.args import make_workbench, parse_args
 
     cache = args.cache_dir or tempfile.mkdtemp(prefix="budget-cache-")
-    return make_workbench(parse_args(["--cache-dir", cache, "--demo-patents", str(args.patents)]))
+    corpus = ["--corpus", args.corpus] if args.corpus else []
+    return make_workbench(parse_args(["--cache-dir", cache, "--demo-patents", str(args.patents), *corpus]))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--patents", type=int, default=300, help="patents of the built-in demo corpus")
+    p.add_argument("--corpus", default=None,
+                   help="the corpus the app serves (a folder, or 'generated'); default: the app's own default "
+                        "(the real corpus built from ../shared/data when it is there)")  # fmt: skip
+    p.add_argument("--patents", type=int, default=300, help="patents of the generated demo corpus (--corpus generated)")
     p.add_argument("--cache-dir", default=None, help="the workbench cache (default: a new temporary folder)")
     p.add_argument("--tiny", action="store_true", help="the test suite's tiny workbench instead")
     p.add_argument("--repeat", type=int, default=1, help="runs per case; the smallest counts")
