@@ -12,7 +12,9 @@ before), and its peak.
     python bench/bench_text_scale.py --render docs/bench/bench_text_scale.log   # the table in docs/scale.md
 
 The ways to a faster query, each measured against the plain search (numpy scorer, every query term):
-``--numba`` scores with bm25s's numba-compiled scorer (the same scores), and ``--max-terms M ...`` keeps
+``--numba`` scores with bm25s's numba-compiled scorer (the same scores), ``--shards S ...`` with the
+documents cut into S ranges scored and searched by S threads (``patent_demo.text.bm25_shards``: the same
+scores and lists), and ``--max-terms M ...`` keeps
 the query's M terms of highest idf (``BM25Index.prune``); each such record carries its recall@100 against
 the plain search's top 100 over the same queries. ``--index-dir DIR`` saves each built index under
 ``DIR/<n>`` and loads it there on a later run (a build at 1M takes many minutes).
@@ -88,18 +90,20 @@ def timed(index: BM25Index, queries: list[str], k: int, max_terms: int | None) -
 
 
 def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int, numba: bool = False,
-            max_terms: tuple[int, ...] = (), index_dir: Path | None = None) -> list[dict]:  # fmt: skip
+            max_terms: tuple[int, ...] = (), index_dir: Path | None = None,
+            shards: tuple[int, ...] = ()) -> list[dict]:  # fmt: skip
     """One record for the plain search of ``n`` abstracts, then one per faster variant."""
     index, built = build(n, vocab, seed, index_dir)
-    variants = [("numpy", None), *([("numba", None)] if numba else []),
+    variants = [("numpy", None), *([("numba", None)] if numba else []), *((f"numba, {s} shards", None) for s in shards),
                 *((("numba" if numba else "numpy"), m) for m in max_terms)]  # fmt: skip
     records, reference = [], None
     for scorer, m in variants:
-        if scorer == "numba":
-            index.use_numba()
+        if scorer.startswith("numba"):
+            index.use_numba(shards=int(scorer.split()[1]) if "shards" in scorer else None)
         found, lat = timed(index, queries, k, m)
         if reference is None:
-            reference = [set(r.ids[:100]) for r in found]
+            reference, first = [set(r.ids[:100]) for r in found], [(r.ids, r.scores) for r in found]
+        same = all(r.ids == ids and np.array_equal(r.scores, sc) for r, (ids, sc) in zip(found, first, strict=True))
         recall = float(
             np.mean(
                 [
@@ -109,7 +113,7 @@ def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int, num
             )
         )
         records.append({"kind": "bm25", "n": n, "k": k, **(built if not records else {}), "scorer": scorer,
-                        "max_terms": m, "recall@100": round(recall, 4),
+                        "max_terms": m, "recall@100": round(recall, 4), "same_lists_and_scores": same,
                         "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
                         "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(lat),
                         "load": [round(v, 2) for v in os.getloadavg()]})  # fmt: skip
@@ -141,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab-from", type=Path, default=DEFAULT_VOCAB)
     p.add_argument("--log", default=None)
     p.add_argument("--numba", action="store_true", help="also measure bm25s's numba scorer (needs numba)")
+    p.add_argument("--shards", type=int, nargs="*", default=[],
+                   help="also measure the exact sharded scorer with S threads (BM25Index.use_numba(shards=S); needs numba)")  # fmt: skip
     p.add_argument("--max-terms", type=int, nargs="*", default=[],
                    help="also measure queries pruned to their M terms of highest idf (with --numba: numba scored)")  # fmt: skip
     p.add_argument(
@@ -171,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = generate_texts(vocab, args.queries, 120, 1.0, np.random.default_rng(args.seed + 1))
     for n in args.docs:
         for record in measure(
-            n, vocab, queries, args.k, args.seed, args.numba, tuple(args.max_terms), args.index_dir
+            n, vocab, queries, args.k, args.seed, args.numba, tuple(args.max_terms), args.index_dir, tuple(args.shards)
         ):
             emit(record)
         gc.collect()

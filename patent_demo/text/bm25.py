@@ -106,6 +106,7 @@ class BM25Index:
         self.stopwords = stopwords
         self.stemmer = stemmer
         self._stemmer = _make_stemmer(stemmer)
+        self._shards: int | None = None  # use_numba(shards=...)
 
     # -- parameters -------------------------------------------------------------------------
     @property
@@ -194,14 +195,19 @@ class BM25Index:
         keep = set(sorted(distinct, key=lambda t: df[t])[:max_terms])  # a stable sort: ties keep query order
         return [t for t in token_ids if t in keep]
 
-    def use_numba(self) -> None:
-        """Score with bm25s's numba-compiled scorer instead of numpy (the same scores; compiled on the first
-        search). Needs numba (``pip install numba``; a bench dependency, see bench/bench_text_scale.py)."""
+    def use_numba(self, shards: int | None = None) -> None:
+        """Score with numba-compiled code instead of numpy (the same scores; compiled on the first search):
+        bm25s's scorer, or with ``shards`` the documents cut into that many ranges scored and searched by
+        as many threads (:mod:`patent_demo.text.bm25_shards`). Needs numba (``pip install numba``; a bench
+        dependency, see bench/bench_text_scale.py)."""
         try:
             import numba  # noqa: F401
         except ImportError:
             raise ImportError("use_numba needs numba: pip install numba==0.68.1") from None
+        if shards is not None and shards < 1:
+            raise ValueError(f"shards must be >= 1, got {shards}")
         self.retriever.activate_numba_scorer()
+        self._shards = shards
 
     def allowed_mask(self, allowed: Iterable[str]) -> np.ndarray:
         """A bool mask ``[N]`` over the index's documents: True for the ids in ``allowed``."""
@@ -212,11 +218,11 @@ class BM25Index:
         if not token_ids:
             return Results.empty()
         ids = np.asarray(token_ids, dtype=np.int64)
-        scores = self.retriever.get_scores_from_ids(token_ids)
-        baseline = np.zeros(1, dtype=scores.dtype)[0]
-        if self.retriever.nonoccurrence_array is not None:
-            baseline = baseline + self.retriever.nonoccurrence_array[ids].sum()
-        hit = scores > baseline
+        if self._shards:
+            scores = self._sharded_scores(ids)
+        else:
+            scores = self.retriever.get_scores_from_ids(token_ids)
+        hit = scores > self._empty_score(ids, scores.dtype)
         cand = np.flatnonzero(hit if mask is None else hit & mask)
         if cand.size > k:
             part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
@@ -227,6 +233,25 @@ class BM25Index:
         order = np.lexsort((cand, -scores[cand]))
         chosen = cand[order]
         return Results(ids=[self.doc_ids[i] for i in chosen], scores=scores[chosen])
+
+    def _empty_score(self, ids: np.ndarray, dtype) -> np.generic:
+        """The score of a document holding none of the terms ``ids`` (0, or bm25l/bm25+'s non-occurrence sum)."""
+        baseline = np.zeros(1, dtype=dtype)[0]
+        if self.retriever.nonoccurrence_array is not None:
+            baseline = baseline + self.retriever.nonoccurrence_array[ids].sum()
+        return baseline
+
+    def _sharded_scores(self, ids: np.ndarray) -> np.ndarray:
+        """Every document's score for ``ids``, as ``get_scores_from_ids`` gives it, computed by
+        :func:`~patent_demo.text.bm25_shards.sharded_scores` on ``use_numba(shards=...)`` threads."""
+        from patent_demo.text.bm25_shards import sharded_scores
+
+        s = self.retriever.scores
+        scores = sharded_scores(s["data"], s["indptr"], s["indices"], int(s["num_docs"]), ids, self._shards)
+        scores = scores.astype(self.retriever.dtype, copy=False)
+        if self.retriever.nonoccurrence_array is not None:
+            scores += self.retriever.nonoccurrence_array[ids].sum()
+        return scores
 
     def search(
         self, query: str, k: int = 1000, allowed: Iterable[str] | None = None, max_terms: int | None = None
