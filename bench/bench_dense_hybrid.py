@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     import torch
 
     from patent_demo.data.corpus import Corpus, Patent
-    from patent_demo.drawing.index import DenseIndex
+    from patent_demo.index.dense import DenseIndex
     from patent_demo.text.bm25 import BM25Index
     from patent_demo.text.dense import TextEncoder, cached_dense_index
     from patent_demo.text.hybrid import load_hybrid_settings

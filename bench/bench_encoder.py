@@ -29,11 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from patent_demo.drawing import faiss_kinds  # noqa: E402
-from patent_demo.drawing import index as dense  # noqa: E402
 from patent_demo.drawing.encoders import encode_images  # noqa: E402
 from patent_demo.drawing.finetune import load_encoder  # noqa: E402
-from patent_demo.drawing.imageio import load_drawing  # noqa: E402
+from patent_demo.imageio import load_drawing  # noqa: E402
+from patent_demo.index import dense, faiss_kinds  # noqa: E402
 
 TARGET_RATE = 25.0
 TARGET_P50_MS = 150.0

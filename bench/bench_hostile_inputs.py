@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from PIL import Image  # noqa: E402
 
 from patent_demo import taxonomy  # noqa: E402
-from patent_demo.drawing.imageio import DrawingError, load_drawing  # noqa: E402
+from patent_demo.imageio import DrawingError, load_drawing  # noqa: E402
 from patent_demo.workbench import parse_query_codes  # noqa: E402
 
 CODES = {

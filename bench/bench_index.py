@@ -1,5 +1,5 @@
 """Dense index benchmark: build time, query latency p50/p95 and recall@k against exact search for the
-flat, IVF-Flat, IVF-PQ and HNSW kinds of ``patent_demo.drawing.index.DenseIndex``.
+flat, IVF-Flat, IVF-PQ and HNSW kinds of ``patent_demo.index.dense.DenseIndex``.
 
 The default corpus is 10,000 random unit vectors at D = 256 (the lite-clip embedding dimension),
 the hardest case for the approximate kinds since random directions have no cluster structure;
@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from patent_demo.drawing import faiss_kinds  # noqa: E402
-from patent_demo.drawing.index import KINDS, DenseIndex, recall_against_exact  # noqa: E402
+from patent_demo.index import faiss_kinds  # noqa: E402
+from patent_demo.index.dense import KINDS, DenseIndex, recall_against_exact  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -79,7 +79,7 @@ def text_bench() -> None:
 def drawing_bench() -> None:
     from patent_demo import taxonomy
     from patent_demo.drawing.embed import embed_figures
-    from patent_demo.drawing.index import DenseIndex
+    from patent_demo.index.dense import DenseIndex
     from patent_demo.registry import builtin_models, default_drawing_encoder
 
     root = SHARED / "design_patents_2007_uspc_macaulay"

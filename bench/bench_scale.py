@@ -12,13 +12,13 @@ same-subclass pairs and same-patent pairs is close to what the encoder gives on 
 pages. ``--real INDEX_DIR`` (a saved index of real figures) mixes those real embeddings into every base
 set and prints their statistics beside the synthetic ones.
 
-``--table`` writes the records the app chooses from (``patent_demo/drawing/scale_table.json``, read by
-``patent_demo.drawing.scale.choose_settings``); ``--render LOG`` rewrites the table in docs/scale.md from
+``--table`` writes the records the app chooses from (``patent_demo/index/scale_table.json``, read by
+``patent_demo.index.scale.choose_settings``); ``--render LOG`` rewrites the table in docs/scale.md from
 a log (``bench_scale_render.render_markdown``).
 
     OMP_NUM_THREADS=2 nice -n 10 python bench/bench_scale.py --sizes 100000 300000 1000000 \
         --real /tmp/scale/redbook --mmap-dir /tmp/scale/mmap1m/idx --log docs/bench/bench_scale.log \
-        --table patent_demo/drawing/scale_table.json
+        --table patent_demo/index/scale_table.json
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import faiss  # noqa: E402
 
-from patent_demo.drawing.faiss_kinds import set_num_threads  # noqa: E402
-from patent_demo.drawing.index import DenseIndex  # noqa: E402
-from patent_demo.drawing.scale import describe_choice, pick  # noqa: E402
+from patent_demo.index.dense import DenseIndex  # noqa: E402
+from patent_demo.index.faiss_kinds import set_num_threads  # noqa: E402
+from patent_demo.index.scale import describe_choice, pick  # noqa: E402
 
 DIM = 256
 FIGURES_PER_PATENT = 10
@@ -346,7 +346,7 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
 import numpy as np
-from patent_demo.drawing.index import DenseIndex
+from patent_demo.index.dense import DenseIndex
 t1 = time.perf_counter()
 index = DenseIndex.load({path!r}, mmap={mmap})
 t2 = time.perf_counter()

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_scale import FIGURES_PER_PATENT, make_vectors  # noqa: E402
 
 from patent_demo.data.corpus import Corpus, Figure, Patent  # noqa: E402
-from patent_demo.drawing.scale import shard_path, shard_ranges  # noqa: E402
+from patent_demo.index.scale import shard_path, shard_ranges  # noqa: E402
 
 
 def placeholder(path: Path) -> None:
@@ -100,8 +100,8 @@ def check(args: argparse.Namespace) -> dict:
     import faiss
 
     from patent_demo.cli.index_cmd import _workbench
-    from patent_demo.drawing.faiss_kinds import set_num_threads
-    from patent_demo.drawing.scale import describe_index
+    from patent_demo.index.faiss_kinds import set_num_threads
+    from patent_demo.index.scale import describe_index
 
     set_num_threads(2)
     out = Path(args.out)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from patent_demo.drawing.scale import describe_choice, kind_label, pick  # noqa: E402
+from patent_demo.index.scale import describe_choice, kind_label, pick  # noqa: E402
 
 ORDER = ("flat", "ivf", "ivfsq", "ivfpq", "hnsw")
 
@@ -47,7 +47,7 @@ def apply_patent(rows: list[dict], records: list[dict]) -> list[dict]:
 def render_markdown(records: list[dict]) -> str:
     """The measured table (markdown) from bench records: per size, every kind and setting, the ones that
     meet recall@100 >= 0.95 in bold, then the app's pick, the patent over-fetch, HNSW builds, mmap opens."""
-    from patent_demo.drawing.scale import LATENCY_BUDGET_MS, meets_recall
+    from patent_demo.index.scale import LATENCY_BUDGET_MS, meets_recall
 
     rows = [r for r in records if "kind" in r and "recall@100" in r]
     lines = ["| dim | vectors | kind | settings | recall@100 | p50 ms | p95 ms | index MB | build s | load |",
@@ -142,7 +142,7 @@ def render_projection(
 def render_summary(records: list[dict], n: int = 1_000_000, dim: int = 256) -> str:
     """The headline of docs/scale.md: at ``n`` figures of ``dim``, the app's pick and, for every other kind,
     its best measured recall@100 with what it costs, each against the rule (recall, p50, bytes per vector)."""
-    from patent_demo.drawing.scale import (
+    from patent_demo.index.scale import (
         INDEX_BYTES_PER_VECTOR,
         LATENCY_BUDGET_MS,
         RECALL_MARGIN_SE,

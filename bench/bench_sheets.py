@@ -26,8 +26,8 @@ from PIL import Image, ImageDraw
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from patent_demo.drawing.imageio import INK_THRESHOLD, load_drawing  # noqa: E402
 from patent_demo.drawing.sheets import ink_mask, labels_from_rekognition, match_boxes, split_sheet  # noqa: E402
+from patent_demo.imageio import INK_THRESHOLD, load_drawing  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "deeppatent2_segmentor_samples"
 ROUGH = ROOT / "bench" / "data" / "deeppatent2_figure_boxes_rough.json"

@@ -39,7 +39,6 @@ from typing import Protocol
 import numpy as np
 
 from patent_demo.data.corpus import SCHEMES, Corpus, Patent
-from patent_demo.drawing.index import DenseIndex
 from patent_demo.filters import (
     SearchFilter,
     _locarno_prefix,
@@ -49,6 +48,7 @@ from patent_demo.filters import (
     prefix_matches,
     publication_date,
 )
+from patent_demo.index.dense import DenseIndex
 from patent_demo.results import Results
 
 BACKENDS = ("faiss", "qdrant")

@@ -270,7 +270,7 @@ def side_by_side(query: Image.Image | bytes | str | os.PathLike, figure_path: st
                  size: int = 448, crop: bool = True) -> tuple[Image.Image, Image.Image]:  # fmt: skip
     """The query and a corpus figure as the encoder sees them, each cropped to its ink (unless
     ``crop`` is off for the query), centred on a white square and resized to ``size`` pixels."""
-    from patent_demo.drawing.imageio import load_drawing
+    from patent_demo.imageio import load_drawing
 
     q = load_drawing(query, crop=crop, square=True, size=size)
     h = load_drawing(figure_path, crop=True, square=True, size=size)

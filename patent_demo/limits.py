@@ -5,7 +5,7 @@ A request's cost must not grow with what a client chooses to send: a 200 kB clas
 cost 68 CPU-seconds, a 49-megapixel RGBA drawing 794 MB of memory. Every endpoint reads its fields
 through :func:`check_text` and :func:`check_items` (the search filter in :mod:`patent_demo.filters`, the
 query's codes and abstract in :mod:`patent_demo.query`, the label fields in
-:mod:`patent_demo.labels.fields`, the drawing decoder's byte budget in :mod:`patent_demo.drawing.imageio`),
+:mod:`patent_demo.labels.fields`, the drawing decoder's byte budget in :mod:`patent_demo.imageio`),
 so the limits below are the whole story. Each check raises ``ValueError`` with a message naming the
 field and the limit, never echoing more than a few characters of the value.
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from patent_demo.digests import weights_digest
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -66,8 +68,6 @@ class ModelSpec:
     def fingerprint(self) -> str:
         """Changes whenever the weights do (the bytes of the checkpoint's config and weights, not where
         they lie: a copied checkpoint keeps its cached index)."""
-        from patent_demo.drawing.imageio import weights_digest
-
         if self.path is None:
             return f"{self.key}-{self.encoder}"
         h = hashlib.sha256(self.encoder.encode())

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from patent_demo.drawing.imageio import DrawingError, load_drawing
 from patent_demo.drawing.sheets import FigureLabel, SheetFigure, crop_figures, split_sheet
 from patent_demo.filters import SearchFilter
+from patent_demo.imageio import DrawingError, load_drawing
 from patent_demo.limits import MAX_SHEET_FIGURES
 
 

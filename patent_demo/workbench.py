@@ -7,7 +7,7 @@ Cache layout (every entry keyed by a fingerprint of what it was built from)::
 
     cache_dir/
       democorpus/...                      the generated built-in corpus (when no corpus is given)
-      index/<corpus fp>/<model fp>/       DenseIndex directories (see ``patent_demo.drawing.index``)
+      index/<corpus fp>/<model fp>/       DenseIndex directories (see ``patent_demo.index.dense``)
       bm25/<corpus fp>/                   BM25Index directory (see ``patent_demo.text.bm25``)
       dense/<corpus fp>/<encoder fp>/     DenseIndex of the patent texts (see ``patent_demo.text.dense``)
       figure_sha/<corpus fp>.json         sha256 of each figure file (recognises corpus drawings)
@@ -30,13 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.digests import file_sha256
 from patent_demo.drawing.embed import embed_figures
-from patent_demo.drawing.imageio import file_sha256, load_drawing
-from patent_demo.drawing.index import DenseIndex
-from patent_demo.drawing.scale import index_settings
 from patent_demo.drawing.select import drawing_model_for_corpus
 from patent_demo.hierarchy import main_of, patent_classes
 from patent_demo.hits import DrawingSearch, Hit  # noqa: F401 - the result records (imported from here too)
+from patent_demo.imageio import load_drawing
+from patent_demo.index.dense import DenseIndex
+from patent_demo.index.scale import index_settings
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
@@ -132,11 +133,8 @@ class Workbench:
                     from patent_demo.data.democorpus import ensure_demo_corpus
 
                     self._corpus = ensure_demo_corpus(
-                        self.config.cache_dir / "democorpus",
-                        patents=self.config.demo_patents,
-                        seed=self.config.seed,
-                        size=self.config.demo_size,
-                    )
+                        self.config.cache_dir / "democorpus", patents=self.config.demo_patents,
+                        seed=self.config.seed, size=self.config.demo_size)  # fmt: skip
             return self._corpus
 
     @property

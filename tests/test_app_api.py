@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from patent_demo.drawing.scale import describe_index
+from patent_demo.index.scale import describe_index
 from patent_demo.labels.store import LabelStore
 from tests.conftest import live_app
 from tests.test_pipeline import make_workbench

@@ -164,7 +164,7 @@ def _shortest_circle(graph: dict[str, set[str]], component: list[str]) -> list[s
 def test_the_layout_is_where_these_checks_look():
     files = {_rel(p) for p in _python_files()}
     assert {ENTRY, "patent_demo/ui/__init__.py", "patent_demo/workbench.py", "train/hmcl.py"} <= files
-    for package in ("data", "drawing", "text", "labels", "metrics", "losses", "ui"):
+    for package in ("data", "drawing", "index", "text", "labels", "metrics", "losses", "ui"):
         assert f"patent_demo/{package}/__init__.py" in files, package
     graph = import_graph()
     assert {"app", "patent_demo.ui.blocks", "patent_demo.workbench", "train.hmcl"} <= set(graph)

@@ -17,7 +17,7 @@ import pytest
 
 from patent_demo import examiner
 from patent_demo.cli.main import main as cli
-from patent_demo.drawing.imageio import load_drawing
+from patent_demo.imageio import load_drawing
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared

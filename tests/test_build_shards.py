@@ -1,6 +1,6 @@
 """Sharded, resumable embedding of a built corpus and the merge into the app's index.
 
-Tests: patent_demo/drawing/scale.py, patent_demo/cli/index_cmd.py
+Tests: patent_demo/index/scale.py, patent_demo/drawing/embed.py, patent_demo/cli/index_cmd.py
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from patent_demo.cli import main
 from patent_demo.data.build import build_corpus
-from patent_demo.drawing.index import DenseIndex
-from patent_demo.drawing.scale import choose_kind, index_settings, shard_ranges
+from patent_demo.index.dense import DenseIndex
+from patent_demo.index.scale import choose_kind, index_settings, shard_ranges
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import require_shared
 

@@ -50,7 +50,7 @@ def test_warm_up_prepares_the_per_patent_map_of_an_approximate_index(tmp_path):
     the warm-up, not by the examiner's first search."""
     import numpy as np
 
-    from patent_demo.drawing.index import DenseIndex
+    from patent_demo.index.dense import DenseIndex
 
     wb, _ = make_workbench(tmp_path)
     x = np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32)

@@ -8,7 +8,7 @@ import pytest
 
 from patent_demo import calibration as cal
 from patent_demo.data.corpus import Corpus, Patent
-from patent_demo.drawing.index import DenseIndex
+from patent_demo.index.dense import DenseIndex
 from patent_demo.text.bm25 import BM25Index
 from tests.conftest import require_shared
 

@@ -145,7 +145,7 @@ def test_images_are_read_lazily(tmp_path):
     (tmp_path / "img" / "a1.png").write_bytes(b"not an image")  # loading never opens images
     back = Corpus.load(tmp_path)
     assert back.image_path(back.patents[0].figures[0]) == tmp_path / "img" / "a1.png"
-    pytest.importorskip("patent_demo.drawing.imageio")
+    pytest.importorskip("patent_demo.imageio")
     image = back.open_image(back.patents[1].figures[0], crop=False, square=False)
     assert image.mode == "L" and image.size == (6, 4)
     with pytest.raises(ValueError):

@@ -29,7 +29,7 @@ from patent_demo.data.democorpus import (
 from patent_demo.data.democorpus import build as build_mod
 from patent_demo.data.democorpus.__main__ import main as cli_main
 from patent_demo.data.democorpus.geometry import box, cylinder, revolve
-from patent_demo.drawing.imageio import ink_bbox, ink_ratio
+from patent_demo.imageio import ink_bbox, ink_ratio
 from tests.conftest import require_shared
 
 N, SIZE = 40, 96

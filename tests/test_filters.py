@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
-from patent_demo.drawing import faiss_kinds
-from patent_demo.drawing.index import DenseIndex
 from patent_demo.filters import (
     ClassPrefix,
     SearchFilter,
@@ -22,6 +20,8 @@ from patent_demo.filters import (
     prior_art_date,
     split_prior_art,
 )
+from patent_demo.index import faiss_kinds
+from patent_demo.index.dense import DenseIndex
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from tests.conftest import require_shared

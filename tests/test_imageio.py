@@ -3,22 +3,84 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from patent_demo.drawing.imageio import (
+from patent_demo.imageio import (
+    DEFAULT_MAX_PIXELS,
+    INK_THRESHOLD,
     DrawingError,
+    Source,
+    _check_budget,
+    _decode,
+    _describe,
+    _finish,
+    _memory_guard,
+    _open,
     ink_bbox,
     ink_ratio,
-    iter_pages,
     load_drawing,
-    page_count,
 )
 from tests.conftest import require_shared
 
 BUDGET = "(possible decompression bomb); pass a larger max_pixels to read it"
+
+
+def page_count(src: Source, *, max_pixels: int = DEFAULT_MAX_PIXELS, name: str | None = None) -> int:
+    """The number of pages (frames) in a drawing file, read from its headers."""
+    name = name or _describe(src)
+    im = _open(src, name)
+    try:
+        _check_budget(im, name, max_pixels)
+        return int(getattr(im, "n_frames", 1))
+    except DrawingError:
+        raise
+    except Exception as err:
+        raise DrawingError(f"{name}: cannot count pages ({type(err).__name__}: {err})") from err
+    finally:
+        if im is not src:
+            im.close()
+
+
+def iter_pages(
+    src: Source,
+    *,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    crop: bool = True,
+    margin: float = 0.04,
+    square: bool = True,
+    size: int | None = None,
+    threshold: int = INK_THRESHOLD,
+    name: str | None = None,
+) -> Iterator[Image.Image]:
+    """Every page of a (multi-page TIFF) drawing, each prepared as ``load_drawing`` prepares the first.
+    Each page's size (and its final canvas) is checked against ``max_pixels`` before it is decoded."""
+    name = name or _describe(src)
+    im = _open(src, name)
+    try:
+        try:
+            n = int(getattr(im, "n_frames", 1))
+        except Exception as err:
+            raise DrawingError(f"{name}: cannot count pages ({type(err).__name__}: {err})") from err
+        for page in range(n):
+            try:
+                im.seek(page)
+            except Exception as err:
+                raise DrawingError(
+                    f"{name} (page {page + 1}): cannot seek ({type(err).__name__}: {err})"
+                ) from err
+            _check_budget(im, name, max_pixels, page)
+            with _memory_guard(f"{name} (page {page + 1})"):
+                gray = _decode(im, name, page)
+                out = _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold,
+                              max_pixels=max_pixels, name=f"{name} (page {page + 1})")  # fmt: skip
+            yield out
+    finally:
+        if im is not src:
+            im.close()
 
 
 def _page(size=(120, 80), box=(30, 20, 70, 50), ink=0, mode="L", background=255) -> Image.Image:
@@ -271,7 +333,7 @@ def test_canvas_budget_counts_margins_and_square():
 
 
 def test_out_of_memory_becomes_a_drawing_error(monkeypatch):
-    import patent_demo.drawing.imageio as imageio
+    import patent_demo.imageio as imageio
 
     def no_memory(*a, **k):
         raise MemoryError

@@ -182,7 +182,7 @@ def test_drawing_search_by_figure_and_bad_image(bench):
     res = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=3, group_by_patent=False)
     assert res.hits[0].figure == fig.path
     assert [h.rank for h in res.hits] == [1, 2, 3]
-    from patent_demo.drawing.imageio import DrawingError
+    from patent_demo.imageio import DrawingError
 
     with pytest.raises(DrawingError):
         wb.search_drawing(b"this is not an image", ZERO_SHOT, k=3)

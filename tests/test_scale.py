@@ -1,4 +1,4 @@
-"""Index kinds chosen by measurement (``patent_demo.drawing.scale``), IVF-SQ with exact re-scoring,
+"""Index kinds chosen by measurement (``patent_demo.index.scale``), IVF-SQ with exact re-scoring,
 memory-mapped loading, and the scale benchmark's table."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from patent_demo.drawing import index as index_mod
-from patent_demo.drawing import scale
-from patent_demo.drawing.index import DenseIndex, recall_against_exact
+from patent_demo.index import dense as index_mod
+from patent_demo.index import scale
+from patent_demo.index.dense import DenseIndex, recall_against_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -267,7 +267,7 @@ def test_ivfsq_over_pca_rescores_exactly_in_the_full_dimension(tmp_path):
 def test_one_query_searches_the_lists_in_parallel_and_finds_what_a_batch_finds():
     """One query (fewer than the threads) makes FAISS split the probed lists over the threads; a batch
     splits by query. Both find the same figures with the same scores."""
-    from patent_demo.drawing.faiss_kinds import set_num_threads
+    from patent_demo.index.faiss_kinds import set_num_threads
 
     x = _clustered(3000)
     ids, pids = [f"f{i}" for i in range(len(x))], [str(i // 5) for i in range(len(x))]

@@ -7,9 +7,9 @@ import io
 import pytest
 from PIL import Image
 
-from patent_demo.drawing.imageio import DrawingError
 from patent_demo.drawing.sheets import FigureLabel
 from patent_demo.filters import SearchFilter
+from patent_demo.imageio import DrawingError
 from patent_demo.sheet_search import search_sheet
 from tests.test_pipeline import make_workbench
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from patent_demo.drawing.imageio import load_drawing
 from patent_demo.drawing.sheets import FigureLabel, iou, labels_from_rekognition, match_boxes, split_sheet
+from patent_demo.imageio import load_drawing
 from tests.conftest import require_shared
 
 REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "data" / "deeppatent2_figure_boxes.json"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from patent_demo.data.corpus import Patent
-from patent_demo.drawing.index import DenseIndex
+from patent_demo.index.dense import DenseIndex
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.dense import dense_search, dense_text

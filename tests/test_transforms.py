@@ -195,7 +195,7 @@ def test_augment_config_rejects_bad_values(kwargs, message):
 
 
 def test_load_tensor_reads_a_drawing_file(tmp_path):
-    pytest.importorskip("patent_demo.drawing.imageio")
+    pytest.importorskip("patent_demo.imageio")
     from patent_demo.drawing.transforms import load_tensor
 
     path = tmp_path / "fig.png"

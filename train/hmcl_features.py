@@ -25,9 +25,9 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from patent_demo.data.corpus import Corpus, Figure
-from patent_demo.drawing.imageio import load_drawing
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import AugmentConfig, ScanConfig, scan_like
+from patent_demo.imageio import load_drawing
 from train.hmcl_sources import Item
 
 log = logging.getLogger("train.hmcl")

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
-from patent_demo.drawing.imageio import file_sha256
+from patent_demo.digests import file_sha256
 from train.hmcl_features import step_seed
 
 GRADE_RELEVANT, GRADE_PARTLY = 2, 1

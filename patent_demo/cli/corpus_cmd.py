@@ -101,12 +101,12 @@ def run_info(args: argparse.Namespace) -> int:
 
 def index_lines(corpus_dir: str, cache_dir: str) -> list[dict]:
     """The built drawing and dense text indexes of a corpus under ``cache_dir``: which kind each runs and
-    its measured recall (``patent_demo.drawing.scale.describe_index``), read from their ``params.json``."""
+    its measured recall (``patent_demo.index.scale.describe_index``), read from their ``params.json``."""
     from pathlib import Path
     from types import SimpleNamespace
 
     from patent_demo.data.corpus import Corpus
-    from patent_demo.drawing.scale import describe_index
+    from patent_demo.index.scale import describe_index
     from patent_demo.workbench import corpus_fingerprint
 
     fp = corpus_fingerprint(Corpus.load(corpus_dir, validate=False))

@@ -4,7 +4,7 @@
 ``CACHE/shards/<corpus>/<model>/``; a shard on disk is kept, so a killed run resumes. Run it under
 ``torchrun --nproc_per_node N -m patent_demo.cli index embed ...`` and each process takes every N-th
 shard (on GPU ``cuda:LOCAL_RANK`` with ``--device cuda``). ``merge`` builds one index over all shards,
-of the kind ``patent_demo.drawing.scale.index_settings`` picks for its size from the measured table, where the app looks for it
+of the kind ``patent_demo.index.scale.index_settings`` picks for its size from the measured table, where the app looks for it
 (``CACHE/index/<corpus>/<model>/``), so ``app.py --corpus DIR --cache-dir CACHE`` serves it at once.
 ``push --backend qdrant`` loads the drawing index's embeddings and the dense text index's (built first
 when the cache has none) into the engine with each patent's payload (``patent_demo.backends``): a server
@@ -27,7 +27,7 @@ from patent_demo.cli.common import (
     project_path,
     resolve_model,
 )
-from patent_demo.drawing.faiss_kinds import KINDS
+from patent_demo.index.faiss_kinds import KINDS
 
 
 def add_parser(sub) -> None:
@@ -86,7 +86,7 @@ def _shards(wb, spec) -> Path:
 
 
 def run_embed(args: argparse.Namespace) -> int:
-    from patent_demo.drawing.scale import dist_rank, embed_shards
+    from patent_demo.drawing.embed import dist_rank, embed_shards
     from patent_demo.registry import OpenClipDrawingEncoder
 
     wb, spec = _workbench(args)
@@ -108,7 +108,7 @@ def run_embed(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    from patent_demo.drawing.scale import describe_index, merge_shards
+    from patent_demo.index.scale import describe_index, merge_shards
 
     wb, spec = _workbench(args)
     figures = wb.corpus.figures()

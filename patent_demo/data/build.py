@@ -127,7 +127,7 @@ def thumb_name(figure_path: str) -> str:
 
 def write_thumbnail(image: Path, target: Path, size: int = DEFAULT_THUMB) -> None:
     """A grayscale PNG of the drawing cropped to its ink, longer side ``size`` (kept when present)."""
-    from patent_demo.drawing.imageio import load_drawing
+    from patent_demo.imageio import load_drawing
 
     if target.is_file():
         return
@@ -145,7 +145,7 @@ BROWSER_FORMATS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 def display_image(corpus, figure: Figure, cache: Path) -> Path:
     """A file a browser can show for ``figure``: its thumbnail, else the image itself when browsers read
     its format, else a PNG thumbnail written once under ``cache`` (TIFF pages of a hand-made corpus)."""
-    from patent_demo.drawing.imageio import DrawingError
+    from patent_demo.imageio import DrawingError
 
     if figure.thumb and (corpus.root / figure.thumb).is_file():
         return corpus.root / figure.thumb
@@ -162,7 +162,7 @@ def display_image(corpus, figure: Figure, cache: Path) -> Path:
 
 def _process(args: tuple[dict, str, str, int]) -> tuple[dict | None, list[str]]:
     """Thumbnails for one patent (in a worker): the patent without unreadable figures, and problems."""
-    from patent_demo.drawing.imageio import DrawingError
+    from patent_demo.imageio import DrawingError
 
     row, image_root, out, size = args
     patent = Patent.from_dict(row)

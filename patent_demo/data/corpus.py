@@ -193,8 +193,8 @@ class Corpus:
         return self.root / figure.thumb if figure.thumb else self.image_path(figure)
 
     def open_image(self, figure: Figure, **kwargs):
-        """Read one figure as an 8-bit grayscale PIL image (see ``patent_demo.drawing.imageio.load_drawing``)."""
-        from patent_demo.drawing.imageio import load_drawing
+        """Read one figure as an 8-bit grayscale PIL image (see ``patent_demo.imageio.load_drawing``)."""
+        from patent_demo.imageio import load_drawing
 
         return load_drawing(self.image_path(figure), **kwargs)
 

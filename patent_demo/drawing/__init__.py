@@ -1,3 +1,3 @@
-"""Drawing retrieval (HMCL): image I/O, transforms, encoders, the batch sampler, embedding, the FAISS
-index, fine-tuning helpers and the one drawing-evaluation protocol. The HMCL loss lives in
-``patent_demo.losses.hmcl``."""
+"""Drawing retrieval (HMCL): sheets, transforms, encoders, the batch sampler, embedding, fine-tuning
+helpers and the one drawing-evaluation protocol. Image reading is ``patent_demo.imageio``, the vector index
+``patent_demo.index``, the HMCL loss ``patent_demo.losses.hmcl``."""

@@ -26,7 +26,7 @@ def check_views(images: Sequence[bytes | str | os.PathLike]) -> None:
     """Refuse an application query over the budget before any view is decoded: more than
     ``MAX_APPLICATION_VIEWS`` views (counted first, nothing read), or views that decode to more than
     ``MAX_APPLICATION_BYTES`` together (read from their headers). ``ValueError`` says which and by how much."""
-    from patent_demo.drawing.imageio import decoded_size
+    from patent_demo.imageio import decoded_size
 
     if len(images) > MAX_APPLICATION_VIEWS:
         raise ValueError(
@@ -97,7 +97,7 @@ def views_sheet(views: Sequence[bytes], size: int = 256, columns: int = 4) -> by
 
     from PIL import Image
 
-    from patent_demo.drawing.imageio import load_drawing
+    from patent_demo.imageio import load_drawing
 
     tiles = [load_drawing(v, crop=True, square=True, size=size).convert("L") for v in views]
     cols = max(1, min(columns, len(tiles)))

@@ -1,16 +1,24 @@
-"""Batched embedding of drawings: any encode function over a stream of images, with a progress bar, and
-the corpus figures through a fine-tuned (or zero-shot) open_clip encoder."""
+"""Batched embedding of drawings: any encode function over a stream of images, with a progress bar; the
+corpus figures through a fine-tuned (or zero-shot) open_clip encoder; and a large collection embedded in
+shards (``embed_shards``) that survive a kill: a shard is written to a temporary name, then moved into
+place, a shard already on disk is skipped, and with ``rank`` / ``world_size`` (``torchrun`` sets ``RANK``
+and ``WORLD_SIZE``) each process takes the shards ``i`` with ``i % world_size == rank``.
+``patent_demo.index.scale.merge_shards`` builds the index from them."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
+from patent_demo.index.scale import shard_path, shard_ranges
 
 
 class _Counter:
@@ -130,3 +138,52 @@ def embed_corpus_figures(
 
     images = (corpus.open_image(f) for f in figs)
     return embed_figures(encode, images, batch_size=batch_size, progress=progress, total=len(figs))
+
+
+def dist_rank() -> tuple[int, int]:
+    """``(rank, world_size)`` from ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``), else ``(0, 1)``."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+def embed_shards(
+    encode: Callable[[list[Any]], Any],
+    load: Callable[[Any], Any],
+    items: Sequence[Any],
+    directory: str | os.PathLike,
+    shard_size: int = 10_000,
+    rank: int | None = None,
+    world_size: int | None = None,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> list[int]:
+    """Embed ``items`` (``load(item)`` gives the image ``encode`` takes) into shards under ``directory``;
+    returns the shard numbers this process wrote (shards already on disk are kept: a rerun resumes)."""
+    if rank is None or world_size is None:
+        rank, world_size = dist_rank()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    plan = {
+        "figures": len(items),
+        "shard_size": shard_size,
+        "shards": len(shard_ranges(len(items), shard_size)),
+    }
+    _write_json(directory / "shards.json", plan)
+    written = []
+    for i, (a, b) in enumerate(shard_ranges(len(items), shard_size)):
+        path = shard_path(directory, i)
+        if i % world_size != rank or path.is_file():
+            continue
+        emb = embed_figures(encode, (load(x) for x in items[a:b]), batch_size=batch_size, progress=progress,
+                            total=b - a, desc=f"shard {i} (rows {a}-{b - 1})")  # fmt: skip
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, emb.astype(np.float32))
+        os.replace(tmp, path)
+        written.append(i)
+    return written
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

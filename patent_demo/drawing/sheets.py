@@ -36,7 +36,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from patent_demo.drawing.imageio import INK_THRESHOLD, Source, load_drawing
+from patent_demo.imageio import INK_THRESHOLD, Source, load_drawing
 
 Box = tuple[int, int, int, int]
 

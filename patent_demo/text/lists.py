@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from patent_demo.data.corpus import Corpus, Patent
-from patent_demo.drawing.index import DenseIndex
+from patent_demo.index.dense import DenseIndex
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.hybrid import HybridSettings, hybrid_run

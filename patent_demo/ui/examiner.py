@@ -22,8 +22,8 @@ from PIL import Image, ImageDraw
 
 from patent_demo import examiner
 from patent_demo.document import document_html, document_view
-from patent_demo.drawing.imageio import load_drawing
 from patent_demo.filters import FILTER_KEYS, Filters
+from patent_demo.imageio import load_drawing
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
@@ -133,7 +133,7 @@ def build_crop() -> CropInputs:
 def crop_box(file, left, top, right, bottom):
     """``(preview, crop, line)``: the drawing with the box drawn, the cropped drawing (None for the whole
     drawing) and what is searched; a bad box is a ⚠️ line and no crop."""
-    from patent_demo.drawing.imageio import DrawingError
+    from patent_demo.imageio import DrawingError
 
     if not file or not isinstance(file, str):
         return None, None, "Upload a drawing first, then set the box."

@@ -21,8 +21,8 @@ import numpy as np
 
 from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
-from patent_demo.drawing.scale import describe_index
 from patent_demo.filters import Filters
+from patent_demo.index.scale import describe_index
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import (
     LabelStore,
@@ -82,7 +82,7 @@ class Handlers:
 
     def query_preview(self, file, crop):
         """The query drawing as the encoder reads it (cropped to its ink when ``crop``), or nothing."""
-        from patent_demo.drawing.imageio import DrawingError, load_drawing
+        from patent_demo.imageio import DrawingError, load_drawing
 
         if not file or not isinstance(file, str):
             return None

@@ -1,29 +1,27 @@
-"""Large collections: which index kind to build for N figures, and embeddings written in shards.
-
-Shards (``embed_shards``) let a collection of a million figures be embedded in pieces that survive a
-kill: figure rows ``[i * shard_size, (i + 1) * shard_size)`` go to ``shard-{i:05d}.npy`` (written to a
-temporary name, then moved into place), a shard already on disk is skipped, and with ``rank`` /
-``world_size`` (``torchrun`` sets ``RANK`` and ``WORLD_SIZE``) each process takes the shards ``i`` with
-``i % world_size == rank``. ``merge_shards`` memory-maps the shards in order and builds one
-``DenseIndex`` of the kind :func:`index_settings` picks for their size.
+"""Large collections: which index kind to build for N vectors, and one index merged from shards.
 
 Which kind: by measurement, not by size alone. ``bench/bench_scale.py`` measures every kind and setting
 (recall@100 against exact search, p50 / p95 on 2 threads, index memory) at 100k, 300k and 1M figures and
 writes ``scale_table.json`` beside this module; :func:`pick` takes the cheapest record meeting recall@100
 >= 0.95 within the per-query budget (docs/scale.md).
+
+Shards: rows ``[i * shard_size, (i + 1) * shard_size)`` of a collection's embeddings live in
+``shard-{i:05d}.npy`` (:func:`shard_ranges`, :func:`shard_path`; ``patent-demo index embed``
+writes them); :func:`merge_shards` memory-maps the shards in order and builds one ``DenseIndex`` of the
+kind :func:`index_settings` picks for their size.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from patent_demo.drawing.faiss_kinds import KIND_DEFAULTS
+from patent_demo.index.faiss_kinds import KIND_DEFAULTS
 
 TABLE = Path(__file__).with_name("scale_table.json")  # written by bench/bench_scale.py --table
 RECALL_TARGET = 0.95  # recall@100 against exact search
@@ -161,55 +159,10 @@ def shard_path(directory: str | os.PathLike, i: int) -> Path:
     return Path(directory) / f"shard-{i:05d}.npy"
 
 
-def dist_rank() -> tuple[int, int]:
-    """``(rank, world_size)`` from ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``), else ``(0, 1)``."""
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-
-
-def embed_shards(
-    encode: Callable[[list[Any]], Any],
-    load: Callable[[Any], Any],
-    items: Sequence[Any],
-    directory: str | os.PathLike,
-    shard_size: int = 10_000,
-    rank: int | None = None,
-    world_size: int | None = None,
-    batch_size: int = 32,
-    progress: bool = False,
-) -> list[int]:
-    """Embed ``items`` (``load(item)`` gives the image ``encode`` takes) into shards under ``directory``;
-    returns the shard numbers this process wrote (shards already on disk are kept: a rerun resumes)."""
-    from patent_demo.drawing.embed import embed_figures
-
-    if rank is None or world_size is None:
-        rank, world_size = dist_rank()
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    plan = {
-        "figures": len(items),
-        "shard_size": shard_size,
-        "shards": len(shard_ranges(len(items), shard_size)),
-    }
-    _write_json(directory / "shards.json", plan)
-    written = []
-    for i, (a, b) in enumerate(shard_ranges(len(items), shard_size)):
-        path = shard_path(directory, i)
-        if i % world_size != rank or path.is_file():
-            continue
-        emb = embed_figures(encode, (load(x) for x in items[a:b]), batch_size=batch_size, progress=progress,
-                            total=b - a, desc=f"shard {i} (rows {a}-{b - 1})")  # fmt: skip
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, emb.astype(np.float32))
-        os.replace(tmp, path)
-        written.append(i)
-    return written
-
-
 def merge_shards(directory: str | os.PathLike, ids: Sequence[str], patent_ids: Sequence[str],
                  kind: str | None = None, **build: Any):  # fmt: skip
     """One ``DenseIndex`` over every shard of ``directory`` in row order (``kind``: ``index_settings(N, D)``)."""
-    from patent_demo.drawing.index import DenseIndex
+    from patent_demo.index.dense import DenseIndex
 
     directory = Path(directory)
     ranges = shard_ranges(len(ids), json.loads((directory / "shards.json").read_text())["shard_size"])
@@ -228,9 +181,3 @@ def merge_shards(directory: str | os.PathLike, ids: Sequence[str], patent_ids: S
     x = np.concatenate(parts, axis=0)
     settings = {"kind": kind} if kind else index_settings(len(ids), x.shape[1])
     return DenseIndex.build(x, ids, patent_ids, **settings, **build)
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)

@@ -1,4 +1,4 @@
-"""Tests for patent_demo.drawing.index: exact search against numpy, ANN recall against exact, per-patent
+"""Tests for patent_demo.index.dense: exact search against numpy, ANN recall against exact, per-patent
 aggregation by hand, save→load round trip, batched embedding, and exact error messages."""
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ import faiss
 import numpy as np
 import pytest
 
-from patent_demo.drawing import faiss_kinds
-from patent_demo.drawing import index as dense
-from patent_demo.drawing.aggregate import aggregate_by_patent
 from patent_demo.drawing.embed import embed_figures
-from patent_demo.drawing.index import DenseIndex, recall_against_exact
+from patent_demo.index import dense, faiss_kinds
+from patent_demo.index.aggregate import aggregate_by_patent
+from patent_demo.index.dense import DenseIndex, recall_against_exact
 from patent_demo.results import Results
 
 

@@ -1,4 +1,5 @@
-"""Dense figure index over FAISS: build, search, per-patent aggregation, save/load.
+"""Dense vector index over FAISS (a row per figure for drawings, per patent for texts): build, search,
+per-patent aggregation, save/load.
 
 Scores are inner products ``s(q, x) = <q, x>``. With ``normalize=True`` (the default) both the figure
 embeddings and the queries are L2-normalised first, so scores are cosine similarities, the ``sim``
@@ -45,8 +46,8 @@ from typing import Any
 import faiss
 import numpy as np
 
-from patent_demo.drawing.aggregate import aggregate_by_patent, rows_dot
-from patent_demo.drawing.faiss_kinds import (
+from patent_demo.index.aggregate import aggregate_by_patent, rows_dot
+from patent_demo.index.faiss_kinds import (
     IVF_KINDS,
     KINDS,
     SEARCH_PARAMS,

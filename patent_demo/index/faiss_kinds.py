@@ -1,6 +1,6 @@
 """The FAISS index kinds of ``DenseIndex``: their parameters (defaults chosen from N and D at build time),
 how each is constructed and how its search-time parameters are applied, and the OpenMP threads FAISS uses.
-Which kind a corpus of a given size gets is ``patent_demo.drawing.scale.index_settings``."""
+Which kind a corpus of a given size gets is ``patent_demo.index.scale.index_settings``."""
 
 from __future__ import annotations
 

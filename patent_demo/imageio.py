@@ -12,7 +12,6 @@ allocated. Whatever goes wrong with the input, running out of memory included, t
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import warnings
@@ -295,81 +294,3 @@ def decoded_size(src: Source, *, name: str | None = None) -> int:
     finally:
         if im is not src:
             im.close()
-
-
-def page_count(src: Source, *, max_pixels: int = DEFAULT_MAX_PIXELS, name: str | None = None) -> int:
-    """The number of pages (frames) in a drawing file, read from its headers."""
-    name = name or _describe(src)
-    im = _open(src, name)
-    try:
-        _check_budget(im, name, max_pixels)
-        return int(getattr(im, "n_frames", 1))
-    except DrawingError:
-        raise
-    except Exception as err:
-        raise DrawingError(f"{name}: cannot count pages ({type(err).__name__}: {err})") from err
-    finally:
-        if im is not src:
-            im.close()
-
-
-def iter_pages(
-    src: Source,
-    *,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
-    crop: bool = True,
-    margin: float = 0.04,
-    square: bool = True,
-    size: int | None = None,
-    threshold: int = INK_THRESHOLD,
-    name: str | None = None,
-) -> Iterator[Image.Image]:
-    """Every page of a (multi-page TIFF) drawing, each prepared as ``load_drawing`` prepares the first.
-    Each page's size (and its final canvas) is checked against ``max_pixels`` before it is decoded."""
-    name = name or _describe(src)
-    im = _open(src, name)
-    try:
-        try:
-            n = int(getattr(im, "n_frames", 1))
-        except Exception as err:
-            raise DrawingError(f"{name}: cannot count pages ({type(err).__name__}: {err})") from err
-        for page in range(n):
-            try:
-                im.seek(page)
-            except Exception as err:
-                raise DrawingError(
-                    f"{name} (page {page + 1}): cannot seek ({type(err).__name__}: {err})"
-                ) from err
-            _check_budget(im, name, max_pixels, page)
-            with _memory_guard(f"{name} (page {page + 1})"):
-                gray = _decode(im, name, page)
-                out = _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold,
-                              max_pixels=max_pixels, name=f"{name} (page {page + 1})")  # fmt: skip
-            yield out
-    finally:
-        if im is not src:
-            im.close()
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks: how an uploaded drawing is matched to the
-    corpus figure it came from (the app) and to test-split figures (the leak guard)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-def weights_digest(path: str | os.PathLike) -> str:
-    """:func:`file_sha256` of a weights or config file, read once per process while its size and mtime stay:
-    what cache keys of model outputs hash, so a copied checkpoint (a Space clone) keeps its cached indexes."""
-    path = Path(path).resolve()
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = file_sha256(path)
-    return _DIGESTS[key]
