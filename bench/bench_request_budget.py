@@ -10,7 +10,7 @@ this process, on the app's default workbench (the real corpus when ``../shared/d
 generated one; its default drawing model and re-ranker at the re-ranker's validated depth: the weights are
 read offline), after its indexes are built and one search of each kind has loaded the models. CPU time is the
 process's ``utime + stime`` from ``/proc/self/stat``, the peak is ``VmHWM`` after resetting it
-(``tests/test_reliability.measured``), with one torch thread unless ``--threads`` says otherwise (so the
+(``tests.support.live.measured``), with one torch thread unless ``--threads`` says otherwise (so the
 figure is the work, not the spinning of idle threads on a busy machine); with ``--repeat N`` the smallest
 of N runs counts. The budget
 (``patent_demo/limits.py``): about 1 CPU-second and 200 MB beyond the plain search of the same kind.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from PIL import Image, ImageDraw  # noqa: E402
 
 from patent_demo.limits import MAX_ABSTRACT_TOKENS, MAX_APPLICATION_VIEWS, MAX_SHEET_FIGURES  # noqa: E402
-from tests.test_reliability import measured  # noqa: E402
+from tests.support.live import measured  # noqa: E402
 
 ABSTRACT = ("A lamp with a folded paper shade held over the bulb by a wire frame; the frame clips to the bulb "
             "holder and the shade can be turned to direct the light.")  # fmt: skip
@@ -62,7 +62,7 @@ def _page(side: int) -> bytes:
 
 def _workbench(args):
     if args.tiny:
-        from tests.test_pipeline import make_workbench
+        from tests.support.tiny import make_workbench
 
         return make_workbench(Path(tempfile.mkdtemp(prefix="budget-")))[0]
     from patent_demo.ui.args import make_workbench, parse_args

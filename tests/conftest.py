@@ -1,5 +1,7 @@
-"""Shared test helpers: the real data samples that live beside the repository (``../shared/data``), and
-the rule that a test skipped under ``CI=true`` fails unless its reason is on ``tests/skip_allowlist.txt``."""
+"""Shared test helpers: the real data samples that live beside the repository (``../shared/data``), the app
+served on a free port, the fixtures several test files share (the served tiny app, the chromium browser,
+corpora built from the real samples), and the rule that a test skipped under ``CI=true`` fails unless its
+reason is on ``tests/skip_allowlist.txt``. Plain helpers that need no fixture are in ``tests/support/``."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared" / "data"
+CKPT = str(REPO_ROOT / "checkpoints")
 
 
 def require_shared(subdir: str = "") -> Path:
@@ -73,6 +76,90 @@ def live_app(wb, store, /, **launch):
 def shared_data() -> Path:
     """The root of the real data samples (``../shared/data``)."""
     return require_shared()
+
+
+# -- fixtures shared by several test files -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """(url, workbench, label store): the app on the tiny workbench (``tests/support/tiny.py``), served in
+    this process on a free port."""
+    from patent_demo.labels.store import LabelStore
+    from tests.support.tiny import make_workbench
+
+    tmp = tmp_path_factory.mktemp("app")
+    wb, _ = make_workbench(tmp)
+    wb.warm_up()
+    store = LabelStore(tmp / "labels" / "labels.sqlite")
+    with live_app(wb, store) as url:
+        yield url, wb, store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium, headless through Playwright; without it the test skips, and fails under
+    ``CI=true``. Screenshots go to ``test-artifacts/``."""
+    from tests.support.browser import ARGS, ARTIFACTS, CHROMIUM
+
+    if not CHROMIUM.exists():
+        message = "browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def dp2(tmp_path_factory) -> Path:
+    """A corpus built from the DeepPatent2 sample (``../shared/data/deeppatent2_techdrawfinder_samples``)."""
+    from patent_demo.data.build import build_corpus
+
+    out = tmp_path_factory.mktemp("cli") / "dp2"
+    build_corpus(
+        "deeppatent2", require_shared("deeppatent2_techdrawfinder_samples") / "images", out, progress=False
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def text_corpus(tmp_path_factory) -> Path:
+    """A text corpus built from the cs3245 PatSnap sample with its qrels."""
+    from patent_demo.data.build import build_corpus
+
+    out = tmp_path_factory.mktemp("cli") / "text"
+    build_corpus("text", require_shared("cs3245_patsnap_corpus_qrels"), out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_text_corpus(tmp_path_factory) -> Path:
+    """A small slice of the cs3245 sample built as a text corpus: its first 60 documents with an abstract, and
+    both ends of the citation pairs of its first 12 citing patents (by id)."""
+    import json
+
+    from patent_demo.data.build import build_corpus
+
+    src = require_shared("cs3245_patsnap_corpus_qrels")
+    pairs = [line.split("\t") for line in (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[1:]]
+    keep_q = sorted({a for a, *_ in pairs})[:12]
+    ids = {x for a, b, *_ in pairs if a in keep_q for x in (a, b)}
+    rows = [json.loads(line) for line in (src / "patsnap_docs.jsonl").read_text().splitlines()]
+    ids |= {r["doc_id"] for r in rows[:60] if r["abstract"]}
+    raw = tmp_path_factory.mktemp("raw")
+    (raw / "patsnap_docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["doc_id"] in ids))
+    head = (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[0]
+    body = [line for line in (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[1:]
+            if line.split("\t")[0] in ids and line.split("\t")[1] in ids]  # fmt: skip
+    (raw / "in_corpus_citation_pairs.tsv").write_text("\n".join([head, *body]) + "\n")
+    out = tmp_path_factory.mktemp("cli") / "small"
+    build_corpus("text", raw, out, progress=False)
+    return out
 
 
 # -- skips under CI ------------------------------------------------------------------------------------------

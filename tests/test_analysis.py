@@ -10,7 +10,7 @@ from patent_demo.analysis import class_of, describe_protocol, embedding_map, eva
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.registry import ZERO_SHOT
 from patent_demo.workbench import Workbench, WorkbenchConfig
-from tests.test_pipeline import PixelEncoder, make_tiny_corpus
+from tests.support.tiny import PixelEncoder, make_tiny_corpus
 
 USPC = {"06-01": "D6/369", "06-03": "D6/380", "07-01": "D7/500", "07-02": "D7/501", "26-05": "D26/1"}
 

@@ -38,7 +38,7 @@ import pytest
 from patent_demo.labels.store import Label, LabelStore, image_query_id, text_query_id
 from patent_demo.wording import counted
 from tests.conftest import live_app
-from tests.test_pipeline import make_workbench
+from tests.support.tiny import make_workbench
 
 pytestmark = pytest.mark.slow
 
@@ -207,7 +207,7 @@ def test_unknown_label_is_refused_with_a_message(client, served):
 
 @pytest.mark.browser
 def test_agreement_tab_screenshot(served):
-    from tests.test_browser import ARGS, CHROMIUM
+    from tests.support.browser import ARGS, CHROMIUM
 
     if not CHROMIUM.exists():
         pytest.skip("browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium")

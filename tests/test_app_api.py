@@ -11,23 +11,8 @@ import sqlite3
 import pytest
 
 from patent_demo.index.scale import describe_index
-from patent_demo.labels.store import LabelStore
-from tests.conftest import live_app
-from tests.test_pipeline import make_workbench
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """(url, workbench, label store): the app served in this process on a free port."""
-    tmp = tmp_path_factory.mktemp("app")
-    wb, _ = make_workbench(tmp)
-    wb.warm_up()
-    store = LabelStore(tmp / "labels" / "labels.sqlite")
-    with live_app(wb, store) as url:
-        yield url, wb, store
-    store.close()
 
 
 @pytest.fixture

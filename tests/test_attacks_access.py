@@ -19,10 +19,8 @@ import pytest
 
 from patent_demo.labels.store import LabelStore
 from tests.conftest import free_port, live_app
-from tests.test_browser import browser  # noqa: F401  (the chromium fixture)
-from tests.test_labels_ui import _shared_hash_predict
-from tests.test_pipeline import make_workbench
-from tests.test_reliability import ABSTRACT, _label, _text
+from tests.support.live import ABSTRACT, label_request, shared_hash_predict, text_request
+from tests.support.tiny import make_workbench
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +112,7 @@ def test_another_login_with_alices_session_hash_reads_nothing(logins):
     is read; Alice reads her own explanation."""
     url, _, _ = logins
     alice = _client(url, "alice", "apw")
-    alice.predict(*_text()[1], api_name="/search_text")
+    alice.predict(*text_request()[1], api_name="/search_text")
     own = alice.predict(1, api_name="/explain")[1]
     assert ABSTRACT in own
     bob = _client(url, "bob", "bpw")
@@ -128,7 +126,7 @@ def test_another_login_with_alices_session_hash_reads_nothing(logins):
 
 
 @pytest.mark.browser
-def test_a_browser_session_is_read_with_its_token_only(browser, logins):  # noqa: F811
+def test_a_browser_session_is_read_with_its_token_only(browser, logins):
     """Alice's page holds her token; a client of her own login that sends the page's session hash without
     the token gets the ⚠️ refusal from /explain and /next_hit, not her query or hits."""
     url, _, _ = logins
@@ -147,9 +145,9 @@ def test_a_browser_session_is_read_with_its_token_only(browser, logins):  # noqa
     page.goto("about:blank")  # the page's event stream closes; its session stays on the server
     other = _client(url, "alice", "apw")
     other.session_hash = session_hash
-    _, md = _shared_hash_predict(other, 1, api_name="/explain")
+    _, md = shared_hash_predict(other, 1, api_name="/explain")
     assert md == "⚠️ this browser session is not yours: its searches and hits are for that browser only"
-    _, md = _shared_hash_predict(other, "dssdnet", 2, False, "", api_name="/next_hit")
+    _, md = shared_hash_predict(other, "dssdnet", 2, False, "", api_name="/next_hit")
     assert md.startswith("⚠️ this browser session is not yours") and ABSTRACT not in md
     context.close()
 
@@ -170,7 +168,7 @@ def test_every_event_that_reads_the_session_checks_its_owner(workbench, tmp_path
 def test_cancel_needs_the_login_that_owns_the_session(logins):
     url, _, _ = logins
     alice = _client(url, "alice", "apw")
-    alice.predict(*_text()[1], api_name="/search_text")  # alice's session hash is in use
+    alice.predict(*text_request()[1], api_name="/search_text")  # alice's session hash is in use
     body = {"session_hash": alice.session_hash, "fn_index": 0, "event_id": "0" * 32}
     answer = httpx.post(url + "gradio_api/cancel", json=body, timeout=30)
     assert answer.status_code == 401 and answer.json()["detail"] == "⚠️ log in first"
@@ -213,19 +211,19 @@ def test_a_users_own_spellings_are_one_login_and_names_are_normalised(logins):
     assert identity.confusable("adm1n") == "admin" and identity.confusable("dave") == ""
     for spelling, password in (("ADMIN", "xpw"), ("ａｌｉｃｅ", "apw")):
         cl = _client(url, spelling, password)
-        cl.predict(*_text("lamp shade bulb holder glass")[1], api_name="/search_text")
-        assert cl.predict(*_label(rank=3, note=spelling)[1], api_name="/label")[0].startswith("✓")
+        cl.predict(*text_request("lamp shade bulb holder glass")[1], api_name="/search_text")
+        assert cl.predict(*label_request(rank=3, note=spelling)[1], api_name="/label")[0].startswith("✓")
     assert [x.annotator for x in store.labels() if x.rank == 3 and x.note in ("ADMIN", "ａｌｉｃｅ")] == ["admin", "alice"]
 
 
 @pytest.mark.browser
-def test_names_and_notes_render_as_plain_text_in_the_agreement_views(browser, logins):  # noqa: F811
+def test_names_and_notes_render_as_plain_text_in_the_agreement_views(browser, logins):
     url, store, _ = logins
     query = "a desk lamp with a hinged arm"
     for who, password, grade, note in (("alice", "apw", "relevant", LINK_NOTE), (LINK_NAME, "team-secret", "not", "")):
         cl = _client(url, who, password)
-        cl.predict(*_text(query)[1], api_name="/search_text")
-        assert cl.predict(*_label(label=grade, note=note)[1], api_name="/label")[0].startswith("✓")
+        cl.predict(*text_request(query)[1], api_name="/search_text")
+        assert cl.predict(*label_request(label=grade, note=note)[1], api_name="/label")[0].startswith("✓")
     assert LINK_NAME in {x.annotator for x in store.labels()}
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     page = context.new_page()
@@ -266,8 +264,8 @@ def test_exports_and_reports_download_for_their_login_only(logins):
         assert answer.status_code == 403 and answer.json()["detail"] == "⚠️ this download belongs to another login"
         assert httpx.get(f["url"], cookies=admin_cookies, timeout=30).status_code == 200
     alice = _client(url, "alice", "apw", download_files=False)
-    alice.predict(*_text("a reading lamp")[1], api_name="/search_text")
-    alice.predict(*_label(note="for the report")[1], api_name="/label")
+    alice.predict(*text_request("a reading lamp")[1], api_name="/search_text")
+    alice.predict(*label_request(note="for the report")[1], api_name="/label")
     qid = store.labels()[-1].query_id
     files, _, _ = alice.predict(qid, {}, True, api_name="/search_report")
     assert httpx.get(files[0]["url"], cookies=bob, timeout=30).status_code == 403

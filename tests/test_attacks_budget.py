@@ -25,8 +25,8 @@ from PIL import Image, ImageDraw
 from patent_demo.labels.store import LabelStore
 from patent_demo.limits import MAX_APPLICATION_VIEWS, MAX_SHEET_FIGURES
 from tests.conftest import free_port, live_app
-from tests.test_pipeline import make_workbench
-from tests.test_reliability import _drawn, _filters, _label, _text
+from tests.support.live import drawn_png, filter_panel, label_request, text_request, upload
+from tests.support.tiny import make_workbench
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def live(tmp_path_factory):
     files.mkdir()
     (files / "sheet-196.png").write_bytes(_boxes_sheet())
     (files / "good.png").write_bytes(wb.corpus.image_path(wb.corpus["D0002"].figures[0]).read_bytes())
-    (files / "gray-5000.png").write_bytes(_drawn((5000, 5000)))  # 25 MB decoded: two are over 40 MB
+    (files / "gray-5000.png").write_bytes(drawn_png((5000, 5000)))  # 25 MB decoded: two are over 40 MB
     with live_app(wb, store, store=store) as url:
         yield url, wb, store, files
     store.close()
@@ -73,12 +73,6 @@ def client(live):
     from gradio_client import Client
 
     return Client(live[0], verbose=False)
-
-
-def _file(live, name):
-    from gradio_client import handle_file
-
-    return handle_file(str(live[3] / name))
 
 
 def _raw_call(url: str, api: str, given: list) -> tuple[str, object]:
@@ -100,7 +94,8 @@ def _raw_call(url: str, api: str, given: list) -> tuple[str, object]:
 
 # -- 1. budgets ----------------------------------------------------------------------------------------------
 def test_a_sheet_of_196_boxes_searches_the_largest_few_and_says_so(live, client):
-    out = client.predict(_file(live, "sheet-196.png"), "zero-shot", 5, "ann", *_filters(), api_name="/search_sheet")
+    out = client.predict(upload(live, "sheet-196.png"), "zero-shot", 5, "ann", *filter_panel(),
+                         api_name="/search_sheet")  # fmt: skip
     status = out[1]
     assert status.startswith(f"⚠️ 196 boxes found on the sheet: searched the {MAX_SHEET_FIGURES} largest of 196")
     assert f"figure {MAX_SHEET_FIGURES} of {MAX_SHEET_FIGURES}" in status and "of 196" in status
@@ -108,15 +103,15 @@ def test_a_sheet_of_196_boxes_searches_the_largest_few_and_says_so(live, client)
 
 
 def test_an_application_of_too_many_views_is_refused_before_any_is_read(live, client):
-    views = [_file(live, "good.png")] * (MAX_APPLICATION_VIEWS + 1)
-    status = client.predict(views, "zero-shot", 5, True, "ann", *_filters(), api_name="/search_application")[1]
+    views = [upload(live, "good.png")] * (MAX_APPLICATION_VIEWS + 1)
+    status = client.predict(views, "zero-shot", 5, True, "ann", *filter_panel(), api_name="/search_application")[1]
     assert status == (f"⚠️ an application query takes at most {MAX_APPLICATION_VIEWS} views; "
                       f"{MAX_APPLICATION_VIEWS + 1} were sent: choose the views to search (nothing was searched)")  # fmt: skip
-    status = client.predict([_file(live, "gray-5000.png")] * 2, "zero-shot", 5, True, "ann", *_filters(),
+    status = client.predict([upload(live, "gray-5000.png")] * 2, "zero-shot", 5, True, "ann", *filter_panel(),
                             api_name="/search_application")[1]  # fmt: skip
     assert status.startswith("⚠️ the 2 views decode to 50 MB together, over the budget of 40 MB"), status
-    status = client.predict([_file(live, "good.png")] * MAX_APPLICATION_VIEWS, "zero-shot", 5, True, "ann",
-                            *_filters(), api_name="/search_application")[1]  # fmt: skip
+    status = client.predict([upload(live, "good.png")] * MAX_APPLICATION_VIEWS, "zero-shot", 5, True, "ann",
+                            *filter_panel(), api_name="/search_application")[1]  # fmt: skip
     assert status.startswith(f"5 patents for an application of {MAX_APPLICATION_VIEWS} views"), status
 
 
@@ -134,10 +129,10 @@ def test_an_evaluation_is_computed_once_per_model_and_corpus(live, client, monke
 
 def test_a_long_abstract_is_costed_by_its_tokens_not_its_characters(live, client):
     cjk = "椅子座面靠背扶手" * 2_500  # 20,000 characters, 20,000 tokens
-    msg = client.predict(*_text(cjk)[1], api_name="/search_text")[2]
+    msg = client.predict(*text_request(cjk)[1], api_name="/search_text")[2]
     assert msg.startswith("⚠️ the abstract has 20,000 tokens (words, punctuation marks, CJK characters); paste at most")
     english = "lamp shade bulb holder " * 700  # 16,100 characters, 2,800 tokens: within the cap
-    assert client.predict(*_text(english)[1], api_name="/search_text")[2].startswith("BM25 found")
+    assert client.predict(*text_request(english)[1], api_name="/search_text")[2].startswith("BM25 found")
 
 
 # -- 2. served files -----------------------------------------------------------------------------------------
@@ -165,7 +160,7 @@ OPENERS = ["/open_bm25_hit", "/open_dense_hit", "/open_hybrid_hit", "/open_dssdn
 
 @pytest.mark.parametrize("api", [*SELECTS, *OPENERS, "/open_drawing_hit", "/open_drawing_row", "/select_disagreement"])
 def test_a_select_endpoint_called_without_a_selection_says_so(live, client, api):
-    client.predict(*_text()[1], api_name="/search_text")  # a session with lists: still no selection
+    client.predict(*text_request()[1], api_name="/search_text")  # a session with lists: still no selection
     args = (None, True) if api.startswith("/open_drawing") else ()
     out = client.predict(*args, api_name=api)
     at = 2 if api.startswith("/select") else 0  # the cursor line, the queue's pair line, or the record
@@ -211,13 +206,13 @@ def _read_only(store: LabelStore):
 
 def test_a_read_only_store_says_not_stored_in_plain_words(live, client):
     store = live[2]
-    client.predict(*_text()[1], api_name="/search_text")
+    client.predict(*text_request()[1], api_name="/search_text")
     before = store.count()
     with _read_only(store):
-        msg = client.predict(*_label(annotator="ro")[1], api_name="/label")[0]
+        msg = client.predict(*label_request(annotator="ro")[1], api_name="/label")[0]
     assert msg.startswith("⚠️ not stored: the label database is read-only (labels.sqlite); nothing was saved"), msg
     assert store.count() == before
-    assert client.predict(*_label(annotator="ro")[1], api_name="/label")[0].startswith("✓")  # writable again
+    assert client.predict(*label_request(annotator="ro")[1], api_name="/label")[0].startswith("✓")  # writable again
 
 
 def test_starting_on_a_read_only_store_exits_with_one_clear_line(tmp_path):
@@ -250,9 +245,9 @@ def test_starting_on_a_read_only_store_exits_with_one_clear_line(tmp_path):
 @pytest.mark.parametrize("char", ["\x00", "\u202e", "\u2028"], ids=["nul", "bidi-override", "line-separator"])
 def test_what_can_be_searched_can_be_labelled(live, client, char):
     store = live[2]
-    out = client.predict(*_text(f"lamp{char} shade{char}and bulb")[1], api_name="/search_text")
+    out = client.predict(*text_request(f"lamp{char} shade{char}and bulb")[1], api_name="/search_text")
     assert out[2].startswith("BM25 found"), out[2]
-    msg = client.predict(*_label(annotator=f"ctl-{ord(char):x}")[1], api_name="/label")[0]
+    msg = client.predict(*label_request(annotator=f"ctl-{ord(char):x}")[1], api_name="/label")[0]
     assert msg.startswith("✓ relevant"), msg
     stored = store.labels()[-1]
     assert stored.annotator == f"ctl-{ord(char):x}" and char not in stored.query_text
@@ -267,7 +262,7 @@ def test_the_re_ranker_cuts_a_long_query_first_into_the_same_pieces(query):
     candidate: the encodings are those of the whole text truncated by the tokenizer."""
     import torch
 
-    from tests.test_pipeline import tiny_reranker
+    from tests.support.tiny import tiny_reranker
 
     rr = tiny_reranker()
     docs = ["a lamp with a shade", "chair seat " * 100, ""]

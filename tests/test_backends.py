@@ -34,10 +34,10 @@ from patent_demo.data.corpus import Corpus
 from patent_demo.filters import ClassPrefix, SearchFilter
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, require_shared
+from tests.support.live import UNREACHABLE
 
 pytest.importorskip("qdrant_client")
 pytestmark = pytest.mark.slow
-UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused
 
 
 def _workbench(root, **backend) -> Workbench:

@@ -1,5 +1,6 @@
 """The app with ``--backend qdrant`` and a server that does not answer: a ⚠️ message, FAISS's answer when
-``--backend-fallback faiss`` is configured, and no label lost (tiny corpus and models of test_pipeline).
+``--backend-fallback faiss`` is configured, and no label lost (on the tiny corpus and models of
+``tests/support/tiny.py``).
 
 Tests: patent_demo/ui/handlers.py, patent_demo/ui/args.py, patent_demo/backends.py, patent_demo/examiner.py
 """
@@ -9,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from patent_demo.labels.store import LabelStore
-from tests.test_backends import UNREACHABLE
-from tests.test_pipeline import make_workbench
+from tests.support.live import UNREACHABLE
+from tests.support.tiny import make_workbench
 
 pytest.importorskip("qdrant_client")
 pytestmark = pytest.mark.slow

@@ -8,47 +8,14 @@ Tests: app.py, patent_demo/ui/handlers.py
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.test_app_api import server  # noqa: F401  (the served app fixture)
+from tests.support.browser import ARTIFACTS, untick_exclusions
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        message = "browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-def untick_exclusions(page) -> None:
-    """Turn off the two checkboxes the page ticks on load (the query's own patent left out, one hit per
-    family): these tests label a corpus drawing's own patent at #1 and compare with the plain lists."""
-    page.locator("#filters").get_by_text("Search filters").click()
-    for elem in ("#f-exclude", "#f-family"):
-        box = page.locator(f"{elem} input")
-        page.wait_for_function("e => e.checked", arg=box.element_handle(), timeout=20_000)
-        box.uncheck()
 
 
 def _wait_rows(conn: sqlite3.Connection, n: int, timeout: float = 10.0) -> list:
@@ -62,7 +29,7 @@ def _wait_rows(conn: sqlite3.Connection, n: int, timeout: float = 10.0) -> list:
         time.sleep(0.2)
 
 
-def test_drawing_search_and_keyboard_labels(browser, server):  # noqa: F811
+def test_drawing_search_and_keyboard_labels(browser, server):
     url, wb, store = server
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(url)
@@ -98,7 +65,7 @@ def test_drawing_search_and_keyboard_labels(browser, server):  # noqa: F811
     page.close()
 
 
-def test_text_search_shows_two_lists(browser, server):  # noqa: F811
+def test_text_search_shows_two_lists(browser, server):
     url, wb, _ = server
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(url)

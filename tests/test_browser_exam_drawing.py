@@ -21,7 +21,7 @@ from patent_demo.imageio import load_drawing
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0913174-20210316"  # a perspective view of this patent is the query
@@ -46,7 +46,7 @@ def red(tmp_path_factory):
     store.close()
 
 
-def _search(browser, url, src, width=1366, height=900):  # noqa: F811
+def _search(browser, url, src, width=1366, height=900):
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill("examiner")
@@ -78,7 +78,7 @@ def _natural_width(page, selector: str) -> int:
     return page.eval_on_selector(selector, "e => e.complete ? e.naturalWidth : 0")
 
 
-def test_every_hit_opens_from_tile_and_row(browser, red):  # noqa: F811
+def test_every_hit_opens_from_tile_and_row(browser, red):
     url, wb, store, src = red
     page = _search(browser, url, src)
     ids = _hit_ids(page)
@@ -155,7 +155,7 @@ def _move_to(page, rank: int) -> None:
     assert _cursor_rank(page) == rank, page.locator("#l-cursor").inner_text()
 
 
-def test_undo_then_label_lands_on_the_undone_hit(browser, red):  # noqa: F811
+def test_undo_then_label_lands_on_the_undone_hit(browser, red):
     url, wb, store, src = red
     page = _search(browser, url, src)
     ids = _hit_ids(page)
@@ -176,7 +176,7 @@ def test_undo_then_label_lands_on_the_undone_hit(browser, red):  # noqa: F811
     page.close()
 
 
-def test_crop_box_crops_the_query_and_search_uses_it(browser, red):  # noqa: F811
+def test_crop_box_crops_the_query_and_search_uses_it(browser, red):
     url, wb, store, src = red
     page = _search(browser, url, src)
     whole = page.locator("#d-status").inner_text()
@@ -210,7 +210,7 @@ def test_crop_box_crops_the_query_and_search_uses_it(browser, red):  # noqa: F81
     page.close()
 
 
-def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):  # noqa: F811
+def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):
     url, wb, store, src = red
     for name, key in (("alice", "1"), ("bob", "3")):
         page = _search(browser, url, src)
@@ -243,7 +243,7 @@ def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):  # 
     page.close()
 
 
-def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # noqa: F811
+def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):
     url, wb, store, src = red
     page = _search(browser, url, src, width=400, height=860)
     tiles = page.eval_on_selector_all(
@@ -277,7 +277,7 @@ def test_phone_width_shows_the_drawings_and_small_split_warns(browser, red):  # 
     page.close()
 
 
-def test_more_like_this_and_the_search_history_in_the_report(browser, red):  # noqa: F811
+def test_more_like_this_and_the_search_history_in_the_report(browser, red):
     url, wb, store, src = red
     page = _search(browser, url, src)
     ids = _hit_ids(page)

@@ -30,7 +30,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PAGE_A = "USD0913174-20210316"  # the single-drawing query: one of its pages
@@ -66,7 +66,7 @@ def red(tmp_path_factory):
     store.close()
 
 
-def _page(browser, url, name):  # noqa: F811
+def _page(browser, url, name):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill(name)
@@ -129,7 +129,7 @@ def _press_and_wait(page, key: str, rank: int) -> None:
     page.locator("#l-status").get_by_text(f"(hmcl #{rank})").wait_for(timeout=30_000)
 
 
-def test_application_search_labels_its_own_query(browser, red):  # noqa: F811
+def test_application_search_labels_its_own_query(browser, red):
     """Search page A, then the six views of patent B as a whole application: B is left out (the filter
     panel's exclusion is ticked), grid, table and cursor show the application's hits, a click on row 3
     opens that hit and key 1 stores it against the application, not against page A."""
@@ -171,7 +171,7 @@ def test_application_search_labels_its_own_query(browser, red):  # noqa: F811
     page.close()
 
 
-def test_sheet_split_leaves_out_its_own_patent_and_says_so(browser, red):  # noqa: F811
+def test_sheet_split_leaves_out_its_own_patent_and_says_so(browser, red):
     """A page of a corpus patent split into figures: the patent is left out as for a single drawing, the
     status line and the search history say so, and a label names that patent as the query's."""
     url, wb, store, src = red
@@ -205,7 +205,7 @@ def test_sheet_split_leaves_out_its_own_patent_and_says_so(browser, red):  # noq
     page.close()
 
 
-def test_boilerplate_twins_are_two_designs(browser, red):  # noqa: F811
+def test_boilerplate_twins_are_two_designs(browser, red):
     """Same title and figure descriptions, separate applications, no related-application data: a page of
     one finds the other (not hidden as its family), the record of each lists no family, and a label of
     the twin lands on it."""
@@ -244,7 +244,7 @@ def test_boilerplate_twins_are_two_designs(browser, red):  # noqa: F811
     page.close()
 
 
-def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):  # noqa: F811
+def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):
     """A record opened by its number, the Text tab never visited: "More like this: its text" makes its
     title and figure descriptions the query and searches at once; a label lands on the text hit."""
     url, wb, store, src = red
@@ -274,7 +274,7 @@ def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):  # no
     page.close()
 
 
-def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):  # noqa: F811
+def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):
     """The drawing table has the publication-date column; in the Document tab a Red Book file stem typed in
     the number box and Enter opens the record (no click): inventors, applicant, application number and
     date, publication date, code titles, the figure descriptions as figures with their views, the 63 cited

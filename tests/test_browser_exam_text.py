@@ -21,7 +21,7 @@ from patent_demo.labels.store import LabelStore
 from patent_demo.wording import counted
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 OFF_TOPIC = (
@@ -67,7 +67,7 @@ def _show(page, name: str):
     page.locator(TABLES[name]).wait_for(state="visible", timeout=20_000)
 
 
-def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F811
+def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -92,7 +92,7 @@ def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):  # noqa: F
     page.close()
 
 
-def test_off_topic_text_warns_with_the_tables_score(browser, cs):  # noqa: F811
+def test_off_topic_text_warns_with_the_tables_score(browser, cs):
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -110,7 +110,7 @@ def test_off_topic_text_warns_with_the_tables_score(browser, cs):  # noqa: F811
     page.close()
 
 
-def test_text_corpus_drawing_tab_says_no_drawings(browser, cs):  # noqa: F811
+def test_text_corpus_drawing_tab_says_no_drawings(browser, cs):
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -123,7 +123,7 @@ def test_text_corpus_drawing_tab_says_no_drawings(browser, cs):  # noqa: F811
     page.close()
 
 
-def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
+def test_phrase_truncation_and_fields(browser, cs):
     from patent_demo.text import syntax
 
     url, wb, docs = cs
@@ -152,7 +152,7 @@ def test_phrase_truncation_and_fields(browser, cs):  # noqa: F811
     page.close()
 
 
-def test_one_hit_per_family(browser, cs):  # noqa: F811
+def test_one_hit_per_family(browser, cs):
     from patent_demo.families import family_sets
 
     url, wb, docs = cs
@@ -177,7 +177,7 @@ def test_one_hit_per_family(browser, cs):  # noqa: F811
     page.close()
 
 
-def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
+def test_more_like_this_from_a_text_hit(browser, cs):
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -202,7 +202,7 @@ def test_more_like_this_from_a_text_hit(browser, cs):  # noqa: F811
     page.close()
 
 
-def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browser, cs):  # noqa: F811
+def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browser, cs):
     """The default text list (``default_text_list()``) is the one shown first and the cursor starts on it;
     the label panel is within a screen and a half at 1366 x 900; after switching lists a label goes to the
     shown list's hit; the DSSDNet list says it is below the default list on validation. Screenshots:
@@ -246,7 +246,7 @@ def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browse
     page.close()
 
 
-def test_cited_reference_in_the_corpus_opens_its_record(browser, cs):  # noqa: F811
+def test_cited_reference_in_the_corpus_opens_its_record(browser, cs):
     """EP0735178A1 cites five documents, EP0495168B1 the one in the corpus: the record typed in the number
     box (Enter) lists all five, that one as a button that opens its record, the others as numbers; the
     text tables show each hit's publication date."""

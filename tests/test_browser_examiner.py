@@ -18,7 +18,7 @@ from patent_demo.filters import prior_art_date
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def real(tmp_path_factory):
     store.close()
 
 
-def _open(browser, url, width=1366):  # noqa: F811
+def _open(browser, url, width=1366):
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.goto(url)
     page.locator("#annotator textarea, #annotator input").first.fill("examiner")
@@ -76,7 +76,7 @@ def _fill(page, elem: str, value: str) -> None:
     page.locator(f"{elem} textarea, {elem} input").first.fill(value)
 
 
-def test_drawing_cutoff_class_document_and_side_by_side(browser, real):  # noqa: F811
+def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
     url, wb, _ = real
     drawn = set(wb.index("zero-shot").patent_ids)
     page = _open(browser, url)
@@ -131,7 +131,7 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):  # noqa:
     page.close()
 
 
-def test_sheet_split_and_search(browser, real):  # noqa: F811
+def test_sheet_split_and_search(browser, real):
     url, wb, _ = real
     sheet = require_shared("deeppatent2_segmentor_samples") / "images" / "USD0871728-20200107-D00001.png"
     page = _open(browser, url)
@@ -146,7 +146,7 @@ def test_sheet_split_and_search(browser, real):  # noqa: F811
     page.close()
 
 
-def test_text_filter_snippets_compare_and_report(browser, real):  # noqa: F811
+def test_text_filter_snippets_compare_and_report(browser, real):
     url, wb, store = real
     query = "a heat exchanger cooling a processor of an information handling system"
     page = _open(browser, url)

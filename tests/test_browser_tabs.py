@@ -28,7 +28,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0913174-20210316"  # a perspective view of this patent is the query
@@ -143,7 +143,7 @@ def _drawing_tab(page, width: int) -> None:
 
 
 @pytest.mark.parametrize("width", list(SIZES))
-def test_every_tab_at_laptop_and_phone_width(browser, red, width):  # noqa: F811
+def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     url, src = red
     page = browser.new_page(viewport={"width": width, "height": SIZES[width]})
     page.goto(url)
@@ -254,7 +254,7 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):  # noqa: F811
     page.close()
 
 
-def test_a_text_corpus_shows_no_empty_drawing_boxes(browser, tmp_path):  # noqa: F811
+def test_a_text_corpus_shows_no_empty_drawing_boxes(browser, tmp_path):
     """The cs3245 texts (no drawings): no figure gallery, drawing pair, "its drawing" button or cursor-hit
     box; the record takes the width."""
     src = require_shared("cs3245_patsnap_corpus_qrels")

@@ -13,7 +13,7 @@ import pytest
 from patent_demo.data.build import build_corpus
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ def _all_rendered(page, selector: str) -> list[int]:
     return page.eval_on_selector_all(selector, "els => els.map(e => e.complete ? e.naturalWidth : 0)")
 
 
-def test_tiff_query_and_every_result_render(browser, redbook_app):  # noqa: F811
+def test_tiff_query_and_every_result_render(browser, redbook_app):
     url, wb, src = redbook_app
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)

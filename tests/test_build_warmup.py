@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from patent_demo.registry import ZERO_SHOT
-from tests.test_pipeline import PixelEncoder, make_workbench
+from tests.support.tiny import PixelEncoder, make_workbench
 
 
 def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):

@@ -13,28 +13,9 @@ import pytest
 
 from patent_demo.cli import main
 from patent_demo.cli.common import models
-from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus, read_qrels
 from patent_demo.metrics import read_run
-from tests.conftest import REPO_ROOT, require_shared
-
-CKPT = str(REPO_ROOT / "checkpoints")
-
-
-@pytest.fixture(scope="module")
-def dp2(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "dp2"
-    build_corpus(
-        "deeppatent2", require_shared("deeppatent2_techdrawfinder_samples") / "images", out, progress=False
-    )
-    return out
-
-
-@pytest.fixture(scope="module")
-def text(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "text"
-    build_corpus("text", require_shared("cs3245_patsnap_corpus_qrels"), out, progress=False)
-    return out
+from tests.conftest import CKPT, REPO_ROOT, require_shared
 
 
 def test_console_script_is_registered():
@@ -141,9 +122,9 @@ def test_search_drawings_finds_the_query_patent(dp2, tmp_path, capsys):
     assert table.splitlines()[1].split()[1:3] == ["1", "USD0739807"]
 
 
-def test_search_and_evaluate_text_agree_with_ir_measures(text, tmp_path, capsys):
+def test_search_and_evaluate_text_agree_with_ir_measures(text_corpus, tmp_path, capsys):
     ir_measures = pytest.importorskip("ir_measures")
-    corpus = Corpus.load(text)
+    corpus = Corpus.load(text_corpus)
     test = set(corpus.splits["test"])
     qrels = {q: d for q, d in corpus.qrels.items() if q in test}
     tsv = tmp_path / "queries.tsv"
@@ -151,7 +132,7 @@ def test_search_and_evaluate_text_agree_with_ir_measures(text, tmp_path, capsys)
 
     tsv.write_text("".join(f"{q}\t{candidate_text(corpus[q])}\n" for q in sorted(qrels)))
     run = tmp_path / "bm25.trec"
-    common = ["--corpus", str(text), "--model", "bm25", "--cache-dir", str(tmp_path / "cache")]
+    common = ["--corpus", str(text_corpus), "--model", "bm25", "--cache-dir", str(tmp_path / "cache")]
     assert main(["search", "text", *common, "--queries", str(tsv), "--k", "100", "--run", str(run)]) == 0
     out = tmp_path / "eval.json"
     assert main(["evaluate", "text", *common, "--json", str(out)]) == 0
@@ -165,15 +146,15 @@ def test_search_and_evaluate_text_agree_with_ir_measures(text, tmp_path, capsys)
     assert result["summary"]["recall@100"]["per_query"] == pytest.approx(ref[ir_measures.R @ 100], abs=1e-6)
 
 
-def test_search_text_with_a_patsnap_xml_query(text, tmp_path, capsys):
+def test_search_text_with_a_patsnap_xml_query(text_corpus, tmp_path, capsys):
     data = require_shared("cs3245_patsnap_corpus_qrels") / "patsnap-corpus" / "EP0049154B2.xml"
-    args = ["search", "text", "--corpus", str(text), "--model", "bm25", "--query", str(data), "--k", "3",
+    args = ["search", "text", "--corpus", str(text_corpus), "--model", "bm25", "--query", str(data), "--k", "3",
             "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     assert main(args) == 0
     lines = capsys.readouterr().out.splitlines()
     # the query patent itself is left out; its US family member (same title) comes first
     assert len(lines) == 4 and all("EP0049154B2" not in line.split()[2] for line in lines[1:])
-    top = Corpus.load(text)[lines[1].split()[2]]
+    top = Corpus.load(text_corpus)[lines[1].split()[2]]
     assert top.title == "In place gas cleaning of diffusion elements"
 
 
@@ -201,18 +182,18 @@ def test_app_refuses_a_raw_collection_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 0 and f"patent-demo corpus build --source redbook {raw}" in err
 
 
-def test_evaluate_text_with_the_own_date_cut_off(text, tmp_path):
+def test_evaluate_text_with_the_own_date_cut_off(text_corpus, tmp_path):
     """``evaluate text --before own`` scores what ``filters.evaluate_text_with_cutoff`` scores (itself checked
     against a naive filter-then-score): cited documents published after a query's own date leave its qrels."""
     from patent_demo.filters import evaluate_text_with_cutoff
     from patent_demo.text.bm25 import BM25Index
     from patent_demo.text.search import patent_query
 
-    corpus = Corpus.load(text)
+    corpus = Corpus.load(text_corpus)
     test = set(corpus.splits["test"])
     qrels = {q: d for q, d in corpus.qrels.items() if q in test}
     out = tmp_path / "eval.json"
-    args = ["evaluate", "text", "--corpus", str(text), "--model", "bm25", "--cache-dir", str(tmp_path / "c"),
+    args = ["evaluate", "text", "--corpus", str(text_corpus), "--model", "bm25", "--cache-dir", str(tmp_path / "c"),
             "--k", "10", "100", "--before", "own", "--json", str(out)]  # fmt: skip
     assert main(args) == 0
     result = json.loads(out.read_text())

@@ -12,11 +12,11 @@ from patent_demo.cli import main
 from patent_demo.data.corpus import Corpus
 from patent_demo.filters import prior_art_date
 from patent_demo.metrics import read_run
-from tests.test_cli import CKPT, dp2, text  # noqa: F401  (module fixtures: built corpora)
+from tests.conftest import CKPT
 
 
-def test_search_text_with_cutoff_and_class(text, tmp_path):  # noqa: F811
-    corpus = Corpus.load(text)
+def test_search_text_with_cutoff_and_class(text_corpus, tmp_path):
+    corpus = Corpus.load(text_corpus)
 
     def eligible_for(q):
         cut, sub = prior_art_date(q), q.codes["ipc"][0][:4]
@@ -31,7 +31,7 @@ def test_search_text_with_cutoff_and_class(text, tmp_path):  # noqa: F811
     tsv.write_text(f"{q.id}\t{q.title}. {q.text}\n")
     run = tmp_path / "r.trec"
     sub = q.codes["ipc"][0][:4]
-    args = ["search", "text", "--corpus", str(text), "--model", "bm25", "--queries", str(tsv), "--k", "20",
+    args = ["search", "text", "--corpus", str(text_corpus), "--model", "bm25", "--queries", str(tsv), "--k", "20",
             "--cache-dir", str(tmp_path / "c"), "--before", "own", "--classification", sub, "--run", str(run)]  # fmt: skip
     assert main(args) == 0
     ranked = read_run(run)[q.id]
@@ -39,7 +39,7 @@ def test_search_text_with_cutoff_and_class(text, tmp_path):  # noqa: F811
     assert main([*args[:-6], "--before", "2021-02-30"]) == 2  # a bad date: one-line error
 
 
-def test_search_drawings_with_cutoff(dp2, tmp_path, capsys):  # noqa: F811
+def test_search_drawings_with_cutoff(dp2, tmp_path, capsys):
     corpus = Corpus.load(dp2)
     query = corpus.image_path(corpus["USD0739807"].figures[0])
     before = "2015-01-01"

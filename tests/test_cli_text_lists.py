@@ -14,32 +14,11 @@ import numpy as np
 import pytest
 
 from patent_demo.cli.main import main
-from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus
-from tests.conftest import require_shared
 
 pytestmark = (
     pytest.mark.slow
 )  # the packaged MiniLM encodes a 60-patent corpus (about a minute on 2 shared cores)
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    src = require_shared("cs3245_patsnap_corpus_qrels")
-    pairs = [line.split("\t") for line in (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[1:]]
-    keep_q = sorted({a for a, *_ in pairs})[:12]
-    ids = {x for a, b, *_ in pairs if a in keep_q for x in (a, b)}
-    rows = [json.loads(line) for line in (src / "patsnap_docs.jsonl").read_text().splitlines()]
-    ids |= {r["doc_id"] for r in rows[:60] if r["abstract"]}
-    raw = tmp_path_factory.mktemp("raw")
-    (raw / "patsnap_docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["doc_id"] in ids))
-    head = (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[0]
-    body = [line for line in (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[1:]
-            if line.split("\t")[0] in ids and line.split("\t")[1] in ids]  # fmt: skip
-    (raw / "in_corpus_citation_pairs.tsv").write_text("\n".join([head, *body]) + "\n")
-    out = tmp_path_factory.mktemp("cli") / "small"
-    build_corpus("text", raw, out, progress=False)
-    return out
 
 
 def _run(path):
@@ -50,16 +29,17 @@ def _run(path):
     return {q: [d for _, d, _ in sorted(v)] for q, v in run.items()}
 
 
-def test_dense_and_hybrid_lists_from_the_cli(small, tmp_path):
+def test_dense_and_hybrid_lists_from_the_cli(small_text_corpus, tmp_path):
     from patent_demo.text.dense import TextEncoder, dense_text
     from patent_demo.text.hybrid import hybrid_fusion, load_hybrid_settings
     from patent_demo.text.search import candidate_text
 
-    corpus = Corpus.load(small)
+    corpus = Corpus.load(small_text_corpus)
     qids = sorted(corpus.qrels)
     tsv = tmp_path / "q.tsv"
     tsv.write_text("".join(f"{q}\t{candidate_text(corpus[q])}\n" for q in qids))
-    common = ["--corpus", str(small), "--cache-dir", str(tmp_path / "cache"), "--checkpoints", str(tmp_path)]
+    common = ["--corpus", str(small_text_corpus), "--cache-dir", str(tmp_path / "cache"),
+              "--checkpoints", str(tmp_path)]  # fmt: skip
     for name in ("bm25", "dense", "hybrid"):
         assert main(["search", "text", *common, "--model", name, "--queries", str(tsv), "--k", "10",
                      "--run", str(tmp_path / f"{name}.trec")]) == 0  # fmt: skip
@@ -103,13 +83,13 @@ def test_dense_and_hybrid_lists_from_the_cli(small, tmp_path):
     assert result["summary"]["recall@10"]["per_query"] == pytest.approx(want["recall@10"], abs=1e-9)
 
 
-def test_a_checkpoint_without_a_hybrid_fusion_weight_says_so(small, tmp_path, capsys):
+def test_a_checkpoint_without_a_hybrid_fusion_weight_says_so(small_text_corpus, tmp_path, capsys):
     from tests.conftest import REPO_ROOT
 
     out = tmp_path / "eval.json"
-    args = ["evaluate", "text", "--corpus", str(small), "--cache-dir", str(tmp_path / "cache"), "--model", "fused",
-            "--reranker", "dssdnet-minilm", "--checkpoints", str(REPO_ROOT / "checkpoints"), "--split", "all",
-            "--candidates", "10", "--k", "10", "--json", str(out)]  # fmt: skip
+    args = ["evaluate", "text", "--corpus", str(small_text_corpus), "--cache-dir", str(tmp_path / "cache"),
+            "--model", "fused", "--reranker", "dssdnet-minilm", "--checkpoints", str(REPO_ROOT / "checkpoints"),
+            "--split", "all", "--candidates", "10", "--k", "10", "--json", str(out)]  # fmt: skip
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "records no fusion weight tuned on the hybrid top 10: the fused list uses an untuned 0.5" in err

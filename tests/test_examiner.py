@@ -11,7 +11,7 @@ from PIL import Image
 from patent_demo import examiner
 from patent_demo.filters import SearchFilter
 from patent_demo.labels.store import LabelStore
-from tests.test_pipeline import make_workbench
+from tests.support.tiny import make_workbench
 
 
 @pytest.fixture(scope="module")

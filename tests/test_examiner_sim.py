@@ -13,7 +13,7 @@ import pytest
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.labels.store import LabelStore
 from tests.conftest import REPO_ROOT, free_port
-from tests.test_pipeline import make_workbench
+from tests.support.tiny import make_workbench
 
 
 def load_sim():

@@ -71,7 +71,7 @@ def test_checkpoint_weight(tmp_path):
 def test_workbench_text_lists_hold_the_fused_list(tmp_path):
     from patent_demo.text.lists import first_stage_runs
     from patent_demo.text.search import TextQuery
-    from tests.test_pipeline import make_workbench
+    from tests.support.tiny import make_workbench
 
     wb, _ = make_workbench(tmp_path)
     lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5)
@@ -147,7 +147,7 @@ def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_reran
     from types import SimpleNamespace
 
     from patent_demo.text.fusion import validated_depth
-    from tests.test_pipeline import make_workbench
+    from tests.support.tiny import make_workbench
 
     ck = tmp_path / "ck"
     ck.mkdir()

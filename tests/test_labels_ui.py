@@ -11,8 +11,8 @@ import sqlite3
 
 import pytest
 
-from tests.test_app_api import server  # noqa: F401  (the served app fixture)
-from tests.test_browser import browser, untick_exclusions  # noqa: F401
+from tests.support.browser import untick_exclusions
+from tests.support.live import shared_hash_predict
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def _search(page, wb, pid="D0002"):
     page.locator("#l-cursor").get_by_text("hmcl #1").wait_for(timeout=10_000)
 
 
-def test_one_cursor_badges_auto_advance_and_filter(browser, server):  # noqa: F811
+def test_one_cursor_badges_auto_advance_and_filter(browser, server):
     url, wb, store = server
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -131,7 +131,7 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):  # noqa: F8
     page.close()
 
 
-def test_category_applies_to_text_hits_and_resets(browser, server):  # noqa: F811
+def test_category_applies_to_text_hits_and_resets(browser, server):
     url, wb, store = server
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -168,21 +168,7 @@ def test_category_applies_to_text_hits_and_resets(browser, server):  # noqa: F81
     page.close()
 
 
-def _shared_hash_predict(client, *args, api_name: str):
-    """``client.predict`` on another page's session hash, bounded in time: sent again (at most three
-    times) when its wait is cancelled or runs out; the answers checked do not change with it."""
-    import concurrent.futures
-
-    for attempt in range(3):
-        try:
-            return client.submit(*args, api_name=api_name).result(timeout=60)
-        except (concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
-def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(browser, server):  # noqa: F811
+def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(browser, server):
     """Without a login the page holds a token (``gr.BrowserState``) and its session is owned by the token's
     HMAC: a raw client that sends this page's session hash reaches its state but not its token, so its
     /undo is refused and the label stays, and its /label stores nothing; the page's own Undo still works."""
@@ -212,11 +198,11 @@ def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(bro
     page.goto("about:blank")  # the page's event stream closes (its session state stays on the server)
     thief = Client(url, verbose=False)
     thief.session_hash = session_hash
-    msg = _shared_hash_predict(thief, "owner-examiner", api_name="/undo")[0]
+    msg = shared_hash_predict(thief, "owner-examiner", api_name="/undo")[0]
     assert msg == "⚠️ this browser session is not yours: undo acts on your own labels only"
     assert not next(x for x in store.labels(include_undone=True) if x.id == mine.id).undone
     before = len(store.labels(include_undone=True))
-    msg = _shared_hash_predict(thief, "not", "hmcl", 2, "", "", "thief", api_name="/label")[0]
+    msg = shared_hash_predict(thief, "not", "hmcl", 2, "", "", "thief", api_name="/label")[0]
     assert msg == "⚠️ this browser session is not yours: label on your own result lists only"
     assert len(store.labels(include_undone=True)) == before  # nothing stored on this browser's list
     page.goto(url)  # the same browser again: its stored token owns the label

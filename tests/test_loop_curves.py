@@ -20,7 +20,7 @@ from patent_demo.data.corpus import Corpus
 from patent_demo.labels import loop
 from patent_demo.labels.store import LabelStore
 from tests.conftest import REPO_ROOT, live_app, require_shared
-from tests.test_browser import ARTIFACTS, browser  # noqa: F401  (the chromium fixture)
+from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +103,7 @@ def test_retrain_records_parent_labels_and_figures(retrained):
 
 
 @pytest.mark.browser
-def test_the_training_tab_shows_the_curve_and_the_retrained_model(quick, retrained, browser):  # noqa: F811
+def test_the_training_tab_shows_the_curve_and_the_retrained_model(quick, retrained, browser):
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     tmp, _, _ = quick

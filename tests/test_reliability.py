@@ -24,27 +24,28 @@ from PIL import Image
 
 from patent_demo.labels.store import LabelStore
 from tests.conftest import free_port, live_app
-from tests.test_pipeline import make_workbench
+from tests.support.live import (
+    ABSTRACT,
+    adjudicate_request,
+    combined_request,
+    drawing_request,
+    drawn_png,
+    filter_panel,
+    filtered_request,
+    label_request,
+    measured,
+    sheet_request,
+    text_request,
+    upload,
+)
+from tests.support.tiny import make_workbench
 
 pytestmark = pytest.mark.slow
-
-ABSTRACT = "lamp with a shade and bulb"
 
 
 def _png(size, fill=0, mode="L") -> bytes:
     buf = io.BytesIO()
     Image.new(mode, size, fill).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def _drawn(size) -> bytes:
-    """A white page of ``size`` with a box drawn on it (so cropping finds ink)."""
-    from PIL import ImageDraw
-
-    im = Image.new("L", size, 255)
-    ImageDraw.Draw(im).rectangle((size[0] // 4, size[1] // 4, size[0] // 2, size[1] // 2), outline=0, width=9)
-    buf = io.BytesIO()
-    im.save(buf, format="PNG")
     return buf.getvalue()
 
 
@@ -87,7 +88,7 @@ def live(tmp_path_factory):
         "rgba-7000.png": _png((7000, 7000), (255, 255, 255, 255), "RGBA"),  # 208 kB, 196 MB decoded
         "rgb-4000.png": _png((4000, 4000), (255, 255, 255), "RGB"),  # 48 MB decoded
         "palette-6000.png": _png((6000, 6000), 0, "P"),
-        "gray-6000.png": _drawn((6000, 6000)),  # 36 MB decoded: within the byte budget, searched
+        "gray-6000.png": drawn_png((6000, 6000)),  # 36 MB decoded: within the byte budget, searched
     }.items():
         (files / name).write_bytes(data)
     with live_app(wb, store) as url:
@@ -100,59 +101,6 @@ def client(live):
     from gradio_client import Client
 
     return Client(live[0], verbose=False)
-
-
-def _file(live, name):
-    from gradio_client import handle_file
-
-    return handle_file(str(live[3] / name))
-
-
-def _drawing(live, name="good.png", k=4, loc=""):
-    return ("/search_drawing", (_file(live, name), "zero-shot", k, True, True, loc, "ann"), 1)
-
-
-def _text(abstract=ABSTRACT, codes="", k=5):
-    return ("/search_text", (abstract, codes, "dssdnet-untrained", k, "ann"), 2)
-
-
-def _combined(live, name="good.png", abstract=ABSTRACT, codes="", k=4):
-    return (
-        "/search_combined",
-        (_file(live, name), abstract, codes, "zero-shot", "dssdnet-untrained", k, "ann"),
-        3,
-    )
-
-
-def _label(label="relevant", list_name="dssdnet", rank=1, category="", note="", annotator="ann", key=""):
-    return ("/label", (label, list_name, rank, category, note, annotator, key, True), 0)
-
-
-def _adjudicate(query_id="txt-0000000000000000", cand="D0001", label="not", note="", annotator="lead"):
-    return ("/adjudicate", (query_id, cand, label, note, annotator), 0)
-
-
-def _filters(**given) -> tuple:
-    """The filter panel as the one JSON value every search endpoint takes last (``patent_demo.filters.Filters``)."""
-    return ({{"kind": "kind_code", "own": "own_date"}.get(k, k): v for k, v in given.items()},)
-
-
-def _searched(endpoint: str, lv, name="good.png", **filters):
-    """One search endpoint with the filter panel set to ``filters``: (api, args, index of the message)."""
-    f = _filters(**filters)
-    if endpoint == "/search_drawing":
-        return endpoint, (_file(lv, name), "zero-shot", 4, True, True, "", "ann", *f), 1
-    if endpoint == "/search_sheet":
-        return endpoint, (_file(lv, name), "zero-shot", 4, "ann", *f), 1
-    if endpoint == "/search_text":
-        return endpoint, (ABSTRACT, "", "dssdnet-untrained", 5, "ann", *f), 2
-    if endpoint == "/search_bm25":
-        return endpoint, (ABSTRACT, "", "dssdnet-untrained", 5, *f), 3
-    return endpoint, (_file(lv, name), ABSTRACT, "", "zero-shot", "dssdnet-untrained", 4, "ann", *f), 3
-
-
-def _sheet(lv, name="good.png", k=4, model="zero-shot"):
-    return "/search_sheet", (_file(lv, name), model, k, "ann", *_filters()), 1
 
 
 SEARCHES = ("/search_drawing", "/search_sheet", "/search_text", "/search_bm25", "/search_combined")
@@ -177,118 +125,118 @@ LONG = "A47C" + " " * 50_000 + "-"
 CASES = [
     ("drawing-none", None, lambda lv: ("/search_drawing", (None, "zero-shot", 4, True, True, "", "ann"), 1),
      "upload a drawing"),
-    ("drawing-empty", None, lambda lv: _drawing(lv, "empty.png"), "empty"),
-    ("drawing-text", None, lambda lv: _drawing(lv, "notes.png"), "notes.png: not a readable image"),
-    ("drawing-xml", None, lambda lv: _drawing(lv, "drawing.xml"), "drawing.xml: not a readable image"),
-    ("drawing-truncated", None, lambda lv: _drawing(lv, "cut.png"), "cut.png"),
-    ("drawing-strip-wide", None, lambda lv: _drawing(lv, "strip-wide.png"), "canvas after cropping margins"),
-    ("drawing-strip-tall", None, lambda lv: _drawing(lv, "strip-tall.png"), "canvas after cropping margins"),
-    ("drawing-header-8000", None, lambda lv: _drawing(lv, "header-8000.png"), "exceeds the budget"),
-    ("drawing-header-huge", None, lambda lv: _drawing(lv, "header-100000.png"), "decompression bomb"),
-    ("drawing-noise", None, lambda lv: _drawing(lv, "noise.jpg"), "noise.jpg: not a readable image"),
-    ("drawing-pdf", None, lambda lv: _drawing(lv, "paper.pdf"), "paper.pdf: not a readable image"),
-    ("drawing-svg", None, lambda lv: _drawing(lv, "remote.svg"), "remote.svg: not a readable image"),
-    ("drawing-broken-jpeg", None, lambda lv: _drawing(lv, "broken.jpg"), "broken.jpg"),
-    ("drawing-k0", None, lambda lv: _drawing(lv, k=0), "top-k must be a whole number from 1 to 50"),
-    ("drawing-k51", None, lambda lv: _drawing(lv, k=51), "top-k must be a whole number from 1 to 50"),
-    ("drawing-k-negative", None, lambda lv: _drawing(lv, k=-3), "top-k must be a whole number"),
-    ("drawing-k-fraction", None, lambda lv: _drawing(lv, k=2.5), "top-k must be a whole number"),
-    ("drawing-k-text", None, lambda lv: _drawing(lv, k="ten"), "top-k must be a whole number"),
-    ("drawing-k-none", None, lambda lv: _drawing(lv, k=None), "top-k must be a whole number"),
-    ("drawing-locarno-junk", None, lambda lv: _drawing(lv, loc="99-99-99"), "not a Locarno code"),
-    ("drawing-locarno-no-subclass", None, lambda lv: _drawing(lv, loc="06-98"), "has no subclass 98"),
-    ("drawing-locarno-10kB", None, lambda lv: _drawing(lv, loc="0" * 10_000), "a code at most 100"),
-    ("drawing-locarno-spaces", None, lambda lv: _drawing(lv, loc=LONG), "a code at most 100"),
-    ("text-empty", None, lambda lv: _text(""), "the abstract is empty"),
-    ("text-whitespace", None, lambda lv: _text("  \n\t  "), "the abstract is empty"),
-    ("text-100k", None, lambda lv: _text("x" * 100_000), "has 100,000 characters"),
-    ("text-no-shared-word", None, lambda lv: _text("!!! ???"), "no corpus text shares a word"),
-    ("codes-nonsense", None, lambda lv: _text(codes="nonsense"), "unknown classification code 'nonsense'"),
-    ("codes-no-subclass", None, lambda lv: _text(codes="06-98"), "unknown classification code '06-98'"),
-    ("codes-200kB-spaces", None, lambda lv: _text(codes=" " * 200_000), "the codes field has 200,000 characters"),
-    ("codes-long-spaced", None, lambda lv: _text(codes=LONG), "the codes field has 50,005 characters"),
-    ("codes-over-code-cap", None, lambda lv: _text(codes="A47C" + " " * 1900 + "-"), "unknown classification code"),
-    ("codes-html", None, lambda lv: _text(codes="<img src=x onerror=alert(1)>"), "&lt;img src=x"),
-    ("text-k0", None, lambda lv: _text(k=0), "top-k must be a whole number"),
-    ("text-k1000", None, lambda lv: _text(k=1000), "top-k must be a whole number"),
-    ("text-k-text", None, lambda lv: _text(k="many"), "top-k must be a whole number"),
+    ("drawing-empty", None, lambda lv: drawing_request(lv, "empty.png"), "empty"),
+    ("drawing-text", None, lambda lv: drawing_request(lv, "notes.png"), "notes.png: not a readable image"),
+    ("drawing-xml", None, lambda lv: drawing_request(lv, "drawing.xml"), "drawing.xml: not a readable image"),
+    ("drawing-truncated", None, lambda lv: drawing_request(lv, "cut.png"), "cut.png"),
+    ("drawing-strip-wide", None, lambda lv: drawing_request(lv, "strip-wide.png"), "canvas after cropping margins"),
+    ("drawing-strip-tall", None, lambda lv: drawing_request(lv, "strip-tall.png"), "canvas after cropping margins"),
+    ("drawing-header-8000", None, lambda lv: drawing_request(lv, "header-8000.png"), "exceeds the budget"),
+    ("drawing-header-huge", None, lambda lv: drawing_request(lv, "header-100000.png"), "decompression bomb"),
+    ("drawing-noise", None, lambda lv: drawing_request(lv, "noise.jpg"), "noise.jpg: not a readable image"),
+    ("drawing-pdf", None, lambda lv: drawing_request(lv, "paper.pdf"), "paper.pdf: not a readable image"),
+    ("drawing-svg", None, lambda lv: drawing_request(lv, "remote.svg"), "remote.svg: not a readable image"),
+    ("drawing-broken-jpeg", None, lambda lv: drawing_request(lv, "broken.jpg"), "broken.jpg"),
+    ("drawing-k0", None, lambda lv: drawing_request(lv, k=0), "top-k must be a whole number from 1 to 50"),
+    ("drawing-k51", None, lambda lv: drawing_request(lv, k=51), "top-k must be a whole number from 1 to 50"),
+    ("drawing-k-negative", None, lambda lv: drawing_request(lv, k=-3), "top-k must be a whole number"),
+    ("drawing-k-fraction", None, lambda lv: drawing_request(lv, k=2.5), "top-k must be a whole number"),
+    ("drawing-k-text", None, lambda lv: drawing_request(lv, k="ten"), "top-k must be a whole number"),
+    ("drawing-k-none", None, lambda lv: drawing_request(lv, k=None), "top-k must be a whole number"),
+    ("drawing-locarno-junk", None, lambda lv: drawing_request(lv, loc="99-99-99"), "not a Locarno code"),
+    ("drawing-locarno-no-subclass", None, lambda lv: drawing_request(lv, loc="06-98"), "has no subclass 98"),
+    ("drawing-locarno-10kB", None, lambda lv: drawing_request(lv, loc="0" * 10_000), "a code at most 100"),
+    ("drawing-locarno-spaces", None, lambda lv: drawing_request(lv, loc=LONG), "a code at most 100"),
+    ("text-empty", None, lambda lv: text_request(""), "the abstract is empty"),
+    ("text-whitespace", None, lambda lv: text_request("  \n\t  "), "the abstract is empty"),
+    ("text-100k", None, lambda lv: text_request("x" * 100_000), "has 100,000 characters"),
+    ("text-no-shared-word", None, lambda lv: text_request("!!! ???"), "no corpus text shares a word"),
+    ("codes-nonsense", None, lambda lv: text_request(codes="nonsense"), "unknown classification code 'nonsense'"),
+    ("codes-no-subclass", None, lambda lv: text_request(codes="06-98"), "unknown classification code '06-98'"),
+    ("codes-200kB-spaces", None, lambda lv: text_request(codes=" " * 200_000), "the codes field has 200,000 characters"),
+    ("codes-long-spaced", None, lambda lv: text_request(codes=LONG), "the codes field has 50,005 characters"),
+    ("codes-over-code-cap", None, lambda lv: text_request(codes="A47C" + " " * 1900 + "-"), "unknown classification code"),
+    ("codes-html", None, lambda lv: text_request(codes="<img src=x onerror=alert(1)>"), "&lt;img src=x"),
+    ("text-k0", None, lambda lv: text_request(k=0), "top-k must be a whole number"),
+    ("text-k1000", None, lambda lv: text_request(k=1000), "top-k must be a whole number"),
+    ("text-k-text", None, lambda lv: text_request(k="many"), "top-k must be a whole number"),
     ("combined-no-file", None, lambda lv: ("/search_combined", (None, ABSTRACT, "", "zero-shot", "dssdnet-untrained",
                                                                 4, "ann"), 3), "upload a drawing as well"),
-    ("combined-empty-abstract", None, lambda lv: _combined(lv, abstract=""), "the abstract is empty"),
-    ("combined-bad-file", None, lambda lv: _combined(lv, "notes.png"), "notes.png: not a readable image"),
-    ("combined-bad-codes", None, lambda lv: _combined(lv, codes="06-98"), "unknown classification code"),
-    ("combined-k0", None, lambda lv: _combined(lv, k=0), "top-k must be a whole number"),
-    ("label-no-search", None, lambda lv: _label(), "run a search first"),
-    ("label-rank-none", "text", lambda lv: _label(rank=None), "rank must be a whole number from 1, got None"),
-    ("label-rank-zero", "text", lambda lv: _label(rank=0), "rank must be a whole number from 1, got "),
-    ("label-rank-negative", "text", lambda lv: _label(rank=-1), "rank must be a whole number from 1"),
-    ("label-rank-fraction", "text", lambda lv: _label(rank=1.5), "rank must be a whole number from 1, got '1.5'"),
-    ("label-rank-text", "text", lambda lv: _label(rank="abc"), "rank must be a whole number from 1, got 'abc'"),
-    ("label-rank-beyond", "text", lambda lv: _label(rank=9999), "rank 9999 is outside the dssdnet list"),
-    ("label-list-absent", "text", lambda lv: _label(list_name="hmcl"), "the current query has no 'hmcl' list"),
-    ("label-list-absent-drawing", "drawing", lambda lv: _label(list_name="fused"), "has no 'fused' list"),
-    ("label-name-empty", "text", lambda lv: _label(annotator=""), "annotator is empty"),
-    ("label-name-blank", "text", lambda lv: _label(annotator="   "), "annotator is empty"),
-    ("label-name-nul", "text", lambda lv: _label(annotator="ann\x00"), "control character U+0000"),
-    ("label-name-newline", "text", lambda lv: _label(annotator="ann\nbob"), "control character U+000A"),
-    ("label-name-bidi", "text", lambda lv: _label(annotator="ann\u202egpj"), "control character U+202E"),
-    ("label-name-101", "text", lambda lv: _label(annotator="a" * 101), "101 characters; at most 100"),
-    ("label-name-10kB", "text", lambda lv: _label(annotator="a" * 10_000), "10,000 characters; at most 100"),
-    ("label-note-1MB", "text", lambda lv: _label(note="n" * 1_000_000), "note has 1,000,000 characters"),
-    ("label-note-nul", "text", lambda lv: _label(note="a\x00b"), "note holds the control character U+0000"),
-    ("label-x-not-relevant", "text", lambda lv: _label(label="not", category="X"), "category X marks a relevant"),
-    ("label-key-300", "text", lambda lv: _label(key="k" * 300), "idempotency key has 300 characters"),
-    ("label-key-nul", "text", lambda lv: _label(key="k\x00"), "control character U+0000"),
-    ("adjudicate-no-name", None, lambda lv: _adjudicate(annotator=""), "enter your name first"),
-    ("adjudicate-no-pair", None, lambda lv: _adjudicate("", ""), "select a disagreement in the queue first"),
-    ("adjudicate-unknown", None, lambda lv: _adjudicate(), "nobody labelled candidate 'D0001'"),
-    ("adjudicate-name-10kB", None, lambda lv: _adjudicate(annotator="a" * 10_000), "10,000 characters"),
-    ("adjudicate-query-nul", None, lambda lv: _adjudicate(query_id="txt-\x00"), "control character U+0000"),
-    ("adjudicate-name-html", None, lambda lv: _adjudicate(annotator="<b>lead</b>\n"), "control character U+000A"),
+    ("combined-empty-abstract", None, lambda lv: combined_request(lv, abstract=""), "the abstract is empty"),
+    ("combined-bad-file", None, lambda lv: combined_request(lv, "notes.png"), "notes.png: not a readable image"),
+    ("combined-bad-codes", None, lambda lv: combined_request(lv, codes="06-98"), "unknown classification code"),
+    ("combined-k0", None, lambda lv: combined_request(lv, k=0), "top-k must be a whole number"),
+    ("label-no-search", None, lambda lv: label_request(), "run a search first"),
+    ("label-rank-none", "text", lambda lv: label_request(rank=None), "rank must be a whole number from 1, got None"),
+    ("label-rank-zero", "text", lambda lv: label_request(rank=0), "rank must be a whole number from 1, got "),
+    ("label-rank-negative", "text", lambda lv: label_request(rank=-1), "rank must be a whole number from 1"),
+    ("label-rank-fraction", "text", lambda lv: label_request(rank=1.5), "rank must be a whole number from 1, got '1.5'"),
+    ("label-rank-text", "text", lambda lv: label_request(rank="abc"), "rank must be a whole number from 1, got 'abc'"),
+    ("label-rank-beyond", "text", lambda lv: label_request(rank=9999), "rank 9999 is outside the dssdnet list"),
+    ("label-list-absent", "text", lambda lv: label_request(list_name="hmcl"), "the current query has no 'hmcl' list"),
+    ("label-list-absent-drawing", "drawing", lambda lv: label_request(list_name="fused"), "has no 'fused' list"),
+    ("label-name-empty", "text", lambda lv: label_request(annotator=""), "annotator is empty"),
+    ("label-name-blank", "text", lambda lv: label_request(annotator="   "), "annotator is empty"),
+    ("label-name-nul", "text", lambda lv: label_request(annotator="ann\x00"), "control character U+0000"),
+    ("label-name-newline", "text", lambda lv: label_request(annotator="ann\nbob"), "control character U+000A"),
+    ("label-name-bidi", "text", lambda lv: label_request(annotator="ann\u202egpj"), "control character U+202E"),
+    ("label-name-101", "text", lambda lv: label_request(annotator="a" * 101), "101 characters; at most 100"),
+    ("label-name-10kB", "text", lambda lv: label_request(annotator="a" * 10_000), "10,000 characters; at most 100"),
+    ("label-note-1MB", "text", lambda lv: label_request(note="n" * 1_000_000), "note has 1,000,000 characters"),
+    ("label-note-nul", "text", lambda lv: label_request(note="a\x00b"), "note holds the control character U+0000"),
+    ("label-x-not-relevant", "text", lambda lv: label_request(label="not", category="X"), "category X marks a relevant"),
+    ("label-key-300", "text", lambda lv: label_request(key="k" * 300), "idempotency key has 300 characters"),
+    ("label-key-nul", "text", lambda lv: label_request(key="k\x00"), "control character U+0000"),
+    ("adjudicate-no-name", None, lambda lv: adjudicate_request(annotator=""), "enter your name first"),
+    ("adjudicate-no-pair", None, lambda lv: adjudicate_request("", ""), "select a disagreement in the queue first"),
+    ("adjudicate-unknown", None, lambda lv: adjudicate_request(), "nobody labelled candidate 'D0001'"),
+    ("adjudicate-name-10kB", None, lambda lv: adjudicate_request(annotator="a" * 10_000), "10,000 characters"),
+    ("adjudicate-query-nul", None, lambda lv: adjudicate_request(query_id="txt-\x00"), "control character U+0000"),
+    ("adjudicate-name-html", None, lambda lv: adjudicate_request(annotator="<b>lead</b>\n"), "control character U+000A"),
 ]  # fmt: skip
 # the filter panel on every search endpoint: length and item count checked before any parsing
 CASES += [
-    (f"{api[1:]}-{cid}", None, lambda lv, api=api, f=f: _searched(api, lv, **f), frag)
+    (f"{api[1:]}-{cid}", None, lambda lv, api=api, f=f: filtered_request(api, lv, **f), frag)
     for api in SEARCHES for cid, f, frag in FILTER_CASES
 ]  # fmt: skip
 # memory: the byte budget counts bytes per pixel (a 208 kB RGBA PNG decodes to 196 MB)
 CASES += [
-    (f"{api[1:]}-{name[:-4]}", None, lambda lv, api=api, name=name: _searched(api, lv, name), frag)
+    (f"{api[1:]}-{name[:-4]}", None, lambda lv, api=api, name=name: filtered_request(api, lv, name), frag)
     for api in ("/search_drawing", "/search_sheet", "/search_combined")
     for name, frag in (("rgba-7000.png", "a 7000x7000 RGBA image decodes to 196 MB, over the budget of 40 MB"),
                        ("rgb-4000.png", "a 4000x4000 RGB image decodes to 48 MB"),
                        ("palette-6000.png", "a 6000x6000 P image decodes to 144 MB"))
-] + [(f"{api[1:]}-gray-6000-searched", None, lambda lv, api=api: _searched(api, lv, "gray-6000.png"), None)
+] + [(f"{api[1:]}-gray-6000-searched", None, lambda lv, api=api: filtered_request(api, lv, "gray-6000.png"), None)
        for api in ("/search_drawing", "/search_sheet", "/search_combined")]  # fmt: skip
 CASES += [
-    ("sheet-none", None, lambda lv: ("/search_sheet", (None, "zero-shot", 4, "ann", *_filters()), 1),
+    ("sheet-none", None, lambda lv: ("/search_sheet", (None, "zero-shot", 4, "ann", *filter_panel()), 1),
      "upload a drawing sheet"),
-    ("sheet-text-file", None, lambda lv: _sheet(lv, "notes.png"), "notes.png: not a readable image"),
-    ("sheet-bomb", None, lambda lv: _sheet(lv, "header-100000.png"), "decompression bomb"),
-    ("sheet-k0", None, lambda lv: _sheet(lv, k=0), "top-k must be a whole number from 1 to 50"),
-    ("sheet-k-abc", None, lambda lv: _sheet(lv, k="abc"), "top-k must be a whole number from 1 to 50, got 'abc'"),
-    ("sheet-k-1000", None, lambda lv: _sheet(lv, k=1000), "top-k must be a whole number from 1 to 50"),
-    ("sheet-model-empty", None, lambda lv: _sheet(lv, model=""), "choose a drawing model"),
-    ("sheet-model-10kB", None, lambda lv: _sheet(lv, model="m" * 10_000), "choose a drawing model"),
-    ("text-60-codes", None, lambda lv: _text(codes=SIXTY_CODES), "holds more than 50 codes; give at most 50"),
+    ("sheet-text-file", None, lambda lv: sheet_request(lv, "notes.png"), "notes.png: not a readable image"),
+    ("sheet-bomb", None, lambda lv: sheet_request(lv, "header-100000.png"), "decompression bomb"),
+    ("sheet-k0", None, lambda lv: sheet_request(lv, k=0), "top-k must be a whole number from 1 to 50"),
+    ("sheet-k-abc", None, lambda lv: sheet_request(lv, k="abc"), "top-k must be a whole number from 1 to 50, got 'abc'"),
+    ("sheet-k-1000", None, lambda lv: sheet_request(lv, k=1000), "top-k must be a whole number from 1 to 50"),
+    ("sheet-model-empty", None, lambda lv: sheet_request(lv, model=""), "choose a drawing model"),
+    ("sheet-model-10kB", None, lambda lv: sheet_request(lv, model="m" * 10_000), "choose a drawing model"),
+    ("text-60-codes", None, lambda lv: text_request(codes=SIXTY_CODES), "holds more than 50 codes; give at most 50"),
     ("bm25-60-codes", None, lambda lv: ("/search_bm25", (ABSTRACT, SIXTY_CODES, "dssdnet-untrained", 5,
-                                                         *_filters()), 3), "holds more than 50 codes"),
-    ("combined-60-codes", None, lambda lv: _combined(lv, codes=SIXTY_CODES), "holds more than 50 codes"),
-    ("bm25-empty", None, lambda lv: ("/search_bm25", ("", "", "dssdnet-untrained", 5, *_filters()), 3),
+                                                         *filter_panel()), 3), "holds more than 50 codes"),
+    ("combined-60-codes", None, lambda lv: combined_request(lv, codes=SIXTY_CODES), "holds more than 50 codes"),
+    ("bm25-empty", None, lambda lv: ("/search_bm25", ("", "", "dssdnet-untrained", 5, *filter_panel()), 3),
      "the abstract is empty"),
-    ("bm25-100k", None, lambda lv: ("/search_bm25", ("x" * 100_000, "", "dssdnet-untrained", 5, *_filters()), 3),
+    ("bm25-100k", None, lambda lv: ("/search_bm25", ("x" * 100_000, "", "dssdnet-untrained", 5, *filter_panel()), 3),
      "has 100,000 characters"),
     ("text-model-empty", None, lambda lv: ("/search_text", (ABSTRACT, "", "", 5, "ann"), 2), "choose a text model"),
-    ("drawing-model-10kB", None, lambda lv: ("/search_drawing", (_file(lv, "good.png"), "m" * 10_000, 4, True, True,
+    ("drawing-model-10kB", None, lambda lv: ("/search_drawing", (upload(lv, "good.png"), "m" * 10_000, 4, True, True,
                                                                 "", "ann"), 1), "choose a drawing model"),
     ("document-empty", None, lambda lv: ("/open_document", ("",), 0), "type a patent id"),
     ("document-10kB", None, lambda lv: ("/open_document", ("D" * 10_000,), 0), "the patent id has 10,000 characters"),
     ("document-number", None, lambda lv: ("/open_document", (12345,), 0), "no document 12345 in this corpus"),
     ("document-unknown", None, lambda lv: ("/open_document", ("<b>X</b>",), 0), "'&lt;b&gt;X&lt;/b&gt;' is not a patent number"),
-    ("list-absent-choice", "text", lambda lv: _label(list_name="nope"), "the current query has no 'nope' list"),
-    ("label-grade-absent", "text", lambda lv: _label(label="maybe"), "label 'maybe' is not one of"),
-    ("category-absent", "text", lambda lv: _label(category="Z"), "category"),
-    ("drawing-model-unknown", None, lambda lv: ("/search_drawing", (_file(lv, "good.png"), "nope", 4, True, True,
+    ("list-absent-choice", "text", lambda lv: label_request(list_name="nope"), "the current query has no 'nope' list"),
+    ("label-grade-absent", "text", lambda lv: label_request(label="maybe"), "label 'maybe' is not one of"),
+    ("category-absent", "text", lambda lv: label_request(category="Z"), "category"),
+    ("drawing-model-unknown", None, lambda lv: ("/search_drawing", (upload(lv, "good.png"), "nope", 4, True, True,
                                                                    "", "ann"), 1), "unknown drawing model 'nope'"),
     ("text-model-unknown", None, lambda lv: ("/search_text", (ABSTRACT, "", "nope", 5, "ann"), 2),
      "unknown text model 'nope'"),
@@ -301,15 +249,15 @@ CASES += [
     ("compare-10kB", None, lambda lv: ("/compare", ("f" * 10_000, "zero-shot", "zero-shot"), 2),
      "the query figure has 10,000 characters"),
     ("evaluate-no-model", None, lambda lv: ("/evaluate", ("",), 0), "choose a drawing model"),
-    ("adjudicate-bad-grade", None, lambda lv: _adjudicate(label="maybe"), "is not one of"),
-    ("adjudicate-note-1MB", None, lambda lv: _adjudicate(note="n" * 1_000_000), "note has 1,000,000 characters"),
+    ("adjudicate-bad-grade", None, lambda lv: adjudicate_request(label="maybe"), "is not one of"),
+    ("adjudicate-note-1MB", None, lambda lv: adjudicate_request(note="n" * 1_000_000), "note has 1,000,000 characters"),
 ]  # fmt: skip
 # a bad rank: the same message in a fresh browser session and after a search, on every endpoint that takes one
 for setup in (None, "text"):
     for r, frag in RANKS.items():
         tag = f"{'fresh' if setup is None else 'searched'}-{r[:4]}"
         CASES += [
-            (f"label-rank-{tag}", setup, lambda lv, r=r: _label(rank=r), frag),
+            (f"label-rank-{tag}", setup, lambda lv, r=r: label_request(rank=r), frag),
             (f"label-relevant-rank-{tag}", setup,
              lambda lv, r=r: ("/label_relevant", ("dssdnet", r, "", "", "ann", True), 0), frag),
             (f"explain-rank-{tag}", setup, lambda lv, r=r: ("/explain", (r,), 1), frag),
@@ -336,25 +284,6 @@ CPU_BUDGET_S, PEAK_BUDGET_MB = 1.0, 200  # per request, beyond the search itself
 COSTS: dict[str, dict] = {}  # case id -> {"cpu_s", "peak_mb", "class"}: the campaign's table
 
 
-def _cpu_s() -> float:
-    fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
-def _status_mb(key: str) -> float:
-    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(key))
-    return int(line.split()[1]) / 1024
-
-
-def measured(call):
-    """``call()``'s result and its cost: CPU seconds of the whole process and the peak resident memory
-    above what the process held before (VmHWM after resetting it through ``clear_refs``)."""
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-    rss, cpu = _status_mb("VmRSS:"), _cpu_s()
-    out = call()
-    return out, {"cpu_s": round(_cpu_s() - cpu, 3), "peak_mb": round(_status_mb("VmHWM:") - rss, 1)}
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, case):
     """Each hostile input gets its answer class (a ⚠️ message naming the problem, or a normal answer for an
@@ -365,9 +294,9 @@ def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, 
     cid, setup, build, fragment = case
     url, _, store, files = live
     if setup == "text":
-        assert client.predict(*_text()[1], api_name="/search_text")[2].startswith("BM25 found")
+        assert client.predict(*text_request()[1], api_name="/search_text")[2].startswith("BM25 found")
     elif setup == "drawing":
-        assert client.predict(*_drawing(live)[1], api_name="/search_drawing")[1].startswith("4 results")
+        assert client.predict(*drawing_request(live)[1], api_name="/search_drawing")[1].startswith("4 results")
     before = store.count()
     api, args, at = build(live)
     out, cost = measured(lambda: client.predict(*args, api_name=api))
@@ -432,14 +361,14 @@ def test_undo_acts_on_the_sessions_own_labels_only(live):
     url, _, store, _ = live
     a, b, c = (Client(url, verbose=False) for _ in range(3))
     for cl in (a, b):
-        cl.predict(*_text()[1], api_name="/search_text")
-    msg_a = a.predict(*_label(annotator="same-name")[1], api_name="/label")[0]
+        cl.predict(*text_request()[1], api_name="/search_text")
+    msg_a = a.predict(*label_request(annotator="same-name")[1], api_name="/label")[0]
     lab_id = int(msg_a.rsplit("#", 1)[1])
     # b uses the same name but never labelled: nothing of a's is undone; c never even searched
     assert b.predict("same-name", api_name="/undo")[0].startswith("nothing to undo")
     assert c.predict("same-name", api_name="/undo")[0].startswith("nothing to undo")
     assert not next(x for x in store.labels(include_undone=True) if x.id == lab_id).undone
-    b.predict(*_label(rank=2, annotator="same-name")[1], api_name="/label")
+    b.predict(*label_request(rank=2, annotator="same-name")[1], api_name="/label")
     assert a.predict("same-name", api_name="/undo")[0].startswith("↶ undid relevant")
     live_ids = {x.id for x in store.labels()}
     assert lab_id not in live_ids and len([x for x in store.labels() if x.annotator == "same-name"]) == 1
@@ -447,14 +376,14 @@ def test_undo_acts_on_the_sessions_own_labels_only(live):
 
 def test_a_retried_label_stores_once(live, client):
     url, _, store, _ = live
-    client.predict(*_text()[1], api_name="/search_text")
+    client.predict(*text_request()[1], api_name="/search_text")
     before = store.count()
-    first = client.predict(*_label(key="retry-1", annotator="retrier")[1], api_name="/label")[0]
-    again = client.predict(*_label(key="retry-1", annotator="retrier")[1], api_name="/label")[0]
+    first = client.predict(*label_request(key="retry-1", annotator="retrier")[1], api_name="/label")[0]
+    again = client.predict(*label_request(key="retry-1", annotator="retrier")[1], api_name="/label")[0]
     assert first.startswith("✓ relevant") and "already stored" in again
     assert first.rsplit("#", 1)[1].split()[0] == again.split("label #", 1)[1].split()[0]
     assert store.count() == before + 1
-    other = client.predict(*_label(label="not", key="retry-1", annotator="retrier")[1], api_name="/label")[0]
+    other = client.predict(*label_request(label="not", key="retry-1", annotator="retrier")[1], api_name="/label")[0]
     assert other.startswith("⚠️ idempotency key 'retry-1' already stored label")
     assert store.count() == before + 1
 
@@ -506,11 +435,11 @@ def test_login_decides_the_annotator_and_admins_adjudicate_and_export(guarded):
     guest = Client(url, auth=("carol", "team-secret"), verbose=False)  # the shared secret, any name
     lead = Client(url, auth=("lead", "lpw"), verbose=False)
     for cl in (alice, bob, guest):
-        cl.predict(*_text()[1], api_name="/search_text")
+        cl.predict(*text_request()[1], api_name="/search_text")
     # the request says "mallory": the label goes under the login
-    assert alice.predict(*_label(annotator="mallory")[1], api_name="/label")[0].startswith("✓ relevant")
-    assert bob.predict(*_label(label="not", annotator="alice")[1], api_name="/label")[0].startswith("✓ not")
-    assert guest.predict(*_label(rank=2, annotator="")[1], api_name="/label")[0].startswith("✓ relevant")
+    assert alice.predict(*label_request(annotator="mallory")[1], api_name="/label")[0].startswith("✓ relevant")
+    assert bob.predict(*label_request(label="not", annotator="alice")[1], api_name="/label")[0].startswith("✓ not")
+    assert guest.predict(*label_request(rank=2, annotator="")[1], api_name="/label")[0].startswith("✓ relevant")
     assert [(x.annotator, x.rank, x.label) for x in store.labels()] == [
         ("alice", 1, "relevant"), ("bob", 1, "not"), ("carol", 2, "relevant"),
     ]  # fmt: skip
@@ -580,15 +509,15 @@ def test_a_query_drawing_is_kept_only_when_labelled(live):
     own.paste(0, (20, 70, 100, 75))
     own.save(live[3] / "own.png")
     others = {p.name for p in pending.iterdir()} if pending.is_dir() else set()  # held by other sessions
-    assert len(cl.predict(*_drawing(live, "own.png")[1], api_name="/search_drawing")[0]) == 4  # 4 hits shown
+    assert len(cl.predict(*drawing_request(live, "own.png")[1], api_name="/search_drawing")[0]) == 4  # 4 hits shown
     staged = sorted(p.name for p in pending.iterdir() if p.name not in others)
     assert len(staged) == 1 and not (kept / staged[0]).exists()  # held, not kept
-    cl.predict(*_text()[1], api_name="/search_text")  # the drawing search is over, nothing was labelled
+    cl.predict(*text_request()[1], api_name="/search_text")  # the drawing search is over, nothing was labelled
     assert not (pending / staged[0]).exists() and not (kept / staged[0]).exists()
-    cl.predict(*_drawing(live, "own.png")[1], api_name="/search_drawing")
-    assert cl.predict(*_label(list_name="hmcl", annotator="keeper")[1], api_name="/label")[0].startswith("✓")
+    cl.predict(*drawing_request(live, "own.png")[1], api_name="/search_drawing")
+    assert cl.predict(*label_request(list_name="hmcl", annotator="keeper")[1], api_name="/label")[0].startswith("✓")
     assert (kept / staged[0]).is_file() and stat.S_IMODE((kept / staged[0]).stat().st_mode) == 0o600
-    cl.predict(*_text()[1], api_name="/search_text")
+    cl.predict(*text_request()[1], api_name="/search_text")
     assert (kept / staged[0]).is_file()  # labelled: it stays
 
 
@@ -604,7 +533,7 @@ def test_eight_concurrent_text_searches_give_identical_lists_and_scores(live):
     assert not wb.reranker(wb.model("dssdnet-untrained", "text")).training
     clients = [Client(url, verbose=False) for _ in range(8)]
     with ThreadPoolExecutor(8) as pool:
-        outs = list(pool.map(lambda c: c.predict(*_text(k=10)[1], api_name="/search_text"), clients))
+        outs = list(pool.map(lambda c: c.predict(*text_request(k=10)[1], api_name="/search_text"), clients))
     tables = [(tuple(map(tuple, o[0]["data"])), tuple(map(tuple, o[1]["data"]))) for o in outs]
     assert all(o[2].startswith("BM25 found") for o in outs)
     assert len(set(tables)) == 1, "concurrent searches disagree"
@@ -614,21 +543,21 @@ def test_eight_concurrent_text_searches_give_identical_lists_and_scores(live):
 @pytest.mark.parametrize(
     "failing",
     [
-        lambda lv: _sheet(lv, "notes.png"),
-        lambda lv: _drawing(lv, "notes.png"),
-        lambda lv: _text(""),
-        lambda lv: _combined(lv, "notes.png"),
-        lambda lv: _searched("/search_sheet", lv, classification="A," * 1000),
+        lambda lv: sheet_request(lv, "notes.png"),
+        lambda lv: drawing_request(lv, "notes.png"),
+        lambda lv: text_request(""),
+        lambda lv: combined_request(lv, "notes.png"),
+        lambda lv: filtered_request("/search_sheet", lv, classification="A," * 1000),
     ],
     ids=["sheet", "drawing", "text", "combined", "sheet-filter"],
 )
 def test_a_failed_search_clears_the_list_it_replaces(live, client, failing):
     store = live[2]
-    assert client.predict(*_drawing(live)[1], api_name="/search_drawing")[1].startswith("4 results")
+    assert client.predict(*drawing_request(live)[1], api_name="/search_drawing")[1].startswith("4 results")
     api, args, at = failing(live)
     assert client.predict(*args, api_name=api)[at].startswith("⚠️")
     before = store.count()
-    msg = client.predict(*_label(list_name="hmcl", annotator="stale")[1], api_name="/label")[0]
+    msg = client.predict(*label_request(list_name="hmcl", annotator="stale")[1], api_name="/label")[0]
     assert msg == "⚠️ a label needs a query and a candidate: run a search first"
     assert store.count() == before
 
@@ -638,8 +567,8 @@ def test_the_search_report_is_served_from_a_private_copy_and_written_0600(live, 
     from patent_demo.ui.access import SERVED
 
     url, _, store, _ = live
-    client.predict(*_text()[1], api_name="/search_text")
-    client.predict(*_label(annotator="reporter", note="same shade")[1], api_name="/label")
+    client.predict(*text_request()[1], api_name="/search_text")
+    client.predict(*label_request(annotator="reporter", note="same shade")[1], api_name="/label")
     qid = next(x.query_id for x in store.labels() if x.annotator == "reporter")
     files, md, _ = client.predict(qid, {}, True, api_name="/search_report")
     assert md.startswith("1 document in the report") or "documents in the report" in md, md
@@ -679,8 +608,8 @@ def test_non_admins_read_their_own_labels_only_and_admins_read_all(guarded):
     bob = Client(url, auth=("bob", "bpw"), verbose=False)
     lead = Client(url, auth=("lead", "lpw"), verbose=False)
     for cl, grade, note in ((alice, "partly", "alice-secret-note"), (bob, "relevant", "bob-secret-note")):
-        cl.predict(*_text("lamp shade bulb holder")[1], api_name="/search_text")
-        assert cl.predict(*_label(label=grade, rank=2, note=note)[1], api_name="/label")[0].startswith("✓")
+        cl.predict(*text_request("lamp shade bulb holder")[1], api_name="/search_text")
+        assert cl.predict(*label_request(label=grade, rank=2, note=note)[1], api_name="/label")[0].startswith("✓")
     qid = store.labels()[-1].query_id
     _, md, frame = alice.predict(qid, {}, True, api_name="/search_report")
     assert "alice-secret-note" in frame and "bob-secret-note" not in frame and "bob" not in frame, md
@@ -697,7 +626,7 @@ def test_the_sheet_search_takes_the_annotator_from_the_login(guarded, live):
 
     url, _ = guarded
     alice = Client(url, auth=("alice", "apw"), verbose=False)
-    out = alice.predict(*_sheet(live)[1][:3], "mallory", *_filters(), api_name="/search_sheet")
+    out = alice.predict(*sheet_request(live)[1][:3], "mallory", *filter_panel(), api_name="/search_sheet")
     assert not out[1].startswith("⚠️") and "labelled by alice" in out[-1] and "mallory" not in out[-1]
 
 
@@ -708,8 +637,8 @@ def test_undo_with_another_sessions_hash_acts_as_nobody_else(guarded):
 
     url, store = guarded
     alice = Client(url, auth=("alice", "apw"), verbose=False)
-    alice.predict(*_text()[1], api_name="/search_text")
-    lab_id = int(alice.predict(*_label(rank=1, label="not")[1], api_name="/label")[0].rsplit("#", 1)[1])
+    alice.predict(*text_request()[1], api_name="/search_text")
+    lab_id = int(alice.predict(*label_request(rank=1, label="not")[1], api_name="/label")[0].rsplit("#", 1)[1])
     bob = Client(url, auth=("bob", "bpw"), verbose=False)
     bob.session_hash = alice.session_hash
     with pytest.raises(Exception, match="403"):  # noqa: B017 - refused before it reaches the session
@@ -725,8 +654,8 @@ def test_a_party_who_undid_the_label_still_cannot_adjudicate_and_all_admin_parti
     lead = Client(url, auth=("lead", "lpw"), verbose=False)
     bob = Client(url, auth=("bob", "bpw"), verbose=False)
     for cl, grade in ((lead, "relevant"), (bob, "not")):
-        cl.predict(*_text("bulb holder with a glass shade")[1], api_name="/search_text")
-        assert cl.predict(*_label(label=grade, rank=1)[1], api_name="/label")[0].startswith("✓")
+        cl.predict(*text_request("bulb holder with a glass shade")[1], api_name="/search_text")
+        assert cl.predict(*label_request(label=grade, rank=1)[1], api_name="/label")[0].startswith("✓")
     qid, cand = store.labels()[-1].query_id, store.labels()[-1].candidate_id
     assert lead.predict("", api_name="/undo")[0].startswith("↶ undid relevant")
     msg = lead.predict(qid, cand, "not", "", "", api_name="/adjudicate")[0]

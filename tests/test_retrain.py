@@ -26,7 +26,7 @@ TEST = ["D0003", "D0005", "D0007", "D0008", "D0009"]
 
 @pytest.fixture
 def corpus(tmp_path):
-    from tests.test_pipeline import make_tiny_corpus
+    from tests.support.tiny import make_tiny_corpus
 
     c = make_tiny_corpus(tmp_path / "corpus")
     c.splits = {"train": TRAIN, "test": TEST}

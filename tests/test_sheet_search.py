@@ -11,7 +11,7 @@ from patent_demo.drawing.sheets import FigureLabel
 from patent_demo.filters import SearchFilter
 from patent_demo.imageio import DrawingError
 from patent_demo.sheet_search import search_sheet
-from tests.test_pipeline import make_workbench
+from tests.support.tiny import make_workbench
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,10 @@ test) without searching. The rule, for ``tests/test_<name>.py``:
    ``patent_demo/``, ``train/``, ``bench/``, ``scripts/`` and ``ui/``;
 2. otherwise a line of the module docstring starts with ``Tests:`` and names, comma-separated, the files
    or folders it tests, each of which exists (``Tests: patent_demo/text/fusion.py``).
+
+No test file imports another test file (the module ``tests.test_<name>``, by any form of ``import`` or
+``from … import``, relative ones and those inside functions included): fixtures that several files share
+live in ``tests/conftest.py``, plain helpers in ``tests/support/``.
 """
 
 from __future__ import annotations
@@ -63,6 +67,32 @@ def unmapped(root: Path = ROOT) -> list[str]:
     return out
 
 
+def imported_modules(path: Path, package: str = "tests") -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of every import in ``path`` (a module of ``package``), function-level ones
+    included, relative ones made absolute; ``from a import b`` gives both ``a`` and ``a.b``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            out += [(node.lineno, module)] + [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return out
+
+
+def cross_test_imports(root: Path = ROOT) -> list[str]:
+    """One line per import of a test file (``tests.test_*``) in a test file."""
+    found = set()
+    for test in sorted((root / "tests").glob("test_*.py")):
+        for line, name in imported_modules(test):
+            parts = name.split(".")
+            if len(parts) >= 2 and parts[0] == "tests" and parts[1].startswith("test_"):
+                found.add((test.name, line, f"tests.{parts[1]}"))
+    return [f"tests/{name}:{line} imports {module}" for name, line, module in sorted(found)]
+
+
 def test_every_test_file_maps_to_the_module_it_tests():
     problems = unmapped()
     assert not problems, "test files that map to no module (rule: tests/test_test_layout.py):\n" + "\n".join(
@@ -91,3 +121,34 @@ def test_the_rule_on_a_made_up_tree(tmp_path):
     assert len(problems) == 2, problems
     assert problems[0].startswith("tests/test_lonely.py: no module 'lonely'")
     assert problems[1] == "tests/test_stale.py: its 'Tests:' line names no existing file: patent_demo/gone.py"
+
+
+def test_no_test_file_imports_another():
+    problems = cross_test_imports()
+    assert not problems, (
+        "test files that import a test file (move the helper to tests/conftest.py or tests/support/):\n"
+        + "\n".join(problems)
+    )
+
+
+def test_the_import_rule_on_a_made_up_tree(tmp_path):
+    (tmp_path / "tests" / "support").mkdir(parents=True)
+    a = "tests." + "test_a"
+    for name, body in {
+        "conftest.py": f"from {a} import x\n",  # not a test file: not checked
+        "support/tiny.py": "X = 1\n",
+        "test_a.py": "from tests.conftest import REPO_ROOT\nfrom tests.support.tiny import X\nimport tests.support\n",
+        "test_b.py": f"from {a} import x\n",
+        "test_c.py": f"import {a} as a\n",
+        "test_d.py": "def f():\n    from .test_a import x\n",
+        "test_e.py": "from . import test_a\nfrom tests import test_b, support\n",
+        "test_f.py": "from tests.testing import x\nfrom .support.tiny import X\n",
+    }.items():
+        (tmp_path / "tests" / name).write_text(body)
+    assert cross_test_imports(tmp_path) == [
+        "tests/test_b.py:1 imports tests.test_a",
+        "tests/test_c.py:1 imports tests.test_a",
+        "tests/test_d.py:2 imports tests.test_a",
+        "tests/test_e.py:1 imports tests.test_a",
+        "tests/test_e.py:2 imports tests.test_b",
+    ]

@@ -100,7 +100,7 @@ def test_precision_choice_from_cpu_flags(tmp_path, monkeypatch):
 
 
 def test_precisions_rank_alike_on_a_tiny_model():
-    from tests.test_reranker import CANDIDATES, QUERY, QUERY_CODES, tiny_reranker
+    from tests.support.reranker import CANDIDATES, QUERY, QUERY_CODES, tiny_reranker
 
     ref = tiny_reranker("DSSDNet")
     assert ref.precision == "fp32"

@@ -118,7 +118,7 @@ def test_domain_t_is_nan_without_codes():
 
 
 def test_reranker_on_pairs_takes_t_from_the_file_and_predicts_only_where_missing():
-    from tests.test_reranker import tiny_reranker
+    from tests.support.reranker import tiny_reranker
 
     model = tiny_reranker("DSSDNet")
     pairs = [p for p in _pairs() if p.qid == "Q2"]
@@ -143,7 +143,7 @@ def test_reranker_on_pairs_takes_t_from_the_file_and_predicts_only_where_missing
 
 
 def test_evaluate_pairs_takes_a_checkpoint_or_a_model_and_rejects_bad_names(tmp_path):
-    from tests.test_reranker import tiny_reranker
+    from tests.support.reranker import tiny_reranker
 
     model = tiny_reranker("DS_SD_MR")
     out = evaluate_pairs(_pairs(), model, ks=[5])

@@ -8,23 +8,21 @@ import json
 import numpy as np
 import pytest
 
-from tests.test_cli_text_lists import small  # noqa: F401 - the shared 60-patent fixture
-
 pytestmark = pytest.mark.slow
 
 
-def test_tiny_biencoder_run_writes_a_loadable_checkpoint(small, tmp_path):  # noqa: F811
+def test_tiny_biencoder_run_writes_a_loadable_checkpoint(small_text_corpus, tmp_path):
     from patent_demo.data.corpus import Corpus
     from patent_demo.text.dense import DENSE_KIND, TextEncoder, find_dense_checkpoint
     from train.biencoder import main
     from train.text_split import draw_split
 
-    corpus = Corpus.load(small)
+    corpus = Corpus.load(small_text_corpus)
     split = draw_split(corpus, [], (0.5, 0.25, 0.25), 0)
     (tmp_path / "split.json").write_text(json.dumps(split))
     out = tmp_path / "ckpt"
-    assert main(["--corpus", str(small), "--split-file", str(tmp_path / "split.json"), "--tiny", "--seed", "0",
-                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0  # fmt: skip
+    assert main(["--corpus", str(small_text_corpus), "--split-file", str(tmp_path / "split.json"), "--tiny",
+                 "--seed", "0", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0  # fmt: skip
     config = json.loads((out / "config.json").read_text())
     assert (
         config["kind"] == DENSE_KIND and config["max_length"] == 256 and config["pairs_by_kind"]["cite"] == 8

@@ -13,7 +13,7 @@ from gradio.utils import safe_deepcopy
 from patent_demo.labels.store import LabelStore
 from patent_demo.ui.blocks import build_demo
 from patent_demo.workbench import Workbench
-from tests.test_pipeline import make_workbench
+from tests.support.tiny import make_workbench
 
 
 def test_the_page_config_copies_without_the_workbench(tmp_path, monkeypatch):

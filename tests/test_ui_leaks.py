@@ -25,7 +25,6 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, free_port, require_shared
-from tests.test_browser import browser  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -100,7 +99,7 @@ def test_the_leak_check_sees_paths_tracebacks_and_secrets():
     }
 
 
-def _logged_in_page(browser, url):  # noqa: F811
+def _logged_in_page(browser, url):
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     page = context.new_page()
     answer = page.request.post(url + "login", form={"username": ADMIN, "password": ADMIN_PASSWORD})
@@ -109,7 +108,7 @@ def _logged_in_page(browser, url):  # noqa: F811
     return context, page
 
 
-def test_no_tab_and_no_config_names_a_server_path_or_a_secret(browser, site):  # noqa: F811
+def test_no_tab_and_no_config_names_a_server_path_or_a_secret(browser, site):
     url, forbidden, _ = site
     context, page = _logged_in_page(browser, url)
     try:
