@@ -10,7 +10,10 @@ Modules, in the order a request meets them:
 
 * ``serve``: ``main`` (the flags of ``python app.py``, the label store, the workbench, ``launch``) and
   ``launch_kwargs``; ``args``: the flags and their environment variables.
-* ``blocks``: ``build_demo``, the page's layout and the wiring of every event to its handler.
+* ``blocks``: ``build_demo``, the page: one builder per part, each laying out its components and wiring
+  its events (``tabs_search``: Drawing, Text, Combined; ``tabs_review``: Embedding map, Error analysis,
+  Export, Training, Agreement; ``panel``: the label panel); ``events``: what the parts share (the session
+  and its owner check, the cursor's refresh).
 * ``handlers``: the search handlers (drawing, application, text, combined, maps, evaluation);
   ``examiner``: the filter panel, crop, sheets, the whole record, side by side, the search report;
   ``labelling``: the one cursor, labels, undo, export, agreement and adjudication.

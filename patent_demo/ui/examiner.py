@@ -2,8 +2,8 @@
 sheets, the whole record of a hit, side-by-side views, the search report.
 
 ``build_filters()`` and ``build_tabs()`` create the components inside ``blocks.build_demo``'s layout;
-``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and
-``wire_more_like_this`` connect them. The filter panel is read as one value (``FilterPanel.value``, a
+``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and ``wire_tabs``
+connect them. The filter panel is read as one value (``FilterPanel.value``, a
 ``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.examiner``,
 ``patent_demo.sheet_search``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
 """
@@ -25,11 +25,13 @@ from patent_demo.document import document_html, document_view
 from patent_demo.filters import FILTER_KEYS, Filters
 from patent_demo.imageio import load_drawing
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
-from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
+from patent_demo.labels.sessions import add_list, new_session, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
 from patent_demo.text.highlight import snippet_html, snippet_text
+from patent_demo.ui.events import Shared
+from patent_demo.ui.handlers import drawing_answer, drawing_failed, emptied
 from patent_demo.ui.inputs import (
     TRACK_TQDM,
     BadInput,
@@ -40,7 +42,7 @@ from patent_demo.ui.inputs import (
     top_k,
     upload,
 )
-from patent_demo.ui.labelling import cursor_md, gallery_items, progress_md, table_value, warn
+from patent_demo.ui.labelling import warn
 from patent_demo.wording import counted
 from patent_demo.workbench import Workbench
 
@@ -232,17 +234,10 @@ class ExaminerHandlers:
                 self.store.release_query_image(previous["image_file"])
             page = load_drawing(data, crop=False, square=False)
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
-            judged = self.store.judged(session["query_id"], who) if who else {}
             status = " · ".join([res.status, *notes])
-            return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
-                    gr.update(value=overlay, visible=True), session, "hmcl", 1,
-                    cursor_md(self.wb, session, "hmcl", 1, judged), progress_md(self.store, session, who))  # fmt: skip
+            return drawing_answer(self.wb, self.store, session, status, who, gr.update(value=overlay, visible=True))
         except Exception as err:  # noqa: BLE001 - every failure is a message
-            if previous and previous.get("image_file"):
-                self.store.release_query_image(previous["image_file"])
-            cleared = {"owner": owner_of(previous), "lists": {}, "checkpoints": {}, "history": history_of(previous)}
-            return ([], warn(err), None, None, cleared, gr.update(), 1, "No results: the search failed.",
-                    gr.update())  # fmt: skip
+            return drawing_failed(warn(err), emptied(self.store, previous), None)
 
     # -- the whole record and the side-by-side views --------------------------------------------------
     def document(self, patent_id, query_text: str = ""):
@@ -452,13 +447,23 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
                         r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
 
 
-def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, tabs, mine, session, d_file, t_text):
+def wire_tabs(ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared, tabs, d_file, t_text, text_search) -> None:
+    """The Document tab (a record by its number, "More like this") and the Search report tab. ``text_search``
+    chains the text search to the event that fills the abstract."""
+    doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
+    ext.doc_btn.click(ex.document, [ext.doc_id], doc_out, api_name="open_document")
+    ext.doc_id.submit(ex.document, [ext.doc_id], doc_out, api_name=False)  # Enter in the number box: the same
+    text_search(wire_more_like_this(ext, ex, shared, tabs, d_file, t_text).success)
+    ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
+    ext.r_btn.click(**shared.mine(ex.report, [ext.r_query, shared.filters, ext.r_include, shared.session],
+                                  [ext.r_files, ext.r_md, ext.r_frame]), api_name="search_report")  # fmt: skip
+
+
+def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared, tabs, d_file, t_text):
     """ "More like this" in the Document tab: the record's drawing (or text) becomes the query and is searched
-    (its own patent and family are then left out, as for any corpus query). ``mine`` makes an event that
-    reads the session owner-checked (``blocks.build_demo``). The drawing tab is the first, so its button is on
-    the page and is clicked; returns the event that fills the abstract, which the caller chains the text
-    search to on the server (the Text tab's button is not rendered until the tab is opened)."""
-    ext.more_d.click(**mine(ex.more_drawing, [ext.doc_id, session], [d_file, tabs]), api_name=False).success(
-        None, None, None, js="() => document.querySelector('#d-search').click()"
-    )
+    (its own patent and family are then left out, as for any corpus query). The drawing tab is the first, so
+    its button is on the page and is clicked; returns the event that fills the abstract, which the caller
+    chains the text search to on the server (the Text tab's button is not rendered until the tab is opened)."""
+    ext.more_d.click(**shared.mine(ex.more_drawing, [ext.doc_id, shared.session], [d_file, tabs]),
+                     api_name=False).success(None, None, None, js="() => document.querySelector('#d-search').click()")  # fmt: skip
     return ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False)

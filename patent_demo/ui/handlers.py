@@ -62,6 +62,46 @@ def _with_notes(status: str, notes: list[str]) -> str:
     return " · ".join(dict.fromkeys([*warn_, status, *rest]))
 
 
+def judged_by(store: LabelStore, session: dict | None, who: str) -> dict[str, str]:
+    """The annotator's labels of the session's query, by candidate (none without a name or a query)."""
+    if not session or not session.get("query_id") or not who:
+        return {}
+    return store.judged(session["query_id"], who)
+
+
+def emptied(store: LabelStore, previous: dict | None) -> dict:
+    """An empty session (same owner and history) whose staged query drawing is released: no label goes to
+    the hits it replaces."""
+    if previous and previous.get("image_file"):
+        store.release_query_image(previous["image_file"])
+    return {"owner": owner_of(previous), "lists": {}, "checkpoints": {}, "history": history_of(previous)}
+
+
+def cursor_tail(wb: Workbench, store: LabelStore, session: dict, list_name: str, who: str, judged: dict) -> tuple:
+    """What every search returns last: the session, the cursor on the first hit of ``list_name`` (list, rank,
+    its line) and the annotator's progress."""
+    return session, list_name, 1, cursor_md(wb, session, list_name, 1, judged), progress_md(store, session, who)
+
+
+def failed_tail(session: dict) -> tuple:
+    """What a failed search returns last: the emptied session, the list and the progress unchanged, rank 1 and
+    the cursor line saying the search failed."""
+    return session, gr.update(), 1, "No results: the search failed.", gr.update()
+
+
+def drawing_answer(wb: Workbench, store: LabelStore, session: dict, status: str, who: str, *extra) -> tuple:
+    """A drawing search's outputs: grid, status line, hit table with the cursor row, ``extra`` (the sheet's
+    figures), then ``cursor_tail``."""
+    judged = judged_by(store, session, who)
+    return (gallery_items(session, judged), status, table_value(wb, session, "hmcl", judged, 1), *extra,
+            *cursor_tail(wb, store, session, "hmcl", who, judged))  # fmt: skip
+
+
+def drawing_failed(message: str, session: dict, *extra) -> tuple:
+    """A failed drawing search's outputs: no grid, the ⚠️ line, no table, ``extra``, then ``failed_tail``."""
+    return [], message, None, *extra, *failed_tail(session)
+
+
 class Handlers:
     """The search handlers of the workbench UI over one workbench and one label store."""
 
@@ -117,14 +157,16 @@ class Handlers:
         if previous and previous.get("image_file"):
             self.store.release_query_image(previous["image_file"])
 
-    def _emptied(self, previous: dict | None) -> dict:
-        """An empty session (same owner and history): no label goes to the hits it replaces."""
-        self._replace(previous)
-        return {"owner": owner_of(previous), "lists": {}, "checkpoints": {}, "history": history_of(previous)}
-
     def _failed(self, previous: dict | None, err: BaseException) -> tuple[str, dict]:
         """A search failed: the message, and an empty session so no label goes to old hits."""
-        return warn(err), self._emptied(previous)
+        return warn(err), emptied(self.store, previous)
+
+    def _searched_in(self, model: str) -> str:
+        """The status note on the drawing index that ran: its kind and measured recall, or the backend."""
+        index = f"index {describe_index(self.wb.index(model))}"
+        if self.wb.config.backend != "faiss":
+            index = f"searched in {self.wb.config.backend} ({self.wb.config.backend_url or 'embedded'})"
+        return index
 
     def search_drawing(self, file, model, k, group, crop, locarno, annotator, filters=None, previous=None,
                        crop_image=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
@@ -154,21 +196,15 @@ class Handlers:
             session["model"] = spec.key
             self._replace(previous)
             who = self._who(annotator, request, profile)
-            judged = self.store.judged(session["query_id"], who) if who else {}
             what = Path(file).name + (" (a crop of it)" if cropped else "")
             record_search(
                 session, "drawing", what, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
             )
-            index = f"index {describe_index(self.wb.index(model))}"  # the kind that ran, its measured recall
-            if self.wb.config.backend != "faiss":
-                index = f"searched in {self.wb.config.backend} ({self.wb.config.backend_url or 'embedded'})"
-            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}", [*notes, index])
-            return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
-                    session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
-                    progress_md(self.store, session, who))  # fmt: skip
+            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}",
+                                 [*notes, self._searched_in(model)])  # fmt: skip
+            return drawing_answer(self.wb, self.store, session, status, who)
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
-            msg, session = self._failed(previous, err)
-            return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
+            return drawing_failed(*self._failed(previous, err))
 
     def search_application(self, files, model, k, crop, annotator="", filters=None, previous=None,
                            request: gr.Request = None, profile: gr.OAuthProfile | None = None,
@@ -207,18 +243,14 @@ class Handlers:
             session["model"] = spec.key
             self._replace(previous)
             who = self._who(annotator, request, profile)
-            judged = self.store.judged(session["query_id"], who) if who else {}
             names = ", ".join(Path(name).name for name, _, _ in uploads)
             record_search(session, "application", f"{len(views)} views: {names}", spec.label, f.describe(), who,
                           notes)  # fmt: skip
             status = _with_notes(f"{len(res.hits)} patents for an application of {len(views)} views with "
                                  f"{spec.label} · {res.spread}", notes)  # fmt: skip
-            return (gallery_items(session, judged), status, table_value(self.wb, session, "hmcl", judged, 1),
-                    session, "hmcl", 1, cursor_md(self.wb, session, "hmcl", 1, judged),
-                    progress_md(self.store, session, who))  # fmt: skip
+            return drawing_answer(self.wb, self.store, session, status, who)
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
-            msg, session = self._failed(previous, err)
-            return [], msg, None, session, gr.update(), 1, "No results: the search failed.", gr.update()
+            return drawing_failed(*self._failed(previous, err))
 
     def _snipped(self, res, text: str) -> list:
         """The hits of a text list, each with a snippet (escaped HTML) of the words BM25 matched."""
@@ -242,7 +274,7 @@ class Handlers:
         """The BM25 list at once, before the re-ranker runs (the text button's first step): the BM25 table,
         the DSSDNet and fused tables emptied, a status saying the re-ranking follows, and the session
         emptied (the tables now show the new query, so no label may go to the last one's hits)."""
-        previous = self._emptied(previous)
+        previous = emptied(self.store, previous)
         try:
             text = check_abstract(abstract)
             qcodes = parse_query_codes(codes)
@@ -295,7 +327,6 @@ class Handlers:
                 add_list(session, name, self._snipped(lists[name], text), ranked_by.get(name, name))
             self._replace(previous)
             who = self._who(annotator, request, profile)
-            judged = self.store.judged(session["query_id"], who) if who else {}
             record_search(
                 session, "text", text, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
             )
@@ -309,13 +340,12 @@ class Handlers:
                 rest = "the dense and hybrid lists rank by meaning alone" if found else "no list found anything"
                 status = _with_notes(f"⚠️ no corpus text shares a word with this abstract (BM25 found none): {rest}",
                                      notes)  # fmt: skip
-            first = default_text_list()  # the cursor starts on the default list (the one shown first)
+            first, judged = default_text_list(), judged_by(self.store, session, who)  # the cursor: the default list
             return (*(table_value(self.wb, session, n, judged, 1 if n == first else None) for n in ("bm25", "dssdnet")),
-                    status, session, first, 1, cursor_md(self.wb, session, first, 1, judged),
-                    progress_md(self.store, session, who))  # fmt: skip
+                    status, *cursor_tail(self.wb, self.store, session, first, who, judged))  # fmt: skip
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
-            return None, None, msg, session, gr.update(), 1, "No results: the search failed.", gr.update()
+            return None, None, msg, *failed_tail(session)
 
     def fused_table(
         self, session, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None
@@ -323,8 +353,7 @@ class Handlers:
         """``/fused_text``: the fused list (BM25 + DSSDNet scores) of the current text query as a table."""
         if not session or session.get("kind") != "text" or "fused" not in session.get("lists", {}):
             return None
-        who = self._who(annotator, request, profile)
-        judged = self.store.judged(session["query_id"], who) if who else {}
+        judged = judged_by(self.store, session, self._who(annotator, request, profile))
         return table_value(self.wb, session, "fused", judged, None)
 
     def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, filters=None, previous=None,
@@ -359,7 +388,7 @@ class Handlers:
             add_list(session, "rrf", self.wb.text_hits(fused), "rrf60")
             self._replace(previous)
             who = self._who(annotator, request, profile)
-            judged = self.store.judged(session["query_id"], who) if who else {}
+            judged = judged_by(self.store, session, who)
             record_search(
                 session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who,
                 [n for n in notes + tnotes if "⚠️" not in n],
@@ -367,21 +396,10 @@ class Handlers:
             tables = [table_value(self.wb, session, n, judged, 1 if n == "rrf" else None) for n in ("hmcl", name, "rrf")]
             status = _with_notes(f"HMCL and the {name} text list (the default) fused with reciprocal rank fusion (k = 60). "
                                  "Combined labels judge whole patents (qrels only).", notes + tnotes)  # fmt: skip
-            return (*tables, status, session, "rrf", 1, cursor_md(self.wb, session, "rrf", 1, judged),
-                    progress_md(self.store, session, who))  # fmt: skip
+            return *tables, status, *cursor_tail(self.wb, self.store, session, "rrf", who, judged)
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
-            return (
-                None,
-                None,
-                None,
-                msg,
-                session,
-                gr.update(),
-                1,
-                "No results: the search failed.",
-                gr.update(),
-            )
+            return None, None, None, msg, *failed_tail(session)
 
     def embedding_maps(self, model_a, model_b, dims, session, progress=TRACK_TQDM):
         """PCA maps of two drawing models side by side (query and its top-k highlighted when present)."""

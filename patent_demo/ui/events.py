@@ -1,0 +1,88 @@
+"""What the parts of the page share when they wire their events: ``Shared``, the page-wide components (the
+browser session and its owner token, the crop of the query drawing, the annotator, the filter value), whose
+``mine`` makes an event that reads the session owner-checked; and ``Cursor``, whose ``then_show`` ends an
+event with the refresh of every view that follows the cursor (``labelling.LabelHandlers.show``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from patent_demo.ui.access import owned
+from patent_demo.ui.inputs import Selection
+from patent_demo.ui.labelling import LabelHandlers
+
+QUIET = {"api_visibility": "private"}  # an event that is no endpoint of the API
+
+
+class Models(NamedTuple):
+    """The model choices of the page's dropdowns, read once per page build (``Workbench.models`` rescans)."""
+
+    drawing: list[tuple[str, str]]  # (label, key)
+    drawing_default: str
+    text: list[tuple[str, str]]
+
+
+@dataclass
+class Shared:
+    """The page-wide components every tab may read."""
+
+    session: gr.State
+    owner_token: gr.BrowserState  # this browser's proof of its session (``access.bind_owner``)
+    crop_state: gr.State  # the examiner's crop of the query drawing (PIL) or None
+    annotator: gr.Textbox
+    filters: gr.JSON  # the filter panel's fields as one value (``examiner.FilterPanel``)
+
+    def mine(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
+        """An event that reads the session: refused to a request without this browser's token."""
+        return {"fn": owned(fn, outputs), "inputs": inputs, "outputs": outputs,
+                "inputs_kwargs": {"owner_token": self.owner_token, "owner_session": self.session}}  # fmt: skip
+
+
+@dataclass
+class Cursor:
+    """The one cursor's wiring: every event that moves it, or changes what it shows, ends with the refresh
+    of every view that follows it (``then_show``)."""
+
+    shared: Shared
+    labels: LabelHandlers
+    list_name: gr.Radio  # the label panel's list, rank, cursor line, progress and "show unlabelled only"
+    rank: gr.Number
+    line: gr.Markdown
+    progress: gr.Markdown
+    unlabelled: gr.Checkbox
+    views: list  # every view that follows the cursor (``LabelHandlers.show``'s outputs)
+
+    @property
+    def show_in(self) -> list:
+        return [self.shared.session, self.list_name, self.rank, self.unlabelled, self.shared.annotator]
+
+    @property
+    def searched(self) -> list:
+        """What a search returns after its own outputs: the session and the cursor on its first hit."""
+        return [self.shared.session, self.list_name, self.rank, self.line, self.progress]
+
+    @property
+    def picked(self) -> list:
+        """What a click on a hit returns: the cursor's list, rank and line."""
+        return [self.list_name, self.rank, self.line]
+
+    def mine(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
+        return self.shared.mine(fn, inputs, outputs)
+
+    def then_show(self, event):
+        """``event``, then the refresh of every view that follows the cursor."""
+        return event.then(**self.mine(self.labels.show, self.show_in, self.views), **QUIET)
+
+    def select(self, component, list_name: str, api_name: str):
+        """A click on a hit of ``component`` (a view of the list ``list_name``) puts the cursor on it."""
+        labels = self.labels
+
+        def select(session, evt: Selection):
+            return labels.select(list_name, session, evt)
+
+        return self.then_show(component.select(**self.mine(select, [self.shared.session], self.picked),
+                                               api_name=api_name))  # fmt: skip
