@@ -134,7 +134,7 @@ def scale_check(src: list) -> str:
 
 def text_scale_table(src: list) -> str:
     """BM25 at 100k and 1M abstracts, from bench_text_scale.py's logs (the plain runs, then the numba and
-    query-term pruning runs)."""
+    query-term pruning runs, then the sharded scorer's run)."""
     records = [json.loads(ln) for f in src for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip()]
     return bench("bench_text_scale").render_markdown(records)
 
@@ -433,7 +433,8 @@ REGISTRY: tuple[Block, ...] = (
     Block("scale-stats-1280", SCALE_LOGS[3:], scale_stats, "docs/scale.md"),
     Block("scale-headline", SCALE_LOGS, scale_headline, "README.md"),
     Block("scale-check", ("docs/bench/bench_scale_corpus.log",), scale_check, "docs/scale_tables.md"),
-    Block("scale-text", ("docs/bench/bench_text_scale.log", "docs/bench/bench_text_scale_1m.log"), text_scale_table,
+    Block("scale-text", ("docs/bench/bench_text_scale.log", "docs/bench/bench_text_scale_1m.log",
+                         "docs/bench/bench_text_scale_1m_shards.log"), text_scale_table,
           "docs/scale.md"),  # fmt: skip
     Block(
         "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
