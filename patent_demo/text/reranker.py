@@ -338,9 +338,10 @@ class Reranker(nn.Module):
     def tokenize(self, queries: Sequence[str], docs: Sequence[str]) -> dict[str, Tensor]:
         """Pair encodings ``[CLS] q [SEP] d [SEP]``, truncated to ``max_length``, padded to the longest. A long
         query is cut first (``limits.first_tokens``), so it is not split into word pieces once per candidate
-        only to be truncated: to more tokens than ``max_length`` and than any candidate has characters, so
+        only to be truncated: to more tokens than ``max_length`` and than any candidate has word pieces, so
         it still has more pieces than the candidate and the truncation keeps the same pieces."""
-        keep = max(self.config.max_length, max((len(d) for d in docs), default=0) + 1)
+        pieces = self.tokenizer(list(docs), add_special_tokens=False)["input_ids"] if docs else []
+        keep = max(self.config.max_length, max((len(d) for d in pieces), default=0) + 1)
         batch = self.tokenizer(
             [first_tokens(q, keep) for q in queries],
             list(docs),
