@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from patent_demo.request import TextRequest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -128,11 +130,11 @@ def main(argv=None) -> int:
                 wb.rerank_depth = lambda spec, d=depth: d
             wb.bm25(), wb.dense()  # the text indexes (this corpus has no drawings to index)
             rr = wb.reranker(spec)
-            wb.search_text_lists(f"{queries[0].title}. {queries[0].text}", k=10, model=spec.key)  # warm-up
+            wb.search_text(TextRequest.build(f"{queries[0].title}. {queries[0].text}", "", spec.key, 10))  # warm-up
             t_all = []
             for q in queries[1:]:
                 t = time.perf_counter()
-                wb.search_text_lists(f"{q.title}. {q.text}", k=10, model=spec.key)
+                wb.search_text(TextRequest.build(f"{q.title}. {q.text}", "", spec.key, 10))
                 t_all.append(time.perf_counter() - t)
             print(f"app: Workbench.search_text_lists (bm25, dense, hybrid, dssdnet on the hybrid top "
                   f"{wb.rerank_depth(spec)}{'' if depth else ' (chosen on validation)'}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "

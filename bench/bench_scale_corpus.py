@@ -40,6 +40,7 @@ from bench_scale import FIGURES_PER_PATENT, make_vectors  # noqa: E402
 
 from patent_demo.data.corpus import Corpus, Figure, Patent  # noqa: E402
 from patent_demo.index.scale import shard_path, shard_ranges  # noqa: E402
+from patent_demo.request import DrawingRequest  # noqa: E402
 
 
 def placeholder(path: Path) -> None:
@@ -152,7 +153,7 @@ def check(args: argparse.Namespace) -> dict:
     if args.query:
         for attempt in ("first", "second"):  # the first also hashes every figure file (Workbench.figure_sha)
             t = time.perf_counter()
-            res = wb.search_drawing(args.query, spec.key, k=10)
+            res = wb.search_drawing(DrawingRequest.build(wb, args.query, spec.key, 10))
             row[f"workbench_search_{attempt}_s"] = round(time.perf_counter() - t, 2)
         row["workbench_top3"] = [h.patent_id for h in res.hits[:3]]
     from bench_scale import open_costs

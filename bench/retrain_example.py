@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from patent_demo.labels.store import Label, LabelStore, image_query_id  # noqa: E402
+from patent_demo.request import DrawingRequest  # noqa: E402
 from patent_demo.workbench import Workbench, WorkbenchConfig  # noqa: E402
 
 
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     for qpid in corpus.splits["train"][:5] + corpus.splits["test"][:1]:
         query = corpus[qpid]
         path = corpus.image_path(query.figures[0])
-        res = wb.search_drawing(path, args.model, k=len(corpus))
+        res = wb.search_drawing(DrawingRequest.build(wb, path, args.model, len(corpus)))
         sha, rel = store.save_query_image(path.read_bytes(), ".png")
         others = [h for h in res.hits if h.patent_id != qpid and h.patent_id not in test]
         other_class = [h for h in others if h.locarno != query.locarno]

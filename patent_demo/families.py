@@ -84,4 +84,5 @@ def collapse(results: Results, corpus: Corpus, k: int | None = None) -> Results:
         kept.append(i)
     kept = kept[:k] if k is not None else kept
     new_extras = [{**(extras[i] or {}), **({"family_also": also[i]} if i in also else {})} for i in kept]
-    return Results([results.ids[i] for i in kept], results.scores[kept], new_extras)
+    own = results.rerank_scores[kept] if results.rerank_scores is not None else None
+    return Results([results.ids[i] for i in kept], results.scores[kept], new_extras, own)

@@ -1,4 +1,5 @@
-"""The result records the workbench returns and the UI shows: one ``Hit`` per row, a ``DrawingSearch``."""
+"""The result records the workbench returns and the UI shows: one ``Hit`` per row, a ``DrawingSearch``, a
+``TextSearch``."""
 
 from __future__ import annotations
 
@@ -36,4 +37,16 @@ class DrawingSearch:
     query_locarno: str
     model: str
     checkpoint_id: str
-    note: str = ""  # the engine's ⚠️ when FAISS answered instead (--backend-fallback faiss)
+    notes: list[str] = field(default_factory=list)  # filter, cut-off, exclusion, engine fallback, no good match
+
+
+@dataclass
+class TextSearch:
+    """A text query's lists (``patent_demo.text.lists``: name -> ``Results``) and the notes of its search;
+    it unpacks as ``lists, notes``."""
+
+    lists: dict
+    notes: list[str] = field(default_factory=list)
+
+    def __iter__(self):
+        return iter((self.lists, self.notes))

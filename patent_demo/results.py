@@ -15,11 +15,13 @@ import numpy as np
 
 @dataclass
 class Results:
-    """Ranked ids and scores ``[N]`` (float32, non-increasing) with optional ``extras[N]`` dicts."""
+    """Ranked ids and scores ``[N]`` (float32, non-increasing) with optional ``extras[N]`` dicts; a
+    re-ranked list also holds each candidate's own re-ranker score (``rerank_scores[N]``, what the app shows)."""
 
     ids: list[str]
     scores: np.ndarray
     extras: list[dict] | None = None
+    rerank_scores: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.ids = [str(i) for i in self.ids]
@@ -28,6 +30,10 @@ class Results:
             raise ValueError(f"Results: {len(self.ids)} ids but {len(self.scores)} scores")
         if self.extras is not None and len(self.extras) != len(self.ids):
             raise ValueError(f"Results: {len(self.ids)} ids but {len(self.extras)} extras")
+        if self.rerank_scores is not None:
+            self.rerank_scores = np.asarray(self.rerank_scores, dtype=np.float32).reshape(-1)
+            if len(self.rerank_scores) != len(self.ids):
+                raise ValueError(f"Results: {len(self.ids)} ids but {len(self.rerank_scores)} re-ranker scores")
         if len(self.scores) > 1 and bool(np.any(np.diff(self.scores) > 0)):
             raise ValueError("Results: scores must be sorted in descending order")
 
@@ -62,7 +68,12 @@ class Results:
             ids=self.ids[:k],
             scores=self.scores[:k],
             extras=self.extras[:k] if self.extras is not None else None,
+            rerank_scores=self.rerank_scores[:k] if self.rerank_scores is not None else None,
         )
+
+    def shown_scores(self) -> np.ndarray:
+        """The scores the app shows: the re-ranker's own where it ranked the list, else ``scores``."""
+        return self.scores if self.rerank_scores is None else self.rerank_scores
 
     def to_trec(self, qid: str, run_name: str = "patent_demo") -> list[str]:
         """TREC run lines ``qid Q0 docid rank score run_name`` (rank from 1), without newlines.

@@ -65,7 +65,7 @@ def search_sheet(
 ) -> SheetSearch:
     """Search every figure of ``sheet`` against ``wb``'s corpus (a ``patent_demo.workbench.Workbench``)
     and merge the lists into the top ``k`` patents. ``allowed`` (the patent ids the app's
-    ``examiner.drawing_allowed`` admits: filters, the query's own patent left out) restricts every figure's
+    ``search.drawing_scope`` admits: filters, the query's own patent left out) restricts every figure's
     search; without it the patents passing ``search_filter`` are searched. Raises ``DrawingError`` for an
     unreadable sheet or one without ink (its message names the sheet ``name``, e.g. the upload's file name)."""
     data = sheet if isinstance(sheet, bytes) else None

@@ -23,22 +23,18 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.digests import file_sha256
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.drawing.select import drawing_model_for_corpus
 from patent_demo.hierarchy import main_of, patent_classes
-from patent_demo.hits import DrawingSearch, Hit  # noqa: F401 - the result records (imported from here too)
-from patent_demo.imageio import load_drawing
+from patent_demo.hits import DrawingSearch, Hit, TextSearch  # noqa: F401 - the result records (imported from here too)
 from patent_demo.index.dense import DenseIndex
 from patent_demo.index.scale import index_settings
-from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import (
     DrawingEncoder,
     ModelSpec,
@@ -46,10 +42,11 @@ from patent_demo.registry import (
     default_reranker,
     scan_models,
 )
+from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.results import Results
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
-from patent_demo.text.search import TextQuery, TextReranker, candidate_text, first_stage
+from patent_demo.text.search import TextReranker, candidate_text
 from patent_demo.text.select import text_model_for_scheme
 
 
@@ -345,93 +342,24 @@ class Workbench:
             rank, p.id, float(score), p.title, p.locarno, loc_title, figure, view, image, dict(extras or {})
         )
 
-    # -- drawing search --------------------------------------------------------------------------------
-    def embed_query(self, image: bytes | str | os.PathLike, model: str, crop: bool = True) -> np.ndarray:
-        """The ``[D]`` embedding of one query drawing (raises ``DrawingError`` for a bad image)."""
-        img = load_drawing(image, crop=crop)
-        return np.asarray(self.encoder(self.model(model, "drawing")).encode([img]), dtype=np.float32)[0]
+    # -- searches (``patent_demo.search``: one request value each, ``patent_demo.request``) -----------------
+    def search_drawing(self, request: DrawingRequest) -> DrawingSearch:
+        """Top-k for one drawing, inside the request's filters (``patent_demo.search.search_drawing``)."""
+        from patent_demo.search import search_drawing
 
-    def search_drawing(
-        self,
-        image: bytes | str | os.PathLike,
-        model: str,
-        k: int = 10,
-        group_by_patent: bool = True,
-        crop: bool = True,
-        query_locarno: str = "",
-        allowed: Collection[str] | None = None,
-        query_patent: str = "",
-        where=None,
-    ) -> DrawingSearch:
-        """Top-k for one drawing: patents (best figure each) or figures. The query's Locarno code is
-        ``query_locarno``, else that of the corpus patent the drawing belongs to: ``query_patent`` (a crop
-        cut from one of its figures), else the patent whose figure has the same file bytes.
-        ``allowed`` (patent ids, see ``patent_demo.filters``) restricts the search inside FAISS; with an engine
-        backend (``config.backend``) ``where`` (``patent_demo.backends.Where``, the same filters as values)
-        restricts it inside the engine."""
-        from patent_demo import taxonomy
+        return search_drawing(self, request)
 
-        data = image if isinstance(image, bytes) else Path(image).read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
-        spec = self.model(model, "drawing")
-        index = self.index(spec)
-        n_patents = len(set(index.patent_ids))
-        k = max(1, min(int(k), n_patents if group_by_patent else index.count))
-        q = self.embed_query(image, spec.key, crop=crop)
-        own_patent = query_patent if query_patent in self.corpus else ""
-        if not own_patent and sha in self.figure_sha():
-            own_patent = self.patent_of_figure(self.figure_sha()[sha])[0].id
-        loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
-        if not loc and own_patent:
-            loc = self.corpus[own_patent].locarno
-        note = ""
-        if where is not None and self.config.backend != "faiss":
-            res = self.backend("drawing", spec).search(q, k, where, per_patent=group_by_patent)
-            note = self.take_backend_note()
-        elif group_by_patent:
-            res = index.search_patents(q, k, allowed=allowed)
-        else:
-            res = index.search(q, k, allowed=allowed)
-        if group_by_patent:
-            hits = [
-                self._hit(r, pid, s, figure=(res.extras or [{}])[r - 1].get("figure_id", ""))
-                for r, (pid, s) in enumerate(res, 1)
-            ]
-        else:
-            hits = [
-                self._hit(r, (res.extras or [])[r - 1]["patent_id"], s, figure=fid)
-                for r, (fid, s) in enumerate(res, 1)
-            ]
-        others = [h for h in hits if h.patent_id != own_patent]  # the query's own patent is not counted
-        return DrawingSearch(
-            hits, self.spread(others, loc, own_patent), q, sha, own_patent, loc, spec.key, spec.checkpoint_id, note
-        )
+    def search_application(self, request: DrawingRequest) -> DrawingSearch:
+        """Top-k patents for a whole application's views (``patent_demo.search.search_application``)."""
+        from patent_demo.search import search_application
 
-    def search_application(self, images: Sequence[bytes | str | os.PathLike], model: str, k: int = 10,
-                           how: str = "mean", crop: bool = True, query_locarno: str = "",
-                           allowed: Collection[str] | None = None, query_patent: str = "") -> DrawingSearch:  # fmt: skip
-        """Top-k patents for a whole application: several views at once, each patent scored by the
-        ``how`` aggregate (``mean`` / ``max``) of every view's best-figure cosine
-        (``patent_demo.drawing.application``); each hit shows the patent's figure closest to any view.
-        ``query_embedding`` is ``[V, D]``; each hit's extras hold its per-view scores. ``query_patent``
-        (the corpus patent the views come from) gives the spread line its class and is not counted in it."""
-        from patent_demo import taxonomy
-        from patent_demo.drawing.application import application_ranking, check_views
+        return search_application(self, request)
 
-        if not images:
-            raise ValueError("an application query needs at least one view")
-        check_views(images)  # the budget, before any view is decoded
-        spec = self.model(model, "drawing")
-        index = self.index(spec)
-        views = np.asarray(self.encoder(spec).encode([load_drawing(im, crop=crop) for im in images]), np.float32)  # one batch
-        k = max(1, min(int(k), len(set(index.patent_ids))))
-        res = application_ranking(views, index.embeddings, index.patent_ids, k, how, allowed)
-        hits = [self._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
-                for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)]  # fmt: skip
-        loc = taxonomy.normalize("locarno", query_locarno) if query_locarno.strip() else ""
-        others = [h for h in hits if h.patent_id != query_patent]  # the spread line reads its class
-        return DrawingSearch(hits, self.spread(others, loc, query_patent), views, "", query_patent, loc, spec.key,
-                             spec.checkpoint_id)  # fmt: skip
+    def search_text(self, request: TextRequest) -> TextSearch:
+        """The text lists of one request, inside its filters (``patent_demo.search.search_text``)."""
+        from patent_demo.search import search_text
+
+        return search_text(self, request)
 
     def spread(self, hits: Sequence[Hit], locarno: str, query_patent: str = "") -> str:
         """A line on how the top-k spread over the query's subclass and main class. Classes are read
@@ -470,62 +398,6 @@ class Workbench:
         specs = self.models("text")
         return text_model_for_scheme(specs, self.text_domain_scheme()) or specs[0]
 
-    def search_text(self, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", k: int = 10, model: str = "",
-                    allowed: Collection[str] | None = None) -> tuple[Results, Results]:  # fmt: skip
-        """(BM25 top-k, DSSDNet top-k) of :meth:`search_text_lists`; ``allowed`` (patent ids, see
-        ``patent_demo.filters``) restricts the search to those documents. DSSDNet extras hold the gate vector,
-        its mean, t, t_hat, ds/di/fusion, the score with t flipped (``Reranker.rank``) and ``bm25_rank``; its
-        scores are the re-ranker's own."""
-        lists = self.search_text_lists(abstract, codes, k, model, allowed)
-        return lists["bm25"], lists["dssdnet"]
-
-    def search_text_lists(
-        self,
-        abstract: str,
-        codes: str | Mapping[str, Sequence[str]] = "",
-        k: int = 10,
-        model: str = "",
-        allowed: Collection[str] | None = None,
-        rerank: bool = True,
-        lists: Collection[str] | None = None,
-        where=None,
-    ) -> dict[str, Results]:
-        """The text tab's lists, top ``k`` each (``patent_demo.text.lists``): ``bm25``, ``dense``, ``hybrid``,
-        ``dssdnet`` (the hybrid's top ``bm25_candidates`` re-ranked by ``model``) and ``fused`` (the hybrid
-        and DSSDNet scores with the checkpoint's weight, see :meth:`fusion_weight`); ``allowed`` as in
-        ``search_text``. ``rerank=False`` returns the BM25 list alone (what the app shows at once);
-        ``lists`` names the lists wanted (default: all). DSSDNet extras keep the re-ranker's own score
-        under ``rerank_score``, every list's ``bm25_rank`` and ``dense_rank``. ``where``
-        (``patent_demo.backends.Where``: the filters ``allowed`` was made from) sends the dense list to an
-        engine backend (``config.backend``) with the filters inside it."""
-        from patent_demo.text.lists import LISTS, text_runs
-
-        text = check_abstract(abstract)
-        query_codes = (
-            parse_query_codes(codes) if isinstance(codes, str) else {s: list(c) for s, c in codes.items()}
-        )
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
-        query = TextQuery("query", text, query_codes)
-        only = {"query": allowed} if allowed is not None else None
-        if not rerank:
-            return {"bm25": first_stage(self.bm25(), [query], k=k, allowed=only)["query"]}
-        names = list(lists or LISTS)
-        reranker = weight = None
-        depth = self.config.bm25_candidates
-        if {"dssdnet", "fused"} & set(names):
-            spec = self.model(model, "text") if model else self.default_text_model()
-            depth = self.rerank_depth(spec)
-            reranker, weight = self.reranker(spec), self.fusion_weight(spec, depth)[0]
-        runs = text_runs(self.text_stage(), [query], self.corpus, k, names, reranker, max(k, depth),
-                         weight, allowed=only, batch_size=self.config.batch_size, keep_extras=True,
-                         where={"query": where} if where is not None else None)  # fmt: skip
-        out = {n: r["query"] for n, r in runs.items()}
-        if "dssdnet" in out:  # the app shows the re-ranker's own scores (sorted by them already)
-            d = out["dssdnet"]
-            out["dssdnet"] = Results(d.ids, np.asarray([e.pop("rerank_score") for e in d.extras]), d.extras)
-        return out
-
     def rerank_depth(self, spec: ModelSpec) -> int:
         """How many hybrid candidates ``spec`` re-ranks: the depth its checkpoint chose on validation (the
         shallowest that loses nothing there), else ``config.bm25_candidates``."""
@@ -551,10 +423,10 @@ class Workbench:
         return reciprocal_rank_fusion(lists, k=k, top=top)
 
     def text_hits(self, res: Results) -> list[Hit]:
-        return [
-            self._hit(r, pid, s, extras=(res.extras or [{}] * len(res))[r - 1])
-            for r, (pid, s) in enumerate(res, 1)
-        ]
+        """The hits of a text list, each scored as the app shows it (``Results.shown_scores``)."""
+        extras = res.extras or [{}] * len(res)
+        return [self._hit(r, pid, s, extras=e)
+                for r, (pid, s, e) in enumerate(zip(res.ids, res.shown_scores().tolist(), extras, strict=True), 1)]  # fmt: skip
 
     # -- the evaluation protocol (the embedding map and the error analysis: ``patent_demo.analysis``) -----
     def protocol(self, split: str = "test") -> tuple[list[int], list[int]]:
@@ -575,10 +447,8 @@ class Workbench:
         """The same corpus figure searched with two models (group by patent)."""
         patent, fig = self.patent_of_figure(figure)
         path = self.corpus.image_path(fig)
-        return (
-            self.search_drawing(path, model_a, k=k, query_locarno=patent.locarno),
-            self.search_drawing(path, model_b, k=k, query_locarno=patent.locarno),
-        )
+        return tuple(self.search_drawing(DrawingRequest.build(self, path, m, k, locarno=patent.locarno, own_patent=patent.id))
+                     for m in (model_a, model_b))  # type: ignore[return-value]  # fmt: skip
 
     def example_figures(self, n: int = 6) -> list[tuple[Patent, Figure]]:
         """Up to ``n`` query figures from the test split, one per Locarno subclass where possible."""

@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from patent_demo.index.scale import describe_index
+from patent_demo.request import DrawingRequest, TextRequest
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def _search_drawing(client, wb, pid, fig=0, k=4, group=True, loc=""):
 def test_search_drawing_label_undo_export(client, server):
     _, wb, store = server
     gallery, status, table, list_name, rank, cursor, progress = _search_drawing(client, wb, "D0006")
-    expected = wb.search_drawing(wb.corpus.image_path(wb.corpus["D0006"].figures[0]), "zero-shot", k=4)
+    expected = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0006"].figures[0]), "zero-shot", 4))
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][:4] == [1, "D0006", "front", "07-02"]
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · front · 07-02")
@@ -91,7 +92,8 @@ def test_search_text_lists_and_movement(client, server):
     bm, ds, status, list_name, rank, cursor, progress = client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
     )
-    bm25, dss = wb.search_text("lamp with a shade and bulb", "26-05", k=5)
+    lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", k=5)).lists
+    bm25, dss = lists["bm25"], lists["dssdnet"]
     assert [r[2] for r in bm["data"]] == bm25.ids
     assert [r[2] for r in ds["data"]] == dss.ids
     moves = [r[1] for r in ds["data"]]
@@ -113,7 +115,7 @@ def test_bm25_list_comes_first(client, server):
     bm, ds, fused, status = client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, api_name="/search_bm25"
     )
-    expected = wb.search_text("lamp with a shade and bulb", "26-05", k=5)[0].ids
+    expected = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", k=5)).lists["bm25"].ids
     assert [r[2] for r in bm["data"]] == expected
     assert ds["data"] == [] and fused["data"] == []
     assert status.startswith(f"BM25 found {len(expected)}; ") and "re-ranks the hybrid top 100" in status
@@ -211,7 +213,7 @@ def test_search_text_fused_list_and_explanation(client, server):
     client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
     )
-    lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5, model="dssdnet-untrained")
+    lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5)).lists
     fused = client.predict(api_name="/fused_text")
     assert [r[2] for r in fused["data"]] == lists["fused"].ids
     _, md = client.predict(1, api_name="/explain")
@@ -226,7 +228,7 @@ def test_search_application_ranks_patents_by_all_views(client, server):
     views = [str(wb.corpus.image_path(f)) for f in wb.corpus["D0006"].figures[:2]]
     gallery, status, table, *_ = client.predict([handle_file(v) for v in views], "zero-shot", 4, True,
                                                 api_name="/search_application")  # fmt: skip
-    expected = wb.search_application(views, "zero-shot", k=4)
+    expected = wb.search_application(DrawingRequest.application(wb, views, "zero-shot", 4))
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][1] == "D0006" and table["data"][0][2].startswith("all views · shown: ")
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · all views")

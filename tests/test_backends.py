@@ -273,19 +273,20 @@ def test_a_collection_never_pushed_is_a_clear_message(redbook):
 
 
 def test_the_examiner_drawing_search_through_qdrant_equals_faiss(redbook):
-    """The app's path: ``examiner.drawing_search`` with the query's own patent left out, a cut-off, a class,
+    """The app's path: ``Workbench.search_drawing`` with the query's own patent left out, a cut-off, a class,
     once through FAISS and once through the engine (``WorkbenchConfig(backend="qdrant")``)."""
-    from patent_demo import examiner
+    from patent_demo.filters import Filters
+    from patent_demo.request import DrawingRequest
 
     plain, engine = _workbench(redbook), _workbench(redbook, backend="qdrant")
     model = plain.default_drawing_model().key
     pid = plain.corpus.patents[5].id
     figure = plain.corpus.image_path(plain.corpus[pid].figures[1])
-    for kwargs in ({}, {"exclude_own": True, "search_filter": SearchFilter.parse(before=_median_date(plain.corpus))},
-                   {"search_filter": SearchFilter.parse(classification=plain.corpus[pid].locarno[:2])}):  # fmt: skip
-        a, _ = examiner.drawing_search(plain, figure, model, 8, **kwargs)
-        b, notes = examiner.drawing_search(engine, figure, model, 8, **kwargs)
-        assert [h.patent_id for h in a.hits] == [h.patent_id for h in b.hits] and not b.note
+    for kwargs in ({}, {"exclude_own": True, "search": SearchFilter.parse(before=_median_date(plain.corpus))},
+                   {"search": SearchFilter.parse(classification=plain.corpus[pid].locarno[:2])}):  # fmt: skip
+        a = plain.search_drawing(DrawingRequest.build(plain, figure, model, 8, filters=Filters(**kwargs)))
+        b = engine.search_drawing(DrawingRequest.build(engine, figure, model, 8, filters=Filters(**kwargs)))
+        assert [h.patent_id for h in a.hits] == [h.patent_id for h in b.hits] and not any("answered instead" in n for n in b.notes)
         assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], atol=1e-4)
         assert (pid in [h.patent_id for h in b.hits]) == (pid in [h.patent_id for h in a.hits])
         assert not kwargs.get("exclude_own") or pid not in [h.patent_id for h in b.hits]

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from patent_demo.request import DrawingRequest, TextRequest
 from tests.support.browser import ARTIFACTS, untick_exclusions
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -53,7 +54,7 @@ def test_drawing_search_and_keyboard_labels(browser, server):
     page.locator("#l-status").get_by_text("✓ not").wait_for(timeout=10_000)
     conn = sqlite3.connect(store.path)
     rows = _wait_rows(conn, before + 2)
-    expected = wb.search_drawing(query, "zero-shot", k=10)
+    expected = wb.search_drawing(DrawingRequest.build(wb, query, "zero-shot", 10))
     assert rows[-2:] == [
         ("D0002", "hmcl", 1, "relevant", "browser"),
         (expected.hits[1].patent_id, "hmcl", 2, "not", "browser"),
@@ -74,7 +75,8 @@ def test_text_search_shows_two_lists(browser, server):
     page.locator("#t-text textarea").fill("lamp with a shade and bulb")
     page.locator("#t-search").click()
     page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=20_000)
-    bm25, dss = wb.search_text("lamp with a shade and bulb", k=10)
+    lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", k=10)).lists
+    bm25, dss = lists["bm25"], lists["dssdnet"]
     for name, elem, res in (("bm25", "#t-bm25", bm25), ("dssdnet", "#t-dss", dss)):  # one list shown at a time
         page.locator("#t-show").get_by_text(name, exact=True).click()
         page.locator(elem).get_by_text(res.ids[-1], exact=True).last.wait_for(timeout=10_000)

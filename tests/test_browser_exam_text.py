@@ -18,6 +18,7 @@ import pytest
 
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
+from patent_demo.request import TextRequest
 from patent_demo.wording import counted
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, live_app, require_shared
@@ -100,7 +101,7 @@ def test_off_topic_text_warns_with_the_tables_score(browser, cs):
     status = page.locator("#t-status").inner_text()
     assert status.startswith("⚠️ no good match: the best BM25 hit scores ")
     quoted = status.split("scores ", 1)[1].split(",", 1)[0]
-    first = wb.search_text_lists(OFF_TOPIC, "", 1, rerank=False)["bm25"]
+    first = wb.search_text(TextRequest.build(OFF_TOPIC, "", k=1, rerank=False)).lists["bm25"]
     assert quoted == str(round(float(first.scores[0]), 4))
     _show(page, "bm25")
     page.locator("#t-bm25").get_by_text(quoted, exact=True).last.wait_for(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 from patent_demo.registry import ZERO_SHOT
+from patent_demo.request import DrawingRequest
 from tests.support.tiny import PixelEncoder, make_workbench
 
 
@@ -30,7 +31,7 @@ def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):
     thread = wb.warm_up_background()
     assert "slow model" in _wait_status(wb) and "zero-shot" not in wb.index_status()
     fig = wb.corpus["D0004"].figures[1]
-    hits = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=2).hits  # not held up by the slow build
+    hits = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 2)).hits  # not held up by the slow build
     assert hits[0].patent_id == "D0004"
     gate.set()
     thread.join(30)

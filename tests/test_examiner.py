@@ -9,8 +9,9 @@ import pytest
 from PIL import Image
 
 from patent_demo import examiner
-from patent_demo.filters import SearchFilter
+from patent_demo.filters import Filters, SearchFilter
 from patent_demo.labels.store import LabelStore
+from patent_demo.request import DrawingRequest, TextRequest
 from tests.support.tiny import make_workbench
 
 
@@ -24,21 +25,25 @@ def bench(tmp_path_factory):
     return wb, LabelStore(tmp / "labels.sqlite")
 
 
+def _search(wb, image, k=10, **filters):
+    """``(DrawingSearch, its notes)`` of one drawing request with the zero-shot model and ``Filters(**filters)``."""
+    res = wb.search_drawing(DrawingRequest.build(wb, image, "zero-shot", k, filters=Filters(**filters)))
+    return res, res.notes
+
+
 def test_own_date_cutoff_and_filter_inside_the_search(bench):
     wb, _ = bench
     fig = wb.corpus.image_path(wb.corpus["D0006"].figures[0])
-    res, notes = examiner.drawing_search(wb, fig, "zero-shot", k=10, own_date=True)
+    res, notes = _search(wb, fig, 10, own_date=True)
     assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in notes
     assert {h.patent_id for h in res.hits} == {
         f"D000{i}" for i in range(6)
     }  # all six earlier ones, k not cut
-    res, notes = examiner.drawing_search(
-        wb, fig, "zero-shot", k=3, search_filter=SearchFilter.parse(classification="07")
-    )
+    res, notes = _search(wb, fig, 3, search=SearchFilter.parse(classification="07"))
     assert len(res.hits) == 3 and all(h.locarno.startswith("07") for h in res.hits)
     assert res.hits[0].patent_id == "D0006"
     with pytest.raises(ValueError, match="no patent with drawings passes the filter"):
-        examiner.drawing_search(wb, fig, "zero-shot", search_filter=SearchFilter.parse(before="2000-01-01"))
+        _search(wb, fig, search=SearchFilter.parse(before="2000-01-01"))
 
 
 def test_text_own_date_drops_the_query_patent(bench):
@@ -46,7 +51,7 @@ def test_text_own_date_drops_the_query_patent(bench):
 
     wb, _ = bench
     text = candidate_text(wb.corpus["D0008"])
-    lists, notes = examiner.text_search(wb, text, k=5, own_date=True)
+    lists, notes = wb.search_text(TextRequest.build(text, k=5, filters=Filters(own_date=True)))
     bm25, dss = lists["bm25"], lists["dssdnet"]
     assert "cut-off 2017-06-01: the priority / filing date of the query patent D0008" in notes
     assert "D0008" not in bm25.ids and all(
@@ -126,11 +131,11 @@ def test_no_good_match_note_for_an_unrelated_drawing(bench):
     buf = io.BytesIO()
     im.save(buf, format="PNG")
     th = examiner.no_match_threshold(wb, "drawing", "zero-shot")
-    res, notes = examiner.drawing_search(wb, buf.getvalue(), "zero-shot", k=3)
+    res, notes = _search(wb, buf.getvalue(), 3)
     weak = th.is_weak(res.hits[0].score)
     assert any(n.startswith("⚠️ no good match") for n in notes) == weak
     own = wb.corpus.image_path(wb.corpus["D0004"].figures[0])
-    res, notes = examiner.drawing_search(wb, own, "zero-shot", k=3)
+    res, notes = _search(wb, own, 3)
     assert not any(n.startswith("⚠️") for n in notes)  # its own drawing: a perfect match
 
 
@@ -260,3 +265,48 @@ def test_an_abstract_no_text_shares_a_word_with_says_what_the_other_lists_rank_b
     assert len(session["lists"]["bm25"]) == 0 and len(session["lists"]["hybrid"]) > 0
     assert "no corpus text shares a word with this abstract (BM25 found none)" in status
     assert "the dense and hybrid lists rank by meaning alone" in status
+
+
+def test_a_drawing_search_reads_and_hashes_the_upload_once(bench, monkeypatch):
+    """Handler to index, one request value: the uploaded file is read once and its bytes hashed once."""
+    import builtins
+    import hashlib
+    import shutil
+
+    from patent_demo.ui.handlers import Handlers
+
+    wb, store = bench
+    up = wb.config.cache_dir / "upload.png"
+    shutil.copy(wb.corpus.image_path(wb.corpus["D0002"].figures[0]), up)
+    h = Handlers(wb, store)
+    h.search_drawing(str(up), "zero-shot", 4, True, True, "", "ann")  # index, figure hashes, calibration ready
+    data, reads, hashes = up.read_bytes(), [], []
+    real_open, real_sha = io.open, hashlib.sha256
+
+    def counting_open(file, *a, **kw):
+        reads.extend([file] if isinstance(file, str | type(up)) and str(file) == str(up) else [])
+        return real_open(file, *a, **kw)
+
+    def counting_sha(*a, **kw):
+        hashes.extend([1] if a and bytes(a[0]) == data else [])
+        return real_sha(*a, **kw)
+
+    monkeypatch.setattr(io, "open", counting_open)
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(hashlib, "sha256", counting_sha)
+    out = h.search_drawing(str(up), "zero-shot", 4, True, True, "", "ann", {"exclude_own": True})
+    monkeypatch.undo()
+    assert out[1].startswith("4 results") and "D0002" not in [r["id"] for r in out[3]["lists"]["hmcl"]]
+    assert (len(reads), len(hashes)) == (1, 1)
+
+
+def test_a_text_search_checks_its_abstract_once(bench, monkeypatch):
+    from patent_demo import request
+    from patent_demo.ui.handlers import Handlers
+
+    wb, store = bench
+    calls = []
+    real = request.check_abstract
+    monkeypatch.setattr(request, "check_abstract", lambda text: calls.append(text) or real(text))
+    out = Handlers(wb, store).search_text("a lamp with a shade and bulb", "26-05", "dssdnet-untrained", 3, "ann")
+    assert out[2].startswith("BM25 found") and len(calls) == 1

@@ -12,6 +12,7 @@ import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.labels.store import LabelStore
+from patent_demo.request import DrawingRequest
 from tests.conftest import REPO_ROOT, free_port
 from tests.support.tiny import make_workbench
 
@@ -79,7 +80,7 @@ def test_the_examiner_labels_through_the_app_what_the_table_showed(live):
     url, wb, store = live
     examiner = sim.Examiner(url, "sim-test")
     query = wb.corpus["D0004"]
-    hits = wb.search_drawing(wb.corpus.image_path(query.figures[0]), "zero-shot", k=5).hits
+    hits = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(query.figures[0]), "zero-shot", 5)).hits
     shown_ids = [h.patent_id for h in hits if h.patent_id != query.id][:4]  # the app leaves the query's own out
     judged = examiner.drawing_query(wb.corpus, query, "zero-shot", "topk", 4)
     rows = sqlite3.connect(store.path).execute(

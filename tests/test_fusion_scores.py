@@ -6,6 +6,7 @@ Tests: patent_demo/text/fusion.py
 import numpy as np
 import pytest
 
+from patent_demo.request import TextRequest
 from patent_demo.results import Results
 from patent_demo.text.fusion import (
     DEFAULT_FUSION_WEIGHT,
@@ -74,12 +75,10 @@ def test_workbench_text_lists_hold_the_fused_list(tmp_path):
     from tests.support.tiny import make_workbench
 
     wb, _ = make_workbench(tmp_path)
-    lists = wb.search_text_lists("lamp with a shade and bulb", "26-05", k=5)
+    lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", k=5)).lists
     n = min(5, len(lists["bm25"]))
     assert sorted(lists) == ["bm25", "dense", "dssdnet", "fused", "hybrid"] and n >= 2
     assert all(len(lists[name]) == 5 for name in ("dense", "hybrid", "dssdnet", "fused"))
-    bm25, dss = wb.search_text("lamp with a shade and bulb", "26-05", k=5)
-    assert lists["bm25"].ids == bm25.ids and lists["dssdnet"].ids == dss.ids
     query = TextQuery("query", "lamp with a shade and bulb", {"locarno": ["26-05"]})
     pool = first_stage_runs(wb.text_stage(), [query], wb.config.bm25_candidates, names=("hybrid",))["hybrid"][
         "query"
@@ -161,10 +160,10 @@ def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_reran
     assert wb.rerank_depth(spec) == 30 and wb.fusion_weight(spec) == (0.6, "")
     assert wb.rerank_depth(SimpleNamespace(path=None, key="x")) == wb.config.bm25_candidates
     query = "lamp with a shade and bulb"
-    top6 = wb.search_text_lists(query, "26-05", k=6, lists=("hybrid",))["hybrid"].ids
+    top6 = wb.search_text(TextRequest.build(query, "26-05", k=6, lists=("hybrid",))).lists["hybrid"].ids
     for depth in (3, 6):  # k = 3: the re-ranked hits come from the hybrid's top `depth`
         monkeypatch.setattr(type(wb), "rerank_depth", lambda self, spec, d=depth: d)
-        shown = wb.search_text_lists(query, "26-05", k=3, lists=("dssdnet",))["dssdnet"].ids
+        shown = wb.search_text(TextRequest.build(query, "26-05", k=3, lists=("dssdnet",))).lists["dssdnet"].ids
         assert set(shown) <= set(top6[:depth]) and len(shown) == 3
     assert set(shown) != set(top6[:3])  # re-ranking 6 brought up a hit from below the hybrid's top 3
 

@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+from patent_demo.request import DrawingRequest
 from tests.support.browser import untick_exclusions
 from tests.support.live import shared_hash_predict
 
@@ -59,7 +60,7 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):
     page.locator("#annotator textarea, #annotator input").first.fill("ui-examiner")
     untick_exclusions(page)
     _search(page, wb)
-    expected = wb.search_drawing(wb.corpus.image_path(wb.corpus["D0002"].figures[0]), "zero-shot", k=10)
+    expected = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0002"].figures[0]), "zero-shot", 10))
     ids = [h.patent_id for h in expected.hits]
     _wait_highlight(page, "#d-table", f"1 {ids[0]} ")
 

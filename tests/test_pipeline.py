@@ -15,6 +15,7 @@ from patent_demo import analysis
 from patent_demo.data.corpus import Corpus
 from patent_demo.query import check_abstract, parse_query_codes
 from patent_demo.registry import ZERO_SHOT, scan_models
+from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.results import Results
 from patent_demo.text.fusion import reciprocal_rank_fusion
 from patent_demo.text.search import TextQuery, first_stage
@@ -30,7 +31,7 @@ def bench(tmp_path_factory):
 def test_drawing_search_finds_own_patent_first(bench):
     wb, _ = bench
     fig = wb.corpus["D0004"].figures[1]
-    res = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=4)
+    res = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 4))
     assert [h.patent_id for h in res.hits][:1] == ["D0004"]
     assert res.hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert res.hits[0].figure == fig.path and res.hits[0].view == "top"
@@ -47,13 +48,13 @@ def test_drawing_search_finds_own_patent_first(bench):
 def test_drawing_search_by_figure_and_bad_image(bench):
     wb, _ = bench
     fig = wb.corpus["D0000"].figures[0]
-    res = wb.search_drawing(wb.corpus.image_path(fig), ZERO_SHOT, k=3, group_by_patent=False)
+    res = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 3, per_patent=False))
     assert res.hits[0].figure == fig.path
     assert [h.rank for h in res.hits] == [1, 2, 3]
     from patent_demo.imageio import DrawingError
 
     with pytest.raises(DrawingError):
-        wb.search_drawing(b"this is not an image", ZERO_SHOT, k=3)
+        wb.search_drawing(DrawingRequest.build(wb, b"this is not an image", ZERO_SHOT, 3))
 
 
 def test_index_is_cached_on_disk(tmp_path):
@@ -74,7 +75,8 @@ def _hybrid_pool(wb, query, n):
 
 def test_text_search_bm25_then_rerank(bench):
     wb, _ = bench
-    bm25, dss = wb.search_text("lamp with a shade and bulb", codes="26-05", k=5)
+    lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", k=5)).lists
+    bm25, dss = lists["bm25"], lists["dssdnet"]
     assert bm25.ids[:2] == ["D0008", "D0009"]  # the two lamps share three query words
     query = TextQuery("query", "lamp with a shade and bulb", {"locarno": ["26-05"]})
     expected_pool = _hybrid_pool(wb, query, 100)["query"]  # the re-ranker reads the hybrid pool
@@ -84,7 +86,7 @@ def test_text_search_bm25_then_rerank(bench):
         query_codes={"locarno": ["26-05"]},
     )
     assert dss.ids == direct.ids[:5]
-    np.testing.assert_allclose(dss.scores, direct.scores[:5], rtol=1e-5)
+    np.testing.assert_allclose(dss.rerank_scores, direct.scores[:5], rtol=1e-5)
     ex = dss.extras[0]
     at = expected_pool.ids.index(dss.ids[0])
     assert ex["pool_rank"] == at + 1 and ex["bm25_rank"] == expected_pool.extras[at]["bm25_rank"]
@@ -99,7 +101,8 @@ def test_app_text_list_is_rerank_runs(bench):
 
     wb, _ = bench
     text = "a lamp with a shade, a chair seat and a cup handle"
-    bm25, dss = wb.search_text(text, codes="26-05", k=4)
+    lists = wb.search_text(TextRequest.build(text, "26-05", k=4)).lists
+    bm25, dss = lists["bm25"], lists["dssdnet"]
     query = TextQuery("q", text, {"locarno": ["26-05"]})
     n = wb.config.bm25_candidates
     pool = _hybrid_pool(wb, query, n)
@@ -108,7 +111,7 @@ def test_app_text_list_is_rerank_runs(bench):
     ]
     assert dss.ids == run.ids[:4] and len(run) > 4
     assert dss.extras == run.extras[:4]  # gate, t, ds/di/fusion..., bm25_rank, dense_rank, pool_rank
-    assert np.all(np.diff(dss.scores) <= 0) and np.all((dss.scores > 0) & (dss.scores < 1))
+    assert np.all(np.diff(dss.rerank_scores) <= 0) and np.all((dss.rerank_scores > 0) & (dss.rerank_scores < 1))
     first = first_stage(wb.bm25(), [query], k=n)["q"]
     assert bm25.ids == first.ids[:4]
     np.testing.assert_allclose(bm25.scores, first.scores[:4])

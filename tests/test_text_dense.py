@@ -127,8 +127,8 @@ def test_text_runs_make_every_list_with_first_stage_ranks():
         "bm25_rank": 2,
         "dense_rank": 2,
         "pool_rank": 2,
-        "rerank_score": 67.0,
     }
+    assert runs["dssdnet"]["Q"].rerank_scores[0] == 67.0  # the re-ranker's own score, a field of its own
     assert runs["fused"]["Q"].ids[2] == "B"
     assert runs["fused"]["Q"].extras[2]["pool_rank"] == 3
     with pytest.raises(ValueError, match="records none"):

@@ -230,19 +230,22 @@ def run_drawings(args: argparse.Namespace) -> int:
     wb = drawing_workbench(args, corpus, spec)
     f, own = search_filter(args)
     out, table = [], []
-    from patent_demo.examiner import drawing_search
+    from patent_demo.filters import Filters
+    from patent_demo.request import DrawingRequest
 
+    filters = Filters(f, own_date=own)
     if args.application:
-        allowed = f.allowed_ids(corpus) if f is not None else None
-        res = wb.search_application([p for _, p in queries], spec.key, args.k, args.application,
-                                    not args.no_crop, allowed=allowed)  # fmt: skip
+        req = DrawingRequest.application(wb, [p for _, p in queries], spec.key, args.k, crop=not args.no_crop,
+                                         filters=Filters(f), how=args.application)  # fmt: skip
+        res = wb.search_application(req)
         for h in res.hits:
             out.append(("application", h.patent_id, h.score))
             table.append(("application", h.rank, h.patent_id, h.score, _codes(corpus[h.patent_id]),
                           corpus[h.patent_id].title, ""))  # fmt: skip
         queries = []
     for qid, path in queries:
-        res, notes = drawing_search(wb, path, spec.key, args.k, True, not args.no_crop, "", f, own)
+        res = wb.search_drawing(DrawingRequest.build(wb, path, spec.key, args.k, crop=not args.no_crop, filters=filters))
+        notes = res.notes
         for note in notes:
             print(f"{qid}: {note}", file=sys.stderr)
         for h in res.hits:

@@ -216,11 +216,11 @@ class LabelStore:
             write_private(self.path.parent / rel, data)
         return sha, rel
 
-    def stage_query_image(self, data: bytes, suffix: str = ".png") -> tuple[str, str]:
+    def stage_query_image(self, data: bytes, suffix: str = ".png", sha: str = "") -> tuple[str, str]:
         """Hold an uploaded query drawing until a label needs it: it is kept (moved beside the database)
         with the first label of its query and removed by ``release_query_image`` otherwise. Returns
-        (sha256, the path relative to the database it will have)."""
-        sha = hashlib.sha256(data).hexdigest()
+        (sha256, the path relative to the database it will have); ``sha`` when the caller has it."""
+        sha = sha or hashlib.sha256(data).hexdigest()
         rel = self._image_rel(sha, suffix)
         if (self.path.parent / rel).exists():
             return sha, rel

@@ -4,7 +4,8 @@ the training scripts:
 * ``bm25``: BM25 top k (``patent_demo.text.bm25``);
 * ``dense``: the bi-encoder's top k by cosine (``patent_demo.text.dense``);
 * ``hybrid``: BM25 and dense fused (``patent_demo.text.hybrid``, settings chosen on validation);
-* ``dssdnet``: the hybrid top ``k_rerank`` re-scored by a DSSDNet cross-encoder, the rest below;
+* ``dssdnet``: the hybrid top ``k_rerank`` re-scored by a DSSDNet cross-encoder, the rest below (each
+  candidate's own re-ranker score in ``Results.rerank_scores``);
 * ``fused``: the hybrid and DSSDNet scores of that head fused with the checkpoint's tuned weight
   (``patent_demo.text.fusion.score_fusion``).
 
@@ -143,13 +144,13 @@ def text_runs(
                 extras = [{kk: e.get(kk) for kk in ("bm25_rank", "dense_rank", "pool_rank")} for e in extras]
             reranked[q] = Results.from_unsorted(res.ids[:n_head], scores, extras)
         if "dssdnet" in names:
-            keep = ("bm25_rank", "dense_rank", "pool_rank", _Scored.KEY)
+            keep = ("bm25_rank", "dense_rank", "pool_rank")
             out["dssdnet"] = {
-                q: Results(res.ids, res.scores, [
-                    {("rerank_score" if kk == _Scored.KEY else kk): v for kk, v in e.items() if keep_extras or kk in keep}
-                    for e in res.extras]).top(k)
+                q: Results(res.ids, res.scores, [{kk: v for kk, v in e.items() if kk != _Scored.KEY and (keep_extras or kk in keep)}
+                                                 for e in res.extras],
+                           [e.get(_Scored.KEY, s) for e, s in zip(res.extras, res.scores.tolist(), strict=True)]).top(k)
                 for q, res in head.items()
-            }  # fmt: skip
+            }  # the re-ranker's own scores: ``rerank_scores``  # fmt: skip
         if "fused" in names:
             out["fused"] = {
                 q: r.top(k)

@@ -4,8 +4,8 @@ sheets, the whole record of a hit, side-by-side views, the search report.
 ``build_filters()`` and ``build_tabs()`` create the components inside ``blocks.build_demo``'s layout;
 ``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and ``wire_tabs``
 connect them. The filter panel is read as one value (``FilterPanel.value``, a
-``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.examiner``,
-``patent_demo.sheet_search``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
+``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.search``,
+``patent_demo.examiner``, ``patent_demo.sheet_search``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from patent_demo.labels.sessions import add_list, new_session, record_search
 from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
+from patent_demo.search import drawing_scope
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.ui.events import Shared
 from patent_demo.ui.handlers import drawing_answer, drawing_failed, emptied
@@ -37,6 +38,7 @@ from patent_demo.ui.inputs import (
     BadInput,
     Selection,
     cropped_query,
+    drawing_request,
     model_key,
     picked_rank,
     top_k,
@@ -206,24 +208,20 @@ class ExaminerHandlers:
                      request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                      progress=TRACK_TQDM):  # fmt: skip
         """Split an uploaded sheet into figures, search each with the filters and the same exclusions as a
-        single drawing (``examiner.drawing_allowed``: a corpus page leaves out its own patent and family),
+        single drawing (``search.drawing_scope``: a corpus page leaves out its own patent and family),
         merge the lists. On failure the previous list is cleared (no label can go to it)."""
         from patent_demo.sheet_search import figure_names, search_sheet
 
         try:
             file, upload_data, _ = upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
-            model, k = model_key(model, "drawing"), top_k(k)
-            self._ready(model)
-            data, _ = cropped_query(file, crop_image)
-            f = Filters.from_value(filters)
-            own_patent = examiner.corpus_patent_of(self.wb, upload_data)  # the page (or a crop of it) is its
-            allowed, notes = examiner.drawing_allowed(self.wb, model, f.search, [own_patent], f.own_date,
-                                                      f.exclude_own)  # fmt: skip
-            res = search_sheet(self.wb, data, model, k, name=Path(file).name, allowed=allowed)
-            spec = self.wb.model(model, "drawing")
+            self._ready(model_key(model, "drawing"))
+            req = drawing_request(self.wb, upload_data, crop_image, model, k=top_k(k), filters=filters)
+            _, allowed, notes = drawing_scope(self.wb, req)  # the page (or a crop of it) is of its own patent
+            res = search_sheet(self.wb, req.image, req.model, req.k, name=Path(file).name, allowed=allowed)
+            spec, data, own_patent, f = self.wb.model(req.model, "drawing"), req.image, req.own_patent, req.filters
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
-            sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png")
+            sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png", sha=req.sha)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
                                   patent_id=own_patent)  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)

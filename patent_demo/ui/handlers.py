@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import html
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import numpy as np
 
-from patent_demo import examiner
 from patent_demo.analysis import describe_protocol
-from patent_demo.filters import Filters
 from patent_demo.index.scale import describe_index
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import (
@@ -32,10 +31,10 @@ from patent_demo.labels.store import (
     text_query_id,
 )
 from patent_demo.limits import MAX_ID_CHARS, check_text
-from patent_demo.query import check_abstract, parse_query_codes
+from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
-from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, cropped_query, model_key, top_k, upload
+from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, drawing_request, model_key, top_k, upload
 from patent_demo.ui.labelling import (
     Identity,
     cursor_md,
@@ -55,7 +54,7 @@ def _fmt(x: Any, nd: int = 3) -> str:
 
 
 def _with_notes(status: str, notes: list[str]) -> str:
-    """The status line with the search's notes (``patent_demo.examiner``): a ⚠️ warning (no good
+    """The status line with the search's notes (``patent_demo.search``): a ⚠️ warning (no good
     match) first, the others (filter, cut-off) after."""
     warn_ = [n for n in notes if n.startswith("⚠️")]
     rest = [n for n in notes if not n.startswith("⚠️")]
@@ -177,18 +176,12 @@ class Handlers:
         hit table."""
         try:
             file, data, suffix = upload(file)
-            model, k = model_key(model, "drawing"), top_k(k)
-            self._ready(model)
-            if locarno is not None and not isinstance(locarno, str):
-                raise BadInput("the Locarno code must be text")
-            query, cropped = cropped_query(file, crop_image)
-            f = Filters.from_value(filters)
-            own_patent = examiner.corpus_patent_of(self.wb, data) if cropped else ""
-            res, notes = examiner.drawing_search(self.wb, query if cropped else file, model, k, bool(group),
-                                                 bool(crop), locarno or "", f.search, f.own_date, own_patent,
-                                                 exclude_own=f.exclude_own)  # fmt: skip
-            spec = self.wb.model(model, "drawing")
-            sha, rel = self.store.stage_query_image(query, ".png" if cropped else suffix)
+            self._ready(model_key(model, "drawing"))
+            req = drawing_request(self.wb, data, crop_image, model, k=top_k(k), per_patent=bool(group),
+                                  crop=bool(crop), locarno=locarno or "", filters=filters)  # fmt: skip
+            res = self.wb.search_drawing(req)
+            spec, cropped, notes = self.wb.model(req.model, "drawing"), req.image is not data, res.notes
+            sha, rel = self.store.stage_query_image(req.image, ".png" if cropped else suffix, sha=req.sha)
             session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
                                   patent_id=res.query_patent_id)  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
@@ -197,11 +190,10 @@ class Handlers:
             self._replace(previous)
             who = self._who(annotator, request, profile)
             what = Path(file).name + (" (a crop of it)" if cropped else "")
-            record_search(
-                session, "drawing", what, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
-            )
+            record_search(session, "drawing", what, spec.label, req.filters.describe(), who,
+                          [n for n in notes if "⚠️" not in n])  # fmt: skip
             status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}",
-                                 [*notes, self._searched_in(model)])  # fmt: skip
+                                 [*notes, self._searched_in(req.model)])  # fmt: skip
             return drawing_answer(self.wb, self.store, session, status, who)
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             return drawing_failed(*self._failed(previous, err))
@@ -210,12 +202,10 @@ class Handlers:
                            request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                            progress=TRACK_TQDM):  # fmt: skip
         """A whole application: several uploaded views at once, patents ranked by the mean over views of
-        each view's best-figure similarity (``examiner.application_search``), restricted by the filter panel
+        each view's best-figure similarity (``search.search_application``), restricted by the filter panel
         with the single drawing's exclusions (views that are corpus drawings leave out their patent and
         family). A new labelling session of its own (kind ``application``, its views kept as one sheet)
         replaces grid, table and cursor. Returns what ``search_drawing`` returns."""
-        import hashlib
-
         from patent_demo.drawing.application import views_sheet
 
         try:
@@ -226,17 +216,16 @@ class Handlers:
                 raise BadInput("upload the views of the application (several drawings) first")
             check_views(files)  # the count, then the headers' decoded sizes: before any view is read
             uploads = [upload(f) for f in files]
-            model, k = model_key(model, "drawing"), top_k(k)
-            self._ready(model)
-            f = Filters.from_value(filters)
+            self._ready(model_key(model, "drawing"))
             views = [data for _, data, _ in uploads]
-            res, notes = examiner.application_search(self.wb, views, model, k, bool(crop), f.search, f.own_date,
-                                                     f.exclude_own)  # fmt: skip
-            spec = self.wb.model(model, "drawing")
+            req = DrawingRequest.application(self.wb, views, model, top_k(k), crop=bool(crop), filters=filters)
+            res = self.wb.search_application(req)
+            notes, f = res.notes, req.filters
+            spec = self.wb.model(req.model, "drawing")
             for h in res.hits:  # a hit is the whole patent; its tile shows the figure closest to the views
                 h.view = "all views" + (f" · shown: {h.view}" if h.view else "")
             sha, rel = self.store.stage_query_image(views_sheet(views), ".png")
-            query_id = application_query_id([hashlib.sha256(v).hexdigest() for v in views])
+            query_id = application_query_id(list(req.shas))
             session = new_session("application", query_id, previous, image_sha=sha, image_file=rel,
                                   patent_id=res.query_patent_id)  # fmt: skip
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
@@ -276,13 +265,10 @@ class Handlers:
         emptied (the tables now show the new query, so no label may go to the last one's hits)."""
         previous = emptied(self.store, previous)
         try:
-            text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes)
-            spec = self.wb.model(model_key(model, "text"), "text")
-            f = Filters.from_value(filters)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, top_k(k), spec.key, f.search, f.own_date,
-                                                rerank=False, exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
-            session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
+            req = TextRequest.build(abstract, codes, model_key(model, "text"), top_k(k), filters=filters, rerank=False,
+                                    wb=self.wb)  # fmt: skip
+            (lists, notes), text, spec = self.wb.search_text(req), req.text, self.wb.model(req.model, "text")
+            session = new_session("text", text_query_id(text), None, text=text, codes=req.codes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
             status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.rerank_depth(spec)}…"
             return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes), previous
@@ -292,12 +278,9 @@ class Handlers:
     def search_dense(self, abstract, codes, model, k, filters=None):
         """The dense and hybrid lists (the text button's second step, before the re-ranker)."""
         try:
-            text, qcodes = check_abstract(abstract), parse_query_codes(codes)
-            f = Filters.from_value(filters)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, top_k(k), "", f.search, f.own_date,
-                                                lists=("dense", "hybrid"), exclude_own=f.exclude_own,
-                                                per_family=f.per_family)  # fmt: skip
-            session = new_session("text", text_query_id(text), None, text=text, codes=qcodes)
+            req = TextRequest.build(abstract, codes, "", top_k(k), filters=filters, lists=("dense", "hybrid"))
+            (lists, notes), text = self.wb.search_text(req), req.text
+            session = new_session("text", text_query_id(text), None, text=text, codes=req.codes)
             for name in ("dense", "hybrid"):
                 add_list(session, name, self._snipped(lists[name], text), name)
             enc = self.wb.dense()[0]
@@ -313,14 +296,10 @@ class Handlers:
         codes), restricted by the filter panel; the cursor starts on the default list's first hit. Returns
         the BM25 and DSSDNet tables, the status, the session and the cursor."""
         try:
-            text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes)
-            model, k = model_key(model, "text"), top_k(k)
-            f = Filters.from_value(filters)
-            lists, notes = examiner.text_search(self.wb, text, qcodes, k, model, f.search, f.own_date,
-                                                exclude_own=f.exclude_own, per_family=f.per_family)  # fmt: skip
-            spec = self.wb.model(model, "text")
-            session = new_session("text", text_query_id(text), previous, text=text, codes=qcodes)
+            req = TextRequest.build(abstract, codes, model_key(model, "text"), top_k(k), filters=filters, wb=self.wb)
+            (lists, notes), text, f = self.wb.search_text(req), req.text, req.filters
+            spec = self.wb.model(req.model, "text")
+            session = new_session("text", text_query_id(text), previous, text=text, codes=req.codes)
             session["text_model"] = spec.key
             ranked_by = {"dssdnet": spec.checkpoint_id, "fused": f"{spec.checkpoint_id}+hybrid"}
             for name in TEXT_LISTS:
@@ -365,20 +344,17 @@ class Handlers:
 
         try:
             file, data, suffix = upload(file, "a drawing as well as the abstract")
-            text = check_abstract(abstract)
-            qcodes = parse_query_codes(codes)
-            dmodel, tmodel, k = model_key(dmodel, "drawing"), model_key(tmodel, "text"), top_k(k)
-            self._ready(dmodel)
-            f = Filters.from_value(filters)
-            dres, notes = examiner.drawing_search(self.wb, file, dmodel, k, True, True, "", f.search, f.own_date,
-                                                  exclude_own=f.exclude_own)  # fmt: skip
-            name = default_text_list()
-            lists, tnotes = examiner.text_search(self.wb, text, qcodes, k, tmodel, f.search, f.own_date, lists=(name,),
-                                                 exclude_own=f.exclude_own, per_family=f.per_family,
-                                                 own_patent=dres.query_patent_id)  # the drawing's patent: out of both  # fmt: skip
+            name, k = default_text_list(), top_k(k)
+            treq = TextRequest.build(abstract, codes, model_key(tmodel, "text"), k, filters=filters, lists=(name,),
+                                     wb=self.wb)  # fmt: skip
+            self._ready(model_key(dmodel, "drawing"))
+            dreq = DrawingRequest.build(self.wb, data, dmodel, k, filters=treq.filters)
+            dres = self.wb.search_drawing(dreq)  # the drawing's patent: out of the text list too
+            lists, tnotes = self.wb.search_text(replace(treq, own_patent=dreq.own_patent))
+            notes, text, qcodes, f, dmodel, tmodel = dres.notes, treq.text, treq.codes, treq.filters, dreq.model, treq.model
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, name: lists[name]}, top=k)
-            sha, rel = self.store.stage_query_image(data, suffix)
+            sha, rel = self.store.stage_query_image(data, suffix, sha=dreq.sha)
             session = new_session("combined", combined_query_id(sha, text), previous, text=text, codes=qcodes,
                                   image_sha=sha, image_file=rel, patent_id=dres.query_patent_id)  # fmt: skip
             session["text_list"], tspec = name, self.wb.model(tmodel, "text")

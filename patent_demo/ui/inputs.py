@@ -58,16 +58,29 @@ def upload(file: Any, what: str = "a drawing (PNG, JPEG or TIFF)") -> tuple[str,
     return file, path.read_bytes(), path.suffix.lower() or ".png"
 
 
-def cropped_query(file: str | None, crop) -> tuple[bytes, bool]:
+def cropped_query(upload: bytes | str | None, crop) -> tuple[bytes, bool]:
     """The query bytes: the examiner's crop (the crop box's image, ``examiner.crop_box``) when there is one,
-    else the uploaded file as it is (so a corpus drawing is still recognised). ``(bytes, cropped)``."""
-    if not file:
+    else the upload as it is (its bytes, or the file read; so a corpus drawing is still recognised).
+    ``(bytes, cropped)``."""
+    if not upload:
         raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
     if isinstance(crop, Image.Image):
         buf = io.BytesIO()
         crop.convert("L").save(buf, format="PNG")
         return buf.getvalue(), True
-    return Path(file).read_bytes(), False
+    return (upload if isinstance(upload, bytes) else Path(upload).read_bytes()), False
+
+
+def drawing_request(wb, data: bytes, crop_image, model: str, **request):
+    """The ``patent_demo.request.DrawingRequest`` of an upload's bytes: the examiner's crop of it when there is
+    one (still of the upload's corpus patent), else the upload; ``request`` as ``DrawingRequest.build`` takes it."""
+    import hashlib
+
+    from patent_demo.request import DrawingRequest, own_patent_of
+
+    query, cropped = cropped_query(data, crop_image)
+    own = own_patent_of(wb, hashlib.sha256(data).hexdigest()) if cropped else None
+    return DrawingRequest.build(wb, query, model, own_patent=own, **request)
 
 
 class Selection(gr.SelectData):
