@@ -46,6 +46,7 @@ class DrawingRequest:
     crop: bool = True
     locarno: str = ""
     how: str = "mean"  # an application's aggregate over views: mean / max
+    name: str = ""  # the drawing's file name, what a message about it says
 
     @property
     def image(self) -> bytes:
@@ -62,10 +63,10 @@ class DrawingRequest:
     @classmethod
     def build(cls, wb, image: bytes | str | os.PathLike, model: str, k: int = 10, *, per_patent: bool = True,
               crop: bool = True, locarno: str = "", filters: object = None, own_patent: str | None = None,
-              sha: str = "") -> DrawingRequest:  # fmt: skip
+              sha: str = "", name: str = "") -> DrawingRequest:  # fmt: skip
         """A single drawing's request. ``own_patent`` (a crop of a corpus figure: that figure's patent) is
         otherwise the corpus patent whose figure has the drawing's bytes; ``sha`` the bytes' sha256 when the
-        caller has it."""
+        caller has it; ``name`` the file name messages give (a path's own by default)."""
         from patent_demo import taxonomy
 
         data = _bytes(image)
@@ -76,7 +77,8 @@ class DrawingRequest:
         own = own_patent if own_patent is not None else own_patent_of(wb, sha)
         own = own if own in wb.corpus else ""
         return cls((data,), (sha,), (own,) if own else (), wb.model(model, "drawing").key, _k(k),
-                   Filters.from_value(filters), bool(per_patent), bool(crop), loc)  # fmt: skip
+                   Filters.from_value(filters), bool(per_patent), bool(crop), loc,
+                   name=name or (Path(image).name if not isinstance(image, bytes) else ""))  # fmt: skip
 
     @classmethod
     def application(cls, wb, views: Sequence[bytes | str | os.PathLike], model: str, k: int = 10, *,

@@ -75,7 +75,7 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
     k = max(1, min(req.k, len(set(index.patent_ids)) if req.per_patent else index.count))
-    q = np.asarray(wb.encoder(spec).encode([load_drawing(req.image, crop=req.crop)]), dtype=np.float32)[0]
+    q = np.asarray(wb.encoder(spec).encode([load_drawing(req.image, crop=req.crop, name=req.name or None)]), dtype=np.float32)[0]
     if wb.config.backend != "faiss":
         res = wb.backend("drawing", spec).search(q, k, where, per_patent=req.per_patent)
         notes += [n for n in [wb.take_backend_note()] if n]

@@ -178,7 +178,7 @@ class Handlers:
             file, data, suffix = upload(file)
             self._ready(model_key(model, "drawing"))
             req = drawing_request(self.wb, data, crop_image, model, k=top_k(k), per_patent=bool(group),
-                                  crop=bool(crop), locarno=locarno or "", filters=filters)  # fmt: skip
+                                  crop=bool(crop), locarno=locarno or "", filters=filters, name=Path(file).name)  # fmt: skip
             res = self.wb.search_drawing(req)
             spec, cropped, notes = self.wb.model(req.model, "drawing"), req.image is not data, res.notes
             sha, rel = self.store.stage_query_image(req.image, ".png" if cropped else suffix, sha=req.sha)
@@ -348,7 +348,7 @@ class Handlers:
             treq = TextRequest.build(abstract, codes, model_key(tmodel, "text"), k, filters=filters, lists=(name,),
                                      wb=self.wb)  # fmt: skip
             self._ready(model_key(dmodel, "drawing"))
-            dreq = DrawingRequest.build(self.wb, data, dmodel, k, filters=treq.filters)
+            dreq = DrawingRequest.build(self.wb, data, dmodel, k, filters=treq.filters, name=Path(file).name)
             dres = self.wb.search_drawing(dreq)  # the drawing's patent: out of the text list too
             lists, tnotes = self.wb.search_text(replace(treq, own_patent=dreq.own_patent))
             notes, text, qcodes, f, dmodel, tmodel = dres.notes, treq.text, treq.codes, treq.filters, dreq.model, treq.model
