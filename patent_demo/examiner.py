@@ -18,7 +18,6 @@ from pathlib import Path
 from PIL import Image
 
 from patent_demo.calibration import NoMatchThreshold, calibrate_drawing, calibrate_text
-from patent_demo.families import own_and_family  # noqa: F401 - the examiner's exclusion, used here and by the UI
 
 CALIBRATION_SAMPLES = 300
 

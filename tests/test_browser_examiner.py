@@ -16,6 +16,7 @@ import pytest
 from patent_demo.data.corpus import merge
 from patent_demo.filters import prior_art_date
 from patent_demo.labels.store import LabelStore
+from patent_demo.request import TextRequest
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, live_app, require_shared
 from tests.support.browser import ARTIFACTS
@@ -158,9 +159,9 @@ def test_text_filter_snippets_compare_and_report(browser, real):
     page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=120_000)  # every list is in
     page.locator("#t-show").get_by_text("bm25", exact=True).click()  # one list shown at a time
     page.locator("#t-bm25 mark").first.wait_for(state="attached", timeout=20_000)  # highlighted snippets
-    bm25, _ = wb.search_text(
-        query, k=10, allowed={p.id for p in wb.corpus if p.date and p.date < "2010-01-01"}
-    )
+    bm25 = wb.search_text(
+        TextRequest.build(query, k=10, filters={"before": "2010-01-01"}, lists=["bm25"], rerank=False)
+    ).lists["bm25"]
     for pid in bm25.ids:
         assert wb.corpus[pid].date < "2010-01-01"
     page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).last.wait_for(timeout=10_000)

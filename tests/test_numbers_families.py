@@ -137,7 +137,7 @@ TWINS = Corpus(
 def test_identical_utility_texts_are_a_signal_not_a_family():
     """Utility patents with the same title and abstract but no bibliographic link are not one family:
     neither collapsed nor left out with the query's own patent, each marked "same text" of the other."""
-    from patent_demo.examiner import own_and_family
+    from patent_demo.families import own_and_family
 
     fam = family_sets(TWINS)
     assert fam["US6535378"] == {"US6535378"} and fam["US5583744"] == {"US5583744"}
@@ -155,7 +155,7 @@ def test_design_boilerplate_twins_are_separate_designs():
     (as USD0929297 and USD0929296, applications 29/750,839 and 29/750,842): two families, no "same text"
     mark, and the record of each lists no family."""
     from patent_demo.document import document_view, family_members
-    from patent_demo.examiner import own_and_family
+    from patent_demo.families import own_and_family
 
     text = "FIG. 1 is a front view of a tray showing our new design;\nFIG. 2 is a rear view thereof."
     corpus = Corpus(
@@ -177,7 +177,7 @@ def test_bibliographic_links_make_families_and_the_record_agrees():
     """A continuation naming its parent's application or grant, and two grants of one application, are one
     family: in the lists, in the exclusion and on the record page alike."""
     from patent_demo.document import family_members
-    from patent_demo.examiner import own_and_family
+    from patent_demo.families import own_and_family
 
     corpus = Corpus(
         ".",
