@@ -1,10 +1,10 @@
-"""Cross-scheme transfer: every head ``train.hmcl_heads`` trained on the USPC train split (``--save-heads``),
+"""Cross-scheme transfer: every head ``train.hmcl.heads`` trained on the USPC train split (``--save-heads``),
 scored on the Red Book validation pages (Locarno), every page against all others, beside zero-shot.
 
     python bench/bench_heads_redbook.py --heads runs/heads --json docs/bench/heads_redbook.json [--mix]
 
 With ``--mix`` every head is also scored beside the trunk (``encoders.trunk_mix``) at each trunk weight of
-``train.hmcl_heads.MIX_GRID`` (rows ``VARIANT@alpha``): these 20 patents are the Locarno validation set, so
+``train.hmcl.heads.MIX_GRID`` (rows ``VARIANT@alpha``): these 20 patents are the Locarno validation set, so
 the weight a Locarno corpus gets is chosen here.
 """
 
@@ -35,7 +35,7 @@ def main() -> int:
 
     from patent_demo.drawing.encoders import trunk_mix
     from patent_demo.drawing.evaluate import score_embeddings
-    from train.hmcl_heads import RedBookSplit
+    from patent_demo.drawing.trunk import RedBookSplit
 
     torch.set_num_threads(1)
     pages = RedBookSplit(a.redbook, 224, "cache")  # every page, trunk features (cached), the `all` protocol
@@ -54,7 +54,7 @@ def main() -> int:
         z = x @ h["weight"].T + h["bias"]
         runs[variant].append(score(z))
         if a.mix:
-            from train.hmcl_heads import MIX_GRID
+            from patent_demo.drawing.trunk import MIX_GRID
 
             for alpha in MIX_GRID[:-1]:  # 1.0 is the trunk alone, the zero-shot row
                 runs[f"{variant}@{alpha:.1f}"].append(score(trunk_mix(x, z, alpha)))

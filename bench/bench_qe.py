@@ -1,6 +1,6 @@
 """Query expansion (average QE over the top k) and database-side augmentation (DBA: each gallery item
 averaged with its top k) on the USPC val split, for zero-shot and the shipped head, from the cached
-trunk features of ``train.hmcl_features.trunk_features`` (the query itself never counts as its own neighbour).
+trunk features of ``train.hmcl.features.trunk_features`` (the query itself never counts as its own neighbour).
 
     python bench/bench_qe.py --json docs/bench/qe_dba_uspc_val.json
 """
@@ -41,7 +41,7 @@ def main() -> int:
 
     from patent_demo.data.corpus import Corpus
     from patent_demo.drawing.evaluate import score_embeddings
-    from train.hmcl_features import trunk_features
+    from patent_demo.drawing.trunk import trunk_features
 
     corpus = Corpus.load(a.uspc, validate=False)
     feats = trunk_features(corpus, 224, 4, {q.id for q in corpus.split("train")})

@@ -31,7 +31,7 @@ from patent_demo.data.loaders.textcorpus import load_text_corpus, qrels_from_pai
 from patent_demo.metrics import evaluate_run  # noqa: E402
 from patent_demo.text.reranker import Reranker, create_reranker, resolve_base_path  # noqa: E402
 from patent_demo.text.search import candidate_text, rerank_run  # noqa: E402
-from train import dssdnet_data  # noqa: E402
+from patent_demo.text.tasks import corpus_task  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels"
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [
         (a, b) for a, b in read_pairs(DATA / "in_corpus_citation_pairs.tsv") if a in library and b in library
     ]
-    task = dssdnet_data.corpus_task(library, qrels_from_pairs(pairs))
+    task = corpus_task(library, qrels_from_pairs(pairs))
     model = load_model(args.checkpoint)
     int8 = quantize(load_model(args.checkpoint))
     base = resolve_base_path(model.config)

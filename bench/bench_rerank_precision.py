@@ -40,7 +40,7 @@ from patent_demo.metrics import evaluate_run  # noqa: E402
 from patent_demo.text.precision import apply_precision, choose_precision, cpu_flags, has_fast_bf16  # noqa: E402
 from patent_demo.text.reranker import Reranker, create_reranker  # noqa: E402
 from patent_demo.text.search import candidate_text, rerank_run  # noqa: E402
-from train import dssdnet_data  # noqa: E402
+from patent_demo.text.tasks import corpus_task  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels"
 QUALITY_METRICS = ("recall@10", "map@10", "ndcg@10")
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [
         (a, b) for a, b in read_pairs(DATA / "in_corpus_citation_pairs.tsv") if a in library and b in library
     ]
-    task = dssdnet_data.corpus_task(library, qrels_from_pairs(pairs))
+    task = corpus_task(library, qrels_from_pairs(pairs))
     variants: dict[str, tuple[Reranker, object]] = {
         "torch fp32": (apply_precision(load(args.checkpoint), "fp32"), None),
         "torch bf16": (apply_precision(load(args.checkpoint), "bf16"), None),

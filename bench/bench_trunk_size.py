@@ -4,7 +4,7 @@ knobs, measured on validation only (the Red Book pages, Locarno; USPC val, USPC)
     python bench/bench_trunk_size.py --sizes 224 256 288 320 --json docs/bench/trunk_size.json
 
 Each setting's embeddings are the packaged EfficientNet-Lite0 trunk's pooled features of the ink-cropped,
-squared drawing at ``size`` px (``train.hmcl_features``: the Red Book pages by ``redbook_features``, the USPC
+squared drawing at ``size`` px (``train.hmcl.features``: the Red Book pages by ``redbook_features``, the USPC
 drawings by ``trunk_features``); ``+mirror`` averages them with those of the mirrored drawing. Every figure
 is compared with the shipped zero-shot (224 px, no mirror) by a paired bootstrap (Red Book: pages grouped by
 patent; USPC: one query per drawing).
@@ -35,9 +35,8 @@ def main() -> int:
     import torch
 
     from patent_demo.data.corpus import Corpus
+    from patent_demo.drawing.trunk import RedBookSplit, Split, evaluate, trunk_features
     from patent_demo.metrics import paired_bootstrap
-    from train.hmcl_features import trunk_features
-    from train.hmcl_heads import RedBookSplit, Split, evaluate
 
     torch.set_num_threads(a.threads)
     uspc = Corpus.load(a.uspc_corpus, validate=False)

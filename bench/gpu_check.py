@@ -155,18 +155,18 @@ def dssdnet_steps(corpus, device: torch.device, args) -> dict:
 
 def entry_points(device: torch.device, args, cache: Path) -> list[dict]:
     """Run the real training scripts for a few steps; returns wall time and status of each."""
-    import train.dssdnet
-    import train.hmcl
+    import train.dssdnet.main
+    import train.hmcl.main
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         jobs = [
-            ("train.hmcl", train.hmcl.main, [
+            ("train.hmcl", train.hmcl.main.main, [
                 "--device", device.type, "--demo-patents", str(args.patents), "--demo-size", "128",
                 "--cache-dir", str(cache), "--image-size", str(args.image_size), "--steps", str(args.steps),
                 "--batch-patents", str(args.batch_patents), "--skip-eval-before", "--out", tmp, "--name", "hmcl",
             ]),
-            ("train.dssdnet", train.dssdnet.main, [
+            ("train.dssdnet", train.dssdnet.main.main, [
                 "--device", device.type, "--precision", "bf16" if device.type == "cuda" else "fp32",
                 "--demo-patents", str(args.patents), "--demo-size", "128", "--cache-dir", str(cache),
                 "--variant", "dssdnet", "--train-layers", "6", "--max-steps", str(args.steps), "--epochs", "1",

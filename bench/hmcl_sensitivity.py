@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from patent_demo.hierarchy import HMCLWeights  # noqa: E402
-from train.sweep import mean_std  # noqa: E402
+from patent_demo.reports.tables import mean_std  # noqa: E402
 
 log = logging.getLogger("bench.hmcl_sensitivity")
 CENTRE = {"s_s": HMCLWeights().s_s, "s_m": HMCLWeights().s_m, "lambda": 0.2, "tau": 0.1}
@@ -45,7 +45,7 @@ def points() -> list[tuple[str, float, dict]]:
 
 def run(config: str, out: Path, param: str, value: float, point: dict, seed: int, steps: int,
         sizes: list[int], size: int | None) -> dict:  # fmt: skip
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     label = "centre" if param == "centre" else f"{param}{value:g}"
     name = f"sweep-{label}-{steps}st-s{seed}"

@@ -7,8 +7,7 @@
 A block sits in a Markdown file between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; a whole
 generated page (``docs/results_text.md``) is a block whose target has no markers. The registry below lists
 every block once: its name, the JSON it reads, the function that renders it and the file it goes to. The
-renderers are the reports' own (``train/text_report.py``, ``train/hmcl_uspc_report.py``,
-``train/dssdnet_report.py``), so a table is written one way whether a training run or this script writes
+renderers are the reports' own (``patent_demo/reports/``: ``text.py``, ``drawing.py``, ``rerank.py``), so a table is written one way whether a training run or this script writes
 it; the blocks no report wrote before (the README headline, the Red Book applications, the CLI check) are
 rendered here. To add a block, add a ``Block`` and put its two markers where it goes.
 """
@@ -47,7 +46,7 @@ def load(rel: str):
 
 
 def by_file(folder: str, name: str):
-    """A module of ``bench/`` or ``train/`` (not installed packages), imported by file."""
+    """A module of ``bench/`` (scripts, not a package), imported by file."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"{folder}_{name}", ROOT / folder / f"{name}.py")
@@ -77,7 +76,7 @@ DRAWING_MODELS = (
 
 
 def text_results(src: list) -> str:
-    from train import text_report
+    from patent_demo.reports import text as text_report
 
     return inner(text_report.readme_block(src[0]), text_report.START, text_report.END)
 
@@ -198,13 +197,13 @@ def labels_table(src: list) -> str:
 
 
 def text_page(src: list) -> str:
-    from train import text_report
+    from patent_demo.reports import text as text_report
 
     return text_report.markdown(src[0])
 
 
 def hmcl_uspc_results(src: list) -> str:
-    from train import hmcl_uspc_report
+    from patent_demo.reports import drawing as hmcl_uspc_report
 
     results, *metrics = src
     return inner(hmcl_uspc_report.readme_block(results, hmcl_uspc_report.drawing_models(("zero-shot", *DRAWING_MODELS), metrics)), hmcl_uspc_report.START,
@@ -212,15 +211,15 @@ def hmcl_uspc_results(src: list) -> str:
 
 
 def hmcl_uspc_page(src: list) -> str:
-    from train import hmcl_uspc_report
+    from patent_demo.reports import drawing as hmcl_uspc_report
 
     return hmcl_uspc_report.render(src[0], src[1])
 
 
 def dssdnet_ipc_page(src: list) -> str:
-    from train import dssdnet_report
+    from patent_demo.reports.rerank import citation_markdown
 
-    return dssdnet_report.markdown(src[0], src[0]["command"])
+    return citation_markdown(src[0], src[0]["command"])
 
 
 def headline(src: list) -> str:
@@ -292,7 +291,7 @@ def redbook_mix(src: list) -> str:
 
 def locarno_derived(src: list) -> str:
     """The derived Locarno labels' check on the grants, then the heads trained on USPC, derived Locarno or both
-    with step and trunk weight chosen on the Red Book pages (``train.hmcl_heads --select-on redbook``)."""
+    with step and trunk weight chosen on the Red Book pages (``train.hmcl.heads --select-on redbook``)."""
     labels, runs = src[0], src[1:]
     c = labels["check_on_grants"]
     lines = [f"Derivation checked on the {c['grants']} design grants with a Locarno code: main class right for "
@@ -333,7 +332,7 @@ def trunk_size(src: list) -> str:
 
 
 def usppm_ladder(src: list) -> str:
-    """The USPPM ablation ladder (``train.dssdnet_scored`` report JSON): Pearson per variant on validation and
+    """The USPPM ablation ladder (``train.dssdnet.scored`` report JSON): Pearson per variant on validation and
     test, each row minus ``dssdnet`` with its anchor-resampled interval, beside the untrained bi-encoder."""
     r = src[0]
     v, t = r["splits"]["val"], r["splits"]["test"]
@@ -343,14 +342,14 @@ def usppm_ladder(src: list) -> str:
              "|---|---|---|---|---|---|",
              f"| bi-encoder | the untrained MiniLM's cosine (no training) | {v['biencoder']['pearson']:.3f} | | "
              f"{t['biencoder']['pearson']:.3f} | |"]  # fmt: skip
-    module = by_file("train", "dssdnet_scored")
+    from patent_demo.reports.rerank import VARIANTS
 
     def ci(row: dict) -> str:
         c = row.get("minus_dssdnet")
         return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]" if c else ""
 
     for name, row in v["ablation"].items():
-        lines.append(f"| {name} | {module.VARIANTS[name][0]} | {row['pearson'][0]:.3f} | {ci(row)} | "
+        lines.append(f"| {name} | {VARIANTS[name][0]} | {row['pearson'][0]:.3f} | {ci(row)} | "
                      f"{t['ablation'][name]['pearson'][0]:.3f} | {ci(t['ablation'][name])} |")  # fmt: skip
     return "\n".join(lines)
 

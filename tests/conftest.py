@@ -226,7 +226,7 @@ def scored_csv(tmp_path_factory):
     or not (low), one pair also scored in a second context with another score."""
     import json
 
-    from train.text_split import draw_scored_split
+    from train.text.split import draw_scored_split
 
     topics = [("A47C", "chair seat with an adjustable back rest"), ("F21V", "lamp shade of folded paper over a bulb"),
               ("B65D", "bottle cap with a hinged lid and lock"), ("A43B", "shoe sole with a cushioned heel strap"),

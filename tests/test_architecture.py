@@ -163,7 +163,7 @@ def _shortest_circle(graph: dict[str, set[str]], component: list[str]) -> list[s
 
 def test_the_layout_is_where_these_checks_look():
     files = {_rel(p) for p in _python_files()}
-    assert {ENTRY, "patent_demo/ui/__init__.py", "patent_demo/workbench.py", "train/hmcl.py"} <= files
+    assert {ENTRY, "patent_demo/ui/__init__.py", "patent_demo/workbench.py", "train/hmcl/main.py"} <= files
     for package in ("data", "drawing", "index", "text", "labels", "metrics", "losses", "ui"):
         assert f"patent_demo/{package}/__init__.py" in files, package
     graph = import_graph()
@@ -261,7 +261,7 @@ def _line_counts() -> dict[str, int]:
 
 def test_no_module_is_a_monolith():
     counts = _line_counts()
-    assert ENTRY in counts and "train/hmcl.py" in counts and "patent_demo/ui/blocks.py" in counts
+    assert ENTRY in counts and "train/hmcl/main.py" in counts and "patent_demo/ui/blocks.py" in counts
     too_long = {p: n for p, n in counts.items() if n > MAX_LINES and p not in OVER_LIMIT}
     assert too_long == {}
 

@@ -210,7 +210,7 @@ def test_evaluate_text_scored_pairs_reports_pearson_and_spearman(tmp_path, score
     """``evaluate text --pairs FILE.csv`` reads the USPPM file as shipped and reports Pearson and Spearman
     of a DSSDNet checkpoint (trained here on the file's training anchors) and of the bi-encoder baseline."""
     from patent_demo.text.scored import pearson, spearman
-    from train import dssdnet
+    from train.dssdnet import main as dssdnet
 
     csv_path, split_path = scored_csv
     ckpt = tmp_path / "ckpt"

@@ -18,9 +18,9 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 COMMANDS = sorted((REPO_ROOT / "checkpoints").glob("*/command.txt"))
-# the command that takes the flags after a '--': train.sweep's per model, the data options of train.dssdnet_report
+# the command that takes the flags after a '--': train.sweep's per model, the data options of train.dssdnet.report
 PASSED_TO = {("train.sweep", "dssdnet"): "train.dssdnet", ("train.sweep", "hmcl"): "train.hmcl",
-             ("train.dssdnet_report", ""): "train.dssdnet"}  # fmt: skip
+             ("train.dssdnet.report", ""): "train.dssdnet"}  # fmt: skip
 
 
 def command_lines(path) -> list[list[str]]:

@@ -43,7 +43,8 @@ def world(tmp_path_factory):
 
     from patent_demo.data.corpus import Corpus
     from patent_demo.data.democorpus import build_corpus
-    from train import dssdnet, hmcl
+    from train.dssdnet import main as dssdnet
+    from train.hmcl import main as hmcl
 
     torch.set_num_threads(1)
     tmp = tmp_path_factory.mktemp("e2e")

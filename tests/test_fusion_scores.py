@@ -139,7 +139,7 @@ def test_the_tuned_fusion_cannot_fall_below_its_first_stage_on_validation():
 
 
 def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_rerank(tmp_path, monkeypatch):
-    """``metrics.json`` ``rerank_depth`` (written by ``train.text_rerank_eval --write-depth``) sets how many
+    """``metrics.json`` ``rerank_depth`` (written by ``train.text.rerank_eval --write-depth``) sets how many
     hybrid candidates the workbench re-ranks and which tuned fusion weight it reads; without it the
     configured ``bm25_candidates``."""
     import json
@@ -169,12 +169,12 @@ def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_reran
 
 
 def test_the_shallowest_depth_that_loses_nothing_on_validation(tmp_path):
-    from train.text_rerank_eval import record, shallowest_lossless
+    from train.text.rerank_eval import record, shallowest_lossless
 
     def split(d, f):
         return {"val": {"dssdnet": {"map@10": d}, "fused": {"map@10": f}}}
 
-    out = {"k_rerank": 100, "command": "python -m train.text_rerank_eval …",
+    out = {"k_rerank": 100, "command": "python -m train.text.rerank_eval …",
            "fusion": {"weight": 0.6, "tuned_on": "18 validation queries"},
            "splits": {"val": {"summary": {"dssdnet": {"map@10": 0.30}, "fused": {"map@10": 0.40}}}},
            "depths": {"30": {"fusion_weight": 0.5, "splits": split(0.31, 0.39)},

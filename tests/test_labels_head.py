@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
-from train.hmcl_heads import Split, evaluate, whitening
+from patent_demo.drawing.trunk import Split, evaluate, whitening
 from train.labels_head import Pair, fit_from_pairs, guarded_pairs, label_batch_h, pairs_of, relevance
 
 W = (1.0, 0.35, 0.2)

@@ -115,7 +115,7 @@ def test_a_point_is_summarised_against_zero_and_the_hybrid():
 
 
 def test_the_finetune_command_line_is_one_train_dssdnet_accepts(tmp_path):
-    from train.dssdnet_args import parse_args
+    from train.dssdnet.args import parse_args
 
     args = lt.build_parser().parse_args(["--corpus", "C", "--labels", "L", "--split-file", "S", "--out", "O"])
     assert args.budgets == [0, 25, 50, 118] and args.seeds == [0, 1, 2] and args.depth == 30

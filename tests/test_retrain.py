@@ -196,7 +196,7 @@ def test_label_batches_cycle_through_every_group_and_resume():
 def lineage(tmp_path_factory):
     """A tiny parent (last block trained) and a child fine-tuned from it on labels (projections only)."""
     from patent_demo.data.democorpus import build_corpus
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     root = tmp_path_factory.mktemp("lineage")
     corpus = build_corpus(root / "corpus", patents=24, seed=0, size=96, workers=1, n_types=4)

@@ -5,7 +5,7 @@ test) without searching. The rule, for ``tests/test_<name>.py``:
 
 1. ``<name>`` is a module of the project, written as the tail of its path with ``_`` between the parts:
    ``test_bm25.py`` -> ``…/bm25.py``, ``test_loaders_uspto.py`` -> ``…/loaders/uspto.py``,
-   ``test_train_hmcl.py`` -> ``train/hmcl.py``; a package counts by its folder (``test_labels.py`` ->
+   ``test_train_hmcl.py`` -> ``train/hmcl/main.py``; a package counts by its folder (``test_labels.py`` ->
    ``patent_demo/labels/``). Modules are looked for in the top-level ``*.py`` files and under
    ``patent_demo/``, ``train/``, ``bench/``, ``scripts/`` and ``ui/``;
 2. otherwise a line of the module docstring starts with ``Tests:`` and names, comma-separated, the files

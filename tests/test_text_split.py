@@ -54,7 +54,7 @@ def corpus(tmp_path_factory):
 
 def test_committed_split_is_what_its_rule_draws(corpus):
     from patent_demo.data.loaders.textcorpus import read_pairs
-    from train.text_split import draw_split
+    from train.text.split import draw_split
 
     saved = json.loads(SPLIT.read_text(encoding="utf-8"))
     pairs = read_pairs(require_shared("cs3245_patsnap_corpus_qrels") / "in_corpus_family_pairs.tsv")

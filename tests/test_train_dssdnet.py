@@ -1,4 +1,4 @@
-"""``train/dssdnet.py`` end to end through ``main(argv)`` in ``--tiny`` mode (a tiny random BERT)."""
+"""``train/dssdnet/main.py`` end to end through ``main(argv)`` in ``--tiny`` mode (a tiny random BERT)."""
 
 import json
 
@@ -10,9 +10,11 @@ from safetensors.torch import load_file
 from patent_demo import checkpoint
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.metrics import evaluate_run, read_run
+from patent_demo.text import tasks
 from patent_demo.text.reranker import Reranker
 from patent_demo.text.search import rerank_run
-from train import dssdnet, dssdnet_data
+from train.dssdnet import data as dssdnet_data
+from train.dssdnet import main as dssdnet
 
 TOPICS = [
     ("A47C 7/02", "chair seat with an adjustable back rest and padded arm rests"),
@@ -101,7 +103,7 @@ def test_tsv_source(tmp_path, tsv_path):
         "ds_sd",
     )
     task = dssdnet_data.tsv_task(tsv_path, 0.3, 0.3)
-    n = {s: len({p.qid for p in task.pairs[s]}) for s in dssdnet_data.SPLITS}
+    n = {s: len({p.qid for p in task.pairs[s]}) for s in tasks.SPLITS}
     assert sum(n.values()) == 24 and min(n.values()) > 0
     metrics = checkpoint.load_metrics(out)
     assert metrics["after"]["num_queries"] == n["test"] and metrics["epochs_run"] == 1
@@ -174,8 +176,8 @@ def test_corpus_source_checkpoint_reload_reproduces_scores(tmp_path, corpus_dir,
     assert metrics["evaluation"]["k_rerank"] == 8 and metrics["evaluation"]["queries"] == 6
     assert checkpoint.load_config(out)["model"]["domain_scheme"] == "ipc"
     library = Corpus.load(corpus_dir, validate=False)
-    task = dssdnet_data.corpus_task(library)
-    assert [len(task.queries[s]) for s in dssdnet_data.SPLITS] == [18, 6, 6]
+    task = tasks.corpus_task(library)
+    assert [len(task.queries[s]) for s in tasks.SPLITS] == [18, 6, 6]
     model = Reranker.load(out).eval()
     run = rerank_run(task.bm25, model, task.queries["test"], library, k_first=12, k_rerank=8)
     written = read_run(out / "run.test.txt")
@@ -225,8 +227,8 @@ def test_resume_matches_uninterrupted(tmp_path, corpus_dir):
 
 def test_hash_split_is_stable():
     # u = first 8 hex digits of sha1 / 2**32: a 0.527, b 0.913, c 0.518, d 0.235
-    assert [dssdnet_data.hash_split(q, 0.15, 0.3) for q in "abcd"] == ["train", "train", "train", "test"]
-    assert [dssdnet_data.hash_split(q, 0.3, 0.5) for q in "abcd"] == ["val", "train", "val", "test"]
+    assert [tasks.hash_split(q, 0.15, 0.3) for q in "abcd"] == ["train", "train", "train", "test"]
+    assert [tasks.hash_split(q, 0.3, 0.5) for q in "abcd"] == ["val", "train", "val", "test"]
 
 
 def test_labels_on_test_queries_are_held_out_by_the_leak_guard(tmp_path, corpus_dir):
@@ -265,7 +267,7 @@ def test_constant_domain_flag_trains_with_a_message_and_default_alpha(tmp_path, 
 
 
 def test_config_file_sets_hyperparameter_defaults_and_model_names_the_architecture(tmp_path, capsys):
-    from train.dssdnet_args import parse_args
+    from train.dssdnet.args import parse_args
 
     cfg = tmp_path / "hp.json"
     cfg.write_text(json.dumps({"lr": 3e-4, "epochs": 2, "batch_size": 16}), encoding="utf-8")
@@ -284,7 +286,7 @@ def test_config_file_sets_hyperparameter_defaults_and_model_names_the_architectu
 
 
 def test_validation_pairs_are_shuffled_so_batches_mix_labels(corpus_dir):
-    from train.dssdnet_args import parse_args
+    from train.dssdnet.args import parse_args
 
     args = parse_args(["--corpus", str(corpus_dir), "--out", "o"])
     val = dssdnet_data.training_data(args).val_pairs
@@ -299,10 +301,10 @@ def test_family_members_share_a_split_and_give_positives():
     patents = [Patent(id=f"F{i}", kind="utility", title=f"pump {i}", text="a pump", codes={"ipc": ["F04B 1/00"]},
                       extra={"family_members": [f"F{i ^ 1}"]}, citations=[f"F{(i + 2) % 40}"]) for i in range(40)]  # fmt: skip
     library = Corpus(root=".", patents=patents, name="families")
-    fam = dssdnet_data.families(library)
+    fam = tasks.families(library)
     assert fam["F0"] == fam["F1"] == "F0" and fam["F3"] == "F2"
-    task = dssdnet_data.corpus_task(library, val_fraction=0.2, test_fraction=0.3)
-    split = {q: s for s in dssdnet_data.SPLITS for q in task.qrels[s]}
+    task = tasks.corpus_task(library, val_fraction=0.2, test_fraction=0.3)
+    split = {q: s for s in tasks.SPLITS for q in task.qrels[s]}
     assert all(split[f"F{i}"] == split[f"F{i ^ 1}"] for i in range(40))
     assert len(set(split.values())) == 3
     pairs = task.family_pairs("train", np.random.default_rng(0))

@@ -1,4 +1,4 @@
-"""``train/dssdnet_scored.py``: the scored-pair ablation runner and its report, on a tiny random BERT."""
+"""``train/dssdnet/scored.py``: the scored-pair ablation runner and its report, on a tiny random BERT."""
 
 import json
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from patent_demo.text.scored import pearson
-from train import dssdnet, dssdnet_scored
+from train.dssdnet import main as dssdnet
+from train.dssdnet import scored as dssdnet_scored
 
 
 def test_ablation_rows_and_main_rows_are_computed_from_the_runs_scores(tmp_path, scored_csv):

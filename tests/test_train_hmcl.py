@@ -1,4 +1,4 @@
-"""train/hmcl.py through its real entry point (``--tiny``), resume, and the delta checkpoint round trip."""
+"""train/hmcl/main.py through its real entry point (``--tiny``), resume, and the delta checkpoint round trip."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import torch
 from patent_demo.checkpoint import load_config, load_metrics, load_train_state, load_weights
 from patent_demo.drawing.finetune import load_hmcl_checkpoint, set_trainable, vision_blocks
 from train import evaluate as evaluate_script
-from train import hmcl, hmcl_features, hmcl_sources
+from train.hmcl import data as hmcl_sources
+from train.hmcl import features as hmcl_features
+from train.hmcl import main as hmcl
 
 LEVEL_KEYS = {"patent_map", "subclass_map", "main_map", "patent_ndcg@10", "subclass_ndcg@10", "main_ndcg@10"}
 

@@ -1,4 +1,4 @@
-"""``train.hmcl_heads`` (linear heads on cached trunk features, the HMCL step loop) through its entry point on 30 real USPC drawings (64 px, 1 view, a few steps): every
+"""``train.hmcl.heads`` (linear heads on cached trunk features, the HMCL step loop) through its entry point on 30 real USPC drawings (64 px, 1 view, a few steps): every
 variant is recorded with val and test figures, and the shipped checkpoint, loaded the way the app loads
 it, embeds a drawing exactly as the head it was trained as."""
 
@@ -34,8 +34,8 @@ def uspc(tmp_path_factory):
 def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path):
     from patent_demo.drawing.encoders import encode_images
     from patent_demo.drawing.finetune import load_hmcl_checkpoint
-    from train.hmcl_features import trunk_features
-    from train.hmcl_heads import main
+    from patent_demo.drawing.trunk import trunk_features
+    from train.hmcl.heads import main
 
     out, ship, heads = tmp_path / "r.json", tmp_path / "ckpt", str(tmp_path / "heads")
     common = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
@@ -87,7 +87,7 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
     # the checkpoint describes itself and the registry lists it as a drawing model
     spec = read_checkpoint_spec(ship)
     assert spec.task == "drawing" and spec.encoder == "lite-head"
-    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl_heads --merge")
+    assert (ship / "command.txt").read_text().startswith("python -m train.hmcl.heads --merge")
     # loaded as the app loads it, it embeds as the trained head on the cached trunk features
     model, tf, _ = load_hmcl_checkpoint(ship)
     corpus = Corpus.load(uspc / "corpus")
@@ -109,8 +109,8 @@ def test_mix_variant_ships_its_trunk_weight_and_embeds_as_trained(uspc, tmp_path
 
     from patent_demo.drawing.encoders import encode_images, trunk_mix
     from patent_demo.drawing.finetune import load_hmcl_checkpoint
-    from train.hmcl_features import trunk_features
-    from train.hmcl_heads import MIX_GRID, main
+    from patent_demo.drawing.trunk import MIX_GRID, trunk_features
+    from train.hmcl.heads import main
 
     out, ship = tmp_path / "r.json", tmp_path / "ckpt"
     assert main(["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
@@ -150,7 +150,7 @@ def test_level_weights_reproduce_the_paper_the_balanced_and_the_cl_targets():
     """One relevance path for every hierarchy: the closest shared level turned into Eq. 2 weights gives the
     loss module's own ``hierarchical_weights`` / ``level_balanced_weights`` on one hierarchy."""
     from patent_demo.losses.hmcl import hierarchical_weights, level_balanced_weights
-    from train.hmcl_heads import level_weights
+    from train.hmcl.heads import level_weights
 
     g = torch.Generator().manual_seed(0)
     s0 = torch.randint(-1, 8, (40,), generator=g)
@@ -165,7 +165,7 @@ def test_level_weights_reproduce_the_paper_the_balanced_and_the_cl_targets():
 def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
     """``--hierarchy both``: a pair in different USPC subclasses but one derived Locarno subclass is a subclass
     positive; ``--hierarchy locarno`` trains on the derived keys alone (unknown keys relate to nothing)."""
-    from train.hmcl_heads import main
+    from train.hmcl.heads import main
 
     corpus = Corpus.load(uspc / "corpus")
     train = corpus.split("train")
@@ -174,7 +174,7 @@ def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
                          b: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9}}}  # fmt: skip
     path = tmp_path / "loc.json"
     path.write_text(json.dumps(labels))
-    from train.locarno_labels import load
+    from train.hmcl.labels import load
 
     assert load(path) == {a: ("locarno:06-01", "locarno:06"), b: ("locarno:06-01", "locarno:06")}
     for hierarchy in ("locarno", "both"):
@@ -189,7 +189,8 @@ def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
 
 
 def test_pair_levels_take_the_closer_of_two_hierarchies(uspc):
-    from train.hmcl_heads import Split, pair_levels
+    from patent_demo.drawing.trunk import Split
+    from train.hmcl.heads import pair_levels
 
     corpus = Corpus.load(uspc / "corpus")
     feats = {k: torch.zeros(len(corpus.patents), *((1, 4) if k == "views" else (4,))) for k in ("clean", "flip", "views")}

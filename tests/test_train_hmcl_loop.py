@@ -1,4 +1,4 @@
-"""``train.hmcl_loop.fit``, the one HMCL step loop: the same parameters as a plain loop written out by hand
+"""``train.hmcl.loop.fit``, the one HMCL step loop: the same parameters as a plain loop written out by hand
 (AdamW, warm-up + cosine schedule, gradient clip), early stop by ``after_step``, and a NaN loss refused."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import pytest
 import torch
 
-from train.hmcl_loop import Step, cosine_schedule, fit, lr_factor, make_optimizer
+from train.hmcl.loop import Step, cosine_schedule, fit, lr_factor, make_optimizer
 
 
 class Toy(torch.nn.Module):

@@ -1,11 +1,11 @@
-"""``train/text_rerank_eval.py``: a shallower re-ranking is the deeper one's pointwise scores cut to the
+"""``train/text/rerank_eval.py``: a shallower re-ranking is the deeper one's pointwise scores cut to the
 shallower pool, merged ahead of the rest of the first stage."""
 
 import pytest
 
 from patent_demo.results import Results
 from patent_demo.text.search import merge_head
-from train.text_rerank_eval import _head_at
+from train.text.rerank_eval import _head_at
 
 
 def test_head_at_keeps_the_scores_of_the_shallower_pool_only():

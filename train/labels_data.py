@@ -28,7 +28,7 @@ import torch
 
 from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
 from patent_demo.digests import file_sha256
-from train.hmcl_features import step_seed
+from train.hmcl.features import step_seed
 
 GRADE_RELEVANT, GRADE_PARTLY = 2, 1
 MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test patent's text is a leak

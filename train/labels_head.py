@@ -1,7 +1,7 @@
 """The shipped HMCL head retrained from examiner labels, on cached trunk features.
 
 What the app ships on USPC corpora is a linear head on the frozen, packaged EfficientNet-Lite0 trunk
-(``checkpoints/hmcl-uspc``, made by ``train.hmcl_heads``). Examiner judgements retrain that head:
+(``checkpoints/hmcl-uspc``, made by ``train.hmcl.heads``). Examiner judgements retrain that head:
 
 * **pairs**: the app's drawing labels, exported and leak-guarded (``train.labels_data``): a query is a
   corpus drawing (the app records its patent when the uploaded file is one); queries of the test split
@@ -14,7 +14,7 @@ What the app ships on USPC corpora is a linear head on the frozen, packaged Effi
   relevant share a subclass, joined by relevant or partly a class: two hits judged relevant for one query are
   positives of each other), a pair judged directly keeps its judgement; every other pair is an in-batch
   negative;
-* **the step loop** is HMCL's (``train.hmcl_loop.fit``, ``hmcl_loss`` at ``tau``), one full batch a step
+* **the step loop** is HMCL's (``train.hmcl.loop.fit``, ``hmcl_loss`` at ``tau``), one full batch a step
   holding every drawing the labels touch, two of its cached augmented views; the head starts from the
   parent's (``--from`` a head checkpoint) or from PCA whitening of the train drawings (``--from zero-shot``);
 * **chosen on validation**: the step and the trunk weight of ``encoders.trunk_mix`` (``hmcl_heads.MIX_GRID``,
@@ -43,10 +43,18 @@ from pathlib import Path
 import torch
 
 from patent_demo.data.corpus import Corpus
+from patent_demo.drawing.trunk import (
+    KEYS,
+    MIX_GRID,
+    Split,
+    evaluate,
+    selection_score,
+    trunk_features,
+    whitening,
+)
 from patent_demo.hierarchy import HMCLWeights
-from train.hmcl_features import trunk_features
-from train.hmcl_heads import KEYS, MIX_GRID, LinearHead, Split, _score, evaluate, whitening
-from train.hmcl_loop import Step, fit
+from train.hmcl.heads import LinearHead
+from train.hmcl.loop import Step, fit
 from train.labels_data import guard_hmcl_rows, read_rows
 
 log = logging.getLogger("train.labels_head")
@@ -159,7 +167,7 @@ def fit_from_pairs(
 
     def best_alpha(head) -> tuple[float, dict]:
         scored = [(a, evaluate(va, head, alpha=a)) for a in MIX_GRID]
-        return max(scored, key=lambda ar: (_score(ar[1]), -ar[0]))
+        return max(scored, key=lambda ar: (selection_score(ar[1]), -ar[0]))
 
     alpha0, val0 = best_alpha(init)
     best = {"step": 0, "val": val0, "head": (init[0].clone(), init[1].clone()), "alpha": alpha0}
@@ -178,7 +186,7 @@ def fit_from_pairs(
             head = module.head()
             alpha, res = best_alpha(head)
             curve.append((step, res["metrics"]["subclass_map"], res["metrics"]["main_map"], alpha))
-            if _score(res) > _score(best["val"]):
+            if selection_score(res) > selection_score(best["val"]):
                 best = {"step": step, "val": res, "head": head, "alpha": alpha}
         return False
 
@@ -189,7 +197,7 @@ def fit_from_pairs(
 # -- one retraining: labels -> a new head checkpoint -------------------------------------------------------------
 def parent_head(parent: str, feats: dict, tr: Split, dim: int) -> tuple[tuple[torch.Tensor, torch.Tensor], dict]:
     """The head to start from and the parent's config: a head checkpoint's weights, or (``zero-shot``) the
-    PCA whitening of the train drawings (the untrained head of ``train.hmcl_heads``)."""
+    PCA whitening of the train drawings (the untrained head of ``train.hmcl.heads``)."""
     if parent == "zero-shot":
         return whitening(tr.clean, dim), {"train": {}}
     from safetensors.torch import load_file

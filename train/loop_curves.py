@@ -16,7 +16,7 @@ supervised ceiling.
    of that seed's order (nested: 25 of seed s are among its 50) train a head with ``train.labels_head``
    (from PCA whitening, step and trunk weight chosen on USPC val), scored once on USPC test: subclass and
    main mAP, each seed's paired bootstrap interval against zero-shot (``B = 0`` is zero-shot itself).
-3. **Ceiling**: ``train.hmcl_heads``'s ``hmcl-paper-mix`` with every train drawing's USPC class (the fully
+3. **Ceiling**: ``train.hmcl.heads``'s ``hmcl-paper-mix`` with every train drawing's USPC class (the fully
    supervised head the app ships), same seeds.
 4. **Summary**: the smallest budget at which every seed's subclass *and* main interval lies above 0
    ("met"), the smallest at which the mean test subclass and main mAP reach 90 % of the ceiling's, and the
@@ -43,10 +43,11 @@ import numpy as np
 import torch
 
 from patent_demo.data.corpus import Corpus
+from patent_demo.drawing.trunk import evaluate, whitening
 from patent_demo.labels.store import LabelStore
 from patent_demo.metrics import paired_bootstrap
 from patent_demo.text.precision import cpu_name
-from train.hmcl_heads import evaluate, train_head, whitening
+from train.hmcl.heads import train_head
 from train.labels_data import read_rows
 from train.labels_head import Pair, add_head_args, fit_from_pairs, guarded_pairs, load_features, weights_of
 

@@ -202,7 +202,7 @@ def settings(args) -> dict:
 
 def run_point(args, scorer: Scorer, rows, patent_of, labelled, held_out, budget: int, seed: int) -> dict:
     """Fine-tune from ``budget`` labelled queries (seed ``seed``) and score it; reused from ``--work`` when there."""
-    from train import dssdnet
+    from train.dssdnet import main as dssdnet
     from train.labels_data import write_rows
 
     t0 = time.perf_counter()
@@ -291,8 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parent_seen(args) -> tuple[set[str], str]:
-    """The queries the parent trained (or selected) on, and how that was found (``train.text_rerank_eval``'s rule)."""
-    from train.text_rerank_eval import checkpoint_seen_queries
+    """The queries the parent trained (or selected) on, and how that was found (``train.text.rerank_eval``'s rule)."""
+    from train.text.rerank_eval import checkpoint_seen_queries
 
     trained = json.loads((Path(args.parent) / "config.json").read_text(encoding="utf-8")).get("train", {})
     targs = trained.get("args") or {}

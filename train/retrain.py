@@ -215,7 +215,7 @@ def _metrics(directory: Path, split: str, max_drop: float) -> dict | None:
 
 
 def _train_text(args, corpus: Corpus, train_rows: list[dict], labels_dir: Path, version: int) -> Path:
-    from train import dssdnet
+    from train.dssdnet import main as dssdnet
 
     if "--init-from" not in dssdnet.build_parser().format_help():
         raise SystemExit("--text-from needs train.dssdnet --init-from (fine-tuning a re-ranker checkpoint)")
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from patent_demo.labels.store import LabelStore
     from patent_demo.workbench import Workbench, WorkbenchConfig
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     if args.threads:
         torch.set_num_threads(args.threads)

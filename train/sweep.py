@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import shlex
 import sys
 from collections.abc import Sequence
@@ -38,7 +37,8 @@ import numpy as np
 
 from patent_demo.drawing.transforms import SCAN_CHOICES
 from patent_demo.metrics import paired_bootstrap
-from train.dssdnet_report import (
+from patent_demo.reports.tables import cell, interval_cell, markdown_table, mean_std
+from train.dssdnet.report import (
     LADDER_DATASETS,
     LADDER_VARIANTS,
     ladder_aggregate,
@@ -172,37 +172,6 @@ def _extra(args) -> list[str]:
 
 
 # -- tables: mean ± std over seeds (sample std), bootstraps against a reference, markdown + JSON ---------------
-def mean_std(values: Sequence[float | None]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof = 1; 0 for one value); NaN for no values (None and NaN skipped)."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not vals:
-        return float("nan"), float("nan")
-    m = math.fsum(vals) / len(vals)
-    if len(vals) == 1:
-        return m, 0.0
-    return m, math.sqrt(math.fsum((v - m) ** 2 for v in vals) / (len(vals) - 1))
-
-
-def cell(m: float, s: float | None = None) -> str:
-    """``m ± s`` at three decimals (``m`` alone without ``s``); ``n/a`` for NaN."""
-    if m is None or math.isnan(m):
-        return "n/a"
-    return f"{m:.3f}" if s is None else f"{m:.3f} ± {s:.3f}"
-
-
-def interval_cell(b: dict | None) -> str:
-    """A bootstrap result as ``+d [+low, +high]`` (``—`` when there is none)."""
-    return "—" if not b else f"{b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:
-    """A markdown table (with ``caption`` and a blank line above it when given)."""
-    lines = [caption, ""] if caption else []
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 def write_table(prefix: str | Path, markdown: str, payload) -> Path:
     """``<prefix>.md`` and ``<prefix>.json`` (sorted keys, one space indent); returns the prefix path."""
     table = Path(prefix)
@@ -268,7 +237,7 @@ def _metrics(path: Path) -> dict:
 
 def hmcl_run(argv: list[str], out: Path, name: str, done, report_only: bool = False) -> dict | None:
     """The run's ``metrics.json``, training it first (``train.hmcl``) unless ``done(metrics)`` (or ``report_only``)."""
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     metrics = _metrics(out / name / "metrics.json")
     if not done(metrics):
@@ -286,8 +255,8 @@ def zero_shot(base: list[str], split: str) -> dict:
 
     from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
-    from train import hmcl
-    from train.hmcl_sources import load_corpus
+    from train.hmcl import main as hmcl
+    from train.hmcl.data import load_corpus
 
     args = hmcl.parse_args(base)
     if args.threads:
@@ -383,7 +352,7 @@ def sweep_images(args, base: list[str], cfg, out: Path) -> tuple[str, dict]:
 
 
 def sweep_cached(args, base: list[str], cfg, out: Path) -> tuple[str, dict]:
-    from train import hmcl_cached
+    from train.hmcl import features
 
     extra = _extra(args)
     results: dict[str, dict[str, dict]] = {}
@@ -401,7 +370,7 @@ def sweep_cached(args, base: list[str], cfg, out: Path) -> tuple[str, dict]:
             missing = [s for s in at if s not in metrics.get("real_validation_at", {})]
             if missing:
                 metrics.setdefault("real_validation_at", {}).update(
-                    hmcl_cached.revalidate(out / name, cfg, [int(s) for s in missing])
+                    features.revalidate(out / name, cfg, [int(s) for s in missing])
                 )
             for size in at:
                 at[size][name] = metrics["real_validation_at"][size]
@@ -442,7 +411,7 @@ def collect(run_dirs: Sequence[str], sizes: Sequence[int]) -> tuple[str, list[di
 
 
 def main_hmcl(args) -> int:
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     if args.collect:
         md, rows = collect(args.collect, args.sizes)
@@ -470,7 +439,7 @@ def main_hmcl(args) -> int:
 def main_dssdnet(args, command: str) -> int:
     import time
 
-    from train import dssdnet
+    from train.dssdnet import main as dssdnet
 
     extra, out = _extra(args), Path(args.out)
 

@@ -78,7 +78,7 @@ def add_parser(sub) -> None:
             e.add_argument("--candidates", type=int, default=100, help="hybrid candidates re-ranked (default 100, as the app)")  # fmt: skip
             e.add_argument("--reranker", default=None, help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)")  # fmt: skip
             e.add_argument("--split-file", default=None,
-                           help="a committed query split (splits/*.json, train/text_split.py): --split picks its queries")  # fmt: skip
+                           help="a committed query split (splits/*.json, train/text/split.py): --split picks its queries")  # fmt: skip
             e.add_argument(
                 "--cache-dir",
                 default=project_path("cache"),

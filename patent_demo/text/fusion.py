@@ -129,7 +129,7 @@ def checkpoint_fusion_weight(directory) -> float:
 
 def validated_depth(directory) -> int | None:
     """The re-rank depth a checkpoint chose on its validation queries (``metrics.json`` ``rerank_depth``,
-    written by ``train/text_rerank_eval.py --write-depth``), or None when it records none."""
+    written by ``train/text/rerank_eval.py --write-depth``), or None when it records none."""
     import json
     from pathlib import Path
 
@@ -146,7 +146,7 @@ def validated_depth(directory) -> int | None:
 def tuned_fusion_weight(directory, pool: str = "hybrid", k_rerank: int | None = None) -> float | None:
     """The fusion weight a re-ranker checkpoint tuned on its validation queries for first stage ``pool``
     re-ranked to depth ``k_rerank`` (``metrics.json`` ``fusion``: ``weight``, ``pool`` (default
-    ``bm25``), ``k_rerank``; or ``fusion_pools["<pool>@<k_rerank>"]``, written by ``train/text_rerank_eval.py``),
+    ``bm25``), ``k_rerank``; or ``fusion_pools["<pool>@<k_rerank>"]``, written by ``train/text/rerank_eval.py``),
     or None when it records none for that pool and depth (the caller says so)."""
     import json
     from pathlib import Path

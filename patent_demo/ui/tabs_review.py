@@ -67,8 +67,8 @@ def export_tab(lh: LabelHandlers, shared: Shared) -> None:
     """The decided labels as TREC qrels and training rows (``/export_labels``)."""
     with gr.Tab("Export", id="export"):
         gr.Markdown(
-            "Decided labels → TREC qrels (every modality), HMCL rows (`train/hmcl.py`, drawing judgements "
-            "only), DSSDNet rows (`train/dssdnet.py`, text judgements only); tied pairs → `disputed.jsonl`."
+            "Decided labels → TREC qrels (every modality), HMCL rows (`train/hmcl/main.py`, drawing judgements "
+            "only), DSSDNet rows (`train/dssdnet/main.py`, text judgements only); tied pairs → `disputed.jsonl`."
         )
         btn = gr.Button("Export labels", variant="primary", elem_id="x-btn")
         md = gr.Markdown()

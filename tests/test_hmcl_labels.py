@@ -1,4 +1,4 @@
-"""``train.locarno_labels``: Locarno classes of the USPC drawings derived from their titles. The rule on a
+"""``train.hmcl.labels``: Locarno classes of the USPC drawings derived from their titles. The rule on a
 hand-worked case (bag-of-words embeddings, so every cosine is known), and the committed label file checked
 against the grants it was measured on."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.locarno_labels import MIN_ACCURACY, Deriver, Grant, load
+from train.hmcl.labels import MIN_ACCURACY, Deriver, Grant, load
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def test_rule_reproduces_the_committed_figures_on_the_real_grants():
     from tests.conftest import require_shared
 
     require_shared("uspto_grant_xml_samples")
-    from train.locarno_labels import DATA, minilm_embed, read_grants, read_products
+    from train.hmcl.labels import DATA, minilm_embed, read_grants, read_products
 
     doc = json.loads((ROOT / "splits" / "uspc2007_locarno.json").read_text(encoding="utf-8"))
     check = Deriver(read_grants(ROOT / DATA), read_products(ROOT / DATA), minilm_embed()).check()

@@ -1,15 +1,15 @@
 """A DSSDNet checkpoint re-ranking the hybrid pool, on the queries of the committed split that were not
-its training (or model-selection) queries: ``python -m train.text_rerank_eval``.
+its training (or model-selection) queries: ``python -m train.text.rerank_eval``.
 
 A checkpoint trained with ``--split-file`` (the committed split) saw that split's training queries (and
-chose its epoch on the validation queries); those are left out. An older checkpoint trained on its own hash split (``train/dssdnet_data.hash_split`` of
+chose its epoch on the validation queries); those are left out. An older checkpoint trained on its own hash split (``patent_demo.text.tasks.hash_split`` of
 each query's family, val 0.15 / test 0.3): its train and val queries are left out here, so every query
 scored is new to it. On the remaining validation queries of ``--split-file`` the fusion weight (the
 hybrid's share, ``patent_demo.text.fusion.tune_fusion_weight``) is tuned at the depth the app re-ranks
 (``--k-rerank``, 100); the test queries are scored once. ``--write-fusion`` records that weight in the
 checkpoint's ``metrics.json`` (``fusion_pools["hybrid@100"]``, read by ``tuned_fusion_weight``).
 
-    python -m train.text_rerank_eval --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
+    python -m train.text.rerank_eval --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
         --checkpoint checkpoints/dssdnet-minilm-ipc --out runs/text/rerank/ipc.json --write-fusion
 """
 
@@ -29,7 +29,7 @@ def checkpoint_seen_queries(
 ) -> set[str]:
     """The queries the cs3245 DSSDNet runs trained or selected on: their hash split's train and val."""
     from patent_demo.data.loaders.textcorpus import load_text_corpus
-    from train.dssdnet_data import families, hash_split
+    from patent_demo.text.tasks import families, hash_split
 
     library = load_text_corpus(text_corpus)
     fam = families(library)
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         out["depths"][str(d)] = entry
         print(f"depth {d}: fusion weight {w};", "; ".join(
             f"{s} {n} map@10 {v['map@10']:.3f}" for s, e in entry["splits"].items() for n, v in e.items()))  # fmt: skip
-    out["command"] = "python -m train.text_rerank_eval " + " ".join(
+    out["command"] = "python -m train.text.rerank_eval " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
     out["seconds"] = round(time.time() - start, 1)

@@ -6,14 +6,14 @@ the families that hold a query are ordered by ``sha1(f"{seed}:{family key}")`` a
 cumulative count of queries passes the fractions (train, val, test). A family goes whole into one
 split, so no test query has a twin (same family, same text) among the training or validation queries.
 
-    python -m train.text_split --corpus cache/corpora/cs3245 \
+    python -m train.text.split --corpus cache/corpora/cs3245 \
         --family-pairs ../shared/data/cs3245_patsnap_corpus_qrels/in_corpus_family_pairs.tsv \
         --out splits/cs3245_text.json
 
 Scored phrase pairs (the USPPM CSV) split by anchor instead (:data:`SCORED_RULE`): every row of one anchor
 lies in one split, so validation and test anchors are never trained on::
 
-    python -m train.text_split --scored-pairs ../shared/data/usppm_phrase_matching/train.csv \
+    python -m train.text.split --scored-pairs ../shared/data/usppm_phrase_matching/train.csv \
         --fractions 0.7 0.15 0.15 --out splits/usppm.json
 """
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus = Corpus.load(args.corpus, validate=False)
         pairs = [pair for f in args.family_pairs for pair in read_pairs(f)]
         split = draw_split(corpus, pairs, tuple(args.fractions), args.seed)
-    split["command"] = "python -m train.text_split " + " ".join(argv if argv is not None else sys.argv[1:])
+    split["command"] = "python -m train.text.split " + " ".join(argv if argv is not None else sys.argv[1:])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(split, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps(split["stats"], indent=1))

@@ -1,4 +1,4 @@
-"""``train/biencoder.py --tiny`` through its real entry point on a 60-patent slice of cs3245: a
+"""``train/text/biencoder.py --tiny`` through its real entry point on a 60-patent slice of cs3245: a
 self-describing checkpoint that ``TextEncoder`` loads, with fp16 weights that moved from the base."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ pytestmark = pytest.mark.slow
 def test_tiny_biencoder_run_writes_a_loadable_checkpoint(small_text_corpus, tmp_path):
     from patent_demo.data.corpus import Corpus
     from patent_demo.text.dense import DENSE_KIND, TextEncoder, find_dense_checkpoint
-    from train.biencoder import main
-    from train.text_split import draw_split
+    from train.text.biencoder import main
+    from train.text.split import draw_split
 
     corpus = Corpus.load(small_text_corpus)
     split = draw_split(corpus, [], (0.5, 0.25, 0.25), 0)
@@ -27,7 +27,7 @@ def test_tiny_biencoder_run_writes_a_loadable_checkpoint(small_text_corpus, tmp_
     assert (
         config["kind"] == DENSE_KIND and config["max_length"] == 256 and config["pairs_by_kind"]["cite"] == 8
     )
-    assert (out / "command.txt").read_text().startswith("python -m train.biencoder --corpus")
+    assert (out / "command.txt").read_text().startswith("python -m train.text.biencoder --corpus")
     assert len(json.loads((out / "metrics.json").read_text())["train_log"]) == 2
     assert find_dense_checkpoint([tmp_path]) == out
     tuned, base = TextEncoder(out), TextEncoder()

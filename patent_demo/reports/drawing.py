@@ -1,15 +1,7 @@
-"""Write ``docs/results_hmcl_uspc.md`` from the JSON ``train.hmcl_heads`` produced (nothing typed by hand).
-
-python -m train.hmcl_uspc_report docs/results_hmcl_uspc.json --out docs/results_hmcl_uspc.md
-"""
+"""The HMCL linear-head report: ``docs/results_hmcl_uspc.md`` and the README block, from the JSON
+``train.hmcl.heads`` wrote (nothing typed by hand; ``scripts/figures.py`` writes both)."""
 
 from __future__ import annotations
-
-import argparse
-import json
-import sys
-from collections.abc import Sequence
-from pathlib import Path
 
 COLS = ("subclass_map", "main_map", "hier_ndcg@10")
 
@@ -44,7 +36,7 @@ def render(results: dict, heads: dict | None = None) -> str:
     lines = [
         "# HMCL on real USPC drawings (train / val / test of `splits/uspc2007.json`)",
         "",
-        f"Written by `python -m train.hmcl_uspc_report` from `docs/results_hmcl_uspc.json`, produced by `{results['command']}`.",
+        f"Written by `python scripts/figures.py` from `docs/results_hmcl_uspc.json`, produced by `{results['command']}`.",
         "",
         f"Data: the 1,000 real 2007 USPC design drawings (one per patent), split by patent and stratified by class "
         f"(`splits/uspc2007.json`: train {s['splits']['train']}, val {s['splits']['val']}, test {s['splits']['test']}). "
@@ -102,7 +94,7 @@ def render(results: dict, heads: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-START, END = "<!-- hmcl-uspc:start (written by train.hmcl_uspc_report) -->", "<!-- hmcl-uspc:end -->"
+START, END = "<!-- hmcl-uspc:start (written by scripts/figures.py) -->", "<!-- hmcl-uspc:end -->"
 README_ROWS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level", "hmcl-paper-text",
                "hmcl-paper-shuffled", "hmcl-paper-mix", "hmcl-level-mix")  # fmt: skip
 
@@ -170,27 +162,3 @@ def drawing_models(names, metrics: list) -> dict:
 
     return {name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
             for name, m in zip(names, metrics, strict=True)}  # fmt: skip
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m train.hmcl_uspc_report", description=__doc__.split("\n\n")[0])
-    p.add_argument("results", help="the JSON of train.hmcl_heads")
-    p.add_argument("--out", default="docs/results_hmcl_uspc.md", help="Markdown to write")
-    p.add_argument("--readme", default=None, help=argparse.SUPPRESS)  # gone: scripts/figures.py writes blocks
-    p.add_argument(
-        "--redbook-heads", default=None, help="bench/bench_heads_redbook.py JSON: the cross-scheme table"
-    )
-    args = p.parse_args(argv)
-    results = json.loads(Path(args.results).read_text(encoding="utf-8"))
-    heads = json.loads(Path(args.redbook_heads).read_text(encoding="utf-8")) if args.redbook_heads else None
-    text = render(results, heads)
-    Path(args.out).write_text(text, encoding="utf-8")
-    if args.readme:
-        raise SystemExit(
-            "--readme is gone: python scripts/figures.py rewrites every README and docs/ block from JSON"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Frozen-encoder feature cache of ``train/dssdnet.py``: with only the top ``--train-layers`` encoder
+"""Frozen-encoder feature cache of ``train/dssdnet/main.py``: with only the top ``--train-layers`` encoder
 layers training, the output of the frozen layers below them is fixed for every (query, candidate)
 pair, so it is computed once and reused by every epoch, every evaluation and every seed of a runner.
 

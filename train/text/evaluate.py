@@ -1,14 +1,14 @@
 """Evaluate the text first stages (and a bi-encoder checkpoint) on a committed split, the hybrid tuned
-on validation only: ``python -m train.text_eval``.
+on validation only: ``python -m train.text.evaluate``.
 
-For the chosen encoder (the packaged MiniLM, or ``--encoder`` a ``train/biencoder.py`` checkpoint) this
+For the chosen encoder (the packaged MiniLM, or ``--encoder`` a ``train/text/biencoder.py`` checkpoint) this
 writes one JSON with, for the val and the test queries of ``--split-file``: the per-query metrics of
 ``bm25``, ``dense`` and ``hybrid``, the hybrid's (method, BM25 weight) chosen on validation MAP@10
 (``patent_demo.text.hybrid.tune_hybrid``) and the grid it was chosen from. Test values are computed
 once with the validation choice; nothing is tuned on them. Queries are the split's citing patents
 (title + abstract, the query patent left out); relevant = its in-corpus cited patents.
 
-    python -m train.text_eval --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
+    python -m train.text.evaluate --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
         --out runs/text/untrained/eval.json
 """
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--corpus", required=True, help="a text corpus directory (patent-demo corpus build --source text)"
     )
-    p.add_argument("--split-file", required=True, help="the committed split (train/text_split.py)")
+    p.add_argument("--split-file", required=True, help="the committed split (train/text/split.py)")
     p.add_argument("--encoder", default=None, help="a bi-encoder checkpoint (default: the packaged MiniLM)")
     p.add_argument("--cache-dir", default="cache", help="where the dense index is cached")
     p.add_argument("--depth", type=int, default=1000, help="depth of each first stage fused into the hybrid")
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     result = evaluate_stage(stage, corpus, qrels, args.depth)
     result.update(encoder=args.encoder or "minilm-l6 (packaged, untrained)", precision=encoder.precision,
                   split_file=args.split_file, corpus=str(args.corpus), seconds=round(time.time() - start, 1),
-                  command="python -m train.text_eval " + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
+                  command="python -m train.text.evaluate " + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for s in ("val", "test"):

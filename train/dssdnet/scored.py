@@ -1,7 +1,7 @@
 """DSSDNet's domain pretraining on human-scored phrase pairs (USPPM): the ablation ladder in miniature and
 its report (``docs/results_usppm.md`` / ``.json``).
 
-    python -m train.dssdnet_scored --out runs/usppm-ablation --table docs/results_usppm \\
+    python -m train.dssdnet.scored --out runs/usppm-ablation --table docs/results_usppm \\
         --main runs/usppm/dssdnet-s0 runs/usppm/dssdnet-s1 runs/usppm/dssdnet-s2 -- --train-layers 2 --epochs 1
 
 Every ablation run is one ``train.dssdnet`` call on the same data (``--scored-pairs``, ``--scored-split``),
@@ -27,28 +27,14 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo import checkpoint
+from patent_demo.reports.rerank import VARIANTS, scored_markdown
 from patent_demo.text.scored import biencoder_scores, bootstrap_correlation_diff, correlations
 
-log = logging.getLogger("train.dssdnet_scored")
+log = logging.getLogger("train.dssdnet.scored")
 USPPM = "../shared/data/usppm_phrase_matching/train.csv"  # relative to the repository, as every command is run
 SPLIT = "splits/usppm.json"
 TARGET = 0.78  # Pearson on anchors never trained on
 
-# name -> (what it tests, train.dssdnet flags)
-VARIANTS: dict[str, tuple[str, list[str]]] = {
-    "dssdnet": ("the full objective (Eq. 15), CPC title in the input", ["--variant", "dssdnet"]),
-    "bert_c": ("plain cross-encoder: no decomposition, no gate", ["--variant", "bert_c"]),
-    "ds_sd": ("decomposition and gate, scored by the two relevance heads", ["--variant", "ds_sd"]),
-    "ds_sd_mr": ("+ fusion regression with e_t (no ranking loss)", ["--variant", "ds_sd_mr"]),
-    "no-gate": ("gate off: g = 0.5, e_s split evenly", ["--variant", "dssdnet", "--no-gate"]),
-    "no-context": ("CPC context off: the title left out of the input", ["--variant", "dssdnet", "--no-context"]),
-    "no-inf": ("informative BCE of both parts off (Eq. 7)", ["--variant", "dssdnet", "--loss-off", "inf"]),
-    "no-orth": ("orthogonality off (Eq. 8)", ["--variant", "dssdnet", "--loss-off", "orth"]),
-    "no-rec": ("reconstruction off (Eq. 9)", ["--variant", "dssdnet", "--loss-off", "rec"]),
-    "no-t": ("domain focal loss off (Eq. 10)", ["--variant", "dssdnet", "--loss-off", "t"]),
-    "no-mr": ("fusion regression loss off (Eq. 12)", ["--variant", "dssdnet", "--loss-off", "mr"]),
-    "no-pr": ("pairwise ranking with hard negatives off (Eq. 14)", ["--variant", "dssdnet", "--loss-off", "pr"]),
-}
 SPLITS = ("val", "test")
 
 
@@ -62,7 +48,7 @@ def finished(path: Path) -> bool:
 
 def split_truth(csv: str, split_file: str) -> dict[str, dict]:
     """Per split: pair ids -> (label, anchor), in the order the runs scored them."""
-    from train.dssdnet_data import scored_task
+    from train.dssdnet.data import scored_task
 
     task = scored_task(csv, split_file)
     return {s: {p.doc_id: (p.y, p.qid) for p in task.pairs[s]} for s in SPLITS}, task
@@ -122,47 +108,6 @@ def _run_info(path: Path) -> dict:
             "history": m.get("history"), "command": (path / checkpoint.COMMAND).read_text(encoding="utf-8").strip()}  # fmt: skip
 
 
-def _ms(x: list[float]) -> str:
-    return f"{x[0]:.3f} ± {x[1]:.3f}" if x[1] else f"{x[0]:.3f}"
-
-
-def _ci(b: dict) -> str:
-    return f"{b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"
-
-
-def markdown(r: dict, command: str) -> str:
-    v, t = r["splits"]["val"], r["splits"]["test"]
-    lines = ["# DSSDNet on human-scored patent phrase pairs (USPPM)", "",
-             f"Data: `{Path(r['data']).name}` (Google's U.S. Patent Phrase to Phrase Matching, scores in a CPC context), split "
-             f"by anchor in `{r['split_file']}`: validation {v['anchors']} anchors / {v['pairs']} pairs, test {t['anchors']} "
-             f"anchors / {t['pairs']} pairs, never trained on. Every choice was made on validation; test is reported beside "
-             "it. Written by `python -m train.dssdnet_scored` from the runs' scores.", ""]  # fmt: skip
-    if "main" in v:
-        n = len(r["main_runs"])
-        lines += ["## The model", "", "| model | val Pearson | val Spearman | test Pearson | test Spearman |", "|---|---|---|---|---|",
-                  f"| untrained MiniLM bi-encoder (cosine of anchor and target) | {v['biencoder']['pearson']:.3f} | "
-                  f"{v['biencoder']['spearman']:.3f} | {t['biencoder']['pearson']:.3f} | {t['biencoder']['spearman']:.3f} |",
-                  f"| DSSDNet, MiniLM cross-encoder, CPC title in the input ({n} seed{'s' * (n > 1)}) | {_ms(v['main']['pearson'])} | "
-                  f"{_ms(v['main']['spearman'])} | {_ms(t['main']['pearson'])} | {_ms(t['main']['spearman'])} |", "",
-                  f"DSSDNet − bi-encoder, Pearson (anchors resampled, 95 %): validation {_ci(v['main']['minus_biencoder']['pearson'])}, "
-                  f"test {_ci(t['main']['minus_biencoder']['pearson'])}.", "",
-                  f"Target: test Pearson ≥ {r['target_pearson']:.2f}: **{'met' if r['target']['met'] else 'not met'}** "
-                  f"({r['target']['test_pearson']:.3f}).", ""]  # fmt: skip
-        lines += ["Commands:", "", *[f"    {x['command']}" for x in r["main_runs"]], ""]
-    if v["ablation"]:
-        lines += ["## Ablations (the ladder in miniature)", "",
-                  "Each row changes one thing of `dssdnet` at the smaller budget the runs' commands give; the interval is the "
-                  "row minus `dssdnet` in Pearson, anchors resampled.", "",
-                  "| variant | what it tests | val Pearson | val − dssdnet | test Pearson | test − dssdnet |", "|---|---|---|---|---|---|"]  # fmt: skip
-        for name, row in v["ablation"].items():
-            trow = t["ablation"][name]
-            lines.append(f"| {name} | {VARIANTS[name][0]} | {_ms(row['pearson'])} | {_ci(row['minus_dssdnet']) if 'minus_dssdnet' in row else ''} | "
-                         f"{_ms(trow['pearson'])} | {_ci(trow['minus_dssdnet']) if 'minus_dssdnet' in trow else ''} |")  # fmt: skip
-        first = next(iter(r["ablation_runs"].values()))[0]
-        lines += ["", "The runs: `" + command + "`; one run's command:", "", f"    {first['command']}", ""]
-    return "\n".join(lines)
-
-
 def compare_scores(a: str, b: str, csv: str, n_boot: int) -> dict:
     """Model A minus model B in Pearson and Spearman on the same pairs, from two ``evaluate text --pairs
     --json`` files (their ``ids`` and ``scores``), anchors resampled: models whose weights are gone can still
@@ -181,7 +126,7 @@ def compare_scores(a: str, b: str, csv: str, n_boot: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(prog="python -m train.dssdnet_scored", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m train.dssdnet.scored", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=USPPM, help="the scored-pair CSV")
     p.add_argument("--split", default=SPLIT, help="its committed anchor split")
     p.add_argument("--out", default="runs/usppm-ablation", help="folder of the ablation runs")
@@ -197,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.compare:
         result = compare_scores(*args.compare, args.data, args.bootstrap)
-        result["command"] = shlex.join(["python", "-m", "train.dssdnet_scored", *argv])
+        result["command"] = shlex.join(["python", "-m", "train.dssdnet.scored", *argv])
         print(json.dumps(result, indent=1))
         if args.table:
             Path(f"{args.table}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -207,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
     out = Path(args.out)
     if not args.aggregate_only:
-        from train import dssdnet
+        from train.dssdnet import main as dssdnet
 
         for seed in args.seeds:
             for v in args.variants:
@@ -223,9 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                 log.info("[%s] %.0f s", v, time.perf_counter() - t0)
     ablation = {v: [run_dir(out, v, s) for s in args.seeds if finished(run_dir(out, v, s))] for v in args.variants}
     result = report([Path(m) for m in args.main], ablation, args.data, args.split, args.bootstrap)
-    command = shlex.join(["python", "-m", "train.dssdnet_scored", *argv])
+    command = shlex.join(["python", "-m", "train.dssdnet.scored", *argv])
     result["command"] = command
-    md = markdown(result, command)
+    md = scored_markdown(result, command)
     print(md)
     if args.table:
         from train.sweep import write_table

@@ -2,12 +2,12 @@
 the USPC train split of the 1,000 real 2007 design drawings (``splits/uspc2007.json``), chosen on USPC val,
 scored once on USPC test; the variants x seeds sweep and the shipped head.
 
-    python -m train.hmcl_heads --corpus runs/uspc2007 --out docs/results_hmcl_uspc.json \
+    python -m train.hmcl.heads --corpus runs/uspc2007 --out docs/results_hmcl_uspc.json \
         --ship checkpoints/hmcl-uspc
 
-The trunk runs once per drawing (``train.hmcl_features.trunk_features``: clean, mirrored and ``--views``
+The trunk runs once per drawing (``train.hmcl.features.trunk_features``: clean, mirrored and ``--views``
 augmented views of each train drawing, cached); the trained variants run HMCL's one step loop
-(``train.hmcl_loop.fit``) on a linear head ``z = W x + b`` (1280 -> 256, the ``lite-head`` encoder) on the
+(``train.hmcl.loop.fit``) on a linear head ``z = W x + b`` (1280 -> 256, the ``lite-head`` encoder) on the
 pooled features ``x``:
 
 ==================  ==========================================================================================
@@ -44,12 +44,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.drawing.encoders import trunk_mix
-from patent_demo.drawing.evaluate import score_embeddings
-from patent_demo.hierarchy import HMCLWeights, factorize, patent_hierarchy
+from patent_demo.drawing.trunk import (
+    KEYS,
+    RedBookSplit,
+    Split,
+    best_mix,
+    evaluate,
+    selection_score,
+    trunk_features,
+    whitening,
+)
+from patent_demo.hierarchy import HMCLWeights
 from patent_demo.losses.hmcl import (
     LEVEL_MARKS,
     hierarchical_weights,
@@ -58,18 +65,15 @@ from patent_demo.losses.hmcl import (
     weights_from_levels,
 )
 from patent_demo.metrics import paired_bootstrap
-from train.hmcl_features import redbook_features, trunk_features
-from train.hmcl_loop import Step, fit
+from train.hmcl.loop import Step, fit
 
-log = logging.getLogger("train.hmcl_heads")
-PROG = "train.hmcl_heads"
+log = logging.getLogger("train.hmcl.heads")
+PROG = "train.hmcl.heads"
 HEAD_ENCODER = "lite-head"
 VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
             "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled",
             "hmcl-paper-mix", "hmcl-level-mix")  # fmt: skip
-MIX_GRID = tuple(i / 10 for i in range(11))  # the trunk's weight in a -mix variant
 FITTED = ("pca-whiten", "lda-subclass", "lda-main")
-KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_ndcg@10")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--hierarchy", choices=("uspc", "locarno", "both"), default="uspc",
       help="the classes HMCL trains on: USPC, the Locarno classes derived from the titles (--locarno-labels), "
            "or both (a pair's relevance is the higher of the two)")  # fmt: skip
-    a("--locarno-labels", default="splits/uspc2007_locarno.json", help="derived Locarno labels (train.locarno_labels)")
+    a("--locarno-labels", default="splits/uspc2007_locarno.json", help="derived Locarno labels (train.hmcl.labels)")
     a("--select-on", choices=("uspc", "redbook"), default="uspc",
       help="where the step (and a -mix variant's trunk weight) is chosen: USPC val, or the Red Book pages "
            "(Locarno validation: every page against all others; patent + subclass + main mAP)")  # fmt: skip
@@ -117,42 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- data ----------------------------------------------------------------------------------------------------
-class Split:
-    """One split's patents, their hierarchy ids and trunk features."""
-
-    def __init__(self, corpus: Corpus, name: str, feats: dict, index: dict[str, int]) -> None:
-        self.patents = corpus.split(name)
-        rows = [index[p.id] for p in self.patents]
-        self.items = [(p, p.figures[0]) for p in self.patents]
-        self.clean = feats["clean"][rows]
-        self.flip = feats["flip"][rows]
-        self.views = feats["views"][rows]
-        keys = [patent_hierarchy(p.codes) for p in self.patents]
-        self.sub = torch.from_numpy(factorize([k[0] for k in keys]))
-        self.main = torch.from_numpy(factorize([k[1] for k in keys]))
-        self.titles = [p.title for p in self.patents]
-        self.locarno: tuple[torch.Tensor, torch.Tensor] | None = None  # derived (subclass, main) ids
-
-    def use_locarno(self, labels: dict[str, tuple[str, str]]) -> None:
-        keys = [labels.get(p.id, ("", "")) for p in self.patents]
-        self.locarno = (torch.from_numpy(factorize([k[0] for k in keys])),
-                        torch.from_numpy(factorize([k[1] for k in keys])))  # fmt: skip
-
-
-class RedBookSplit:
-    """The Red Book validation pages as a split: every page of the 20 patents, trunk features (clean and
-    mirrored) cached under ``cache_dir``; scored with the ``all`` protocol (every page against all others)."""
-
-    def __init__(self, folder: str, size: int, cache_dir: str) -> None:
-        from patent_demo.data.loaders.uspto import load_redbook
-        from patent_demo.drawing.evaluate import drawing_protocol
-
-        corpus = load_redbook(folder)
-        self.items, _, _ = drawing_protocol(corpus, None, "all")
-        self.patents = sorted({p.id for p, _ in self.items})
-        self.clean, self.flip = redbook_features(corpus, self.items, size, cache_dir)
-
-
 def title_features(titles: list[str]) -> torch.Tensor:
     """MiniLM-L6 mean-pooled title features ``[N, 384]`` (the packaged text tower without its projection)."""
     from patent_demo.drawing.encoders import create_encoder, get_tokenizer
@@ -164,18 +132,6 @@ def title_features(titles: list[str]) -> torch.Tensor:
 
 
 # -- heads ---------------------------------------------------------------------------------------------------
-def whitening(x: torch.Tensor, dim: int, eps: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
-    """PCA whitening of ``x [N, 1280]`` to ``dim``: ``(W [dim, 1280], b [dim])`` with ``z = W x + b``."""
-    x = x.double()
-    mu = x.mean(0)
-    u, s, vt = torch.linalg.svd(x - mu, full_matrices=False)
-    var = s[:dim] ** 2 / (x.shape[0] - 1)
-    w = vt[:dim] / torch.sqrt(var + eps * var.max())[:, None]
-    if w.shape[0] < dim:  # fewer drawings than dimensions (tiny runs): zero rows
-        w = torch.cat([w, w.new_zeros(dim - w.shape[0], w.shape[1])])
-    return w.float(), (-(w @ mu)).float()
-
-
 def lda(
     x: torch.Tensor, labels: torch.Tensor, dim: int, shrinkage: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -192,38 +148,6 @@ def lda(
     w = torch.cat([w, torch.zeros(dim - k, w.shape[1])]) if k < dim else w
     mu = x.mean(0)
     return w, -(w @ mu)
-
-
-def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor, alpha: float | None = None) -> np.ndarray:
-    """Unit embeddings ``[N, D]`` of features ``x`` through a head (``None``: the trunk itself); with
-    ``alpha`` the head's output beside the trunk's (``encoders.trunk_mix``)."""
-    if head is None:
-        return F.normalize(x, dim=1).numpy()
-    z = x @ head[0].T + head[1]
-    return (F.normalize(z, dim=1) if alpha is None else trunk_mix(x, z, alpha)).numpy()
-
-
-def evaluate(split: Split | RedBookSplit, head, flip: bool = False, alpha: float | None = None) -> dict:
-    x = (split.clean + split.flip) / 2 if flip else split.clean
-    e = embed(head, x, alpha)
-    res = score_embeddings(
-        split.items, split.items, e, e, np.arange(len(e)), silhouette=False, per_query=True
-    )
-    keys = [*KEYS, *(["patent_map"] if res["metrics"].get("patent_map") is not None else [])]
-    return {"metrics": res["metrics"], "per_query": {k: res["per_query"][k] for k in keys}}
-
-
-def _score(res: dict) -> float:
-    """What a step and a trunk weight are chosen by: subclass + main mAP, + patent mAP where a split has
-    several drawings per patent (the Red Book pages), so a head may not buy classes with patents."""
-    m = res["metrics"]
-    return (m["subclass_map"] or 0.0) + (m["main_map"] or 0.0) + (m.get("patent_map") or 0.0)
-
-
-def best_mix(split: Split, head) -> tuple[float, dict]:
-    """The trunk weight of ``MIX_GRID`` with the best score on ``split`` (the lower weight on ties) and its result."""
-    scored = [(a, evaluate(split, head, alpha=a)) for a in MIX_GRID]
-    return max(scored, key=lambda ar: (_score(ar[1]), -ar[0]))
 
 
 # -- training ------------------------------------------------------------------------------------------------
@@ -323,7 +247,7 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
             head = module.head()
             alpha, res = score_val(head)
             curve.append((step, res["metrics"]["subclass_map"], res["metrics"]["main_map"]))
-            if _score(res) > _score(best["val"]):
+            if selection_score(res) > selection_score(best["val"]):
                 best = {"step": step, "val": res, "head": head, "alpha": alpha}
         return False
 
@@ -347,7 +271,7 @@ def run(args) -> dict:
     index = {pid: i for i, pid in enumerate(feats["ids"])}
     tr, va, te = (Split(corpus, s, feats, index) for s in ("train", "val", "test"))
     if args.hierarchy != "uspc":
-        from train.locarno_labels import load as load_locarno
+        from train.hmcl.labels import load as load_locarno
 
         tr.use_locarno(load_locarno(args.locarno_labels))
     if args.select_on == "redbook":  # Locarno validation: the Red Book pages choose the step and the weight
@@ -422,10 +346,10 @@ def run(args) -> dict:
 def choose_ship(results: dict, asked: str | None) -> tuple[str, dict]:
     """The variant (asked, else the trained one with the best mean val score) and its best-val run."""
     trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
-    name = asked or max(trained, key=lambda v: np.mean([_score({"metrics": r["val"]})
+    name = asked or max(trained, key=lambda v: np.mean([selection_score({"metrics": r["val"]})
                                                         for r in results["variants"][v]["runs"]]))  # fmt: skip
     runs = results["_heads"][name]
-    best = max(range(len(runs)), key=lambda i: _score(runs[i]["val"]))
+    best = max(range(len(runs)), key=lambda i: selection_score(runs[i]["val"]))
     return name, runs[best]
 
 
@@ -488,9 +412,9 @@ def merge(args, argv: list[str]) -> dict:
             results["variants"].setdefault(name, entry)
     if args.ship:
         trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
-        name = args.ship_variant or max(trained, key=lambda v: np.mean([_score({"metrics": r["val"]})
+        name = args.ship_variant or max(trained, key=lambda v: np.mean([selection_score({"metrics": r["val"]})
                                                                         for r in results["variants"][v]["runs"]]))  # fmt: skip
-        run_ = max(results["variants"][name]["runs"], key=lambda r: _score({"metrics": r["val"]}))
+        run_ = max(results["variants"][name]["runs"], key=lambda r: selection_score({"metrics": r["val"]}))
         t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
         chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"], "alpha": run_.get("alpha"),
                   "val": {"metrics": run_["val"]}, "test": {"metrics": run_["test"]}}  # fmt: skip

@@ -16,14 +16,14 @@ Examples::
 Training follows the article (AdamW, lr 2e-5, weight decay 5e-4, dropout 0.1, batch 64, early
 stopping on the validation loss). Only the heads and the top ``--train-layers`` encoder layers
 train; the checkpoint stores those parameters only (a delta on the base weights); on one process the
-frozen layers' outputs are cached (``train/dssdnet_cache.py``); the data sources (the public pair TSV,
-the app's exported labels, a text corpus with citations or qrels) are ``train/dssdnet_data.py``. Evaluation runs before and after
+frozen layers' outputs are cached (``train/dssdnet/cache.py``); the data sources (the public pair TSV,
+the app's exported labels, a text corpus with citations or qrels) are ``train/dssdnet/data.py``. Evaluation runs before and after
 training: BM25 top ``--k-first`` for the queries of each ``--eval-split``, the first ``--k-rerank``
 re-ranked, Recall/MAP/PRES/nDCG at ``--ks`` (``patent_demo.metrics.evaluate_run``); for a pair
 source, BM25 over each query's own candidates against the re-ranked candidates.
 
 ``--model NAME`` names the architecture (a packaged reranker config, e.g. ``reranker-minilm``);
-``--config FILE`` is a JSON file of hyper-parameter defaults (``train/dssdnet_args.py``).
+``--config FILE`` is a JSON file of hyper-parameter defaults (``train/dssdnet/args.py``).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from patent_demo import checkpoint
 from patent_demo.losses.dssdnet import DEFAULT_ALPHA, VARIANTS, DSSDNetLoss, domain_alpha
 from patent_demo.text.evaluate import MAP_DEFINITIONS
 from patent_demo.text.reranker import Reranker, create_reranker, load_config
-from train import dssdnet_data as data
-from train.dssdnet_args import VARIANT_CHOICES, build_parser, parse_args
-from train.dssdnet_cache import CachedReranker, FeatureCache, encoder_layers
+from train.dssdnet import data
+from train.dssdnet.args import VARIANT_CHOICES, build_parser, parse_args
+from train.dssdnet.cache import CachedReranker, FeatureCache, encoder_layers
 
 log = logging.getLogger("train.dssdnet")
 

@@ -1,4 +1,4 @@
-"""``train.hmcl`` on real drawings through the cached-trunk feed (``train.hmcl_cached``): the USPC source, the
+"""``train.hmcl`` on real drawings through the cached-trunk feed (``train.hmcl.features``): the USPC source, the
 split tower, scan-like augmentations and a tiny run whose checkpoint reproduces its cached validation figures
 through the full model."""
 
@@ -44,7 +44,7 @@ def test_scan_like_is_seeded_and_each_choice_acts():
 
 
 def test_uspc_items_and_shuffle():
-    from train.hmcl_sources import shuffle_hierarchy, uspc_items
+    from train.hmcl.data import shuffle_hierarchy, uspc_items
 
     items = uspc_items(require_shared("design_patents_2007_uspc_macaulay"))
     assert len(items) == 1000 and len({it.patent for it in items}) == 1000
@@ -63,7 +63,7 @@ def test_uspc_items_and_shuffle():
 def tower():
     from patent_demo.drawing.encoders import create_encoder
     from patent_demo.drawing.finetune import set_trainable
-    from train.hmcl_features import SplitTower
+    from train.hmcl.features import SplitTower
 
     model, _, _ = create_encoder("lite-clip", image_size=64)
     model.eval()
@@ -89,7 +89,8 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     from patent_demo.data.loaders.uspto import load_redbook
     from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
-    from train import hmcl, hmcl_cached
+    from train.hmcl import features as hmcl_cached
+    from train.hmcl import main as hmcl
 
     out = tmp_path / "runs"
     argv = ["--image-size", "64", "--steps", "3", "--batch-patents", "4", "--views", "2", "--train-blocks", "1",
@@ -122,7 +123,7 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
 
 
 def test_config_rejects_architecture_keys(tmp_path):
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"model": "vit-base", "tau": 0.2}))
@@ -153,8 +154,7 @@ def test_config_rejects_architecture_keys(tmp_path):
 
 
 def test_whitened_projection_decorrelates_the_training_features(tower):
-    from train.hmcl_cached import whiten_projection
-    from train.hmcl_features import SplitTower
+    from train.hmcl.features import SplitTower, whiten_projection
 
     model, _ = tower
     pooled = SplitTower(model, 0)
@@ -196,7 +196,7 @@ def test_whitened_checkpoint_served_at_another_size(tmp_path):
     from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
     from patent_demo.registry import read_checkpoint_spec
-    from train import hmcl
+    from train.hmcl import main as hmcl
 
     argv = ["--image-size", "64", "--steps", "0", "--train-blocks", "0", "--init-projection", "whiten",
             "--views", "2", "--max-per-source", "150", "--sources", "uspc", "--text-weight", "0",

@@ -1,5 +1,5 @@
 """DSSDNet tables from finished ``train.dssdnet`` runs: BM25 vs pure DSSDNet vs the fused list on a corpus task
-(``python -m train.dssdnet_report``), and the ablation ladder ``train.sweep dssdnet`` writes (``ladder_*``).
+(``python -m train.dssdnet.report``), and the ablation ladder ``train.sweep dssdnet`` writes (``ladder_*``).
 
 Each run directory (one seed) must hold ``bm25.<split>.txt`` and ``run.<split>.txt`` for the
 validation and test splits (``train.dssdnet --eval-split val test --write-run``). Per seed, the BM25
@@ -10,7 +10,7 @@ over the seeds) of the difference to BM25.
 
 Example::
 
-    python -m train.dssdnet_report --runs runs/ipc-L2/cs3245/dssdnet/seed* --json docs/results_dssdnet_ipc.json \\
+    python -m train.dssdnet.report --runs runs/ipc-L2/cs3245/dssdnet/seed* --json docs/results_dssdnet_ipc.json \\
         --md docs/results_dssdnet_ipc.md -- --text-corpus ../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl \\
         --pairs ../shared/data/cs3245_patsnap_corpus_qrels/in_corpus_citation_pairs.tsv
 
@@ -32,19 +32,19 @@ import numpy as np
 from patent_demo import checkpoint
 from patent_demo.metrics import paired_bootstrap, per_query_metrics
 from patent_demo.metrics.bootstrap import interval
+from patent_demo.reports.rerank import LISTS, METRICS, citation_markdown
 from patent_demo.results import Results
 from patent_demo.text.fusion import FUSION_METRICS, fuse_run, tune_fusion_weight
-from train import dssdnet_data
-from train.dssdnet import VARIANT_FLAGS
-from train.dssdnet_args import parse_args as train_args
+from patent_demo.text.tasks import corpus_task
+from train.dssdnet import data as dssdnet_data
+from train.dssdnet.args import parse_args as train_args
+from train.dssdnet.main import VARIANT_FLAGS
 
-log = logging.getLogger("train.dssdnet_report")
-METRICS = ("recall@10", "map@10", "map_retrieved@10", "ndcg@10", "recall@20", "ndcg@20")
-LISTS = ("bm25", "dssdnet", "fused")
+log = logging.getLogger("train.dssdnet.report")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train.dssdnet_report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m train.dssdnet.report", description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", nargs="+", required=True, help="run directories, one per seed")
     p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
     p.add_argument("--json", default=None, help="write the figures here")
@@ -130,32 +130,6 @@ def report(run_dirs: list[Path], qrels: dict, n_boot: int) -> dict:
     return out
 
 
-def markdown(result: dict, command: str) -> str:
-    names = {"bm25": "BM25", "dssdnet": "DSSDNet (re-ranked)", "fused": "fused (BM25 + DSSDNet)"}
-    heads = ["R@10", "MAP@10", "MAP†@10", "nDCG@10", "R@20", "nDCG@20"]
-    weights = ", ".join(f"{s['weight']:.2f}" for s in result["per_seed"])
-    lines = [f"Produced by `{command}`.", "",
-             f"{result['queries']} test queries; mean ± std over {result['seeds']} seeds; BM25 weights tuned on the "
-             f"validation queries: {weights}.", "",
-             "| list | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]  # fmt: skip
-    for name in LISTS:
-        agg = result["lists"][name]
-        lines.append(
-            f"| {names[name]} | " + " | ".join(f"{agg[m][0]:.3f} ± {agg[m][1]:.3f}" for m in METRICS) + " |"
-        )
-    lines += ["", "Paired bootstrap vs BM25 (difference of the means, 95 % interval; queries resampled):", "",
-              "| list | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]  # fmt: skip
-    for name in ("dssdnet", "fused"):
-        b = result["bootstrap_vs_bm25"][name]
-        cells = [f"{b[m]['mean']:+.3f} [{b[m]['ci95'][0]:+.3f}, {b[m]['ci95'][1]:+.3f}]" for m in METRICS]
-        lines.append(f"| {names[name]} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "MAP: trec_eval AP@k; MAP†: the DSSDNet author's code (AP over the relevant documents retrieved).",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -164,14 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     data_argv = args.data[1:] if args.data[:1] == ["--"] else args.data
     targs = train_args([*data_argv, "--out", "unused"])
     library, qrels = dssdnet_data.load_library(targs)
-    task = dssdnet_data.corpus_task(library, qrels, targs.domain_scheme, targs.domain_level, targs.val_fraction,
+    task = corpus_task(library, qrels, targs.domain_scheme, targs.domain_level, targs.val_fraction,
                                     targs.test_fraction if targs.test_fraction is not None else 0.3, targs.max_queries)  # fmt: skip
     result = report([Path(d) for d in args.runs], task.qrels, args.bootstrap)
-    command = shlex.join(["python", "-m", "train.dssdnet_report", *argv])
+    command = shlex.join(["python", "-m", "train.dssdnet.report", *argv])
     result["command"] = command
     if args.json:
         checkpoint.write_json(args.json, result)
-    text = markdown(result, command)
+    text = citation_markdown(result, command)
     if args.md:
         checkpoint.write_text(args.md, text)
     log.info("\n%s", text)

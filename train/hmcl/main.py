@@ -7,7 +7,7 @@ One command, CPU or CUDA (bf16 autocast), single process or ``torchrun`` DDP::
         --train-blocks 99 --image-size 224 --batch-patents 64 --workers 8 --out runs
     python -m train.hmcl --config train/configs/hmcl-real.json --seed 0 --out runs/real --name hmcl-text-s0
 
-The drawings come from data sources (``train.hmcl_sources``, ``--sources``):
+The drawings come from data sources (``train.hmcl.data``, ``--sources``):
 
 * ``corpus`` (the default): a corpus directory (``--corpus``) or the generated demo corpus, trained end to
   end on images, evaluated (mAP and nDCG@k at patent, subclass and main-class level) before and after
@@ -16,9 +16,9 @@ The drawings come from data sources (``train.hmcl_sources``, ``--sources``):
 * ``uspc``, ``deeppatent2``, ``generated`` (real and generated drawings, any mix): the frozen part of the
   vision tower is cached per augmented view (``--views``) and every step runs only the last
   ``--train-blocks`` blocks and the projections, so a run takes minutes on CPU; validated on every Red Book
-  page (``--redbook``) against all other pages, never trained on (``train.hmcl_cached``).
+  page (``--redbook``) against all other pages, never trained on (``train.hmcl.features``).
 
-Both feeds run the same step loop (``train.hmcl_loop.fit``) on the same loss module. The architecture is
+Both feeds run the same step loop (``train.hmcl.loop.fit``) on the same loss module. The architecture is
 ``--model`` (an encoder config name; ``--encoder`` is a deprecated alias); the config file holds
 hyperparameter defaults only. Settings come from the config file, then the command line (``--tiny`` sits
 between them). A batch holds ``P`` patents (``--batch-patents``) drawn by ``HierarchicalBatchSampler``
@@ -59,10 +59,11 @@ from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES
 from patent_demo.hierarchy import HMCLWeights, patent_hierarchy
 from patent_demo.losses.hmcl import hierarchical_weights
-from train import hmcl_cached
 from train.config_file import apply_config
-from train.hmcl_features import StepBatches, TrainFigures, collate, text_tower_features
-from train.hmcl_loop import (
+from train.hmcl import features
+from train.hmcl.data import DATA, SOURCES, CorpusSource, load_corpus, patent_text, shuffle_labels
+from train.hmcl.features import StepBatches, TrainFigures, collate, text_tower_features
+from train.hmcl.loop import (
     Step,
     TrainModule,
     close_logging,
@@ -72,7 +73,6 @@ from train.hmcl_loop import (
     make_optimizer,
     setup_logging,
 )
-from train.hmcl_sources import DATA, SOURCES, CorpusSource, load_corpus, patent_text, shuffle_labels
 from train.labels_data import LabelBatches, label_training, lineage
 
 __all__ = ["build_parser", "lr_factor", "main", "make_optimizer", "parse_args", "run_name"]
@@ -262,7 +262,7 @@ def run_name(args: argparse.Namespace) -> str:
     """A name built from the key hyperparameters, e.g. ``hmcl-lite-clip-figures-tw0.2-tau0.1-w1_0.35_0.2-b3-128px-300st-s0``
     (cached feed: ``hmcl-tw0.2-tau0.1-w1_0.35_0.2-128px-300st-s0``)."""
     if args.cached:
-        return hmcl_cached.run_name(args)
+        return features.run_name(args)
     w = "_".join(f"{x:g}" for x in args.weights)
     parts = [args.loss, args.encoder, args.pairs, f"tw{args.text_weight:g}", f"tau{args.tau:g}"]
     if args.loss == "hmcl":
@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_dir = Path(args.out) / name
         handlers = setup_logging(run_dir)
         try:
-            return hmcl_cached.run(args, argv, name, run_dir)
+            return features.run(args, argv, name, run_dir)
         finally:
             close_logging(handlers)
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -1,7 +1,7 @@
 """Locarno classes for the USPC 2007 drawings, derived from their titles; the rule, its accuracy on the design
 grants whose Locarno code is known, and the committed label file (``splits/uspc2007_locarno.json``).
 
-    python -m train.locarno_labels --out splits/uspc2007_locarno.json
+    python -m train.hmcl.labels --out splits/uspc2007_locarno.json
 
 The 1,000 drawings of ``design_patents_2007_uspc_macaulay`` carry a USPC class and a title but no Locarno
 code; the 220 design grants of ``uspto_grant_xml_samples`` carry all three. The rule, fixed from those grants
@@ -184,7 +184,7 @@ def load(path: str | Path, confirmed_only: bool = False) -> dict[str, tuple[str,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m train.locarno_labels", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m train.hmcl.labels", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(DATA), help="the shared data folder")
     p.add_argument("--out", default="splits/uspc2007_locarno.json", help="the label file to write")
     args = p.parse_args(argv)
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     kept = sum(1 for v in labels.values() if v["subclass"])
     confirmed = sum(1 for v in labels.values() if v["confirmed"])
     doc = {
-        "rule": "train/locarno_labels.py (module docstring); python -m train.locarno_labels --out " + args.out,
+        "rule": "train/hmcl/labels.py (module docstring); python -m train.hmcl.labels --out " + args.out,
         "check_on_grants": check,
         "drawings": len(labels),
         "main_confirmed": confirmed,

@@ -1,4 +1,4 @@
-"""Command line of ``train/dssdnet.py``: ``--model NAME`` is the architecture (a packaged reranker
+"""Command line of ``train/dssdnet/main.py``: ``--model NAME`` is the architecture (a packaged reranker
 config), ``--config FILE`` a JSON file of hyper-parameter defaults that the command line overrides."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Fine-tune the MiniLM bi-encoder of the dense first stage on training citations: ``python -m train.biencoder``.
+"""Fine-tune the MiniLM bi-encoder of the dense first stage on training citations: ``python -m train.text.biencoder``.
 
-Data (``--split-file``, ``train/text_split.py``): each training query (a citing patent's title +
+Data (``--split-file``, ``train/text/split.py``): each training query (a citing patent's title +
 abstract) with each of its in-corpus cited patents is a positive pair; with ``--family-positives`` the
 same-family pairs whose family holds no validation or test query are positives too. Each pair gets one
 hard negative per epoch, drawn from the untrained hybrid's top ``--hard-k`` for that query (relevant
@@ -14,10 +14,10 @@ al. 2017; sentence-transformers' ``MultipleNegativesRankingLoss``)::
 ``s`` = ``--scale`` (20). A column that is another relevant document of query i is masked out.
 
 After training the checkpoint (``TextEncoder.save``: fp16 weights, config, metrics) is evaluated by
-``train.text_eval`` (validation chooses the hybrid weight; the test split is scored once).
+``train.text.evaluate`` (validation chooses the hybrid weight; the test split is scored once).
 ``--tiny`` runs two steps over a handful of pairs (the tests call it through this entry point).
 
-    python -m train.biencoder --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
+    python -m train.text.biencoder --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
         --seed 0 --out runs/text/biencoder/seed0
 """
 
@@ -57,7 +57,7 @@ def training_pairs(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--corpus", required=True, help="a text corpus directory with qrels (citations)")
-    p.add_argument("--split-file", required=True, help="the committed split (train/text_split.py)")
+    p.add_argument("--split-file", required=True, help="the committed split (train/text/split.py)")
     p.add_argument("--family-pairs", nargs="*", default=[], help="same-family pair TSVs (for the families)")
     p.add_argument(
         "--family-positives",
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     train_q = sorted({q for kind, q, _ in pairs if kind == "cite"})
     hard: dict[str, list[str]] = {}
     if train_q:
-        dense = cached_dense_index(  # the untrained index (max_length 256), cached by train.text_eval
+        dense = cached_dense_index(  # the untrained index (max_length 256), cached by train.text.evaluate
             enc, corpus.patents, Path(args.cache_dir) / "dense" / corpus_fingerprint(corpus)
         )
         stage = FirstStage(BM25Index.build(corpus.patents), dense, enc, load_hybrid_settings())
@@ -181,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     enc.save(out, config=config, metrics={"train_log": log, "train_seconds": round(time.time() - start, 1)})
     (out / "command.txt").write_text(
-        "python -m train.biencoder " + " ".join(argv if argv is not None else sys.argv[1:]) + "\n"
+        "python -m train.text.biencoder " + " ".join(argv if argv is not None else sys.argv[1:]) + "\n"
     )
     if not (args.tiny or args.no_eval):
-        from train.text_eval import main as eval_main
+        from train.text.evaluate import main as eval_main
 
         eval_main(["--corpus", args.corpus, "--split-file", args.split_file, "--encoder", str(out),
                    "--cache-dir", args.cache_dir, "--threads", str(args.threads), "--out", str(out / "eval.json")])  # fmt: skip

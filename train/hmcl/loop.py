@@ -4,8 +4,8 @@
   (the text term's logit scale included); ``forward`` returns the dict of ``*_loss`` terms.
 * :func:`fit`: the step loop (forward, the summed loss, finiteness check, backward, gradient clip,
   optimiser and scheduler step, logging), whatever the batches hold: images end to end
-  (``train.hmcl``), cached trunk outputs (``train.hmcl_cached``) or pooled trunk features under a
-  linear head (``train.hmcl_heads``).
+  (``train.hmcl``), cached trunk outputs (``train.hmcl.features``) or pooled trunk features under a
+  linear head (``train.hmcl.heads``).
 * :func:`lr_factor` / :func:`make_optimizer`: warm-up + cosine schedule and AdamW without decay on
   biases, norms and the logit scale.
 """
