@@ -1,5 +1,5 @@
 """Latency of the text lists: BM25, dense and hybrid on 100,000 abstracts, and the app's full text
-search (``Workbench.search_text_lists``: every list, the re-ranker in the precision this CPU gets).
+search (``Workbench.search_text``: every list, the re-ranker in the precision this CPU gets).
 
     python bench/bench_dense_hybrid.py --threads 1 --docs 100000 --app-checkpoint checkpoints/dssdnet-minilm-ipc
 
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     p.add_argument("--queries", type=int, default=20, help="queries timed")
     p.add_argument("--threads", type=int, default=1, help="torch / FAISS threads")
     p.add_argument(
-        "--app-checkpoint", default=None, help="also time Workbench.search_text_lists with this DSSDNet"
+        "--app-checkpoint", default=None, help="also time Workbench.search_text with this DSSDNet"
     )
     p.add_argument("--app-only", action="store_true", help="time only the app's whole text search")
     p.add_argument("--depths", type=int, nargs="+", default=[0],
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
                 t = time.perf_counter()
                 wb.search_text(TextRequest.build(f"{q.title}. {q.text}", "", spec.key, 10))
                 t_all.append(time.perf_counter() - t)
-            print(f"app: Workbench.search_text_lists (bm25, dense, hybrid, dssdnet on the hybrid top "
+            print(f"app: Workbench.search_text (bm25, dense, hybrid, dssdnet on the hybrid top "
                   f"{wb.rerank_depth(spec)}{'' if depth else ' (chosen on validation)'}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
                   f"dense {wb.dense()[0].precision}: median {statistics.median(t_all):.2f} s, "
                   f"p90 {sorted(t_all)[max(0, int(0.9 * len(t_all)) - 1)]:.2f} s over {len(t_all)} queries")  # fmt: skip
