@@ -26,7 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from patent_demo.index import faiss_kinds  # noqa: E402
-from patent_demo.index.dense import KINDS, DenseIndex, recall_against_exact  # noqa: E402
+from patent_demo.index.dense import KINDS, DenseIndex  # noqa: E402
+from patent_demo.index.scale import recall_against_exact  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -19,57 +19,37 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from patent_demo.atomic import atomic_json, atomic_text, atomic_write
+
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 METRICS = "metrics.json"
 COMMAND = "command.txt"
 STATE = "state.pt"
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 class CheckpointError(ValueError):
     """A checkpoint directory that is missing a file or does not match the model it is loaded into."""
 
 
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_json(path: str | os.PathLike, obj) -> None:
-    def _w(tmp):
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-
-    _atomic(Path(path), _w)
+    atomic_json(path, obj, indent=2, sort_keys=True, default=str)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` atomically (a temporary file moved into place)."""
-    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_text(path, text)
 
 
 def save_train_state(directory: str | os.PathLike, state: dict) -> None:
     """Write the resume state (optimiser, scheduler, step, RNG) atomically as ``state.pt``."""
-    _atomic(Path(directory) / STATE, lambda tmp: torch.save(state, tmp))
+    atomic_write(Path(directory) / STATE, lambda tmp: torch.save(state, tmp))
 
 
 def read_json(path: str | os.PathLike) -> dict:
@@ -108,7 +88,7 @@ def save_checkpoint(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
-    _atomic(directory / WEIGHTS, lambda tmp: save_file(tensors, tmp))
+    atomic_write(directory / WEIGHTS, lambda tmp: save_file(tensors, tmp))
     write_json(directory / CONFIG, config)
     if metrics is not None:
         write_json(directory / METRICS, metrics)

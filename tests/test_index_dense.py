@@ -13,7 +13,8 @@ import pytest
 from patent_demo.drawing.embed import embed_figures
 from patent_demo.index import dense, faiss_kinds
 from patent_demo.index.aggregate import aggregate_by_patent
-from patent_demo.index.dense import DenseIndex, recall_against_exact
+from patent_demo.index.dense import DenseIndex
+from patent_demo.index.scale import recall_against_exact
 from patent_demo.results import Results
 
 

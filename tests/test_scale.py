@@ -13,7 +13,8 @@ import pytest
 
 from patent_demo.index import dense as index_mod
 from patent_demo.index import scale
-from patent_demo.index.dense import DenseIndex, recall_against_exact
+from patent_demo.index.dense import DenseIndex
+from patent_demo.index.scale import recall_against_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 

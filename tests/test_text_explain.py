@@ -140,7 +140,7 @@ def test_rank_move_is_the_one_move_the_table_and_the_explanation_show():
     from types import SimpleNamespace
 
     from patent_demo.text.explain import rank_move
-    from patent_demo.ui.labelling import _moved, hit_rows
+    from patent_demo.ui.views import _moved, hit_rows
 
     extra = {"bm25_rank": 31, "dense_rank": 4, "pool_rank": 33}
     assert rank_move("dssdnet", extra, 1) == "↑ 32"  # the hybrid pool's rank, not BM25's (↑ 30)

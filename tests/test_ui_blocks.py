@@ -52,7 +52,7 @@ def test_enter_in_the_number_box_opens_the_record(tmp_path):
 def test_every_hit_table_shows_the_publication_date(tmp_path):
     """The drawing, application, text and combined tables each have a "published" column with the hit's
     publication date (``Patent.date``) beside its title."""
-    from patent_demo.ui.labelling import table_value
+    from patent_demo.ui.views import table_value
 
     wb, _ = make_workbench(tmp_path)
     p = wb.corpus.patents[0]

@@ -16,7 +16,8 @@ import argparse
 import re
 from pathlib import Path
 
-from patent_demo.data.corpus import CorpusError, _atomic_write, format_qrels, read_qrels
+from patent_demo.atomic import atomic_text
+from patent_demo.data.corpus import CorpusError, format_qrels, read_qrels
 
 
 def add_parser(sub) -> None:
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                 merged.setdefault(q, {})[d] = r
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out, format_qrels(merged))
+    atomic_text(out, format_qrels(merged))
     n = sum(len(d) for d in merged.values())
     rel = sum(1 for d in merged.values() for r in d.values() if r > 0)
     print(f"wrote {out}: {len(merged)} queries, {n} judgements ({rel} relevant)")

@@ -167,7 +167,7 @@ def read_text_queries(path: str | Path) -> list[tuple[str, str]]:
 # -- output -----------------------------------------------------------------------------------------------------
 def write_run(path: str, rows: list[tuple[str, str, float]], tag: str) -> None:
     """TREC run ``qid Q0 docid rank score tag`` (ranks restart at 1 for each query)."""
-    from patent_demo.data.corpus import _atomic_write
+    from patent_demo.atomic import atomic_text
 
     rank: dict[str, int] = {}
     lines = []
@@ -175,7 +175,7 @@ def write_run(path: str, rows: list[tuple[str, str, float]], tag: str) -> None:
         rank[qid] = rank.get(qid, 0) + 1
         lines.append(f"{qid} Q0 {doc} {rank[qid]} {score:.6f} {tag}\n")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(Path(path), "".join(lines))
+    atomic_text(Path(path), "".join(lines))
     print(f"wrote {path}: {len(rank)} queries, {len(lines)} lines", file=sys.stderr)
 
 

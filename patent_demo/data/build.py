@@ -31,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patent_demo.atomic import atomic_text
 from patent_demo.data.corpus import (
     MANIFEST,
     META,
@@ -38,7 +39,6 @@ from patent_demo.data.corpus import (
     SPLITS,
     Figure,
     Patent,
-    _atomic_write,
     family_splits,
     format_qrels,
 )
@@ -270,7 +270,7 @@ def build_corpus(
     if restart and (state / ITEMS).is_file():
         (state / ITEMS).unlink()
     state.mkdir(parents=True, exist_ok=True)
-    _atomic_write(state / PARAMS, json.dumps(params, indent=1, sort_keys=True) + "\n")
+    atomic_text(state / PARAMS, json.dumps(params, indent=1, sort_keys=True) + "\n")
     source = open_source(kind, src, out, images=images, metadata=metadata, scheme=scheme)
     done = {r["key"] for r in _read_items(state / ITEMS)}
     _stream(source, out, state / ITEMS, done, thumb_size, workers, progress, limit)
@@ -279,7 +279,7 @@ def build_corpus(
     summary.seconds = round(time.perf_counter() - t0, 2)
     meta = json.loads((out / META).read_text(encoding="utf-8"))
     meta["summary"] = summary.to_dict()
-    _atomic_write(out / META, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    atomic_text(out / META, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return summary
 
 
@@ -418,11 +418,11 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
     else:
         splits = family_splits(family_of, fractions, seed)
         split_rule = {"by": "family", "fractions": list(fractions), "seed": seed}
-    _atomic_write(out / SPLITS, json.dumps(splits, indent=1, sort_keys=True) + "\n")
+    atomic_text(out / SPLITS, json.dumps(splits, indent=1, sort_keys=True) + "\n")
     qrels = {q: {d: r for d, r in ds.items() if d in seen} for q, ds in source.qrels.items() if q in seen}
     qrels = {q: ds for q, ds in qrels.items() if ds}
     if qrels:
-        _atomic_write(out / QRELS, format_qrels(qrels))
+        atomic_text(out / QRELS, format_qrels(qrels))
     elif (out / QRELS).is_file():
         (out / QRELS).unlink()
     summary.codes = {s: {"patents": code_patents[s], "codes": len(c)} for s, c in sorted(codes.items())}
@@ -443,7 +443,7 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
         "splits": split_rule,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    _atomic_write(out / META, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    atomic_text(out / META, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return summary
 
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from patent_demo.atomic import atomic_text
 
 MANIFEST = "manifest.jsonl"
 SPLITS = "splits.json"
@@ -267,13 +268,13 @@ class Corpus:
         lines = "".join(
             json.dumps(p.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for p in self.patents
         )
-        _atomic_write(root / MANIFEST, lines)
+        atomic_text(root / MANIFEST, lines)
         if self.splits:
-            _atomic_write(root / SPLITS, json.dumps(self.splits, indent=1, sort_keys=True) + "\n")
+            atomic_text(root / SPLITS, json.dumps(self.splits, indent=1, sort_keys=True) + "\n")
         if self.qrels:
-            _atomic_write(root / QRELS, format_qrels(self.qrels))
+            atomic_text(root / QRELS, format_qrels(self.qrels))
         if self.meta:
-            _atomic_write(root / META, json.dumps(self.meta, indent=1, sort_keys=True) + "\n")
+            atomic_text(root / META, json.dumps(self.meta, indent=1, sort_keys=True) + "\n")
         return root
 
     @classmethod
@@ -414,28 +415,6 @@ def format_qrels(qrels: dict[str, dict[str, int]]) -> str:
     return "".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in sorted(qrels[q].items()))
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and move it into place, with the usual
-    permissions (``mkstemp`` creates files readable by their owner only)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def merge(corpora: Iterable[Corpus], root: str | os.PathLike, name: str = "") -> Corpus:

@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from patent_demo.atomic import atomic_text
 from patent_demo.data.build import BuildError, build_corpus
-from patent_demo.data.corpus import MANIFEST, Corpus, Patent, _atomic_write
+from patent_demo.data.corpus import MANIFEST, Corpus, Patent
 from patent_demo.titles import CORPUS_TITLES, write_titles
 
 STAMP = "real.json"
@@ -123,7 +124,7 @@ def ensure_real_corpus(data: str | os.PathLike, out: str | os.PathLike, *, limit
     corpus = _merge(built, data, out, copy_images)
     corpus.save(out)
     write_titles([data / t for t in IPC_TITLES], out / CORPUS_TITLES)  # the IPC titles the records show
-    _atomic_write(out / STAMP, json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+    atomic_text(out / STAMP, json.dumps(stamp, indent=1, sort_keys=True) + "\n")
     return Corpus.load(out)
 
 

@@ -37,15 +37,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
 
+from patent_demo.atomic import atomic_json, atomic_write
 from patent_demo.index.aggregate import aggregate_by_patent, rows_dot
 from patent_demo.index.faiss_kinds import (
     IVF_KINDS,
@@ -93,27 +93,6 @@ def _check_k(k: int, count: int) -> None:
         raise ValueError(f"k must be at least 1, got {k}")
     if k > count:
         raise ValueError(f"k={k} exceeds the {count} figures in the index; ask for at most {count}")
-
-
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, ensure_ascii=False, indent=1)
-            f.write("\n")
-
-    _atomic_write(path, write)
 
 
 class DenseIndex:
@@ -484,16 +463,16 @@ class DenseIndex:
             raise ValueError(f"embeddings_dtype must be 'float32' or 'float16', got {embeddings_dtype!r}")
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
-        _atomic_write(root / INDEX_FILE, lambda tmp: faiss.write_index(self.index, tmp))
-        _write_json(root / IDS_FILE, {"ids": self.ids, "patent_ids": self.patent_ids})
+        atomic_write(root / INDEX_FILE, lambda tmp: faiss.write_index(self.index, tmp), private=True)
+        atomic_json(root / IDS_FILE, {"ids": self.ids, "patent_ids": self.patent_ids}, True, ensure_ascii=False, indent=1)
         emb = self.embeddings.astype(embeddings_dtype)
 
         def write_npy(tmp: str) -> None:
             with open(tmp, "wb") as f:
                 np.save(f, emb)
 
-        _atomic_write(root / EMBEDDINGS_FILE, write_npy)
-        _write_json(root / PARAMS_FILE, self.describe() | {"embeddings_dtype": embeddings_dtype})
+        atomic_write(root / EMBEDDINGS_FILE, write_npy, private=True)
+        atomic_json(root / PARAMS_FILE, self.describe() | {"embeddings_dtype": embeddings_dtype}, True, ensure_ascii=False, indent=1)
         return root
 
     def describe(self) -> dict[str, Any]:
@@ -576,24 +555,3 @@ class DenseIndex:
             patent_fetch=int(meta.get("patent_fetch", 4)),
             patent_nprobe=int(meta.get("patent_nprobe", 0)),
         )
-
-
-# ----------------------------------------------------------------------------------------------
-# recall of an approximate index
-
-
-def recall_against_exact(index: DenseIndex, exact: DenseIndex, queries: Any, k: int) -> float:
-    """Mean over queries of ``|A_k(q) ∩ E_k(q)| / k``: the share of the exact top-k figures that
-    the approximate ``index`` returns in its own top-k. ``queries`` ``[Q, D]``; both indexes must
-    hold the same figures in the same order (build them from the same embeddings)."""
-    if index.ids != exact.ids:
-        raise ValueError("recall_against_exact needs two indexes over the same figures in the same order")
-    _, approx_rows = index.search_raw(queries, k)
-    _, exact_rows = exact.search_raw(queries, k)
-    if approx_rows.shape[0] == 0:
-        raise ValueError("recall_against_exact needs at least one query")
-    found = [
-        len(set(a[a >= 0].tolist()) & set(e[e >= 0].tolist())) / k
-        for a, e in zip(approx_rows, exact_rows, strict=True)
-    ]
-    return float(np.mean(found))

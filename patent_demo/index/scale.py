@@ -17,11 +17,14 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from patent_demo.index.faiss_kinds import KIND_DEFAULTS
+
+if TYPE_CHECKING:
+    from patent_demo.index.dense import DenseIndex
 
 TABLE = Path(__file__).with_name("scale_table.json")  # written by bench/bench_scale.py --table
 RECALL_TARGET = 0.95  # recall@100 against exact search
@@ -181,3 +184,20 @@ def merge_shards(directory: str | os.PathLike, ids: Sequence[str], patent_ids: S
     x = np.concatenate(parts, axis=0)
     settings = {"kind": kind} if kind else index_settings(len(ids), x.shape[1])
     return DenseIndex.build(x, ids, patent_ids, **settings, **build)
+
+
+def recall_against_exact(index: DenseIndex, exact: DenseIndex, queries: Any, k: int) -> float:
+    """Mean over queries of ``|A_k(q) ∩ E_k(q)| / k``: the share of the exact top-k figures that
+    the approximate ``index`` returns in its own top-k. ``queries`` ``[Q, D]``; both indexes must
+    hold the same figures in the same order (build them from the same embeddings)."""
+    if index.ids != exact.ids:
+        raise ValueError("recall_against_exact needs two indexes over the same figures in the same order")
+    _, approx_rows = index.search_raw(queries, k)
+    _, exact_rows = exact.search_raw(queries, k)
+    if approx_rows.shape[0] == 0:
+        raise ValueError("recall_against_exact needs at least one query")
+    found = [
+        len(set(a[a >= 0].tolist()) & set(e[e >= 0].tolist())) / k
+        for a, e in zip(approx_rows, exact_rows, strict=True)
+    ]
+    return float(np.mean(found))

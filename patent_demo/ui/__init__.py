@@ -14,9 +14,10 @@ Modules, in the order a request meets them:
   its events (``tabs_search``: Drawing, Text, Combined; ``tabs_review``: Embedding map, Error analysis,
   Export, Training, Agreement; ``panel``: the label panel); ``events``: what the parts share (the session
   and its owner check, the cursor's refresh).
-* ``handlers``: the search handlers (drawing, application, text, combined, maps, evaluation);
-  ``examiner``: the filter panel, crop, sheets, the whole record, side by side, the search report;
-  ``labelling``: the one cursor, labels, undo, export, agreement and adjudication.
+* ``handlers``: the search handlers (drawing, application, text, combined), with ``review``'s for the
+  maps, the evaluation, the comparison and training; ``examiner``: the filter panel, crop, sheets, the
+  whole record, side by side, the search report; ``labelling``: the one cursor, labels, undo, export,
+  agreement and adjudication; ``views``: what they show (escaped text, ⚠️ lines, tables, cursor lines).
 * ``inputs``: what a request carries, checked before any work; ``access``: who acts (sign-in, login,
   admins), who owns a session, lenient inputs, the private folder of served files.
 

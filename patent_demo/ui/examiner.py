@@ -44,7 +44,7 @@ from patent_demo.ui.inputs import (
     top_k,
     upload,
 )
-from patent_demo.ui.labelling import warn
+from patent_demo.ui.views import warn
 from patent_demo.wording import counted
 from patent_demo.workbench import Workbench
 

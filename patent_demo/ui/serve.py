@@ -12,10 +12,10 @@ import gradio as gr
 
 from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import LabelStore, StoreUnwritable
+from patent_demo.ui.access import Identity
 from patent_demo.ui.args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
 from patent_demo.ui.blocks import build_demo
 from patent_demo.ui.guard import OPEN_UPLOAD_MB, Budget, Guard, TempSweeper
-from patent_demo.ui.labelling import Identity
 from patent_demo.workbench import Workbench
 
 SHORTCUTS = {

@@ -17,7 +17,8 @@ from patent_demo.ui.access import lenient
 from patent_demo.ui.events import Cursor, Models
 from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.inputs import NO_DRAWINGS, Selection
-from patent_demo.ui.labelling import COMBINED_HEADERS, HIT_HEADERS, TEXT_HEADERS, LabelHandlers, esc
+from patent_demo.ui.labelling import LabelHandlers
+from patent_demo.ui.views import COMBINED_HEADERS, HIT_HEADERS, TEXT_HEADERS, esc
 from patent_demo.workbench import Workbench
 
 TEXT_IDS = {"bm25": "t-bm25", "dense": "t-dense", "hybrid": "t-hybrid", "dssdnet": "t-dss", "fused": "t-fused"}
