@@ -15,10 +15,10 @@ Examples::
 
 Training follows the article (AdamW, lr 2e-5, weight decay 5e-4, dropout 0.1, batch 64, early
 stopping on the validation loss). Only the heads and the top ``--train-layers`` encoder layers
-train; the checkpoint stores those parameters only (a delta on the base weights); on one process the
-frozen layers' outputs are cached (``train/dssdnet/cache.py``); the data sources (the public pair TSV,
-the app's exported labels, a text corpus with citations or qrels) are ``train/dssdnet/data.py``. Evaluation runs before and after
-training: BM25 top ``--k-first`` for the queries of each ``--eval-split``, the first ``--k-rerank``
+train; the checkpoint stores those parameters only (a delta on the base weights). The data sources (the
+public pair TSV, the app's exported labels, a text corpus with citations or qrels) and, on one process,
+the cache of the frozen layers' outputs are ``train/dssdnet/data.py``; the epochs and their steps are
+``train/dssdnet/loop.py`` (``fit``). Evaluation runs before and after training: BM25 top ``--k-first`` for the queries of each ``--eval-split``, the first ``--k-rerank``
 re-ranked, Recall/MAP/PRES/nDCG at ``--ks`` (``patent_demo.metrics.evaluate_run``); for a pair
 source, BM25 over each query's own candidates against the re-ranked candidates.
 
@@ -45,7 +45,8 @@ from patent_demo.text.evaluate import MAP_DEFINITIONS
 from patent_demo.text.reranker import Reranker, create_reranker, load_config
 from train.dssdnet import data
 from train.dssdnet.args import VARIANT_CHOICES, build_parser, parse_args
-from train.dssdnet.cache import CachedReranker, FeatureCache, encoder_layers
+from train.dssdnet.data import CachedReranker, FeatureCache, encoder_layers
+from train.dssdnet.loop import Progress, Training, fit, lr_schedule
 
 log = logging.getLogger("train.dssdnet")
 
@@ -131,74 +132,6 @@ def freeze(model: Reranker, train_layers: int) -> None:
     layers = encoder_layers(model)
     for layer in list(layers)[len(layers) - min(train_layers, len(layers)) :]:
         layer.requires_grad_(True)
-
-
-def lr_schedule(optimizer, args, pairs_per_epoch: int, world: int) -> torch.optim.lr_scheduler.LambdaLR:
-    """``--schedule``: constant, or linear warm-up over ``--warmup`` of the run's steps and linear decay to 0."""
-    steps_per_epoch = max(1, math.ceil(pairs_per_epoch / max(1, world) / args.batch_size))
-    total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
-    warm = max(1, int(round(args.warmup * total)))
-    if args.schedule == "constant":
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warm, max(0.0, (total - step) / max(1, total - warm)))
-    )
-
-
-# -- steps -----------------------------------------------------------------------------------------
-def _autocast(device: torch.device, precision: str):
-    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return torch.autocast(device.type, enabled=False)
-
-
-def batch_losses(
-    model,
-    loss_fn: DSSDNetLoss,
-    pairs: list[data.Pair],
-    device,
-    precision: str,
-    cache: FeatureCache | None = None,
-) -> dict[str, torch.Tensor]:
-    """The weighted loss terms of one batch of pairs (queries, docs -> ``[B, L]`` tokens -> outputs;
-    with a feature cache, the cache's ``e = H_CLS`` [B, H] -> the heads). ``t`` is NaN where the data
-    has no domain label: the heads use their prediction there and ``L_t`` leaves the pair out."""
-    core = model.module if hasattr(model, "module") else model
-    y = torch.tensor([p.y for p in pairs], device=device)
-    t = torch.tensor([p.t for p in pairs], device=device)
-    with _autocast(device, precision):
-        if cache is not None:
-            out = core.heads(cache.encode([p.query for p in pairs], [p.doc for p in pairs]), t)
-        else:
-            out = model(**core.tokenize([p.query for p in pairs], [p.doc for p in pairs]), t=t)
-    out = {k: v.float() for k, v in out.items()}
-    return loss_fn(out, y, t)
-
-
-@torch.no_grad()
-def validation_loss(
-    model,
-    loss_fn,
-    pairs: list[data.Pair],
-    batch_size: int,
-    device,
-    precision: str,
-    cache: FeatureCache | None = None,
-) -> float:
-    """Mean total loss over ``pairs`` (batches of ``batch_size``, the training batch size, weighted by
-    batch length; the pairs come shuffled, so batches mix labels as in training)."""
-    if not pairs:
-        return float("nan")
-    was = model.training
-    model.eval()
-    total = 0.0
-    for i in range(0, len(pairs), batch_size):
-        chunk = pairs[i : i + batch_size]
-        total += float(sum(batch_losses(model, loss_fn, chunk, device, precision, cache).values())) * len(
-            chunk
-        )
-    model.train(was)
-    return total / len(pairs)
 
 
 def _init_from(directory: str) -> tuple[Reranker, dict | None, str]:
@@ -292,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
              "world %d, cache %s", run_name, len(first_pairs), len(val_pairs), scheme, alpha, f"{n_trainable:,}",
              device, world, "off" if cache is None else f"after {cache.boundary} frozen layers")  # fmt: skip
 
-    start_epoch, step, best_val, bad_epochs, history = 0, 0, math.inf, 0, []
+    start = Progress(history=[])
     metrics: dict = {}
     state = checkpoint.load_train_state(out) if args.resume else None
     if args.resume and state is None:
@@ -303,15 +236,16 @@ def main(argv: list[str] | None = None) -> int:
         if state.get("scheduler") is not None:
             scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
-        start_epoch, step, best_val, bad_epochs = (
-            state["epoch"],
-            state["step"],
-            state["best_val"],
-            state["bad_epochs"],
+        start = Progress(
+            epoch=state["epoch"],
+            step=state["step"],
+            best_val=state["best_val"],
+            bad_epochs=state["bad_epochs"],
+            history=list(checkpoint.load_metrics(out).get("history", [])),
+            best_weights=dict(state["best"]) if "best" in state else None,
         )
-        history = list(checkpoint.load_metrics(out).get("history", []))
         metrics = {k: v for k, v in checkpoint.load_metrics(out).items() if k in ("before", "bm25", "splits")}
-        log.info("resumed from epoch %d, step %d, best val loss %.4f", start_epoch, step, best_val)
+        log.info("resumed from epoch %d, step %d, best val loss %.4f", start.epoch, start.step, start.best_val)
     train_model = model
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(
@@ -334,105 +268,17 @@ def main(argv: list[str] | None = None) -> int:
                 log.info("%-5s before %s", s, data.fmt(metrics["splits"][s]["before"]))
         metrics.update({k: v for k, v in metrics["splits"][headline].items()})
 
-    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
-    best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
-    if state is not None and "best" in state:
-        best_weights = dict(state["best"])
-    stop_reason = "epochs"
-    epoch = start_epoch
-    train_started, train_cpu = time.perf_counter(), time.process_time()
-    for epoch in range(start_epoch, args.epochs):
-        pairs = epoch_pairs(epoch)
-        sampler = torch.utils.data.DistributedSampler(
-            range(len(pairs)), num_replicas=world, rank=rank, shuffle=True, seed=args.seed
-        )
-        sampler.set_epoch(epoch)
-        order = list(sampler)
-        train_model.train()
-        running: dict[str, float] = {}
-        for i in range(0, len(order), args.batch_size):
-            batch = [pairs[j] for j in order[i : i + args.batch_size]]
-            losses = batch_losses(train_model, loss_fn, batch, device, args.precision, cache)
-            total = sum(losses.values())
-            optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            if args.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(heads + enc, args.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            for k, v in losses.items():
-                running[k] = running.get(k, 0.0) + float(v.detach())
-            if step % args.log_every == 0:
-                log.info(
-                    "epoch %d step %d loss %.4f %s", epoch, step, float(total.detach()),
-                    " ".join(f"{k}={float(v.detach()):.4f}" for k, v in losses.items()),
-                )  # fmt: skip
-            if args.max_steps is not None and step >= args.max_steps:
-                break
-        val_loss = validation_loss(model, loss_fn, val_pairs, args.batch_size, device, args.precision, cache)
-        extra = {}
-        if args.select_on == "pearson":
-            model.eval()
-            extra["val_pearson"] = data.evaluate(scorer, eval_task, args, "val")[0]["pearson"]
-            val = 1.0 - extra["val_pearson"]  # lower is better, like the loss
-        else:
-            val = val_loss
-        if cache is not None and rank == 0:
-            cache.save()
-        n_batches = max(1, math.ceil(len(order) / args.batch_size))
-        history.append(
-            {
-                "epoch": epoch + 1,
-                "step": step,
-                "val_loss": round(val_loss, 6),
-                **{k: round(v, 6) for k, v in extra.items()},
-                **{k: round(v / n_batches, 6) for k, v in running.items()},
-            }
-        )
-        improved = not math.isnan(val) and val < best_val
-        if improved or math.isnan(val):
-            best_val = val if improved else best_val
-            bad_epochs = 0
-            best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
-        else:
-            bad_epochs += 1
-        log.info("epoch %d: val loss %.4f%s (selection %.4f, best %.4f, %d epoch(s) without improvement), %.0f s",
-                 epoch + 1, val_loss, "".join(f", {k} {v:.4f}" for k, v in extra.items()), val, best_val, bad_epochs,
-                 time.perf_counter() - started)  # fmt: skip
-        if rank == 0:
-            current = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in trainable}
-            checkpoint.save_train_state(
-                out,
-                {
-                    "model": current,
-                    "best": {k: v.cpu() for k, v in best_weights.items()},
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                    "epoch": epoch + 1,
-                    "step": step,
-                    "best_val": best_val,
-                    "bad_epochs": bad_epochs,
-                },
-            )
-            checkpoint.write_json(out / checkpoint.METRICS, {**metrics, "history": history})
-        if bad_epochs >= args.patience:
-            stop_reason = "early stopping"
-            break
-        if args.max_steps is not None and step >= args.max_steps:
-            stop_reason = "max steps"
-            break
-        if (
-            args.time_budget_min is not None
-            and time.perf_counter() - train_started > 60 * args.time_budget_min
-        ):
-            stop_reason = "time budget"
-            break
-    train_seconds, train_cpu_seconds = time.perf_counter() - train_started, time.process_time() - train_cpu
+    # the epochs
+    training = Training(
+        model=model, train_model=train_model, loss_fn=loss_fn, optimizer=optimizer, scheduler=scheduler,
+        params=heads + enc, cache=cache, scorer=scorer, eval_task=eval_task, epoch_pairs=epoch_pairs,
+        val_pairs=val_pairs, out=out, device=device, rank=rank, world=world,
+    )  # fmt: skip
+    fitted = fit(training, args, start, metrics, started)
+    step, best_val, history, stop_reason = fitted.step, fitted.best_val, fitted.history, fitted.stop_reason
 
     # the best weights, evaluated and written
-    checkpoint.apply_weights(model, best_weights, partial=True)
+    checkpoint.apply_weights(model, fitted.best_weights, partial=True)
     model.eval()
     if rank == 0:
         if eval_task is not None:
@@ -448,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                 cache.save()
         metrics.update(
             history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
-            train_seconds=round(train_seconds, 1), train_cpu_seconds=round(train_cpu_seconds, 1),
+            train_seconds=round(fitted.train_seconds, 1), train_cpu_seconds=round(fitted.train_cpu_seconds, 1),
             total_seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu_started, 1),
             map_definitions=MAP_DEFINITIONS, evaluation=data.eval_description(args, eval_task, headline),
         )  # fmt: skip
