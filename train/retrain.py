@@ -40,6 +40,7 @@ from pathlib import Path
 from patent_demo.checkpoint import STATE, load_config, load_metrics
 from patent_demo.data.corpus import Corpus
 from patent_demo.labels.report import metric_rows, summarise, to_markdown, write_report
+from patent_demo.request import DrawingRequest, TextRequest
 from train.labels_data import guard_dssdnet_rows, guard_hmcl_rows, read_rows, write_rows
 from train.labels_head import add_head_args, retrain_head
 
@@ -168,7 +169,7 @@ def drawing_ranks(wb, rows: Sequence[dict], held: set[str], root: Path, old: str
         path = root / anchor["image_file"]
         ranks = {}
         for phase, model in (("before", old), ("after", new)):
-            res = wb.search_drawing(path, model, k=n, group_by_patent=True)
+            res = wb.search_drawing(DrawingRequest.build(wb, path, model, k=n, per_patent=True))
             ranks[phase] = {h.patent_id: h.rank for h in res.hits}
         items = []
         for key, default in (("positives", None), ("hard_negatives", 0)):
@@ -191,7 +192,7 @@ def text_ranks(wb, rows: Sequence[dict], held: set[str], old: str, new: str) -> 
     for row in rows:
         ranks = {}
         for phase, model in (("before", old), ("after", new)):
-            _, dss = wb.search_text(row["query"], row.get("query_codes") or {}, k=k, model=model)
+            dss = wb.search_text(TextRequest.build(row["query"], row.get("query_codes") or {}, model, k)).lists["dssdnet"]
             ranks[phase] = {pid: r for r, pid in enumerate(dss.ids, 1)}
         items = [{"candidate": it["id"], "label": {2: "relevant", 1: "partly"}.get(int(it.get("grade", 0)), "not"),
                   "grade": int(it.get("grade", 0)), "shown_rank": it.get("rank"),
