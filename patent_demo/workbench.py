@@ -61,6 +61,7 @@ class WorkbenchConfig:
     seed: int = 0
     checkpoint_dirs: tuple[Path, ...] = (Path("checkpoints"),)
     bm25_candidates: int = 100
+    bm25_shards: int = 0  # BM25 scored on this many threads (BM25Index.use_numba; needs numba); 0: numpy
     batch_size: int = 32
     map_points: int = 1500
     backend: str = "faiss"  # drawing and dense text searches go through (patent_demo.backends): faiss, qdrant
@@ -232,6 +233,8 @@ class Workbench:
                 else:
                     self._bm25 = BM25Index.build(self.corpus.patents)
                     self._bm25.save(root)
+                if self.config.bm25_shards:
+                    self._bm25.use_numba(shards=self.config.bm25_shards)
             return self._bm25
 
     def dense(self):

@@ -248,3 +248,15 @@ def test_examples_one_per_subclass(bench):
         "D0006_0.png",
         "D0008_0.png",
     ]
+
+
+def test_bm25_on_several_threads_gives_the_same_lists(tmp_path, bench):
+    """``bm25_shards`` (the app's ``--bm25-shards``) scores BM25 on threads: the same lists and scores."""
+    pytest.importorskip("numba")
+    wb, _ = bench
+    sharded, _ = make_workbench(tmp_path, bm25_shards=2)
+    for text in ("lamp with a shade and bulb", "chair seat leg"):
+        req = TextRequest.build(text, "", k=8, lists=["bm25"], rerank=False)
+        a, b = wb.search_text(req).lists["bm25"], sharded.search_text(req).lists["bm25"]
+        assert a.ids == b.ids and np.array_equal(a.scores, b.scores)
+    assert sharded.bm25()._shards == 2 and wb.bm25()._shards is None

@@ -69,6 +69,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
                    help="hybrid candidates a re-ranker scores when its checkpoint records no depth chosen on "
                         "validation (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
+    p.add_argument("--bm25-shards", type=int, default=int(_env("PATENT_DEMO_BM25_SHARDS", 0)),
+                   help="score BM25 on this many threads, each over its share of the documents, with the same "
+                        "scores (needs numba; for corpora of a million abstracts: docs/scale.md); 0: one thread "
+                        "(PATENT_DEMO_BM25_SHARDS; default 0)")  # fmt: skip
     p.add_argument(
         "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
     )
@@ -130,6 +134,7 @@ def make_workbench(args: argparse.Namespace) -> Workbench:
         demo_size=args.demo_size,
         checkpoint_dirs=tuple(Path(c) for c in args.checkpoints if c),
         bm25_candidates=args.bm25_candidates,
+        bm25_shards=args.bm25_shards,
         backend=args.backend,
         backend_url=args.backend_url,
         backend_fallback=args.backend_fallback,
