@@ -1,6 +1,7 @@
 """Query expansion (average QE over the top k) and database-side augmentation (DBA: each gallery item
 averaged with its top k) on the USPC val split, for zero-shot and the shipped head, from the cached
-trunk features of ``train.hmcl.features.trunk_features`` (the query itself never counts as its own neighbour).
+trunk features of ``patent_demo.drawing.trunk.trunk_features`` (the query itself never counts as its own
+neighbour).
 
     python bench/bench_qe.py --json docs/bench/qe_dba_uspc_val.json
 """

@@ -1,4 +1,4 @@
-"""Tests: train/loop_text.py
+"""Tests: train/loop_text.py, train/loop_text_scores.py
 
 The text learning curve of the examiner loop, on tiny hand-made data: the budget subsets are seeded and nested,
 label rows are tied to their query patents, rows and candidates of validation and test queries never reach
@@ -14,6 +14,7 @@ import pytest
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.text.precision import cpu_name
 from train import loop_text as lt
+from train import loop_text_scores as scores
 
 IDS = [f"US{n}" for n in range(100, 130)]
 
@@ -85,17 +86,17 @@ def test_rows_are_tied_to_their_query_patents_and_val_test_never_train():
 def test_bootstrap_figures_are_the_hand_worked_ones():
     a = {"map@10": [0.5, 0.5, 0.5, 0.5], "recall@100": [1.0, 0.0, 1.0, 0.0]}
     b = {"map@10": [0.25, 0.25, 0.25, 0.25], "recall@100": [1.0, 0.0, 1.0, 0.0]}
-    out = lt.compare(a, b, n_boot=2000)
+    out = scores.compare(a, b, n_boot=2000)
     # every per-query difference is 0.25 (or 0): every resample has that mean, so the interval is a point
     assert out["map@10"] == {"diff": 0.25, "low": 0.25, "high": 0.25, "p_le_0": 0.0}
     assert out["recall@100"] == {"diff": 0.0, "low": 0.0, "high": 0.0, "p_le_0": 1.0}
     # differences 1 and 0: the observed mean 0.5, resample means in {0, 0.5, 1}, the interval [0, 1]
-    one = lt.compare({"map@10": [1.0, 0.0], "recall@100": [0.0, 0.0]}, {"map@10": [0.0, 0.0], "recall@100": [0.0, 0.0]},
+    one = scores.compare({"map@10": [1.0, 0.0], "recall@100": [0.0, 0.0]}, {"map@10": [0.0, 0.0], "recall@100": [0.0, 0.0]},
                      n_boot=2000)  # fmt: skip
     assert one["map@10"]["diff"] == 0.5 and one["map@10"]["low"] == 0.0 and one["map@10"]["high"] == 1.0
     assert 0.2 < one["map@10"]["p_le_0"] < 0.3  # P(both resampled queries are the zero one) = 1/4
-    assert lt.means(a) == {"map@10": 0.5, "recall@100": 0.5}
-    assert lt.pick(a, [1, 2]) == {"map@10": [0.5, 0.5], "recall@100": [0.0, 1.0]}
+    assert scores.means(a) == {"map@10": 0.5, "recall@100": 0.5}
+    assert scores.pick(a, [1, 2]) == {"map@10": [0.5, 0.5], "recall@100": [0.0, 1.0]}
 
 
 def test_a_point_is_summarised_against_zero_and_the_hybrid():
@@ -104,13 +105,13 @@ def test_a_point_is_summarised_against_zero_and_the_hybrid():
             "fused": {"map@10": [0.2, 0.5, 0.0], "recall@100": [1.0, 0.5, 0.0]}}  # fmt: skip
     point = {"dssdnet": {"map@10": [0.4, 0.3, 0.2], "recall@100": [1.0, 0.5, 0.0]},
              "fused": {"map@10": [0.2, 0.5, 0.3], "recall@100": [1.0, 0.5, 0.0]}}  # fmt: skip
-    s = lt.summarise(point, zero, hybrid, 500)
+    s = scores.summarise(point, zero, hybrid, 500)
     assert s["test"]["map@10"] == pytest.approx(0.3) and s["fused"]["map@10"] == pytest.approx(1.0 / 3)
     assert s["vs_zero"]["map@10"]["diff"] == pytest.approx(0.5 / 3)  # (0.3 + 0 + 0.2) / 3
     assert s["vs_hybrid"]["map@10"]["diff"] == pytest.approx(0.1)  # (0.2 - 0.1 + 0.2) / 3
     assert s["fused_vs_zero"]["map@10"]["diff"] == pytest.approx(0.1)
     assert s["vs_zero"]["recall@100"]["diff"] == 0.0
-    only = lt.summarise(point, zero, hybrid, 500, index=[0])
+    only = scores.summarise(point, zero, hybrid, 500, index=[0])
     assert only["vs_zero"]["map@10"]["diff"] == pytest.approx(0.3) and only["test"]["map@10"] == pytest.approx(0.4)
 
 

@@ -10,10 +10,14 @@ import pytest
 import torch
 
 from patent_demo.checkpoint import load_config, load_metrics, load_train_state, load_weights
-from patent_demo.drawing.finetune import load_hmcl_checkpoint, set_trainable, vision_blocks
+from patent_demo.drawing.finetune import (
+    load_hmcl_checkpoint,
+    set_trainable,
+    text_tower_features,
+    vision_blocks,
+)
 from train import evaluate as evaluate_script
 from train.hmcl import data as hmcl_sources
-from train.hmcl import features as hmcl_features
 from train.hmcl import main as hmcl
 
 LEVEL_KEYS = {"patent_map", "subclass_map", "main_map", "patent_ndcg@10", "subclass_ndcg@10", "main_ndcg@10"}
@@ -131,7 +135,7 @@ def test_loaded_model_blocks_and_text_features(runs):
 
     tok = get_tokenizer("lite-clip")
     texts = ["Chair. A chair with four legs", "Lamp"]
-    feats, proj = hmcl_features.text_tower_features(model, tok, texts)
+    feats, proj = text_tower_features(model, tok, texts)
     with torch.no_grad():
         want = model.encode_text(tok(texts))
         assert torch.allclose(proj(feats), want, atol=1e-5, rtol=0)

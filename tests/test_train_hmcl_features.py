@@ -62,8 +62,7 @@ def test_uspc_items_and_shuffle():
 @pytest.fixture(scope="module")
 def tower():
     from patent_demo.drawing.encoders import create_encoder
-    from patent_demo.drawing.finetune import set_trainable
-    from train.hmcl.features import SplitTower
+    from patent_demo.drawing.finetune import SplitTower, set_trainable
 
     model, _, _ = create_encoder("lite-clip", image_size=64)
     model.eval()
@@ -154,7 +153,8 @@ def test_config_rejects_architecture_keys(tmp_path):
 
 
 def test_whitened_projection_decorrelates_the_training_features(tower):
-    from train.hmcl.features import SplitTower, whiten_projection
+    from patent_demo.drawing.finetune import SplitTower
+    from train.hmcl.features import whiten_projection
 
     model, _ = tower
     pooled = SplitTower(model, 0)

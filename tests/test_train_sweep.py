@@ -12,15 +12,16 @@ import numpy as np
 import pytest
 
 from patent_demo import checkpoint
+from patent_demo.reports.tables import mean_std, summarise_against
 from train import sweep
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_mean_std_and_the_end_to_end_table():
-    assert sweep.mean_std([1.0, 2.0, 3.0]) == (2.0, 1.0)
-    assert sweep.mean_std([0.5, None, float("nan")]) == (0.5, 0.0)
-    assert all(math.isnan(x) for x in sweep.mean_std([None]))
+    assert mean_std([1.0, 2.0, 3.0]) == (2.0, 1.0)
+    assert mean_std([0.5, None, float("nan")]) == (0.5, 0.0)
+    assert all(math.isnan(x) for x in mean_std([None]))
     results = {
         "cl": {"cl-s0": {"metrics": {"patent_map": 0.25}, "silhouette": 0.1},
                "cl-s1": {"metrics": {"patent_map": 0.75}, "silhouette": None}},
@@ -49,7 +50,7 @@ def test_cached_summary_bootstraps_seed_means_against_the_reference():
         "zero-shot-224": {"zero-shot-224": result(1.0)},
         "hmcl": {"hmcl-s0": result(1.0), "hmcl-s1": result(2.0)},
     }
-    summary = sweep.summarise_against(results, "zero-shot-224", cols, 200)
+    summary = summarise_against(results, "zero-shot-224", cols, 200)
     assert summary["zero-shot-224"]["bootstrap"] == {}
     h = summary["hmcl"]
     assert h["n"] == 2 and h["runs"] == ["hmcl-s0", "hmcl-s1"]

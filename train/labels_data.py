@@ -11,13 +11,16 @@
   become patent-pair overrides of the HMCL relevance matrix (Eq. 2): ``h = s_rel`` (grade 2) or
   ``s_partly`` (grade 1) for judged-relevant pairs, and a ``negative_mask`` entry for pairs judged not
   relevant, so such a pair is never a positive, not even through a shared subclass.
-* :class:`LabelBatches`: adds ``G`` label groups to every step's batch of ``StepBatches``,
-  deterministically from ``(seed, step)`` so runs reproduce and resume exactly.
+* :class:`LabelBatches`: adds ``G`` label groups to every step's batch of
+  ``patent_demo.drawing.sampler.StepBatches``, deterministically from ``(seed, step)`` so runs reproduce
+  and resume exactly.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +31,7 @@ import torch
 
 from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
 from patent_demo.digests import file_sha256
-from train.hmcl.features import step_seed
+from patent_demo.drawing.sampler import step_seed
 
 GRADE_RELEVANT, GRADE_PARTLY = 2, 1
 MIN_CONTAINED_CHARS = 40  # a text query at least this long found inside a test patent's text is a leak
@@ -345,10 +348,30 @@ class LabelBatches:
             step += 1
 
 
+def add_label_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``train.hmcl`` options of examiner labels, read by :func:`label_training`."""
+    a = p.add_argument
+    a(
+        "--labels",
+        default=None,
+        help="label JSONL exported by the app (hmcl.jsonl): extra positives and hard negatives",
+    )
+    a("--labels-root", default=None,
+      help="folder the rows' anchor image_file paths are relative to (the label database's folder; default: the file's)")  # fmt: skip
+    a("--label-weights", type=float, nargs=2, default=None, metavar=("S_REL", "S_PARTLY"),
+      help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)")  # fmt: skip
+    a("--label-groups", type=int, default=4, help="labelled queries added to every batch")
+    a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
+    a("--label-negatives", type=int, default=2, help="judged-not-relevant figures per labelled query in a batch")  # fmt: skip
+    a("--allow-test-labels", action="store_true",
+      help="also train on labels of test-split queries and candidates (held out by default)")  # fmt: skip
+    a("--test-split", default="test", help="split whose queries and patents labels must not come from")
+
+
 def label_training(args, corpus: Corpus, train_patents: Sequence[Patent], figures: list[Figure],
                    fig_patent: list[int]) -> tuple[LabelTraining, dict]:  # fmt: skip
     """``train.hmcl``'s ``--labels`` rows that pass the leak guard, as label groups (extending ``figures``
-    and ``fig_patent`` in place), and the statistics its checkpoint records."""
+    and ``fig_patent`` in place), and the statistics its checkpoint records (also logged)."""
     rows = read_rows(args.labels, modality="drawing")
     kept, stats = guard_hmcl_rows(rows, corpus, args.test_split, args.allow_test_labels)
     s_rel, s_partly = args.label_weights or args.weights[:2]
@@ -356,6 +379,14 @@ def label_training(args, corpus: Corpus, train_patents: Sequence[Patent], figure
     labels = LabelTraining(kept, corpus, root, train_patents, figures, fig_patent, {2: s_rel, 1: s_partly})
     out = stats.to_dict() | {"file": str(args.labels), "groups": len(labels.groups), "pairs_trained": labels.num_pairs,
                              "ignored": labels.ignored, "s_rel": s_rel, "s_partly": s_partly}  # fmt: skip
+    log = logging.getLogger("train.hmcl")
+    log.info(
+        "labels %s: %d queries, %d judged pairs used; held out %d test-split queries (%d pairs) and %d "
+        "test-split candidates", args.labels, out["groups"], out["pairs_trained"],
+        out["queries_held_out"], out["pairs_held_out"], out["candidates_held_out"],
+    )  # fmt: skip
+    if not labels.groups:
+        log.warning("no label row is left to train on")
     return labels, out
 
 

@@ -188,6 +188,26 @@ def evaluate_drawings(
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}
 
 
+def evaluate_splits(
+    model: torch.nn.Module, transform: Any, corpus: Corpus, splits: Sequence[str], ks: Sequence[int], batch_size: int
+) -> dict:
+    """``{split: evaluate_drawings(...)}`` of the non-empty ``splits`` of ``corpus``."""
+    out = {}
+    for split in splits:
+        if corpus.splits.get(split):
+            out[split] = evaluate_drawings(model, transform, corpus, split, ks=ks, batch_size=batch_size)
+    return out
+
+
+def brief_maps(results: dict) -> str:
+    """One log line of patent, subclass and main-class mAP per split of :func:`evaluate_splits`."""
+    keys = ("patent_map", "subclass_map", "main_map")
+    return "; ".join(
+        f"{split}: " + " ".join(f"{k}={(m['metrics'].get(k) or float('nan')):.4f}" for k in keys)
+        for split, m in results.items()
+    )
+
+
 SUMMARY_KEYS = ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
 
 

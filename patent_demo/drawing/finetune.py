@@ -5,6 +5,8 @@ What the app and the training scripts both need about an HMCL (or CL) fine-tuned
 * :func:`vision_blocks` / :func:`set_trainable`: the vision tower as an ordered list of blocks; the last
   ``N`` blocks plus the projections train, the rest stays frozen (so CPU training is fast and the
   checkpoint small).
+* :class:`SplitTower`: the vision tower cut before its first trainable block, so the frozen part runs once
+  per cached view; :func:`text_tower_features`: the frozen text tower's outputs and the trainable projection.
 * :func:`load_encoder` / :func:`load_hmcl_checkpoint`: rebuild the encoder from its package weights and
   apply a checkpoint that stores only the parameters training changed (``patent_demo.checkpoint.delta``).
 
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from patent_demo.checkpoint import CheckpointError, apply_weights, load_config, load_weights
 
@@ -95,6 +98,90 @@ def set_trainable(model: torch.nn.Module, train_blocks: int, text_projection: bo
         if name in chosen:
             names.append(name)
     return names
+
+
+# ----------------------------------------------------------------------------------------------
+# a tower cut for cached training, frozen text features
+
+
+class SplitTower(nn.Module):
+    """A timm EfficientNet/MobileNet-style vision tower (``model.visual.trunk``) cut before its last
+    ``train_blocks`` blocks (:func:`vision_blocks` order): ``prefix(x)`` is the
+    frozen part, ``suffix(f)`` the trainable part and the projection head. With ``train_blocks = 0`` only the
+    projection trains and the cut falls after the pooling (``prefix`` gives the pooled trunk features).
+    ``encode_image(f)`` runs the suffix, so the module stands in for the encoder in
+    ``train.hmcl.loop.TrainModule``; ``suffix(prefix(x)) == model.encode_image(x)``."""
+
+    def __init__(self, model: nn.Module, train_blocks: int) -> None:
+        super().__init__()
+        self.model = model
+        trunk = model.visual.trunk
+        if not hasattr(trunk, "blocks") or not hasattr(trunk, "conv_stem"):
+            raise ValueError("feature caching needs a timm EfficientNet-style trunk (conv_stem, blocks)")
+        self.blocks = [b for stage in trunk.blocks for b in stage]
+        # vision_blocks: group 0 is the stem, then one group per block (the last also holds conv_head)
+        self.cut = max(0, len(self.blocks) - train_blocks)
+        self.pooled = train_blocks == 0
+        self.cut_key: int | str = "pooled" if self.pooled else self.cut
+
+    def _pool(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.model.visual.trunk
+        return t.forward_head(t.bn2(t.conv_head(x)))
+
+    @torch.no_grad()
+    def prefix(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.model.visual.trunk
+        x = t.bn1(t.conv_stem(x))
+        return self.advance(x, 0)
+
+    @torch.no_grad()
+    def advance(self, f: torch.Tensor, from_cut: int) -> torch.Tensor:
+        """Prefix outputs at this tower's cut from features cut earlier (before block ``from_cut``)."""
+        for b in self.blocks[from_cut : self.cut]:
+            f = b(f)
+        return self._pool(f) if self.pooled else f
+
+    def suffix(self, f: torch.Tensor) -> torch.Tensor:
+        if not self.pooled:
+            for b in self.blocks[self.cut :]:
+                f = b(f)
+            f = self._pool(f)
+        return self.model.visual.head(f)
+
+    def encode_image(self, f: torch.Tensor) -> torch.Tensor:
+        return self.suffix(f)
+
+
+@torch.no_grad()
+def text_tower_features(model: nn.Module, tokenizer, texts: list[str], batch_size: int = 64):
+    """Frozen text-tower outputs ``[N, H]`` and the trainable projection to apply to them.
+
+    For a Hugging Face text tower the pooled transformer output is cached and ``model.text.proj`` (which
+    trains) maps it to ``[N, D]``; for other towers the whole text embedding is cached and the projection
+    is the identity (the tower is frozen). ``proj(features)`` equals ``model.encode_text`` before
+    normalisation.
+    """
+    text = getattr(model, "text", None)
+    device = next(model.parameters()).device
+    hf = text is not None and all(hasattr(text, a) for a in ("transformer", "pooler", "proj", "config"))
+    # texts in length order, each batch cut after its longest text: padding is masked anyway, so short
+    # titles cost a few tokens instead of the full context length
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    chunks = []
+    for i in range(0, len(texts), batch_size):
+        tokens = tokenizer([texts[j] for j in order[i : i + batch_size]]).to(device)
+        if hf:
+            mask = (tokens != text.config.pad_token_id).long()
+            keep = max(1, int(mask.sum(dim=1).max()))
+            tokens, mask = tokens[:, :keep], mask[:, :keep]
+            out = text.transformer(input_ids=tokens, attention_mask=mask)
+            chunks.append(text.pooler(out, mask).float())
+        else:
+            chunks.append(model.encode_text(tokens).float())
+    features = torch.cat(chunks)
+    inverse = torch.empty(len(order), dtype=torch.int64)
+    inverse[torch.tensor(order, dtype=torch.int64)] = torch.arange(len(order))
+    return features[inverse], (text.proj if hf else nn.Identity())
 
 
 # ----------------------------------------------------------------------------------------------

@@ -22,6 +22,9 @@ meant as a ``DataLoader(batch_sampler=...)``.
 Epochs are a number of batches. The global sequence of an epoch is a pure function of
 ``(seed, epoch)`` (``set_epoch``); under DDP, rank ``r`` of ``W`` takes batches ``r, r + W, ...`` of it,
 so ranks get disjoint batches and the same number of them.
+
+:class:`StepBatches` turns the sampler into the batches of training steps, each figure with an augmentation
+seed (:func:`step_seed`), so a run reproduces and resumes exactly.
 """
 
 from __future__ import annotations
@@ -184,3 +187,35 @@ class HierarchicalBatchSampler(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         yield from self.global_batches()[self.rank :: self.world_size]
+
+
+def step_seed(*parts: int) -> int:
+    """One augmentation seed from ``(seed, step, rank, j)``: runs reproduce and resume exactly."""
+    return int(np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1, dtype=np.uint64)[0])
+
+
+class StepBatches:
+    """Batches of steps ``start .. total - 1`` from ``sampler``: lists of ``(figure index, seed)``.
+
+    Step ``s`` is batch ``s mod len(sampler)`` of epoch ``s // len(sampler)``, so resuming at any step
+    yields exactly the batches the uninterrupted run would have seen."""
+
+    def __init__(
+        self, sampler: HierarchicalBatchSampler, total: int, start: int, seed: int, rank: int
+    ) -> None:
+        self.sampler, self.total, self.start, self.seed, self.rank = sampler, total, start, seed, rank
+
+    def __len__(self) -> int:
+        return max(0, self.total - self.start)
+
+    def __iter__(self):
+        n = len(self.sampler)
+        step = self.start
+        while step < self.total:
+            epoch, offset = divmod(step, n)
+            self.sampler.set_epoch(epoch)
+            for batch in list(self.sampler)[offset:]:
+                if step >= self.total:
+                    return
+                yield [(f, step_seed(self.seed, step, self.rank, j)) for j, f in enumerate(batch)]
+                step += 1

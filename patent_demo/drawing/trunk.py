@@ -1,6 +1,6 @@
 """Linear heads on the frozen, packaged EfficientNet-Lite0 trunk (``lite-trunk``): the trunk's pooled features
 per drawing (clean, mirrored and augmented views, cached), the USPC and Red Book splits they are scored on,
-PCA whitening, and a head's embeddings and figures on a split.
+MiniLM title features, PCA whitening, shrinkage LDA, and a head's embeddings and figures on a split.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from patent_demo.hierarchy import factorize, patent_hierarchy
 
 log = logging.getLogger(__name__)
 TRUNK = "lite-trunk"
+HEAD_ENCODER = "lite-head"  # the trunk with a trained linear head
 MIX_GRID = tuple(i / 10 for i in range(11))  # the trunk's weight in a -mix head
 KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_ndcg@10")
 
@@ -57,6 +58,16 @@ def redbook_features(corpus: Corpus, items: list, size: int, cache_dir: str | Pa
     out = {"clean": torch.cat(clean), "flip": torch.cat(flip)}
     _save(out, path)
     return out["clean"], out["flip"]
+
+
+def title_features(titles: list[str]) -> torch.Tensor:
+    """MiniLM-L6 mean-pooled title features ``[N, 384]`` (the packaged text tower without its projection)."""
+    from patent_demo.drawing.encoders import create_encoder, get_tokenizer
+
+    model, _, _ = create_encoder(HEAD_ENCODER)
+    model.text.proj = torch.nn.Identity()
+    with torch.no_grad():
+        return model.text(get_tokenizer(HEAD_ENCODER)(titles))
 
 
 def _trunk_key(corpus: Corpus, size: int, views: int, seed: int, ids: list[str]) -> str:
@@ -150,6 +161,24 @@ def whitening(x: torch.Tensor, dim: int, eps: float = 1e-3) -> tuple[torch.Tenso
     if w.shape[0] < dim:  # fewer drawings than dimensions (tiny runs): zero rows
         w = torch.cat([w, w.new_zeros(dim - w.shape[0], w.shape[1])])
     return w.float(), (-(w @ mu)).float()
+
+
+def lda(
+    x: torch.Tensor, labels: torch.Tensor, dim: int, shrinkage: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shrinkage LDA projection ``(W [dim, 1280], b [dim])`` of labelled ``x``; classes with one member only
+    add to the within-class scatter as nothing (their deviation is 0) but still shape the between-class one."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    y = labels.numpy()
+    keep = y >= 0
+    k = min(dim, len(np.unique(y[keep])) - 1)
+    model = LinearDiscriminantAnalysis(solver="eigen", shrinkage=shrinkage, n_components=k)
+    model.fit(x[keep].numpy().astype(np.float64), y[keep])
+    w = torch.from_numpy(model.scalings_[:, :k].T.copy()).float()
+    w = torch.cat([w, torch.zeros(dim - k, w.shape[1])]) if k < dim else w
+    mu = x.mean(0)
+    return w, -(w @ mu)
 
 
 def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor, alpha: float | None = None) -> np.ndarray:

@@ -209,6 +209,26 @@ class RedBookSource:
 SOURCES = ("uspc", "deeppatent2", "generated")  # the cached-feature sources (``corpus`` trains end to end)
 
 
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``train.hmcl`` options of the training drawings: ``--sources``, their folders and the corpus."""
+    a = p.add_argument
+    a("--sources", nargs="+", choices=("corpus", *SOURCES), default=["corpus"],
+      help="training drawings: corpus (--corpus or the demo corpus, end to end on images) or any of uspc, "
+           "deeppatent2, generated (cached frozen trunk, validated on --redbook)")  # fmt: skip
+    a("--uspc", default=f"{DATA}/design_patents_2007_uspc_macaulay", help="USPC 2007 drawings folder")
+    a("--deeppatent2", default=f"{DATA}/deeppatent2_techdrawfinder_samples", help="DeepPatent2 folder")
+    a("--redbook", default=f"{DATA}/impact_design_patent_samples", help="Red Book validation folder (cached feed)")  # fmt: skip
+    a("--demo-figures", type=int, default=3, help="figures per generated patent in the cached feed (0: all)")
+    a("--max-per-source", type=int, default=0, help="cached feed: at most N drawings of each source (0: all)")
+    a("--corpus", default=None, help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus")  # fmt: skip
+    a("--demo-patents", type=int, default=400, help="patents of the generated demo corpus (without --corpus)")
+    a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
+    a("--demo-size", type=int, default=256, help="drawing size in pixels of the generated demo corpus")
+    a("--demo-types", type=int, default=None, help="number of object types of the demo corpus (default: by size)")  # fmt: skip
+    a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
+    a("--train-split", default="train", help="split to train on")
+
+
 def sources_of(args: argparse.Namespace) -> list[DrawingSource]:
     """The training sources ``--sources`` names (``--uspc`` / ``--deeppatent2`` folders, the demo settings)."""
     out: list[DrawingSource] = []

@@ -1,10 +1,12 @@
 """What the HMCL trainer feeds its encoder, and the cached-trunk run that makes a CPU run take minutes.
 
-* End to end on images (``train.hmcl`` on a corpus): :class:`TrainFigures` + :class:`StepBatches`: figures
-  of the training patents, augmented with per-step seeds so a run is reproducible and resumes exactly.
-* Cached trunk outputs (``--sources uspc deeppatent2 generated``): :class:`SplitTower`, the vision tower cut
-  before its first trainable block; ``prefix`` (frozen) runs once per cached view (:func:`view_cache`,
-  :func:`eval_cache`), ``suffix`` (trainable) every step. ``suffix(prefix(x)) == model.encode_image(x)``.
+* End to end on images (``train.hmcl`` on a corpus): :class:`TrainFigures` + ``StepBatches``
+  (``patent_demo.drawing.sampler``): figures of the training patents, augmented with per-step seeds so a
+  run is reproducible and resumes exactly.
+* Cached trunk outputs (``--sources uspc deeppatent2 generated``): ``SplitTower``
+  (``patent_demo.drawing.finetune``), the vision tower cut before its first trainable block; ``prefix``
+  (frozen) runs once per cached view (:func:`view_cache`, :func:`eval_cache`), ``suffix`` (trainable)
+  every step. ``suffix(prefix(x)) == model.encode_image(x)``.
   :func:`run` trains on them: training drawings from ``train.hmcl.data`` (``uspc``: 1,000 real 2007
   drawings, USPC classes as the hierarchy; ``deeppatent2``: 13 real figures, patent only; ``generated``:
   the training split of the generated corpus, Locarno), validated on every page of the Red Book samples
@@ -16,8 +18,8 @@
   means and per-query values for paired bootstraps; ``zero_shot`` with ``--eval-before``),
   ``config.json``, ``model.safetensors`` (only changed parameters), ``command.txt`` and ``train.log``;
   ``--steps 0`` evaluates the pretrained encoder (zero-shot) and writes no weights.
-* The image-text term's text side: :func:`text_tower_features` (frozen text tower, once per patent) and
-  :func:`text_cache` (the same stored on disk).
+* The image-text term's text side: :func:`text_cache`, ``patent_demo.drawing.finetune.text_tower_features``
+  (frozen text tower, once per patent) stored on disk.
 
 The pooled trunk features of the linear heads are ``patent_demo.drawing.trunk``.
 """
@@ -41,19 +43,14 @@ from torch.utils.data import Dataset
 from patent_demo.checkpoint import delta, save_checkpoint, write_json
 from patent_demo.data.corpus import Corpus, Figure
 from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, validation_summary
-from patent_demo.drawing.finetune import KIND, set_trainable
+from patent_demo.drawing.finetune import KIND, SplitTower, set_trainable, text_tower_features
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
-from patent_demo.drawing.transforms import ScanConfig, scan_like
+from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig, scan_like
 from patent_demo.imageio import load_drawing
 from train.hmcl.data import SOURCES, Item, RedBookSource, shuffle_hierarchy, training_items
 from train.hmcl.loop import Step, TrainModule, cosine_schedule, fit, make_optimizer
 
 log = logging.getLogger("train.hmcl")
-
-
-def step_seed(*parts: int) -> int:
-    """One augmentation seed from ``(seed, step, rank, j)``: runs reproduce and resume exactly."""
-    return int(np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1, dtype=np.uint64)[0])
 
 
 class TrainFigures(Dataset):
@@ -87,119 +84,8 @@ class TrainFigures(Dataset):
         return torch.stack([self.transform(img, generator=g) for _ in range(self.views)]), index
 
 
-class StepBatches:
-    """Batches of steps ``start .. total - 1`` from ``sampler``: lists of ``(figure index, seed)``.
-
-    Step ``s`` is batch ``s mod len(sampler)`` of epoch ``s // len(sampler)``, so resuming at any step
-    yields exactly the batches the uninterrupted run would have seen."""
-
-    def __init__(
-        self, sampler: HierarchicalBatchSampler, total: int, start: int, seed: int, rank: int
-    ) -> None:
-        self.sampler, self.total, self.start, self.seed, self.rank = sampler, total, start, seed, rank
-
-    def __len__(self) -> int:
-        return max(0, self.total - self.start)
-
-    def __iter__(self):
-        n = len(self.sampler)
-        step = self.start
-        while step < self.total:
-            epoch, offset = divmod(step, n)
-            self.sampler.set_epoch(epoch)
-            for batch in list(self.sampler)[offset:]:
-                if step >= self.total:
-                    return
-                yield [(f, step_seed(self.seed, step, self.rank, j)) for j, f in enumerate(batch)]
-                step += 1
-
-
 def collate(items: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.stack([x for x, _ in items]), torch.tensor([i for _, i in items], dtype=torch.int64)
-
-
-@torch.no_grad()
-def text_tower_features(model: nn.Module, tokenizer, texts: list[str], batch_size: int = 64):
-    """Frozen text-tower outputs ``[N, H]`` and the trainable projection to apply to them.
-
-    For a Hugging Face text tower the pooled transformer output is cached and ``model.text.proj`` (which
-    trains) maps it to ``[N, D]``; for other towers the whole text embedding is cached and the projection
-    is the identity (the tower is frozen). ``proj(features)`` equals ``model.encode_text`` before
-    normalisation.
-    """
-    text = getattr(model, "text", None)
-    device = next(model.parameters()).device
-    hf = text is not None and all(hasattr(text, a) for a in ("transformer", "pooler", "proj", "config"))
-    # texts in length order, each batch cut after its longest text: padding is masked anyway, so short
-    # titles cost a few tokens instead of the full context length
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    chunks = []
-    for i in range(0, len(texts), batch_size):
-        tokens = tokenizer([texts[j] for j in order[i : i + batch_size]]).to(device)
-        if hf:
-            mask = (tokens != text.config.pad_token_id).long()
-            keep = max(1, int(mask.sum(dim=1).max()))
-            tokens, mask = tokens[:, :keep], mask[:, :keep]
-            out = text.transformer(input_ids=tokens, attention_mask=mask)
-            chunks.append(text.pooler(out, mask).float())
-        else:
-            chunks.append(model.encode_text(tokens).float())
-    features = torch.cat(chunks)
-    inverse = torch.empty(len(order), dtype=torch.int64)
-    inverse[torch.tensor(order, dtype=torch.int64)] = torch.arange(len(order))
-    return features[inverse], (text.proj if hf else nn.Identity())
-
-
-# ----------------------------------------------------------------------------------------------
-# the split vision tower
-
-
-class SplitTower(nn.Module):
-    """A timm EfficientNet/MobileNet-style vision tower (``model.visual.trunk``) cut before its last
-    ``train_blocks`` blocks (``patent_demo.drawing.finetune.vision_blocks`` order): ``prefix(x)`` is the
-    frozen part, ``suffix(f)`` the trainable part and the projection head. With ``train_blocks = 0`` only the
-    projection trains and the cut falls after the pooling (``prefix`` gives the pooled trunk features).
-    ``encode_image(f)`` runs the suffix, so the module stands in for the encoder in
-    ``train.hmcl.loop.TrainModule``; ``suffix(prefix(x)) == model.encode_image(x)``."""
-
-    def __init__(self, model: nn.Module, train_blocks: int) -> None:
-        super().__init__()
-        self.model = model
-        trunk = model.visual.trunk
-        if not hasattr(trunk, "blocks") or not hasattr(trunk, "conv_stem"):
-            raise ValueError("feature caching needs a timm EfficientNet-style trunk (conv_stem, blocks)")
-        self.blocks = [b for stage in trunk.blocks for b in stage]
-        # vision_blocks: group 0 is the stem, then one group per block (the last also holds conv_head)
-        self.cut = max(0, len(self.blocks) - train_blocks)
-        self.pooled = train_blocks == 0
-        self.cut_key: int | str = "pooled" if self.pooled else self.cut
-
-    def _pool(self, x: torch.Tensor) -> torch.Tensor:
-        t = self.model.visual.trunk
-        return t.forward_head(t.bn2(t.conv_head(x)))
-
-    @torch.no_grad()
-    def prefix(self, x: torch.Tensor) -> torch.Tensor:
-        t = self.model.visual.trunk
-        x = t.bn1(t.conv_stem(x))
-        return self.advance(x, 0)
-
-    @torch.no_grad()
-    def advance(self, f: torch.Tensor, from_cut: int) -> torch.Tensor:
-        """Prefix outputs at this tower's cut from features cut earlier (before block ``from_cut``)."""
-        for b in self.blocks[from_cut : self.cut]:
-            f = b(f)
-        return self._pool(f) if self.pooled else f
-
-    def suffix(self, f: torch.Tensor) -> torch.Tensor:
-        if not self.pooled:
-            for b in self.blocks[self.cut :]:
-                f = b(f)
-            f = self._pool(f)
-        return self.model.visual.head(f)
-
-    def encode_image(self, f: torch.Tensor) -> torch.Tensor:
-        return self.suffix(f)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -321,10 +207,7 @@ def text_cache(model: nn.Module, tokenizer, texts: list[str], cache_dir: str | o
         return torch.load(path), proj
     log.info("encoding %d patent texts with the frozen text tower -> %s", len(texts), path)
     features, proj = text_tower_features(model, tokenizer, texts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(features, tmp)
-    os.replace(tmp, path)
+    _save(features, path)
     return features, proj
 
 
@@ -332,6 +215,35 @@ def text_cache(model: nn.Module, tokenizer, texts: list[str], cache_dir: str | o
 # the cached-trunk run
 REDBOOK_NAME = "impact_design_patent_samples (Red Book pages, every page against all others)"
 CACHE = "hmcl-real"  # the cache sub-folder (kept from the earlier command, so existing caches are reused)
+
+
+def add_cached_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``train.hmcl`` options of the cached feed: cached views, scan-like augmentations, validation sizes."""
+    a = p.add_argument
+    a("--views", type=int, default=4, help="cached feed: augmented views cached per training drawing")
+    a("--scan", nargs="*", default=[], choices=[*SCAN_CHOICES, "all"],
+      help="cached feed: scan-like augmentations of the generated drawings")  # fmt: skip
+    a("--scan-prob", type=float, default=0.5, help="probability of each --scan augmentation")
+    a("--init-projection", choices=("package", "whiten"), default="package",
+      help="cached feed: the image projection's start: as created (package), or the whitening of the training "
+           "drawings' pooled features (needs --train-blocks 0)")  # fmt: skip
+    a("--eval-before", action="store_true", help="cached feed: also validate the pretrained encoder (zero_shot)")  # fmt: skip
+    a("--eval-sizes", type=int, nargs="*", default=[160, 224],
+      help="cached feed: also validate at these input sizes (weights trained at one size apply at any)")  # fmt: skip
+    a("--serve-size", type=int, default=0,
+      help="cached feed: input size the checkpoint is used at (one of --eval-sizes; 0: --image-size)")  # fmt: skip
+    a("--default", action="store_true",
+      help='mark the checkpoint as the app\'s default drawing model ("default": true in config.json)')  # fmt: skip
+
+
+def check_cached_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject options of the end-to-end feed and too few cached views (``parser.error``)."""
+    given = [f for f, v in (("--corpus", args.corpus), ("--labels", args.labels), ("--init-from", args.init_from),
+                            ("--resume", args.resume), ("--epochs", args.epochs)) if v]  # fmt: skip
+    if given:
+        parser.error(f"{', '.join(given)}: only with --sources corpus (the end-to-end feed)")
+    if args.views < 2:
+        parser.error("--views must be at least 2 (a single-figure patent needs two views)")
 
 
 @torch.no_grad()

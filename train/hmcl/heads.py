@@ -5,7 +5,7 @@ scored once on USPC test; the variants x seeds sweep and the shipped head.
     python -m train.hmcl.heads --corpus runs/uspc2007 --out docs/results_hmcl_uspc.json \
         --ship checkpoints/hmcl-uspc
 
-The trunk runs once per drawing (``train.hmcl.features.trunk_features``: clean, mirrored and ``--views``
+The trunk runs once per drawing (``patent_demo.drawing.trunk.trunk_features``: clean, mirrored and ``--views``
 augmented views of each train drawing, cached); the trained variants run HMCL's one step loop
 (``train.hmcl.loop.fit``) on a linear head ``z = W x + b`` (1280 -> 256, the ``lite-head`` encoder) on the
 pooled features ``x``:
@@ -47,12 +47,15 @@ import torch
 
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.trunk import (
+    HEAD_ENCODER,
     KEYS,
     RedBookSplit,
     Split,
     best_mix,
     evaluate,
+    lda,
     selection_score,
+    title_features,
     trunk_features,
     whitening,
 )
@@ -69,7 +72,6 @@ from train.hmcl.loop import Step, fit
 
 log = logging.getLogger("train.hmcl.heads")
 PROG = "train.hmcl.heads"
-HEAD_ENCODER = "lite-head"
 VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
             "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled",
             "hmcl-paper-mix", "hmcl-level-mix")  # fmt: skip
@@ -120,36 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-# -- data ----------------------------------------------------------------------------------------------------
-def title_features(titles: list[str]) -> torch.Tensor:
-    """MiniLM-L6 mean-pooled title features ``[N, 384]`` (the packaged text tower without its projection)."""
-    from patent_demo.drawing.encoders import create_encoder, get_tokenizer
-
-    model, _, _ = create_encoder(HEAD_ENCODER)
-    model.text.proj = torch.nn.Identity()
-    with torch.no_grad():
-        return model.text(get_tokenizer(HEAD_ENCODER)(titles))
-
-
-# -- heads ---------------------------------------------------------------------------------------------------
-def lda(
-    x: torch.Tensor, labels: torch.Tensor, dim: int, shrinkage: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Shrinkage LDA projection ``(W [dim, 1280], b [dim])`` of labelled ``x``; classes with one member only
-    add to the within-class scatter as nothing (their deviation is 0) but still shape the between-class one."""
-    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-
-    y = labels.numpy()
-    keep = y >= 0
-    k = min(dim, len(np.unique(y[keep])) - 1)
-    model = LinearDiscriminantAnalysis(solver="eigen", shrinkage=shrinkage, n_components=k)
-    model.fit(x[keep].numpy().astype(np.float64), y[keep])
-    w = torch.from_numpy(model.scalings_[:, :k].T.copy()).float()
-    w = torch.cat([w, torch.zeros(dim - k, w.shape[1])]) if k < dim else w
-    mu = x.mean(0)
-    return w, -(w @ mu)
-
-
 # -- training ------------------------------------------------------------------------------------------------
 class LinearHead(torch.nn.Module):
     """``z = W x + b`` from the whitening init, with the HMCL loss of relevance ``h`` (Eq. 4) and, given a
@@ -158,14 +130,8 @@ class LinearHead(torch.nn.Module):
     def __init__(self, w0, b0, h, tau, text_proj=None, text=None, text_weight=0.0, pid=None) -> None:
         super().__init__()
         self.w, self.b = torch.nn.Parameter(w0.clone()), torch.nn.Parameter(b0.clone())
-        self.h, self.tau, self.text_proj, self.text, self.text_weight, self.pid = (
-            h,
-            tau,
-            text_proj,
-            text,
-            text_weight,
-            pid,
-        )
+        self.h, self.tau, self.text_proj = h, tau, text_proj
+        self.text, self.text_weight, self.pid = text, text_weight, pid
 
     def head(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.w.detach().clone(), self.b.detach().clone()
@@ -235,11 +201,8 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
     def steps():  # every train patent twice (two of its augmented views): one full batch per step
         for _ in range(args.steps):
             pick = torch.stack([torch.randperm(pool.shape[1], generator=g)[:2] for _ in range(n)])
-            yield Step(
-                (torch.cat([pool[torch.arange(n), pick[:, 0]], pool[torch.arange(n), pick[:, 1]]]),),
-                {},
-                2 * n,
-            )
+            x = torch.cat([pool[torch.arange(n), pick[:, 0]], pool[torch.arange(n), pick[:, 1]]])
+            yield Step((x,), {}, 2 * n)
 
     def after_step(step: int) -> bool:
         nonlocal best
@@ -343,11 +306,17 @@ def run(args) -> dict:
     return results
 
 
+def best_variant(variants: dict, asked: str | None) -> str:
+    """``asked``, else the trained variant (neither fitted nor shuffled) with the best mean val score."""
+    trained = [v for v in variants if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
+    return asked or max(
+        trained, key=lambda v: np.mean([selection_score({"metrics": r["val"]}) for r in variants[v]["runs"]])
+    )
+
+
 def choose_ship(results: dict, asked: str | None) -> tuple[str, dict]:
     """The variant (asked, else the trained one with the best mean val score) and its best-val run."""
-    trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
-    name = asked or max(trained, key=lambda v: np.mean([selection_score({"metrics": r["val"]})
-                                                        for r in results["variants"][v]["runs"]]))  # fmt: skip
+    name = best_variant(results["variants"], asked)
     runs = results["_heads"][name]
     best = max(range(len(runs)), key=lambda i: selection_score(runs[i]["val"]))
     return name, runs[best]
@@ -411,9 +380,7 @@ def merge(args, argv: list[str]) -> dict:
         for name, entry in part["variants"].items():
             results["variants"].setdefault(name, entry)
     if args.ship:
-        trained = [v for v in results["variants"] if v not in ("zero-shot", *FITTED) and "shuffled" not in v]
-        name = args.ship_variant or max(trained, key=lambda v: np.mean([selection_score({"metrics": r["val"]})
-                                                                        for r in results["variants"][v]["runs"]]))  # fmt: skip
+        name = best_variant(results["variants"], args.ship_variant)
         run_ = max(results["variants"][name]["runs"], key=lambda r: selection_score({"metrics": r["val"]}))
         t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
         chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"], "alpha": run_.get("alpha"),

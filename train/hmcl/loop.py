@@ -12,18 +12,21 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import math
+import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from patent_demo.hierarchy import HMCLWeights
 from patent_demo.losses import ContrastiveLoss, HMCLLoss, ImageTextLoss
 
 log = logging.getLogger("train.hmcl")
@@ -52,6 +55,53 @@ def cosine_schedule(optimizer, total: int, args) -> torch.optim.lr_scheduler.Lam
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, total, args.warmup_steps, args.min_lr_ratio)
     )
+
+
+def add_loss_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``train.hmcl`` options of :class:`TrainModule`'s losses."""
+    a = p.add_argument
+    a("--loss", choices=("hmcl", "cl"), default="hmcl", help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)")  # fmt: skip
+    a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0 disables it")
+    a("--tau", type=float, default=0.1, help="temperature of the contrastive losses")
+    a("--weights", type=float, nargs=3, default=list(HMCLWeights().as_tuple()), metavar=("S_P", "S_S", "S_M"),
+      help="HMCL relevance of same patent, same subclass, same main class (Eq. 2)")  # fmt: skip
+
+
+def add_optimiser_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``train.hmcl`` options of :func:`make_optimizer` and :func:`cosine_schedule`."""
+    a = p.add_argument
+    a("--lr", type=float, default=3e-4, help="peak learning rate of AdamW")
+    a("--weight-decay", type=float, default=0.05, help="AdamW weight decay (matrices and convolutions only)")
+    a("--warmup-steps", type=int, default=None,
+      help="linear warm-up steps before the cosine decay (default 30; cached feed 20)")  # fmt: skip
+    a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
+    a("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this value (0: off)")
+
+
+@contextlib.contextmanager
+def distributed(spec: str) -> Iterator[tuple[torch.device, int, int]]:
+    """``(device, rank, world size)`` of this process (``torchrun`` sets ``WORLD_SIZE``, ``RANK`` and
+    ``LOCAL_RANK``; ``spec``: auto, cpu, cuda or cuda:N); with several processes the process group lives
+    for the block."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if spec == "auto":
+        spec = "cuda" if torch.cuda.is_available() else "cpu"
+    if spec == "cuda":
+        spec = f"cuda:{local_rank}"
+    device = torch.device(spec)
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    try:
+        yield device, rank, world
+    finally:
+        if world > 1:
+            dist.destroy_process_group()
 
 
 def setup_logging(run_dir: Path | None) -> list[logging.Handler]:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -53,27 +52,36 @@ from patent_demo.checkpoint import (
     save_checkpoint,
     write_json,
 )
-from patent_demo.drawing.evaluate import evaluate_drawings
-from patent_demo.drawing.finetune import KIND, set_trainable
-from patent_demo.drawing.sampler import HierarchicalBatchSampler
-from patent_demo.drawing.transforms import SCAN_CHOICES
+from patent_demo.drawing.evaluate import brief_maps, evaluate_splits
+from patent_demo.drawing.finetune import KIND, set_trainable, text_tower_features
+from patent_demo.drawing.sampler import HierarchicalBatchSampler, StepBatches
 from patent_demo.hierarchy import HMCLWeights, patent_hierarchy
 from patent_demo.losses.hmcl import hierarchical_weights
 from train.config_file import apply_config
 from train.hmcl import features
-from train.hmcl.data import DATA, SOURCES, CorpusSource, load_corpus, patent_text, shuffle_labels
-from train.hmcl.features import StepBatches, TrainFigures, collate, text_tower_features
+from train.hmcl.data import (
+    SOURCES,
+    CorpusSource,
+    add_source_arguments,
+    load_corpus,
+    patent_text,
+    shuffle_labels,
+)
+from train.hmcl.features import TrainFigures, collate
 from train.hmcl.loop import (
     Step,
     TrainModule,
+    add_loss_arguments,
+    add_optimiser_arguments,
     close_logging,
     cosine_schedule,
+    distributed,
     fit,
     lr_factor,
     make_optimizer,
     setup_logging,
 )
-from train.labels_data import LabelBatches, label_training, lineage
+from train.labels_data import LabelBatches, add_label_arguments, label_training, lineage
 
 __all__ = ["build_parser", "lr_factor", "main", "make_optimizer", "parse_args", "run_name"]
 log = logging.getLogger("train.hmcl")
@@ -119,71 +127,25 @@ def build_parser() -> argparse.ArgumentParser:
     a("--init-from", default=None,
       help="fine-tune from this HMCL checkpoint (its encoder, base weights and image size); the new one gets version + 1")  # fmt: skip
     # data
-    a("--sources", nargs="+", choices=("corpus", *SOURCES), default=["corpus"],
-      help="training drawings: corpus (--corpus or the demo corpus, end to end on images) or any of uspc, "
-           "deeppatent2, generated (cached frozen trunk, validated on --redbook)")  # fmt: skip
-    a("--uspc", default=f"{DATA}/design_patents_2007_uspc_macaulay", help="USPC 2007 drawings folder")
-    a("--deeppatent2", default=f"{DATA}/deeppatent2_techdrawfinder_samples", help="DeepPatent2 folder")
-    a("--redbook", default=f"{DATA}/impact_design_patent_samples", help="Red Book validation folder (cached feed)")  # fmt: skip
-    a("--demo-figures", type=int, default=3, help="figures per generated patent in the cached feed (0: all)")
-    a("--max-per-source", type=int, default=0, help="cached feed: at most N drawings of each source (0: all)")
-    a("--views", type=int, default=4, help="cached feed: augmented views cached per training drawing")
-    a("--scan", nargs="*", default=[], choices=[*SCAN_CHOICES, "all"],
-      help="cached feed: scan-like augmentations of the generated drawings")  # fmt: skip
-    a("--scan-prob", type=float, default=0.5, help="probability of each --scan augmentation")
-    a("--init-projection", choices=("package", "whiten"), default="package",
-      help="cached feed: the image projection's start: as created (package), or the whitening of the training "
-           "drawings' pooled features (needs --train-blocks 0)")  # fmt: skip
-    a("--corpus", default=None, help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus")  # fmt: skip
-    a("--demo-patents", type=int, default=400, help="patents of the generated demo corpus (without --corpus)")
-    a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
-    a("--demo-size", type=int, default=256, help="drawing size in pixels of the generated demo corpus")
-    a("--demo-types", type=int, default=None, help="number of object types of the demo corpus (default: by size)")  # fmt: skip
-    a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
-    a("--train-split", default="train", help="split to train on")
+    add_source_arguments(p)
     a("--eval-splits", nargs="*", default=["val", "test"], help="splits evaluated before and after training")
     a(
         "--skip-eval-before",
         action="store_true",
         help="do not evaluate before training (e.g. when zero-shot is known)",
     )
-    a("--eval-before", action="store_true", help="cached feed: also validate the pretrained encoder (zero_shot)")  # fmt: skip
-    a("--eval-sizes", type=int, nargs="*", default=[160, 224],
-      help="cached feed: also validate at these input sizes (weights trained at one size apply at any)")  # fmt: skip
-    a("--serve-size", type=int, default=0,
-      help="cached feed: input size the checkpoint is used at (one of --eval-sizes; 0: --image-size)")  # fmt: skip
-    a("--default", action="store_true",
-      help='mark the checkpoint as the app\'s default drawing model ("default": true in config.json)')  # fmt: skip
+    features.add_cached_arguments(p)
     a("--eval-k", type=int, nargs="+", default=[10], help="nDCG cut-offs of the evaluation")
     a("--eval-batch-size", type=int, default=64, help="figures per batch when embedding for evaluation")
     a("--workers", type=int, default=0, help="DataLoader worker processes (0: load in the training process)")
     # loss
-    a("--loss", choices=("hmcl", "cl"), default="hmcl", help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)")  # fmt: skip
+    add_loss_arguments(p)
     a("--pairs", choices=("views", "figures"), default="figures",
       help="a positive pair: two augmented views of one figure, or two figures of one patent")  # fmt: skip
-    a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0 disables it")
-    a("--tau", type=float, default=0.1, help="temperature of the contrastive losses")
-    a("--weights", type=float, nargs=3, default=list(HMCLWeights().as_tuple()), metavar=("S_P", "S_S", "S_M"),
-      help="HMCL relevance of same patent, same subclass, same main class (Eq. 2)")  # fmt: skip
     a("--shuffle-labels", action="store_true",
       help="control: permute Locarno subclasses across training patents (class sizes kept); evaluate on true labels")  # fmt: skip
     a("--subclass-fraction", type=float, default=0.5, help="share of a batch drawn from one subclass")
-    # examiner labels
-    a(
-        "--labels",
-        default=None,
-        help="label JSONL exported by the app (hmcl.jsonl): extra positives and hard negatives",
-    )
-    a("--labels-root", default=None,
-      help="folder the rows' anchor image_file paths are relative to (the label database's folder; default: the file's)")  # fmt: skip
-    a("--label-weights", type=float, nargs=2, default=None, metavar=("S_REL", "S_PARTLY"),
-      help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)")  # fmt: skip
-    a("--label-groups", type=int, default=4, help="labelled queries added to every batch")
-    a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
-    a("--label-negatives", type=int, default=2, help="judged-not-relevant figures per labelled query in a batch")  # fmt: skip
-    a("--allow-test-labels", action="store_true",
-      help="also train on labels of test-split queries and candidates (held out by default)")  # fmt: skip
-    a("--test-split", default="test", help="split whose queries and patents labels must not come from")
+    add_label_arguments(p)
     a("--main-fraction", type=float, default=0.25, help="further share of a batch drawn from that main class")
     # optimisation
     a("--seed", type=int, default=0, help="seed of sampling, augmentation and label shuffling")
@@ -191,12 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--epochs", type=int, default=None, help="train for this many passes of the sampler instead of --steps")
     a("--batch-patents", type=int, default=None,
       help="P patents per batch (2P embeddings), per process (default 24; cached feed 32)")  # fmt: skip
-    a("--lr", type=float, default=3e-4, help="peak learning rate of AdamW")
-    a("--weight-decay", type=float, default=0.05, help="AdamW weight decay (matrices and convolutions only)")
-    a("--warmup-steps", type=int, default=None,
-      help="linear warm-up steps before the cosine decay (default 30; cached feed 20)")  # fmt: skip
-    a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
-    a("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this value (0: off)")
+    add_optimiser_arguments(p)
     a("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice; cached feed 1)")
     # output
@@ -241,12 +198,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if getattr(args, key) is None:
             setattr(args, key, cached if args.cached else images)
     if args.cached:
-        given = [f for f, v in (("--corpus", args.corpus), ("--labels", args.labels), ("--init-from", args.init_from),
-                                ("--resume", args.resume), ("--epochs", args.epochs)) if v]  # fmt: skip
-        if given:
-            parser.error(f"{', '.join(given)}: only with --sources corpus (the end-to-end feed)")
-        if args.views < 2:
-            parser.error("--views must be at least 2 (a single-figure patent needs two views)")
+        features.check_cached_arguments(parser, args)
     if args.loss == "cl" and (args.weights[1] or args.weights[2]):
         args.weights = [args.weights[0], 0.0, 0.0]
     if args.cached:
@@ -277,32 +229,6 @@ def run_name(args: argparse.Namespace) -> str:
 # the run (end to end on images)
 
 
-def _device(spec: str, local_rank: int) -> torch.device:
-    if spec == "auto":
-        spec = "cuda" if torch.cuda.is_available() else "cpu"
-    if spec == "cuda":
-        spec = f"cuda:{local_rank}"
-    return torch.device(spec)
-
-
-def _evaluate(model, eval_tf, corpus, args) -> dict:
-    out = {}
-    for split in args.eval_splits:
-        if corpus.splits.get(split):
-            out[split] = evaluate_drawings(
-                model, eval_tf, corpus, split, ks=args.eval_k, batch_size=args.eval_batch_size
-            )
-    return out
-
-
-def _brief(metrics: dict) -> str:
-    keys = ("patent_map", "subclass_map", "main_map")
-    return "; ".join(
-        f"{split}: " + " ".join(f"{k}={(m['metrics'].get(k) or float('nan')):.4f}" for k in keys)
-        for split, m in metrics.items()
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -315,31 +241,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return features.run(args, argv, name, run_dir)
         finally:
             close_logging(handlers)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = _device(args.device, local_rank)
-    if world > 1:
-        import torch.distributed as dist
-
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    name = args.name or run_name(args)
-    run_dir = Path(args.out) / name
-    handlers = setup_logging(run_dir if rank == 0 else None)
-    if rank != 0:  # one process reports progress; the others only warnings
-        log.setLevel(logging.WARNING)
-    try:
-        return _train(args, argv, name, run_dir, device, rank, world)
-    finally:
-        close_logging(handlers)
-        if world > 1:
-            import torch.distributed as dist
-
-            dist.destroy_process_group()
+    with distributed(args.device) as (device, rank, world):
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        name = args.name or run_name(args)
+        run_dir = Path(args.out) / name
+        handlers = setup_logging(run_dir if rank == 0 else None)
+        if rank != 0:  # one process reports progress; the others only warnings
+            log.setLevel(logging.WARNING)
+        try:
+            return _train(args, argv, name, run_dir, device, rank, world)
+        finally:
+            close_logging(handlers)
 
 
 def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, world: int) -> int:
@@ -400,13 +313,6 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
     labels, label_stats = None, None
     if args.labels:
         labels, label_stats = label_training(args, corpus, train_patents, figures, fig_patent)
-        log.info(
-            "labels %s: %d queries, %d judged pairs used; held out %d test-split queries (%d pairs) and %d "
-            "test-split candidates", args.labels, label_stats["groups"], label_stats["pairs_trained"],
-            label_stats["queries_held_out"], label_stats["pairs_held_out"], label_stats["candidates_held_out"],
-        )  # fmt: skip
-        if not labels.groups:
-            log.warning("no label row is left to train on")
         extra_sub, extra_main = [], []
         for p in labels.patents[len(train_patents) :]:  # classes of the patents the labels bring in
             sub, main = patent_hierarchy(p.codes) if p is not None else ("", "")
@@ -459,8 +365,10 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
 
     metrics = load_metrics(run_dir) if args.resume else {}
     if rank == 0 and "before" not in metrics and not args.skip_eval_before:
-        metrics["before"] = _evaluate(model, eval_tf, corpus, args)
-        log.info("before: %s", _brief(metrics["before"]))
+        metrics["before"] = evaluate_splits(
+            model, eval_tf, corpus, args.eval_splits, args.eval_k, args.eval_batch_size
+        )
+        log.info("before: %s", brief_maps(metrics["before"]))
         write_json(run_dir / "metrics.json", metrics)
 
     def save(step: int, final: bool) -> None:
@@ -538,8 +446,10 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
 
     if rank == 0:
         if step >= total:
-            metrics["after"] = _evaluate(model, eval_tf, corpus, args)
-            log.info("after: %s", _brief(metrics["after"]))
+            metrics["after"] = evaluate_splits(
+                model, eval_tf, corpus, args.eval_splits, args.eval_k, args.eval_batch_size
+            )
+            log.info("after: %s", brief_maps(metrics["after"]))
         else:
             log.info("stopped at step %d of %d; continue with --resume", step, total)
         runs = metrics.get("train", {}).get("segments", [])
