@@ -47,6 +47,7 @@ loop-quick: $(TEST_STAMP)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 venv: $(RUNTIME_STAMP)
 

@@ -37,13 +37,17 @@ def main() -> int:
             and corpus[d].date < (corpus[q].priority_date or corpus[q].filing_date or corpus[q].date)
         )
     )
-    print(f"{len(queries)} queries, {sum(len(r) for r in qrels.values())} citation pairs, "
-          f"{later} of them cite a document published on or after the citing patent's own date")  # fmt: skip
+    print(
+        f"{len(queries)} queries, {sum(len(r) for r in qrels.values())} citation pairs, "
+        f"{later} of them cite a document published on or after the citing patent's own date"
+    )
     for cutoff in ("", "own"):
         m = evaluate_text_with_cutoff(bm25, None, queries, corpus, qrels, cutoff=cutoff, ks=(10, 100))
         name = "no cut-off" if not cutoff else "own cut-off"
-        print(f"{name:12s} queries {m['num_queries']:3d}  recall@10 {m['recall@10']:.3f}  recall@100 "
-              f"{m['recall@100']:.3f}  map@100 {m['map@100']:.3f}  ndcg@100 {m['ndcg@100']:.3f}")  # fmt: skip
+        print(
+            f"{name:12s} queries {m['num_queries']:3d}  recall@10 {m['recall@10']:.3f}  recall@100 "
+            f"{m['recall@100']:.3f}  map@100 {m['map@100']:.3f}  ndcg@100 {m['ndcg@100']:.3f}"
+        )
     return 0
 
 

@@ -39,13 +39,18 @@ def main(argv=None) -> int:
     p.add_argument("--docs", type=int, default=100_000, help="documents at scale")
     p.add_argument("--queries", type=int, default=20, help="queries timed")
     p.add_argument("--threads", type=int, default=1, help="torch / FAISS threads")
-    p.add_argument(
-        "--app-checkpoint", default=None, help="also time Workbench.search_text with this DSSDNet"
-    )
+    p.add_argument("--app-checkpoint", default=None, help="also time Workbench.search_text with this DSSDNet")
     p.add_argument("--app-only", action="store_true", help="time only the app's whole text search")
-    p.add_argument("--depths", type=int, nargs="+", default=[0],
-                   help="hybrid candidates re-ranked (0: the app's own, the depth the checkpoint chose on validation)")
-    p.add_argument("--app-queries", type=int, default=5, help="queries timed for the app's search (after one warm-up)")
+    p.add_argument(
+        "--depths",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="hybrid candidates re-ranked (0: the app's own, the depth the checkpoint chose on validation)",
+    )
+    p.add_argument(
+        "--app-queries", type=int, default=5, help="queries timed for the app's search (after one warm-up)"
+    )
     args = p.parse_args(argv)
     import faiss
     import torch
@@ -64,8 +69,10 @@ def main(argv=None) -> int:
     faiss.omp_set_num_threads(args.threads)
     corpus = Corpus.load(args.corpus, validate=False)
     flags = cpu_flags()
-    print(f"CPU {platform.processor() or platform.machine()}, avx512_bf16={'avx512_bf16' in flags}, "
-          f"amx_bf16={'amx_bf16' in flags}; auto precision -> {choose_precision('auto')}; threads {args.threads}")  # fmt: skip
+    print(
+        f"CPU {platform.processor() or platform.machine()}, avx512_bf16={'avx512_bf16' in flags}, "
+        f"amx_bf16={'amx_bf16' in flags}; auto precision -> {choose_precision('auto')}; threads {args.threads}"
+    )
     if not args.app_only:  # the lists at scale
         rng = random.Random(0)
         base = corpus.patents
@@ -83,7 +90,9 @@ def main(argv=None) -> int:
             real = cached_dense_index(enc, base, Path("cache/dense") / corpus_fingerprint(corpus)).embeddings
             enc = TextEncoder(precision=precision)
             noise = (
-                np.random.default_rng(0).normal(scale=0.05, size=(args.docs, real.shape[1])).astype(np.float32)
+                np.random.default_rng(0)
+                .normal(scale=0.05, size=(args.docs, real.shape[1]))
+                .astype(np.float32)
             )
             x = real[np.arange(args.docs) % len(real)] + noise
             ids = [d.id for d in docs]
@@ -111,8 +120,10 @@ def main(argv=None) -> int:
                     t = time.perf_counter()
                     first_stage_runs(stage, [q], 10, names=(name,), query_vectors=v)
                     times[f"{name} search"].append(1000 * (time.perf_counter() - t))
-            print(f"[{precision} query encoder] top 10 of {args.docs:,} abstracts, median ms over {len(queries)} queries "
-                  "(query encoding included; hybrid = BM25 + dense top 1000 each, min-max fused):")  # fmt: skip
+            print(
+                f"[{precision} query encoder] top 10 of {args.docs:,} abstracts, median ms over {len(queries)} queries "
+                "(query encoding included; hybrid = BM25 + dense top 1000 each, min-max fused):"
+            )
             for name, v in times.items():
                 print(
                     f"  {name:7s} {statistics.median(v):7.1f} ms   (p90 {sorted(v)[int(0.9 * len(v)) - 1]:.1f})"
@@ -123,23 +134,33 @@ def main(argv=None) -> int:
 
         queries = [corpus[q] for q in sorted(corpus.qrels) if corpus[q].text][: args.app_queries + 1]
         for depth in args.depths:
-            wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path(args.corpus),
-                                           checkpoint_dirs=(Path(args.app_checkpoint).parent,)), progress=False)  # fmt: skip
+            wb = Workbench(
+                WorkbenchConfig(
+                    cache_dir=Path("cache"),
+                    corpus=Path(args.corpus),
+                    checkpoint_dirs=(Path(args.app_checkpoint).parent,),
+                ),
+                progress=False,
+            )
             spec = read_checkpoint_spec(Path(args.app_checkpoint))
             if depth:  # forced, whatever depth the checkpoint chose on validation
                 wb.rerank_depth = lambda spec, d=depth: d
             wb.bm25(), wb.dense()  # the text indexes (this corpus has no drawings to index)
             rr = wb.reranker(spec)
-            wb.search_text(TextRequest.build(f"{queries[0].title}. {queries[0].text}", "", spec.key, 10))  # warm-up
+            wb.search_text(
+                TextRequest.build(f"{queries[0].title}. {queries[0].text}", "", spec.key, 10)
+            )  # warm-up
             t_all = []
             for q in queries[1:]:
                 t = time.perf_counter()
                 wb.search_text(TextRequest.build(f"{q.title}. {q.text}", "", spec.key, 10))
                 t_all.append(time.perf_counter() - t)
-            print(f"app: Workbench.search_text (bm25, dense, hybrid, dssdnet on the hybrid top "
-                  f"{wb.rerank_depth(spec)}{'' if depth else ' (chosen on validation)'}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
-                  f"dense {wb.dense()[0].precision}: median {statistics.median(t_all):.2f} s, "
-                  f"p90 {sorted(t_all)[max(0, int(0.9 * len(t_all)) - 1)]:.2f} s over {len(t_all)} queries")  # fmt: skip
+            print(
+                f"app: Workbench.search_text (bm25, dense, hybrid, dssdnet on the hybrid top "
+                f"{wb.rerank_depth(spec)}{'' if depth else ' (chosen on validation)'}, fused) on {len(corpus):,} patents, re-ranker precision {rr.precision}, "
+                f"dense {wb.dense()[0].precision}: median {statistics.median(t_all):.2f} s, "
+                f"p90 {sorted(t_all)[max(0, int(0.9 * len(t_all)) - 1)]:.2f} s over {len(t_all)} queries"
+            )
     return 0
 
 

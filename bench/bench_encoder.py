@@ -79,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             t_enc += time.perf_counter() - t1
         total = time.perf_counter() - t0
     rate = len(blobs) / total
-    print(f"throughput: {rate:.1f} drawings/s end to end ({len(blobs)} drawings, batch {args.batch_size}); "
-          f"encoder alone {len(blobs) / t_enc:.1f}/s  [target >= {TARGET_RATE:g}/s]")  # fmt: skip
+    print(
+        f"throughput: {rate:.1f} drawings/s end to end ({len(blobs)} drawings, batch {args.batch_size}); "
+        f"encoder alone {len(blobs) / t_enc:.1f}/s  [target >= {TARGET_RATE:g}/s]"
+    )
 
     # 2. query latency against a flat index of random unit vectors
     dim = int(encode_images(model, eval_tf(load_drawing(blobs[0]))[None]).shape[1])
@@ -108,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
                     stages[key].append(value * 1000)
     total_ms = np.asarray(stages["total"])
     p50, p95 = float(np.percentile(total_ms, 50)), float(np.percentile(total_ms, 95))
-    print(f"query latency over {len(total_ms)} queries, {args.index_size:,}-figure flat index, top-{args.top} patents: "
-          f"p50 {p50:.1f} ms, p95 {p95:.1f} ms  [target p50 <= {TARGET_P50_MS:g} ms]")  # fmt: skip
+    print(
+        f"query latency over {len(total_ms)} queries, {args.index_size:,}-figure flat index, top-{args.top} patents: "
+        f"p50 {p50:.1f} ms, p95 {p95:.1f} ms  [target p50 <= {TARGET_P50_MS:g} ms]"
+    )
     print(
         "  median per stage: "
         + ", ".join(f"{k} {np.median(v):.1f} ms" for k, v in stages.items() if k != "total")

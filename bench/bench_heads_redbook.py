@@ -28,7 +28,9 @@ def main() -> int:
     p.add_argument("--heads", default="runs/heads")
     p.add_argument("--redbook", default="../shared/data/impact_design_patent_samples")
     p.add_argument("--json", default=None)
-    p.add_argument("--mix", action="store_true", help="also every head beside the trunk at each MIX_GRID weight")
+    p.add_argument(
+        "--mix", action="store_true", help="also every head beside the trunk at each MIX_GRID weight"
+    )
     a = p.parse_args()
     import torch
     from safetensors.torch import load_file
@@ -58,8 +60,17 @@ def main() -> int:
 
             for alpha in MIX_GRID[:-1]:  # 1.0 is the trunk alone, the zero-shot row
                 runs[f"{variant}@{alpha:.1f}"].append(score(trunk_mix(x, z, alpha)))
-    out = {v: {k: {"mean": float(np.mean([r[k] for r in rs])), "std": float(np.std([r[k] for r in rs], ddof=1))
-                   if len(rs) > 1 else 0.0, "n": len(rs)} for k in KEYS} for v, rs in runs.items()}  # fmt: skip
+    out = {
+        v: {
+            k: {
+                "mean": float(np.mean([r[k] for r in rs])),
+                "std": float(np.std([r[k] for r in rs], ddof=1)) if len(rs) > 1 else 0.0,
+                "n": len(rs),
+            }
+            for k in KEYS
+        }
+        for v, rs in runs.items()
+    }
     for v, m in out.items():
         print(f"{v:22s} " + " ".join(f"{k} {m[k]['mean']:.3f}±{m[k]['std']:.3f}" for k in KEYS))
     if a.json:

@@ -62,11 +62,21 @@ def campaign(out: Path, load: Path | None) -> int:
     import tempfile
 
     costs_file = Path(tempfile.mkdtemp(prefix="campaign-")) / "costs.json"
-    env = dict(os.environ, RELIABILITY_COSTS=str(costs_file), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               GRADIO_ANALYTICS_ENABLED="False")  # fmt: skip
+    env = dict(
+        os.environ,
+        RELIABILITY_COSTS=str(costs_file),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+    )
     t0 = time.time()
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_reliability.py"],
-                         cwd=ROOT, env=env, capture_output=True, text=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_reliability.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.time() - t0
     summary = (run.stdout.strip().splitlines() or ["(no output)"])[-1]
     costs = json.loads(costs_file.read_text()) if costs_file.is_file() else {}
@@ -86,10 +96,15 @@ def campaign(out: Path, load: Path | None) -> int:
         "|---|---:|---|---:|---:|",
     ]
     for api, rows in sorted(by_api.items()):
-        classes = ", ".join(f"{k} {sum(c['class'] == k for _, c in rows)}" for k in ("⚠️", "answered")
-                            if any(c["class"] == k for _, c in rows))  # fmt: skip
-        lines.append(f"| `{api}` | {len(rows)} | {classes} | {max(c['cpu_s'] for _, c in rows):.2f} | "
-                     f"{max(c['peak_mb'] for _, c in rows):.0f} |")  # fmt: skip
+        classes = ", ".join(
+            f"{k} {sum(c['class'] == k for _, c in rows)}"
+            for k in ("⚠️", "answered")
+            if any(c["class"] == k for _, c in rows)
+        )
+        lines.append(
+            f"| `{api}` | {len(rows)} | {classes} | {max(c['cpu_s'] for _, c in rows):.2f} | "
+            f"{max(c['peak_mb'] for _, c in rows):.0f} |"
+        )
     worst = sorted(costs.items(), key=lambda kv: (-kv[1]["cpu_s"], -kv[1]["peak_mb"]))[:10]
     lines += [
         "",
@@ -105,13 +120,17 @@ def campaign(out: Path, load: Path | None) -> int:
     if load is not None and load.is_file():
         r = json.loads(load.read_text())
         conc, det, tot = r.get("concurrency", {}), r.get("determinism", {}), r.get("kills_total", {})
-        lines += ["", f"Load (`{r.get('command', 'bench/bench_labels_load.py')}`):", "",
-                  f"* determinism: {det.get('searches')} identical `/search_text` at once on the real DSSDNet re-ranker: "
-                  f"{det.get('distinct_lists')} distinct list(s) (ids and scores), {det.get('distinct_top3')} distinct top 3",
-                  f"* concurrency: {conc.get('annotators')} annotators, {conc.get('acknowledged')} labels acknowledged, "
-                  f"{conc.get('lost')} lost, {conc.get('stored_twice')} stored twice, {conc.get('misattributed')} misattributed",
-                  f"* kill -9 × {len(r.get('kills', []))}: {tot.get('acknowledged')} acknowledged, {tot.get('lost')} lost, "
-                  f"{tot.get('keys_missing_after_retry')} keys missing and {tot.get('keys_stored_twice')} stored twice after retry"]  # fmt: skip
+        lines += [
+            "",
+            f"Load (`{r.get('command', 'bench/bench_labels_load.py')}`):",
+            "",
+            f"* determinism: {det.get('searches')} identical `/search_text` at once on the real DSSDNet re-ranker: "
+            f"{det.get('distinct_lists')} distinct list(s) (ids and scores), {det.get('distinct_top3')} distinct top 3",
+            f"* concurrency: {conc.get('annotators')} annotators, {conc.get('acknowledged')} labels acknowledged, "
+            f"{conc.get('lost')} lost, {conc.get('stored_twice')} stored twice, {conc.get('misattributed')} misattributed",
+            f"* kill -9 × {len(r.get('kills', []))}: {tot.get('acknowledged')} acknowledged, {tot.get('lost')} lost, "
+            f"{tot.get('keys_missing_after_retry')} keys missing and {tot.get('keys_stored_twice')} stored twice after retry",
+        ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
@@ -145,8 +164,10 @@ def main() -> int:
             outcome = "refused"
         ms = (time.perf_counter() - t) * 1000
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"  {size[0]}x{size[1]} PNG ({len(data)} bytes): {outcome} in {ms:.1f} ms, "
-              f"peak RSS {before:.0f} -> {after:.0f} MB (+{after - before:.0f})")  # fmt: skip
+        print(
+            f"  {size[0]}x{size[1]} PNG ({len(data)} bytes): {outcome} in {ms:.1f} ms, "
+            f"peak RSS {before:.0f} -> {after:.0f} MB (+{after - before:.0f})"
+        )
     return 0
 
 

@@ -41,8 +41,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = ("hammer wrench screwdriver clock watch mirror handle head grip claw dial strap face housing round "
-         "square long compact ornamental design portion shown").split()  # fmt: skip
+WORDS = (
+    "hammer wrench screwdriver clock watch mirror handle head grip claw dial strap face housing round "
+    "square long compact ornamental design portion shown"
+).split()
 
 
 def free_port() -> int:
@@ -66,11 +68,29 @@ class Server:
         return f"http://127.0.0.1:{self.port}/"
 
     def start(self, timeout: float = 300) -> float:
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT),
-                   OMP_NUM_THREADS="1", GRADIO_ANALYTICS_ENABLED="False")  # fmt: skip
-        cmd = [sys.executable, str(ROOT / "app.py"), "--corpus", "generated", "--demo-patents", str(self.patents),
-               "--cache-dir", str(self.work / "cache"), "--labels", str(self.work / "data" / "labels.sqlite"),
-               "--port", str(self.port), "--no-warmup"]  # fmt: skip
+        env = dict(
+            os.environ,
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            PYTHONPATH=str(ROOT),
+            OMP_NUM_THREADS="1",
+            GRADIO_ANALYTICS_ENABLED="False",
+        )
+        cmd = [
+            sys.executable,
+            str(ROOT / "app.py"),
+            "--corpus",
+            "generated",
+            "--demo-patents",
+            str(self.patents),
+            "--cache-dir",
+            str(self.work / "cache"),
+            "--labels",
+            str(self.work / "data" / "labels.sqlite"),
+            "--port",
+            str(self.port),
+            "--no-warmup",
+        ]
         t0 = time.time()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         while time.time() - t0 < timeout:
@@ -147,8 +167,10 @@ class Annotator:
 def check(db: Path, annotators: list[Annotator]) -> dict:
     """Acknowledged labels against the database: lost, stored more than once, misattributed."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = con.execute("SELECT idempotency_key, annotator, list_name, rank, label, candidate_id, id FROM labels "
-                       "WHERE undone = 0").fetchall()  # fmt: skip
+    rows = con.execute(
+        "SELECT idempotency_key, annotator, list_name, rank, label, candidate_id, id FROM labels "
+        "WHERE undone = 0"
+    ).fetchall()
     con.close()
     by_key: dict[str, list[tuple]] = {}
     for key, *rest in rows:
@@ -165,8 +187,13 @@ def check(db: Path, annotators: list[Annotator]) -> dict:
             list_name, rank, grade, cand = a.sent[key]
             who, lst, rk, lab, c, rid = stored[0]
             wrong += (who, lst, rk, lab, c, rid) != (a.name, list_name, rank, grade, cand, lab_id)
-    return {"acknowledged": acked, "stored_rows": len(rows), "lost": lost, "stored_twice": twice,
-            "misattributed": wrong}  # fmt: skip
+    return {
+        "acknowledged": acked,
+        "stored_rows": len(rows),
+        "lost": lost,
+        "stored_twice": twice,
+        "misattributed": wrong,
+    }
 
 
 def run_threads(fns) -> None:
@@ -196,10 +223,17 @@ def concurrency(server: Server, n: int, per: int) -> dict:
     if not lat:
         raise RuntimeError("no label was answered: " + "; ".join(errors[:3]))
     out = check(server.work / "data" / "labels.sqlite", anns)
-    out |= {"annotators": n, "sent": sum(len(a.sent) for a in anns), "warned": sum(a.warned for a in anns),
-            "silent_errors": sum(a.silent for a in anns), "client_errors": errors, "wall_s": round(wall, 1),
-            "labels_per_s": round(len(lat) / wall, 1), "latency_median_ms": round(1000 * statistics.median(lat)),
-            "latency_p95_ms": round(1000 * lat[int(0.95 * (len(lat) - 1))])}  # fmt: skip
+    out |= {
+        "annotators": n,
+        "sent": sum(len(a.sent) for a in anns),
+        "warned": sum(a.warned for a in anns),
+        "silent_errors": sum(a.silent for a in anns),
+        "client_errors": errors,
+        "wall_s": round(wall, 1),
+        "labels_per_s": round(len(lat) / wall, 1),
+        "latency_median_ms": round(1000 * statistics.median(lat)),
+        "latency_p95_ms": round(1000 * lat[int(0.95 * (len(lat) - 1))]),
+    }
     return out
 
 
@@ -212,14 +246,22 @@ def determinism(server: Server, n: int) -> dict:
     outs: list = [None] * n
 
     def work(i: int) -> None:
-        outs[i] = clients[i].submit(" ".join(WORDS[:8]), "", "dssdnet-minilm", 10, f"det-{i}",
-                                    api_name="/search_text").result(timeout=600)  # fmt: skip
+        outs[i] = (
+            clients[i]
+            .submit(" ".join(WORDS[:8]), "", "dssdnet-minilm", 10, f"det-{i}", api_name="/search_text")
+            .result(timeout=600)
+        )
 
     run_threads([lambda i=i: work(i) for i in range(n)])
     lists = {tuple((r[2], r[5]) for r in o[1]["data"]) for o in outs if o is not None}
     tops = {tuple(r[2] for r in o[1]["data"][:3]) for o in outs if o is not None}
-    return {"searches": n, "answered": sum(o is not None for o in outs), "distinct_lists": len(lists),
-            "distinct_top3": len(tops), "list_length": len(next(iter(lists))) if lists else 0}  # fmt: skip
+    return {
+        "searches": n,
+        "answered": sum(o is not None for o in outs),
+        "distinct_lists": len(lists),
+        "distinct_top3": len(tops),
+        "list_length": len(next(iter(lists))) if lists else 0,
+    }
 
 
 def kill_cycle(server: Server, n: int, after: float, cycle: int) -> dict:
@@ -266,10 +308,15 @@ def kill_cycle(server: Server, n: int, after: float, cycle: int) -> dict:
     )
     con.close()
     keys = [k for a in anns for k in a.sent]
-    out |= {"cycle": cycle, "in_flight_retried": retried, "keys_sent": len(keys),
-            "keys_stored_once": sum(counts.get(k, 0) == 1 for k in keys),
-            "keys_missing_after_retry": sum(counts.get(k, 0) == 0 for k in keys),
-            "keys_stored_twice": sum(counts.get(k, 0) > 1 for k in keys), "restart_s": round(restart_s, 1)}  # fmt: skip
+    out |= {
+        "cycle": cycle,
+        "in_flight_retried": retried,
+        "keys_sent": len(keys),
+        "keys_stored_once": sum(counts.get(k, 0) == 1 for k in keys),
+        "keys_missing_after_retry": sum(counts.get(k, 0) == 0 for k in keys),
+        "keys_stored_twice": sum(counts.get(k, 0) > 1 for k in keys),
+        "restart_s": round(restart_s, 1),
+    }
     return out
 
 
@@ -291,30 +338,46 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result["start_s"] = round(server.start(), 1)
         result["determinism"] = det = determinism(server, args.determinism)
-        print(f"determinism: {det['searches']} identical /search_text at once, {det['answered']} answered, "
-              f"{det['distinct_lists']} distinct DSSDNet list(s) with scores, {det['distinct_top3']} distinct top 3")  # fmt: skip
+        print(
+            f"determinism: {det['searches']} identical /search_text at once, {det['answered']} answered, "
+            f"{det['distinct_lists']} distinct DSSDNet list(s) with scores, {det['distinct_top3']} distinct top 3"
+        )
         result["concurrency"] = conc = concurrency(server, args.annotators, args.labels)
-        print(f"concurrency: {conc['annotators']} annotators, {conc['sent']} labels sent, {conc['acknowledged']} "
-              f"acknowledged, {conc['stored_rows']} rows stored; lost {conc['lost']}, stored twice "
-              f"{conc['stored_twice']}, misattributed {conc['misattributed']}, ⚠️ {conc['warned']}, silent errors "
-              f"{conc['silent_errors']}, client errors {len(conc['client_errors'])}; {conc['labels_per_s']} labels/s, "
-              f"/label median {conc['latency_median_ms']} ms, p95 {conc['latency_p95_ms']} ms "
-              f"({conc['wall_s']} s)")  # fmt: skip
+        print(
+            f"concurrency: {conc['annotators']} annotators, {conc['sent']} labels sent, {conc['acknowledged']} "
+            f"acknowledged, {conc['stored_rows']} rows stored; lost {conc['lost']}, stored twice "
+            f"{conc['stored_twice']}, misattributed {conc['misattributed']}, ⚠️ {conc['warned']}, silent errors "
+            f"{conc['silent_errors']}, client errors {len(conc['client_errors'])}; {conc['labels_per_s']} labels/s, "
+            f"/label median {conc['latency_median_ms']} ms, p95 {conc['latency_p95_ms']} ms "
+            f"({conc['wall_s']} s)"
+        )
         result["kills"] = []
         for cycle in range(1, args.kills + 1):
             k = kill_cycle(server, args.kill_annotators, args.kill_after, cycle)
             result["kills"].append(k)
-            print(f"kill -9 #{cycle}: {k['acknowledged']} acknowledged before the kill, lost {k['lost']}, "
-                  f"misattributed {k['misattributed']}; {k['in_flight_retried']} in-flight labels retried with "
-                  f"their keys: {k['keys_stored_once']} of {k['keys_sent']} keys stored exactly once, "
-                  f"{k['keys_missing_after_retry']} missing, {k['keys_stored_twice']} twice; restart "
-                  f"{k['restart_s']} s")  # fmt: skip
-        tot = {x: sum(k[x] for k in result["kills"]) for x in ("acknowledged", "lost", "misattributed",
-                                                                  "keys_stored_twice", "keys_missing_after_retry")}  # fmt: skip
+            print(
+                f"kill -9 #{cycle}: {k['acknowledged']} acknowledged before the kill, lost {k['lost']}, "
+                f"misattributed {k['misattributed']}; {k['in_flight_retried']} in-flight labels retried with "
+                f"their keys: {k['keys_stored_once']} of {k['keys_sent']} keys stored exactly once, "
+                f"{k['keys_missing_after_retry']} missing, {k['keys_stored_twice']} twice; restart "
+                f"{k['restart_s']} s"
+            )
+        tot = {
+            x: sum(k[x] for k in result["kills"])
+            for x in (
+                "acknowledged",
+                "lost",
+                "misattributed",
+                "keys_stored_twice",
+                "keys_missing_after_retry",
+            )
+        }
         result["kills_total"] = tot
-        print(f"kill -9 total over {args.kills}: {tot['acknowledged']} acknowledged, {tot['lost']} lost, "
-              f"{tot['misattributed']} misattributed, {tot['keys_stored_twice']} stored twice after retry, "
-              f"{tot['keys_missing_after_retry']} missing after retry")  # fmt: skip
+        print(
+            f"kill -9 total over {args.kills}: {tot['acknowledged']} acknowledged, {tot['lost']} lost, "
+            f"{tot['misattributed']} misattributed, {tot['keys_stored_twice']} stored twice after retry, "
+            f"{tot['keys_missing_after_retry']} missing after retry"
+        )
     finally:
         server.stop()
         log.close()

@@ -32,8 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     faiss.omp_set_num_threads(args.threads)
     q = np.load(args.queries).astype(np.float32)
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    out = {"command": " ".join(sys.argv), "faiss": faiss.__version__, "threads": args.threads,
-           "queries": len(q), "nprobe": args.nprobe, "k": args.k, "runs": []}  # fmt: skip
+    out = {
+        "command": " ".join(sys.argv),
+        "faiss": faiss.__version__,
+        "threads": args.threads,
+        "queries": len(q),
+        "nprobe": args.nprobe,
+        "k": args.k,
+        "runs": [],
+    }
     for flag, name in ((0, "read whole"), (faiss.IO_FLAG_MMAP, "memory-mapped")):
         index = faiss.read_index(str(Path(args.index) / "index.faiss"), flag)
         ivf = faiss.extract_index_ivf(index)
@@ -45,9 +52,15 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 index.search(v[None, :], args.k)
                 lat.append(time.perf_counter() - t)
-            out["runs"].append({"open": name, "lists": lists, "pass": attempt,
-                                "p50_ms": round(1000 * float(np.median(lat)), 2),
-                                "p95_ms": round(1000 * float(np.quantile(lat, 0.95)), 2)})  # fmt: skip
+            out["runs"].append(
+                {
+                    "open": name,
+                    "lists": lists,
+                    "pass": attempt,
+                    "p50_ms": round(1000 * float(np.median(lat)), 2),
+                    "p95_ms": round(1000 * float(np.quantile(lat, 0.95)), 2),
+                }
+            )
         del index
     out["load"] = [round(v, 2) for v in os.getloadavg()]
     print(json.dumps(out))

@@ -69,11 +69,15 @@ def text_bench() -> None:
         else:
             rel_strong.append(hit)
     n = len(rel_weak) + len(rel_strong)
-    print(f"text (cs3245, {len(corpus)} patents, {len(used)} with text): threshold {th.threshold:.3f} "
-          f"(null mean {th.null['mean']:.3f} ± {th.null['std']:.3f}, {took:.1f} s to calibrate)")  # fmt: skip
+    print(
+        f"text (cs3245, {len(corpus)} patents, {len(used)} with text): threshold {th.threshold:.3f} "
+        f"(null mean {th.null['mean']:.3f} ± {th.null['std']:.3f}, {took:.1f} s to calibrate)"
+    )
     print(f"  unrelated held-out searches flagged: {flagged_null:.1%} of {len(held)}")
-    print(f"  related searches (citing patents) flagged: {weak / n:.1%} of {n}; top-1 is a cited patent in "
-          f"{np.mean(rel_strong):.1%} of the unflagged, {np.mean(rel_weak) if rel_weak else float('nan'):.1%} of the flagged")  # fmt: skip
+    print(
+        f"  related searches (citing patents) flagged: {weak / n:.1%} of {n}; top-1 is a cited patent in "
+        f"{np.mean(rel_strong):.1%} of the unflagged, {np.mean(rel_weak) if rel_weak else float('nan'):.1%} of the flagged"
+    )
 
 
 def drawing_bench() -> None:
@@ -87,14 +91,25 @@ def drawing_bench() -> None:
     for line in (root / "metadata_2007.txt").read_text().splitlines():
         pid, code, title = line.split("\t")[:3]
         cls, _, sub = code.partition("-")
-        patents.append(Patent(pid, title=title, codes={"uspc": [taxonomy.normalize("uspc", f"{cls}/{sub}")]},
-                              figures=[Figure(f"images/{pid}.png")]))  # fmt: skip
+        patents.append(
+            Patent(
+                pid,
+                title=title,
+                codes={"uspc": [taxonomy.normalize("uspc", f"{cls}/{sub}")]},
+                figures=[Figure(f"images/{pid}.png")],
+            )
+        )
     corpus = Corpus(root, patents, name="uspc2007")
     spec = next(m for m in builtin_models() if m.task == "drawing")
     enc = default_drawing_encoder(spec)
     t = time.perf_counter()
-    emb = embed_figures(enc.encode, (corpus.open_image(f) for _, f in corpus.figures()), batch_size=32,
-                        progress=False, total=len(patents))  # fmt: skip
+    emb = embed_figures(
+        enc.encode,
+        (corpus.open_image(f) for _, f in corpus.figures()),
+        batch_size=32,
+        progress=False,
+        total=len(patents),
+    )
     print(f"drawing: embedded {len(patents)} drawings with {spec.label} in {time.perf_counter() - t:.0f} s")
     index = DenseIndex.build(emb, [f.path for _, f in corpus.figures()], [p.id for p in patents])
     th = cal.calibrate_drawing(index, corpus, samples=300, seed=0)
@@ -116,9 +131,11 @@ def drawing_bench() -> None:
     n = len(rel_weak) + len(rel_strong)
     print(f"  threshold {th.threshold:.3f} (null mean {th.null['mean']:.3f} ± {th.null['std']:.3f})")
     print(f"  unrelated held-out searches flagged: {np.mean(null <= th.threshold):.1%} of {len(held)}")
-    print(f"  related searches (class-subclass has another patent) flagged: {len(rel_weak) / n:.1%} of {n}; "
-          f"top-1 same class-subclass in {np.mean(rel_strong):.1%} of the unflagged, "
-          f"{np.mean(rel_weak) if rel_weak else float('nan'):.1%} of the flagged")  # fmt: skip
+    print(
+        f"  related searches (class-subclass has another patent) flagged: {len(rel_weak) / n:.1%} of {n}; "
+        f"top-1 same class-subclass in {np.mean(rel_strong):.1%} of the unflagged, "
+        f"{np.mean(rel_weak) if rel_weak else float('nan'):.1%} of the flagged"
+    )
 
 
 def main(argv=None) -> int:

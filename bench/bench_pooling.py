@@ -35,11 +35,16 @@ def main() -> int:
     torch.set_num_threads(1)
     model, _, tf = create_encoder("lite-trunk")
     trunk = model.visual.trunk.eval()
-    pools = {"mean": lambda f: f.mean((2, 3)), "gem3": lambda f: f.clamp_min(1e-6).pow(3).mean((2, 3)).pow(1 / 3),
-             "max": lambda f: f.amax((2, 3))}  # fmt: skip
+    pools = {
+        "mean": lambda f: f.mean((2, 3)),
+        "gem3": lambda f: f.clamp_min(1e-6).pow(3).mean((2, 3)).pow(1 / 3),
+        "max": lambda f: f.amax((2, 3)),
+    }
     out = {}
-    for name, corpus, split in (("uspc_val", Corpus.load(a.uspc, validate=False), "val"),
-                                ("redbook", load_redbook(a.redbook), None)):  # fmt: skip
+    for name, corpus, split in (
+        ("uspc_val", Corpus.load(a.uspc, validate=False), "val"),
+        ("redbook", load_redbook(a.redbook), None),
+    ):
         items, _, selfs = drawing_protocol(corpus, split, "all")
         feats = {k: [] for k in pools}
         with torch.no_grad():

@@ -33,8 +33,10 @@ from PIL import Image, ImageDraw  # noqa: E402
 from patent_demo.limits import MAX_ABSTRACT_TOKENS, MAX_APPLICATION_VIEWS, MAX_SHEET_FIGURES  # noqa: E402
 from tests.support.live import measured  # noqa: E402
 
-ABSTRACT = ("A lamp with a folded paper shade held over the bulb by a wire frame; the frame clips to the bulb "
-            "holder and the shade can be turned to direct the light.")  # fmt: skip
+ABSTRACT = (
+    "A lamp with a folded paper shade held over the bulb by a wire frame; the frame clips to the bulb "
+    "holder and the shade can be turned to direct the light."
+)
 
 
 def _png(im: Image.Image) -> bytes:
@@ -56,7 +58,9 @@ def _sheet(n: int = 14) -> bytes:
 
 def _page(side: int) -> bytes:
     im = Image.new("L", (side, side), 255)
-    ImageDraw.Draw(im).rectangle((side // 4, side // 4, side // 2, side // 2), outline=0, width=max(2, side // 600))
+    ImageDraw.Draw(im).rectangle(
+        (side // 4, side // 4, side // 2, side // 2), outline=0, width=max(2, side // 600)
+    )
     return _png(im)
 
 
@@ -74,15 +78,24 @@ def _workbench(args):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", default=None,
-                   help="the corpus the app serves (a folder, or 'generated'); default: the app's own default "
-                        "(the real corpus built from ../shared/data when it is there)")  # fmt: skip
-    p.add_argument("--patents", type=int, default=300, help="patents of the generated demo corpus (--corpus generated)")
+    p.add_argument(
+        "--corpus",
+        default=None,
+        help="the corpus the app serves (a folder, or 'generated'); default: the app's own default "
+        "(the real corpus built from ../shared/data when it is there)",
+    )
+    p.add_argument(
+        "--patents", type=int, default=300, help="patents of the generated demo corpus (--corpus generated)"
+    )
     p.add_argument("--cache-dir", default=None, help="the workbench cache (default: a new temporary folder)")
     p.add_argument("--tiny", action="store_true", help="the test suite's tiny workbench instead")
     p.add_argument("--repeat", type=int, default=1, help="runs per case; the smallest counts")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default 1: the work itself, without idle threads spinning on a busy machine)")  # fmt: skip
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: the work itself, without idle threads spinning on a busy machine)",
+    )
     args = p.parse_args(argv)
     import torch
 
@@ -100,30 +113,67 @@ def main(argv: list[str] | None = None) -> int:
     store = LabelStore(tmp / "labels.sqlite")
     h = Handlers(wb, store)
     ex = ExaminerHandlers(wb, store, ready=h._ready)
-    files = {"figure": wb.corpus.image_path(wb.corpus.patents[0].figures[0]).read_bytes(), "sheet": _sheet(),
-             "page-2000": _page(2000), "page-6000": _page(6000)}  # fmt: skip
+    files = {
+        "figure": wb.corpus.image_path(wb.corpus.patents[0].figures[0]).read_bytes(),
+        "sheet": _sheet(),
+        "page-2000": _page(2000),
+        "page-6000": _page(6000),
+    }
     for name, data in files.items():
         (tmp / f"{name}.png").write_bytes(data)
     f = {name: str(tmp / f"{name}.png") for name in files}
     english = (ABSTRACT + " ") * 85  # about 13,000 characters, 2,900 tokens
     cjk_at_cap = "椅子座面靠背扶手" * (MAX_ABSTRACT_TOKENS // 8)
     cases = [
-        ("drawing search, one figure", lambda: h.search_drawing(f["figure"], dmodel, 10, True, True, "", "b")[1]),
-        ("drawing search, a 2000² page", lambda: h.search_drawing(f["page-2000"], dmodel, 10, True, True, "", "b")[1]),
+        (
+            "drawing search, one figure",
+            lambda: h.search_drawing(f["figure"], dmodel, 10, True, True, "", "b")[1],
+        ),
+        (
+            "drawing search, a 2000² page",
+            lambda: h.search_drawing(f["page-2000"], dmodel, 10, True, True, "", "b")[1],
+        ),
         ("sheet of one figure (a 2000² page)", lambda: ex.search_sheet(f["page-2000"], None, dmodel, 10)[1]),
-        (f"sheet of 196 boxes (searches {MAX_SHEET_FIGURES})", lambda: ex.search_sheet(f["sheet"], None, dmodel, 10)[1]),
-        (f"application, {MAX_APPLICATION_VIEWS} small views", lambda: h.search_application([f["figure"]] * MAX_APPLICATION_VIEWS, dmodel, 10, True)[1]),
-        (f"application, {MAX_APPLICATION_VIEWS} views of a 2000² page", lambda: h.search_application([f["page-2000"]] * MAX_APPLICATION_VIEWS, dmodel, 10, True)[1]),
-        ("application, 60 views of a 6000² page", lambda: h.search_application([f["page-6000"]] * 60, dmodel, 10, True)[1]),
-        ("application, 200 small views", lambda: h.search_application([f["figure"]] * 200, dmodel, 10, True)[1]),
-        ("application, 2 views of a 6000² page", lambda: h.search_application([f["page-6000"]] * 2, dmodel, 10, True)[1]),
+        (
+            f"sheet of 196 boxes (searches {MAX_SHEET_FIGURES})",
+            lambda: ex.search_sheet(f["sheet"], None, dmodel, 10)[1],
+        ),
+        (
+            f"application, {MAX_APPLICATION_VIEWS} small views",
+            lambda: h.search_application([f["figure"]] * MAX_APPLICATION_VIEWS, dmodel, 10, True)[1],
+        ),
+        (
+            f"application, {MAX_APPLICATION_VIEWS} views of a 2000² page",
+            lambda: h.search_application([f["page-2000"]] * MAX_APPLICATION_VIEWS, dmodel, 10, True)[1],
+        ),
+        (
+            "application, 60 views of a 6000² page",
+            lambda: h.search_application([f["page-6000"]] * 60, dmodel, 10, True)[1],
+        ),
+        (
+            "application, 200 small views",
+            lambda: h.search_application([f["figure"]] * 200, dmodel, 10, True)[1],
+        ),
+        (
+            "application, 2 views of a 6000² page",
+            lambda: h.search_application([f["page-6000"]] * 2, dmodel, 10, True)[1],
+        ),
         ("evaluate, first call", lambda: h.evaluate(dmodel, "test")[0]),
         ("evaluate, again (from memory)", lambda: h.evaluate(dmodel, "test")[0]),
         ("text search, a 25-word abstract", lambda: h.search_text(ABSTRACT, "", tmodel, 10, "b")[2]),
-        (f"text search, {len(english):,} characters of English", lambda: h.search_text(english, "", tmodel, 10, "b")[2]),
-        (f"text search, {len(cjk_at_cap):,} CJK characters (the cap)", lambda: h.search_text(cjk_at_cap, "", tmodel, 10, "b")[2]),
-        ("text search, 20,000 CJK characters", lambda: h.search_text("椅子座面靠背扶手" * 2_500, "", tmodel, 10, "b")[2]),
-    ]  # fmt: skip
+        (
+            f"text search, {len(english):,} characters of English",
+            lambda: h.search_text(english, "", tmodel, 10, "b")[2],
+        ),
+        (
+            f"text search, {len(cjk_at_cap):,} CJK characters (the cap)",
+            lambda: h.search_text(cjk_at_cap, "", tmodel, 10, "b")[2],
+        ),
+        (
+            "text search, 20,000 CJK characters",
+            lambda: h.search_text("椅子座面靠背扶手" * 2_500, "", tmodel, 10, "b")[2],
+        ),
+    ]
     h.search_drawing(f["figure"], dmodel, 10, True, True, "", "b")  # the models load on their first search:
     h.search_text(ABSTRACT, "", tmodel, 10, "b")  # not measured
     print(f"{wb.corpus_description()} · drawing model {dmodel} · re-ranker {tmodel}\n")

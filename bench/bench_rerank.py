@@ -126,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
                 k: {"median": med[k], "all": times[k], "cpu_median": cpu_med[k]} for k in models
             }
             ratio = med["dssdnet_fp32"] / med["crossencoder_fp32"]
-            print(f"{n:5d} candidates: DSSDNet fp32 {med['dssdnet_fp32']:.3f} s, int8 {med['dssdnet_int8']:.3f} s, "
-                  f"CrossEncoder {med['crossencoder_fp32']:.3f} s; DSSDNet/CrossEncoder {ratio:.3f}x, int8/fp32 "
-                  f"{med['dssdnet_int8'] / med['dssdnet_fp32']:.3f}x")  # fmt: skip
+            print(
+                f"{n:5d} candidates: DSSDNet fp32 {med['dssdnet_fp32']:.3f} s, int8 {med['dssdnet_int8']:.3f} s, "
+                f"CrossEncoder {med['crossencoder_fp32']:.3f} s; DSSDNet/CrossEncoder {ratio:.3f}x, int8/fp32 "
+                f"{med['dssdnet_int8'] / med['dssdnet_fp32']:.3f}x"
+            )
             figures["latency_s"][n]["ratio_dssdnet_over_crossencoder"] = ratio
             print(
                 f"{n:5d} candidates, CPU seconds (all threads): DSSDNet fp32 {cpu_med['dssdnet_fp32']:.3f}, "

@@ -93,9 +93,16 @@ def export_onnx(model: Reranker, folder: Path) -> tuple[Path, Path]:
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=512)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(ClsEncoder(model.encoder).eval(), tuple(sample[k] for k in names), str(fp32),
-                          dynamo=True, input_names=names, output_names=["cls"], verbose=False,
-                          dynamic_shapes={k: {0: batch, 1: length} for k in names})  # fmt: skip
+        torch.onnx.export(
+            ClsEncoder(model.encoder).eval(),
+            tuple(sample[k] for k in names),
+            str(fp32),
+            dynamo=True,
+            input_names=names,
+            output_names=["cls"],
+            verbose=False,
+            dynamic_shapes={k: {0: batch, 1: length} for k in names},
+        )
     int8 = folder / "encoder.int8.onnx"
     quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
     return fp32, int8
@@ -123,9 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}"
     )
-    print(f"# CPU flags: avx512_bf16={'avx512_bf16' in flags} amx_bf16={'amx_bf16' in flags} "
-          f"avx512_vnni={'avx512_vnni' in flags} avx2={'avx2' in flags}; choose_precision('auto') -> "
-          f"{choose_precision('auto')} ({'fast bf16' if has_fast_bf16(flags) else 'no bf16 hardware'})")  # fmt: skip
+    print(
+        f"# CPU flags: avx512_bf16={'avx512_bf16' in flags} amx_bf16={'amx_bf16' in flags} "
+        f"avx512_vnni={'avx512_vnni' in flags} avx2={'avx2' in flags}; choose_precision('auto') -> "
+        f"{choose_precision('auto')} ({'fast bf16' if has_fast_bf16(flags) else 'no bf16 hardware'})"
+    )
 
     library = load_text_corpus(DATA / "patsnap_docs.jsonl")
     pairs = [
@@ -148,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             variants["onnx int8"] = (base, OrtEncoder(base, int8_path, args.threads))
         except ImportError as err:
             print(f"# ONNX Runtime skipped: {err}")
-    print(f"# checkpoint {args.checkpoint}, variant {variants['torch fp32'][0].config.variant}, "
-          f"max_length {variants['torch fp32'][0].config.max_length}, batch {args.batch_size}")  # fmt: skip
+    print(
+        f"# checkpoint {args.checkpoint}, variant {variants['torch fp32'][0].config.variant}, "
+        f"max_length {variants['torch fp32'][0].config.max_length}, batch {args.batch_size}"
+    )
 
     query = task.queries["test"][0]
     ids = [d for d in task.bm25.search(query.text, k=args.candidates + 1).ids if d != query.qid][
@@ -184,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             "all": times[name],
             "cpu_median": statistics.median(cpu[name]),
         }
-        print(f"{name:11s} {med[name]:6.3f} s per {len(cands)} candidates ({statistics.median(cpu[name]):.2f} CPU-s), "
-              f"{med['torch fp32'] / med[name]:.2f}x fp32")  # fmt: skip
+        print(
+            f"{name:11s} {med[name]:6.3f} s per {len(cands)} candidates ({statistics.median(cpu[name]):.2f} CPU-s), "
+            f"{med['torch fp32'] / med[name]:.2f}x fp32"
+        )
 
     if args.quality_queries:
         queries = task.queries["test"][: args.quality_queries]
@@ -212,10 +225,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             change = {k: m[k] - ref[k] for k in QUALITY_METRICS}
             ok = med[name] <= 0.8 and overlap >= 0.95 and max(abs(v) for v in change.values()) <= 0.005
-            figures["quality"][name] = {"top10_overlap": overlap, "metrics": {k: m[k] for k in QUALITY_METRICS},
-                                        "change_vs_fp32": change, "meets_targets": ok}  # fmt: skip
-            print(f"{name:11s} top-10 overlap {overlap:.3f}; " + ", ".join(f"{k} {m[k]:.4f} ({change[k]:+.4f})" for k in QUALITY_METRICS)
-                  + f"; targets {'met' if ok else 'not met'}")  # fmt: skip
+            figures["quality"][name] = {
+                "top10_overlap": overlap,
+                "metrics": {k: m[k] for k in QUALITY_METRICS},
+                "change_vs_fp32": change,
+                "meets_targets": ok,
+            }
+            print(
+                f"{name:11s} top-10 overlap {overlap:.3f}; "
+                + ", ".join(f"{k} {m[k]:.4f} ({change[k]:+.4f})" for k in QUALITY_METRICS)
+                + f"; targets {'met' if ok else 'not met'}"
+            )
         print(f"({len(queries)} cs3245 test queries, BM25 top {args.candidates} re-ranked)")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")

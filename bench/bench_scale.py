@@ -162,17 +162,32 @@ def record(index: DenseIndex, n: int, lat: list[float], rec: np.ndarray, k: int,
     rec = np.asarray(rec, dtype=np.float64)
     se = float(rec.std(ddof=1) / np.sqrt(len(rec))) if len(rec) > 1 else 0.0
     return {
-        "kind": index.kind, "n": n, "dim": index.dim, "params": dict(index.params), "build_s": round(build, 1),
+        "kind": index.kind,
+        "n": n,
+        "dim": index.dim,
+        "params": dict(index.params),
+        "build_s": round(build, 1),
         "index_mb": round(index_bytes(index.index) / 2**20, 1),
         "embeddings_mb": round(index.embeddings.nbytes / 2**20, 1),
         "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
-        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3), f"recall@{k}": round(float(rec.mean()), 4),
-        f"recall@{k}_se": round(se, 4), "queries": len(lat), "load": [round(v, 2) for v in os.getloadavg()],
-    }  # fmt: skip
+        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3),
+        f"recall@{k}": round(float(rec.mean()), 4),
+        f"recall@{k}_se": round(se, 4),
+        "queries": len(lat),
+        "load": [round(v, 2) for v in os.getloadavg()],
+    }
 
 
-def sweep(index: DenseIndex, n: int, queries: np.ndarray, truth: np.ndarray, k: int, build: float,
-          grid: list[dict], emit) -> list[dict]:  # fmt: skip
+def sweep(
+    index: DenseIndex,
+    n: int,
+    queries: np.ndarray,
+    truth: np.ndarray,
+    k: int,
+    build: float,
+    grid: list[dict],
+    emit,
+) -> list[dict]:
     """Measure ``index`` at each search-parameter setting of ``grid`` (no rebuild between them)."""
     rows = []
     for params in grid:
@@ -186,8 +201,9 @@ def sweep(index: DenseIndex, n: int, queries: np.ndarray, truth: np.ndarray, k: 
 TIE = 1e-6  # cosines this close are a tie: float32 sums in another order differ by about 1e-7
 
 
-def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int,
-                     truth_scores: np.ndarray | None = None) -> list[list[tuple[int, float]]]:  # fmt: skip
+def exact_patent_top(
+    truth_rows: np.ndarray, patent_of: np.ndarray, k: int, truth_scores: np.ndarray | None = None
+) -> list[list[tuple[int, float]]]:
     """The exact per-patent top k as ``[(patent, score)]``: the first k distinct patents of the exact
     figure ranking (a patent scores its best figure; ``truth_scores`` the exact figure scores)."""
     out = []
@@ -203,8 +219,14 @@ def exact_patent_top(truth_rows: np.ndarray, patent_of: np.ndarray, k: int,
     return out
 
 
-def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[tuple[int, float]]], k: int,
-                     factors: list[int], nprobes: list[int] = (0,)) -> list[dict]:  # fmt: skip
+def patent_overfetch(
+    index: DenseIndex,
+    queries: np.ndarray,
+    exact: list[list[tuple[int, float]]],
+    k: int,
+    factors: list[int],
+    nprobes: list[int] = (0,),
+) -> list[dict]:
     """For each over-fetch factor f (``fetch = f * k`` figures) and lists probed (IVF kinds; 0: the
     index's nprobe), the share of queries whose patent top k equals exact search's: ``exact_share``, the
     same score at every rank (to ``TIE``: two patents whose best figures tie may come in either order);
@@ -225,17 +247,24 @@ def patent_overfetch(index: DenseIndex, queries: np.ndarray, exact: list[list[tu
                 same_scores += len(got) == len(want) and bool(
                     np.all(np.abs(np.asarray(res.scores, np.float64) - [s for _, s in want]) <= TIE)
                 )
-            out.append({"nprobe": nprobe, "factor": f, "exact_share": round(same_scores / len(exact), 4),
-                        "equal_share": round(same / len(exact), 4),
-                        "same_set_share": round(same_set / len(exact), 4),
-                        "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
-                        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3)})  # fmt: skip
+            out.append(
+                {
+                    "nprobe": nprobe,
+                    "factor": f,
+                    "exact_share": round(same_scores / len(exact), 4),
+                    "equal_share": round(same / len(exact), 4),
+                    "same_set_share": round(same_set / len(exact), 4),
+                    "latency_ms_p50": round(1000 * float(np.median(lat)), 3),
+                    "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 3),
+                }
+            )
     index.patent_nprobe = 0
     return out
 
 
-def patent_settings(index: DenseIndex, queries: np.ndarray, exact: list[list[int]], factors: list[int],
-                    emit) -> tuple[int | None, int]:  # fmt: skip
+def patent_settings(
+    index: DenseIndex, queries: np.ndarray, exact: list[list[int]], factors: list[int], emit
+) -> tuple[int | None, int]:
     """Measure the per-patent top 10 of ``index`` against exact search over over-fetch factors and, for
     IVF kinds, 1x-8x the index's nprobe; returns ``(factor, nprobe)`` of the fastest setting whose top 10
     equals exact search's for every query (``(None, 0)``: none did)."""
@@ -246,9 +275,19 @@ def patent_settings(index: DenseIndex, queries: np.ndarray, exact: list[list[int
     over = patent_overfetch(index, queries, exact, 10, factors, nprobes)
     exact_rows = [o for o in over if o.get("exact_share", o["equal_share"]) == 1.0]
     best = min(exact_rows, key=lambda o: o["latency_ms_p50"], default=None)
-    emit({"patent_overfetch": {"n": index.count, "kind": index.kind, "params": index.params, "top": 10,
-                               "factors": over, "first_exact_factor": best and best["factor"],
-                               "exact_nprobe": best and best["nprobe"]}})  # fmt: skip
+    emit(
+        {
+            "patent_overfetch": {
+                "n": index.count,
+                "kind": index.kind,
+                "params": index.params,
+                "top": 10,
+                "factors": over,
+                "first_exact_factor": best and best["factor"],
+                "exact_nprobe": best and best["nprobe"],
+            }
+        }
+    )
     return (best["factor"], best["nprobe"]) if best else (None, 0)
 
 
@@ -284,16 +323,30 @@ def measure_size(
     plans = [("flat", {}, [{}]), ("ivf", {"nlist": nl, "train": args.train}, [{"nprobe": p} for p in probes])]
     if 0 in args.pca:
         plans += [
-            ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "rescore": 4},
-             [{"nprobe": p, "rescore": r} for p in probes for r in (0, 2, 4)]),
+            (
+                "ivfsq",
+                {"nlist": nl, "train": args.train, "qtype": "sq8", "rescore": 4},
+                [{"nprobe": p, "rescore": r} for p in probes for r in (0, 2, 4)],
+            ),
             ("ivfsq", {"nlist": nl, "train": args.train, "qtype": "fp16"}, [{"nprobe": p} for p in probes]),
-        ]  # fmt: skip
+        ]
     # the codes of the first ``pca`` principal components, re-scored exactly in the full dimension
-    plans += [("ivfsq", {"nlist": nl, "train": args.train, "qtype": "sq8", "pca": d, "rescore": 4},
-               [{"nprobe": p, "rescore": r} for p in probes for r in (2, 4, 8)])
-              for d in args.pca if d]  # fmt: skip
-    plans.append(("ivfpq", {"nlist": nl, "train": args.train, "m": 32, "rescore": 10},
-                  [{"nprobe": p, "rescore": r} for p in probes for r in (4, 10)]))  # fmt: skip
+    plans += [
+        (
+            "ivfsq",
+            {"nlist": nl, "train": args.train, "qtype": "sq8", "pca": d, "rescore": 4},
+            [{"nprobe": p, "rescore": r} for p in probes for r in (2, 4, 8)],
+        )
+        for d in args.pca
+        if d
+    ]
+    plans.append(
+        (
+            "ivfpq",
+            {"nlist": nl, "train": args.train, "m": 32, "rescore": 10},
+            [{"nprobe": p, "rescore": r} for p in probes for r in (4, 10)],
+        )
+    )
     rows: list[dict] = []
     for kind, build_params, grid in plans:
         if kind not in args.kinds:
@@ -306,11 +359,27 @@ def measure_size(
         del index
     if "hnsw" in args.kinds:
         built = hnsw_capped(x, args.hnsw_budget)
-        emit({"hnsw_build": {"n": n, "added": built["added"], "seconds": built["seconds"],
-                             "budget_s": args.hnsw_budget, "complete": built["added"] == n}})  # fmt: skip
+        emit(
+            {
+                "hnsw_build": {
+                    "n": n,
+                    "added": built["added"],
+                    "seconds": built["seconds"],
+                    "budget_s": args.hnsw_budget,
+                    "complete": built["added"] == n,
+                }
+            }
+        )
         if built["added"] == n:
-            index = DenseIndex(built["index"], ids, pids, x, "hnsw", {"M": 32, "efConstruction": 80, "efSearch": 64},
-                               normalize=False)  # fmt: skip
+            index = DenseIndex(
+                built["index"],
+                ids,
+                pids,
+                x,
+                "hnsw",
+                {"M": 32, "efConstruction": 80, "efSearch": 64},
+                normalize=False,
+            )
             rows += sweep(
                 index, n, queries, truth_k, k, built["seconds"], [{"efSearch": e} for e in args.ef], emit
             )
@@ -322,8 +391,17 @@ def measure_size(
     return rows
 
 
-def settle_pick(records: list[dict], n: int, x: np.ndarray, ids: list[str], pids: list[str], queries: np.ndarray,
-                exact_top: list, fetch: list[int], emit) -> tuple[dict | None, DenseIndex | None]:  # fmt: skip
+def settle_pick(
+    records: list[dict],
+    n: int,
+    x: np.ndarray,
+    ids: list[str],
+    pids: list[str],
+    queries: np.ndarray,
+    exact_top: list,
+    fetch: list[int],
+    emit,
+) -> tuple[dict | None, DenseIndex | None]:
     """The record ``pick`` takes from ``records`` for ``n`` figures, with its per-patent search measured
     (``patent_fetch`` / ``patent_nprobe`` written into it) and its built index; a pick whose patent top 10
     is exact at no setting tried is marked ``patent_exact: False`` (``scale.exact_scores`` then passes it
@@ -376,8 +454,12 @@ def open_costs(root: Path, query: np.ndarray) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         np.save(Path(tmp) / "query.npy", query)
         for mmap in (False, True):
-            script = OPEN_SCRIPT.format(root=str(Path(__file__).resolve().parents[1]), path=str(root), mmap=mmap,
-                                        query=str(Path(tmp) / "query.npy"))  # fmt: skip
+            script = OPEN_SCRIPT.format(
+                root=str(Path(__file__).resolve().parents[1]),
+                path=str(root),
+                mmap=mmap,
+                query=str(Path(tmp) / "query.npy"),
+            )
             res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
             out.append(json.loads(res.stdout.strip().splitlines()[-1]))
     return out
@@ -441,7 +523,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train", type=int, default=64, help="k-means training points per IVF list")
     p.add_argument("--ef", type=int, nargs="+", default=[128, 256, 512], help="HNSW efSearch settings")
     p.add_argument("--hnsw-budget", type=float, default=900.0, help="seconds of HNSW build before giving up")
-    p.add_argument("--fetch", type=int, nargs="+", default=[2, 4, 8, 16], help="per-patent over-fetch factors")
+    p.add_argument(
+        "--fetch", type=int, nargs="+", default=[2, 4, 8, 16], help="per-patent over-fetch factors"
+    )
     p.add_argument(
         "--pca",
         type=int,
@@ -508,8 +592,17 @@ def main(argv: list[str] | None = None) -> int:
             log.write(line + "\n")
             log.flush()
 
-    emit({"command": " ".join(sys.argv), "dim": args.dim, "host": platform.node(), "cpus": os.cpu_count(), "threads": args.threads,
-          "load": os.getloadavg(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
+    emit(
+        {
+            "command": " ".join(sys.argv),
+            "dim": args.dim,
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "threads": args.threads,
+            "load": os.getloadavg(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    )
     queries, base, patent_of = base_set(args, emit)
     if args.patents:
         return patents_only(args, queries, base, patent_of, emit)
@@ -569,13 +662,30 @@ def base_set(args, emit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             codes = {p: i for i, p in enumerate(dict.fromkeys(real_pids))}
             base[: len(real)] = real
             patent_of[: len(real)] = [patent_of[-1] + 1 + codes[p] for p in real_pids]
-            emit({"real_embeddings": {"index": args.real, "figures": len(real), "mixed_in": True,
-                                      **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
+            emit(
+                {
+                    "real_embeddings": {
+                        "index": args.real,
+                        "figures": len(real),
+                        "mixed_in": True,
+                        **cosine_stats(real, np.array(real_pids), np.array(real_pids)),
+                    }
+                }
+            )
     for other in args.real_stats:  # further real collections, only compared (not mixed in)
         label, _, other = other.rpartition("=")
         real, real_pids = load_real(other)
-        emit({"real_stats": {"label": label or Path(other).name, "index": other, "figures": len(real), "dim": int(real.shape[1]),
-                             **cosine_stats(real, np.array(real_pids), np.array(real_pids))}})  # fmt: skip
+        emit(
+            {
+                "real_stats": {
+                    "label": label or Path(other).name,
+                    "index": other,
+                    "figures": len(real),
+                    "dim": int(real.shape[1]),
+                    **cosine_stats(real, np.array(real_pids), np.array(real_pids)),
+                }
+            }
+        )
     return queries, base, patent_of
 
 

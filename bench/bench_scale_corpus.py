@@ -65,8 +65,14 @@ def write_corpus(redbook: Path, out: Path, figures: int) -> Corpus:
             link.parent.mkdir(parents=True, exist_ok=True)
             if not link.is_symlink():
                 link.symlink_to(real.image_path(f))
-        patents.append(Patent.from_dict({**p.to_dict(), "figures": [{"path": f.path, "view": f.view, "label": f.label}
-                                                                  for f in p.figures]}))  # fmt: skip
+        patents.append(
+            Patent.from_dict(
+                {
+                    **p.to_dict(),
+                    "figures": [{"path": f.path, "view": f.view, "label": f.label} for f in p.figures],
+                }
+            )
+        )
     n_real = sum(len(p.figures) for p in patents)
     art = images / "synthetic.png"
     placeholder(art)
@@ -82,10 +88,24 @@ def write_corpus(redbook: Path, out: Path, figures: int) -> Corpus:
             if not link.is_symlink():
                 link.symlink_to(art)
             figs.append(Figure(rel, view="page", label=f"FIG. {j + 1}"))
-        patents.append(Patent(id=f"SYN{i:07d}", title=f"synthetic design {i}", figures=figs, country="XX",
-                              codes={"locarno": [locarno[i % len(locarno)]]}))  # fmt: skip
-    corpus = Corpus(root=out / "corpus", patents=patents, meta={"image_root": str(images.resolve()), "source": "manifest",
-                                                        "source_label": "Red Book + synthetic (scale check)"})  # fmt: skip
+        patents.append(
+            Patent(
+                id=f"SYN{i:07d}",
+                title=f"synthetic design {i}",
+                figures=figs,
+                country="XX",
+                codes={"locarno": [locarno[i % len(locarno)]]},
+            )
+        )
+    corpus = Corpus(
+        root=out / "corpus",
+        patents=patents,
+        meta={
+            "image_root": str(images.resolve()),
+            "source": "manifest",
+            "source_label": "Red Book + synthetic (scale check)",
+        },
+    )
     corpus.save(out / "corpus")
     return Corpus.load(out / "corpus", validate=False)
 
@@ -106,16 +126,26 @@ def check(args: argparse.Namespace) -> dict:
 
     set_num_threads(2)
     out = Path(args.out)
-    ns = argparse.Namespace(corpus=str(out / "corpus"), model=args.model, checkpoints=args.checkpoints,
-                            cache_dir=str(out / "cache"))  # fmt: skip
+    ns = argparse.Namespace(
+        corpus=str(out / "corpus"),
+        model=args.model,
+        checkpoints=args.checkpoints,
+        cache_dir=str(out / "cache"),
+    )
     rss0, t0 = rss_mb(), time.perf_counter()
     wb, spec = _workbench(ns)
     t1 = time.perf_counter()
     index = wb.index(spec)
     t2 = time.perf_counter()
-    row = {"corpus_open_s": round(t1 - t0, 1), "index_open_s": round(t2 - t1, 2), "figures": index.count,
-           "mapped": bool(isinstance(index.embeddings, np.memmap)), "rss_after_open_mb": round(rss_mb(), 0),
-           "rss_before_mb": round(rss0, 0), "shown": describe_index(index)}  # fmt: skip
+    row = {
+        "corpus_open_s": round(t1 - t0, 1),
+        "index_open_s": round(t2 - t1, 2),
+        "figures": index.count,
+        "mapped": bool(isinstance(index.embeddings, np.memmap)),
+        "rss_after_open_mb": round(rss_mb(), 0),
+        "rss_before_mb": round(rss0, 0),
+        "shown": describe_index(index),
+    }
     q = np.load(out / "queries.npy")
     lat, found = [], []
     for v in q:
@@ -144,12 +174,24 @@ def check(args: argparse.Namespace) -> dict:
         same_scores += len(res.ids) == len(w) and bool(
             np.all(np.abs(np.asarray(res.scores, np.float64) - [s for _, s in w]) <= TIE)
         )
-    row.update({"patent_top10_exact_share": round(same_scores / len(q), 4),
-                "patent_top10_equal_share": round(same / len(q), 4), "patent_ms_p50": round(1000 * float(np.median(plat)), 1),
-                "patent_ms_p95": round(1000 * float(np.quantile(plat, 0.95)), 1),
-                "patent_fetch": index.patent_fetch, "patent_nprobe": index.patent_nprobe})  # fmt: skip
-    row.update({"recall@100": round(float(rec), 4), "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
-                "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(q)})  # fmt: skip
+    row.update(
+        {
+            "patent_top10_exact_share": round(same_scores / len(q), 4),
+            "patent_top10_equal_share": round(same / len(q), 4),
+            "patent_ms_p50": round(1000 * float(np.median(plat)), 1),
+            "patent_ms_p95": round(1000 * float(np.quantile(plat, 0.95)), 1),
+            "patent_fetch": index.patent_fetch,
+            "patent_nprobe": index.patent_nprobe,
+        }
+    )
+    row.update(
+        {
+            "recall@100": round(float(rec), 4),
+            "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
+            "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2),
+            "queries": len(q),
+        }
+    )
     if args.query:
         for attempt in ("first", "second"):  # the first also hashes every figure file (Workbench.figure_sha)
             t = time.perf_counter()
@@ -202,18 +244,29 @@ def main(argv: list[str] | None = None) -> int:
     corpus = write_corpus(Path(args.redbook), out, args.figures)
     figs = corpus.figures()
     n_real = sum(1 for pt, _ in figs if not pt.id.startswith("SYN"))
-    print(f"corpus {out / 'corpus'}: {len(corpus.patents):,} patents, {len(figs):,} figures "
-          f"({n_real} real) in {time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+    print(
+        f"corpus {out / 'corpus'}: {len(corpus.patents):,} patents, {len(figs):,} figures "
+        f"({n_real} real) in {time.perf_counter() - t0:.0f} s",
+        flush=True,
+    )
     from patent_demo.cli.index_cmd import _shards, _workbench
 
-    ns = argparse.Namespace(corpus=str(out / "corpus"), model=args.model, checkpoints=args.checkpoints,
-                            cache_dir=str(out / "cache"))  # fmt: skip
+    ns = argparse.Namespace(
+        corpus=str(out / "corpus"),
+        model=args.model,
+        checkpoints=args.checkpoints,
+        cache_dir=str(out / "cache"),
+    )
     wb, spec = _workbench(ns)
     shards = _shards(wb, spec)
     shards.mkdir(parents=True, exist_ok=True)
     ranges = shard_ranges(len(figs), n_real)
-    (shards / "shards.json").write_text(json.dumps({"figures": len(figs), "shard_size": n_real,
-                                                    "shards": len(ranges)}, indent=1, sort_keys=True) + "\n")  # fmt: skip
+    (shards / "shards.json").write_text(
+        json.dumps(
+            {"figures": len(figs), "shard_size": n_real, "shards": len(ranges)}, indent=1, sort_keys=True
+        )
+        + "\n"
+    )
     # synthetic rows: figures n_real ..; held-out queries of the same
     # distribution (OUT/queries.npy) for measuring the merged index's recall against exact search
     import bench_scale
@@ -230,9 +283,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(tmp, "wb") as fh:
             np.save(fh, x[a - n_real : b - n_real])
         os.replace(tmp, path)
-    print(f"{len(ranges) - 1} synthetic shards of {n_real} figures in {shards} ({spec.key}, "
-          f"{x.shape[1]}-d) after {time.perf_counter() - t0:.0f} s; shard 0 ({n_real} real figures) is left "
-          f"to `patent-demo index embed --shard-size {n_real}`")  # fmt: skip
+    print(
+        f"{len(ranges) - 1} synthetic shards of {n_real} figures in {shards} ({spec.key}, "
+        f"{x.shape[1]}-d) after {time.perf_counter() - t0:.0f} s; shard 0 ({n_real} real figures) is left "
+        f"to `patent-demo index embed --shard-size {n_real}`"
+    )
     return 0
 
 

@@ -74,8 +74,12 @@ def build(n: int, vocab: list[str], seed: int, index_dir: Path | None) -> tuple[
     after, peak = rss_mb()
     if saved is not None:
         index.save(saved)
-    return index, {"generate_s": round(gen, 1), "build_s": round(seconds, 1), "index_mb": round(after - before, 1),
-                   "peak_rss_mb": round(peak, 1)}  # fmt: skip
+    return index, {
+        "generate_s": round(gen, 1),
+        "build_s": round(seconds, 1),
+        "index_mb": round(after - before, 1),
+        "peak_rss_mb": round(peak, 1),
+    }
 
 
 def timed(index: BM25Index, queries: list[str], k: int, max_terms: int | None) -> tuple[list, list[float]]:
@@ -89,13 +93,25 @@ def timed(index: BM25Index, queries: list[str], k: int, max_terms: int | None) -
     return out, lat
 
 
-def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int, numba: bool = False,
-            max_terms: tuple[int, ...] = (), index_dir: Path | None = None,
-            shards: tuple[int, ...] = ()) -> list[dict]:  # fmt: skip
+def measure(
+    n: int,
+    vocab: list[str],
+    queries: list[str],
+    k: int,
+    seed: int,
+    numba: bool = False,
+    max_terms: tuple[int, ...] = (),
+    index_dir: Path | None = None,
+    shards: tuple[int, ...] = (),
+) -> list[dict]:
     """One record for the plain search of ``n`` abstracts, then one per faster variant."""
     index, built = build(n, vocab, seed, index_dir)
-    variants = [("numpy", None), *([("numba", None)] if numba else []), *((f"numba, {s} shards", None) for s in shards),
-                *((("numba" if numba else "numpy"), m) for m in max_terms)]  # fmt: skip
+    variants = [
+        ("numpy", None),
+        *([("numba", None)] if numba else []),
+        *((f"numba, {s} shards", None) for s in shards),
+        *((("numba" if numba else "numpy"), m) for m in max_terms),
+    ]
     records, reference = [], None
     for scorer, m in variants:
         if scorer.startswith("numba"):
@@ -103,7 +119,9 @@ def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int, num
         found, lat = timed(index, queries, k, m)
         if reference is None:
             reference, first = [set(r.ids[:100]) for r in found], [(r.ids, r.scores) for r in found]
-        same = all(r.ids == ids and np.array_equal(r.scores, sc) for r, (ids, sc) in zip(found, first, strict=True))
+        same = all(
+            r.ids == ids and np.array_equal(r.scores, sc) for r, (ids, sc) in zip(found, first, strict=True)
+        )
         recall = float(
             np.mean(
                 [
@@ -112,27 +130,43 @@ def measure(n: int, vocab: list[str], queries: list[str], k: int, seed: int, num
                 ]
             )
         )
-        records.append({"kind": "bm25", "n": n, "k": k, **(built if not records else {}), "scorer": scorer,
-                        "max_terms": m, "recall@100": round(recall, 4), "same_lists_and_scores": same,
-                        "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
-                        "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2), "queries": len(lat),
-                        "load": [round(v, 2) for v in os.getloadavg()]})  # fmt: skip
+        records.append(
+            {
+                "kind": "bm25",
+                "n": n,
+                "k": k,
+                **(built if not records else {}),
+                "scorer": scorer,
+                "max_terms": m,
+                "recall@100": round(recall, 4),
+                "same_lists_and_scores": same,
+                "latency_ms_p50": round(1000 * float(np.median(lat)), 2),
+                "latency_ms_p95": round(1000 * float(np.quantile(lat, 0.95)), 2),
+                "queries": len(lat),
+                "load": [round(v, 2) for v in os.getloadavg()],
+            }
+        )
     return records
 
 
 def render_markdown(records: list[dict]) -> str:
     """The BM25 table (markdown) from this bench's records."""
-    lines = ["| abstracts | scorer | query terms | recall@100 | build s | index MB (RSS) | peak RSS MB | p50 ms | "
-             "p95 ms | k | load |", "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        "| abstracts | scorer | query terms | recall@100 | build s | index MB (RSS) | peak RSS MB | p50 ms | "
+        "p95 ms | k | load |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
 
     def num(r: dict, key: str, fmt: str) -> str:
         return format(r[key], fmt) if r.get(key) is not None else "-"
 
     for r in (r for r in records if r.get("kind") == "bm25"):
         terms = f"top {r['max_terms']} by idf" if r.get("max_terms") else "all"
-        lines.append(f"| {r['n']:,} | {r.get('scorer', 'numpy')} | {terms} | {r.get('recall@100', 1.0):.3f} | "
-                     f"{num(r, 'build_s', '.0f')} | {num(r, 'index_mb', '.0f')} | {num(r, 'peak_rss_mb', '.0f')} | "
-                     f"{r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['k']} | {r['load'][0]:.1f} |")  # fmt: skip
+        lines.append(
+            f"| {r['n']:,} | {r.get('scorer', 'numpy')} | {terms} | {r.get('recall@100', 1.0):.3f} | "
+            f"{num(r, 'build_s', '.0f')} | {num(r, 'index_mb', '.0f')} | {num(r, 'peak_rss_mb', '.0f')} | "
+            f"{r['latency_ms_p50']:.1f} | {r['latency_ms_p95']:.1f} | {r['k']} | {r['load'][0]:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -145,10 +179,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab-from", type=Path, default=DEFAULT_VOCAB)
     p.add_argument("--log", default=None)
     p.add_argument("--numba", action="store_true", help="also measure bm25s's numba scorer (needs numba)")
-    p.add_argument("--shards", type=int, nargs="*", default=[],
-                   help="also measure the exact sharded scorer with S threads (BM25Index.use_numba(shards=S); needs numba)")  # fmt: skip
-    p.add_argument("--max-terms", type=int, nargs="*", default=[],
-                   help="also measure queries pruned to their M terms of highest idf (with --numba: numba scored)")  # fmt: skip
+    p.add_argument(
+        "--shards",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also measure the exact sharded scorer with S threads (BM25Index.use_numba(shards=S); needs numba)",
+    )
+    p.add_argument(
+        "--max-terms",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also measure queries pruned to their M terms of highest idf (with --numba: numba scored)",
+    )
     p.add_argument(
         "--index-dir", type=Path, default=None, help="save each built index under DIR/<n>; load it from there"
     )
@@ -171,13 +215,27 @@ def main(argv: list[str] | None = None) -> int:
             log.write(json.dumps(obj) + "\n")
             log.flush()
 
-    emit({"command": " ".join(sys.argv), "cpus": os.cpu_count(), "load": os.getloadavg(),
-          "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
+    emit(
+        {
+            "command": " ".join(sys.argv),
+            "cpus": os.cpu_count(),
+            "load": os.getloadavg(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    )
     vocab = load_vocabulary(args.vocab_from)
     queries = generate_texts(vocab, args.queries, 120, 1.0, np.random.default_rng(args.seed + 1))
     for n in args.docs:
         for record in measure(
-            n, vocab, queries, args.k, args.seed, args.numba, tuple(args.max_terms), args.index_dir, tuple(args.shards)
+            n,
+            vocab,
+            queries,
+            args.k,
+            args.seed,
+            args.numba,
+            tuple(args.max_terms),
+            args.index_dir,
+            tuple(args.shards),
         ):
             emit(record)
         gc.collect()

@@ -26,7 +26,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[224, 256, 288, 320])
     p.add_argument("--redbook", default="../shared/data/impact_design_patent_samples")
-    p.add_argument("--uspc-corpus", default="runs/uspc2007", help="the USPC corpus built with splits/uspc2007.json")
+    p.add_argument(
+        "--uspc-corpus", default="runs/uspc2007", help="the USPC corpus built with splits/uspc2007.json"
+    )
     p.add_argument("--cache-dir", default="cache")
     p.add_argument("--bootstrap", type=int, default=2000)
     p.add_argument("--threads", type=int, default=1)
@@ -56,15 +58,31 @@ def main() -> int:
                     base[where] = res
                 groups = [it[0].id for it in split.items] if where == "redbook" else None
                 rows[name][where] = {
-                    k: {"value": res["metrics"][k],
-                        "vs_224": paired_bootstrap(res["per_query"][k], base[where]["per_query"][k], groups=groups,
-                                                   n_boot=a.bootstrap, seed=0)}  # fmt: skip
+                    k: {
+                        "value": res["metrics"][k],
+                        "vs_224": paired_bootstrap(
+                            res["per_query"][k],
+                            base[where]["per_query"][k],
+                            groups=groups,
+                            n_boot=a.bootstrap,
+                            seed=0,
+                        ),
+                    }
                     for k in LEVELS[where]
                 }
-            print(name.ljust(12), " | ".join(
-                f"{w} " + " ".join(f"{k.split('_')[0]} {v['value']:.3f} ({v['vs_224']['diff']:+.3f} "
-                                   f"[{v['vs_224']['low']:+.3f}, {v['vs_224']['high']:+.3f}])" for k, v in r.items())
-                for w, r in rows[name].items()), flush=True)  # fmt: skip
+            print(
+                name.ljust(12),
+                " | ".join(
+                    f"{w} "
+                    + " ".join(
+                        f"{k.split('_')[0]} {v['value']:.3f} ({v['vs_224']['diff']:+.3f} "
+                        f"[{v['vs_224']['low']:+.3f}, {v['vs_224']['high']:+.3f}])"
+                        for k, v in r.items()
+                    )
+                    for w, r in rows[name].items()
+                ),
+                flush=True,
+            )
     if a.json:
         out = {"command": "python bench/bench_trunk_size.py " + " ".join(sys.argv[1:]), "rows": rows}
         Path(a.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -161,18 +161,61 @@ def entry_points(device: torch.device, args, cache: Path) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         jobs = [
-            ("train.hmcl", train.hmcl.main.main, [
-                "--device", device.type, "--demo-patents", str(args.patents), "--demo-size", "128",
-                "--cache-dir", str(cache), "--image-size", str(args.image_size), "--steps", str(args.steps),
-                "--batch-patents", str(args.batch_patents), "--skip-eval-before", "--out", tmp, "--name", "hmcl",
-            ]),
-            ("train.dssdnet", train.dssdnet.main.main, [
-                "--device", device.type, "--precision", "bf16" if device.type == "cuda" else "fp32",
-                "--demo-patents", str(args.patents), "--demo-size", "128", "--cache-dir", str(cache),
-                "--variant", "dssdnet", "--train-layers", "6", "--max-steps", str(args.steps), "--epochs", "1",
-                "--k-first", "50", "--no-eval-before", "--out", str(Path(tmp) / "dssdnet"),
-            ]),
-        ]  # fmt: skip
+            (
+                "train.hmcl",
+                train.hmcl.main.main,
+                [
+                    "--device",
+                    device.type,
+                    "--demo-patents",
+                    str(args.patents),
+                    "--demo-size",
+                    "128",
+                    "--cache-dir",
+                    str(cache),
+                    "--image-size",
+                    str(args.image_size),
+                    "--steps",
+                    str(args.steps),
+                    "--batch-patents",
+                    str(args.batch_patents),
+                    "--skip-eval-before",
+                    "--out",
+                    tmp,
+                    "--name",
+                    "hmcl",
+                ],
+            ),
+            (
+                "train.dssdnet",
+                train.dssdnet.main.main,
+                [
+                    "--device",
+                    device.type,
+                    "--precision",
+                    "bf16" if device.type == "cuda" else "fp32",
+                    "--demo-patents",
+                    str(args.patents),
+                    "--demo-size",
+                    "128",
+                    "--cache-dir",
+                    str(cache),
+                    "--variant",
+                    "dssdnet",
+                    "--train-layers",
+                    "6",
+                    "--max-steps",
+                    str(args.steps),
+                    "--epochs",
+                    "1",
+                    "--k-first",
+                    "50",
+                    "--no-eval-before",
+                    "--out",
+                    str(Path(tmp) / "dssdnet"),
+                ],
+            ),
+        ]
         for name, main, argv in jobs:
             _reset(device)
             t0 = time.perf_counter()
@@ -219,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
             2,
             1,
         )
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if args.device == "auto" else args.device))  # fmt: skip
+    device = torch.device(
+        "cuda"
+        if args.device == "auto" and torch.cuda.is_available()
+        else ("cpu" if args.device == "auto" else args.device)
+    )
     from patent_demo.data.democorpus import ensure_demo_corpus
 
     cache = Path(args.cache_dir)

@@ -31,8 +31,16 @@ COLUMNS = ("patent_map", "subclass_map", "main_map")
 
 def flags(point: dict) -> list[str]:
     w = HMCLWeights(1.0, point["s_s"], point["s_m"])  # validates s_p >= s_s >= s_m
-    return ["--loss", "hmcl", "--weights", *(f"{x:g}" for x in w.as_tuple()), "--text-weight",
-            f"{point['lambda']:g}", "--tau", f"{point['tau']:g}"]  # fmt: skip
+    return [
+        "--loss",
+        "hmcl",
+        "--weights",
+        *(f"{x:g}" for x in w.as_tuple()),
+        "--text-weight",
+        f"{point['lambda']:g}",
+        "--tau",
+        f"{point['tau']:g}",
+    ]
 
 
 def points() -> list[tuple[str, float, dict]]:
@@ -43,16 +51,38 @@ def points() -> list[tuple[str, float, dict]]:
     return out
 
 
-def run(config: str, out: Path, param: str, value: float, point: dict, seed: int, steps: int,
-        sizes: list[int], size: int | None) -> dict:  # fmt: skip
+def run(
+    config: str,
+    out: Path,
+    param: str,
+    value: float,
+    point: dict,
+    seed: int,
+    steps: int,
+    sizes: list[int],
+    size: int | None,
+) -> dict:
     from train.hmcl import main as hmcl
 
     label = "centre" if param == "centre" else f"{param}{value:g}"
     name = f"sweep-{label}-{steps}st-s{seed}"
     path = out / name / "metrics.json"
     if not (path.is_file() and "real_validation" in json.loads(path.read_text())):
-        argv = ["--config", config, *flags(point), "--steps", str(steps), "--seed", str(seed), "--out", str(out),
-                "--name", name, "--eval-sizes", *map(str, sizes)]  # fmt: skip
+        argv = [
+            "--config",
+            config,
+            *flags(point),
+            "--steps",
+            str(steps),
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
+            "--name",
+            name,
+            "--eval-sizes",
+            *map(str, sizes),
+        ]
         if hmcl.main(argv) != 0:
             raise RuntimeError(f"run {name} failed")
     metrics = json.loads(path.read_text())
@@ -69,8 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--size", type=int, default=224, help="input size the table reports (runs train at the config's)"
     )
-    p.add_argument("--only", nargs="*", choices=["centre", *GRID], default=[],
-                   help="run only these points (e.g. to split the sweep over processes); no table")  # fmt: skip
+    p.add_argument(
+        "--only",
+        nargs="*",
+        choices=["centre", *GRID],
+        default=[],
+        help="run only these points (e.g. to split the sweep over processes); no table",
+    )
     p.add_argument("--out", default="runs/real")
     p.add_argument("--doc", default="docs/results_hmcl_sensitivity")
     args = p.parse_args(argv)
@@ -100,8 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         f"lambda {CENTRE['lambda']}, tau {CENTRE['tau']} (s_p 1); {args.steps} steps per run, figures at {args.size} px, "
         f"one seed ({args.seeds}: the budget of 2 shared CPU cores), config `{args.config}`."
     )
-    lines = [caption, "", "| parameter | value | " + " | ".join(COLUMNS) + " | " +
-             " | ".join(f"{c} (patents)" for c in COLUMNS) + " |", "|" + "---|" * (2 + 2 * len(COLUMNS))]  # fmt: skip
+    lines = [
+        caption,
+        "",
+        "| parameter | value | "
+        + " | ".join(COLUMNS)
+        + " | "
+        + " | ".join(f"{c} (patents)" for c in COLUMNS)
+        + " |",
+        "|" + "---|" * (2 + 2 * len(COLUMNS)),
+    ]
     for r in rows:
         value = "paper" if r["param"] == "centre" else f"{r['value']:g}"
         cells = [f"{r[c][0]:.3f} ± {r[c][1]:.3f}" for c in COLUMNS]
@@ -112,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.with_suffix(".md").write_text(md, encoding="utf-8")
     doc.with_suffix(".json").write_text(
-        json.dumps({"caption": caption, "centre": CENTRE, "grid": GRID, "seeds": args.seeds, "rows": rows},
-                   indent=1) + "\n", encoding="utf-8")  # fmt: skip
+        json.dumps(
+            {"caption": caption, "centre": CENTRE, "grid": GRID, "seeds": args.seeds, "rows": rows}, indent=1
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     figure(rows).write_html(doc.with_suffix(".html"), include_plotlyjs="cdn")
     log.info("wrote %s.{md,json,html}\n%s", doc, md)
     return 0
@@ -129,8 +176,10 @@ def figure(rows: list[dict]):
     centre = next(r for r in rows if r["param"] == "centre")
     colours = {"patent_map": "#1f77b4", "subclass_map": "#d62728", "main_map": "#2ca02c"}
     for i, param in enumerate(params, start=1):
-        pts = sorted([(r["value"], r) for r in rows if r["param"] == param] + [(CENTRE[param], centre)],
-                     key=lambda t: t[0])  # fmt: skip
+        pts = sorted(
+            [(r["value"], r) for r in rows if r["param"] == param] + [(CENTRE[param], centre)],
+            key=lambda t: t[0],
+        )
         for col in COLUMNS:
             fig.add_trace(
                 go.Scatter(
@@ -141,12 +190,16 @@ def figure(rows: list[dict]):
                     name=col,
                     line={"color": colours[col]},
                     showlegend=i == 1,
-                ),  # fmt: skip
+                ),
                 row=1,
                 col=i,
             )
-    fig.update_layout(title="HMCL + text on real validation drawings: sensitivity", yaxis_title="mAP",
-                      height=380, width=1200)  # fmt: skip
+    fig.update_layout(
+        title="HMCL + text on real validation drawings: sensitivity",
+        yaxis_title="mAP",
+        height=380,
+        width=1200,
+    )
     return fig
 
 

@@ -30,10 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", type=Path, default=ROOT / "cache", help="the app's cache folder")
     args = ap.parse_args(argv)
     wb = Workbench(
-        WorkbenchConfig(cache_dir=args.cache_dir, demo_patents=400, demo_size=160,
-                        checkpoint_dirs=(ROOT / "checkpoints",)),
+        WorkbenchConfig(
+            cache_dir=args.cache_dir, demo_patents=400, demo_size=160, checkpoint_dirs=(ROOT / "checkpoints",)
+        ),
         progress=False,
-    )  # fmt: skip
+    )
     corpus = wb.corpus
     store = LabelStore(args.out / "labels.sqlite")
     test = set(corpus.splits["test"])
@@ -48,10 +49,22 @@ def main(argv: list[str] | None = None) -> int:
         picks = [(h, "relevant") for h in low[:2]] + [(h, "not") for h in other_class[:2]]
         for h, lab in picks:
             store.add(
-                Label("examiner", image_query_id(sha), "image", h.patent_id, "hmcl", h.rank, h.score, lab,
-                      query_image_sha=sha, query_image_file=rel, query_patent_id=res.query_patent_id,
-                      candidate_figure=h.figure, checkpoint_id=args.model)
-            )  # fmt: skip
+                Label(
+                    "examiner",
+                    image_query_id(sha),
+                    "image",
+                    h.patent_id,
+                    "hmcl",
+                    h.rank,
+                    h.score,
+                    lab,
+                    query_image_sha=sha,
+                    query_image_file=rel,
+                    query_patent_id=res.query_patent_id,
+                    candidate_figure=h.figure,
+                    checkpoint_id=args.model,
+                )
+            )
         print(qpid, query.locarno, [(h.patent_id, h.rank, lab) for h, lab in picks])
     print(store.count(), "labels in", store.path)
     return 0

@@ -148,8 +148,16 @@ def evaluate(
     in_gallery = {r: j for j, r in enumerate(g_rows)}
     self_index = np.array([in_gallery.get(r, -1) for r in q_rows], dtype=np.int64)
     qx, gx = index.embeddings[q_rows], index.embeddings[g_rows]
-    ev = score_embeddings([figs[i] for i in q_rows], [figs[i] for i in g_rows], qx, gx, self_index,
-                          ks=(k,), silhouette=False, per_query=True)  # fmt: skip
+    ev = score_embeddings(
+        [figs[i] for i in q_rows],
+        [figs[i] for i in g_rows],
+        qx,
+        gx,
+        self_index,
+        ks=(k,),
+        silhouette=False,
+        per_query=True,
+    )
     scores = qx.astype(np.float64) @ gx.astype(np.float64).T
     rows = []
     for qi, row in enumerate(q_rows):

@@ -174,13 +174,25 @@ def qdrant_filter(where: Where, own_families: Iterable[str] = ()):
         lte=date_number(f.date_to) if f.date_to else None,
     )
     if dated and f.keep_undated:  # in the range, or undated
-        must.append(m.Filter(should=[m.FieldCondition(key="date", range=rng),
-                                     m.IsEmptyCondition(is_empty=m.PayloadField(key="date"))]))  # fmt: skip
+        must.append(
+            m.Filter(
+                should=[
+                    m.FieldCondition(key="date", range=rng),
+                    m.IsEmptyCondition(is_empty=m.PayloadField(key="date")),
+                ]
+            )
+        )
     elif dated:  # an undated point has no "date": a range never matches it
         must.append(m.FieldCondition(key="date", range=rng))
     if f.classification:
-        keys = sorted({f"{s}|{_squash(_locarno_prefix(c.prefix.strip()) if s == 'locarno' else c.prefix)}"
-                       for c in f.classification for s in SCHEMES if not c.scheme or s == c.scheme})  # fmt: skip
+        keys = sorted(
+            {
+                f"{s}|{_squash(_locarno_prefix(c.prefix.strip()) if s == 'locarno' else c.prefix)}"
+                for c in f.classification
+                for s in SCHEMES
+                if not c.scheme or s == c.scheme
+            }
+        )
         must.append(m.FieldCondition(key="classes", match=m.MatchAny(any=keys)))
     if f.country:
         must.append(m.FieldCondition(key="country", match=m.MatchAny(any=list(f.country))))
@@ -214,8 +226,12 @@ def qdrant_client(url: str | None = None, path: str | Path | None = None, timeou
             atexit.register(close_clients)  # embedded Qdrant flushes and unlocks its folder on close
         if key not in _CLIENTS:
             if url:
-                _CLIENTS[key] = QdrantClient(url=url, timeout=max(1, int(round(timeout))), check_compatibility=False,
-                                             api_key=os.environ.get("QDRANT_API_KEY") or None)  # fmt: skip
+                _CLIENTS[key] = QdrantClient(
+                    url=url,
+                    timeout=max(1, int(round(timeout))),
+                    check_compatibility=False,
+                    api_key=os.environ.get("QDRANT_API_KEY") or None,
+                )
             else:
                 Path(path).mkdir(parents=True, exist_ok=True)
                 _CLIENTS[key] = QdrantClient(path=str(path))
@@ -237,9 +253,11 @@ def collection_name(task: str, corpus_fp: str, model_fp: str) -> str:
 
 def _unavailable(where: str, err: Exception) -> BackendUnavailable:
     msg = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-    return BackendUnavailable(f"the search engine ({where}) did not answer: {msg}. Check that it runs and "
-                              "that the collection was pushed (patent-demo index push), or start the app with "
-                              "--backend-fallback faiss")  # fmt: skip
+    return BackendUnavailable(
+        f"the search engine ({where}) did not answer: {msg}. Check that it runs and "
+        "that the collection was pushed (patent-demo index push), or start the app with "
+        "--backend-fallback faiss"
+    )
 
 
 class QdrantBackend:
@@ -264,8 +282,12 @@ class QdrantBackend:
     def _own_families(self, own: Sequence[str]) -> list[str]:
         from qdrant_client import models as m
 
-        points, _ = self.client.scroll(self.collection, limit=len(own) * 64, with_payload=["family_id"],
-                                       scroll_filter=m.Filter(must=[m.FieldCondition(key="patent_id", match=m.MatchAny(any=list(own)))]))  # fmt: skip
+        points, _ = self.client.scroll(
+            self.collection,
+            limit=len(own) * 64,
+            with_payload=["family_id"],
+            scroll_filter=m.Filter(must=[m.FieldCondition(key="patent_id", match=m.MatchAny(any=list(own)))]),
+        )
         return sorted({p.payload["family_id"] for p in points})
 
     def search(self, query: np.ndarray, k: int, where: Where = Where(), per_patent: bool = True) -> Results:
@@ -277,15 +299,27 @@ class QdrantBackend:
                 where, self._own_families(where.own) if where.own and where.own_family else ()
             )
             if per_patent:
-                res = self.client.query_points_groups(self.collection, query=q, group_by="patent_id", limit=k + TIES,
-                                                      group_size=1, query_filter=flt, with_payload=["figure_id"],
-                                                      search_params=self._search_params())  # fmt: skip
+                res = self.client.query_points_groups(
+                    self.collection,
+                    query=q,
+                    group_by="patent_id",
+                    limit=k + TIES,
+                    group_size=1,
+                    query_filter=flt,
+                    with_payload=["figure_id"],
+                    search_params=self._search_params(),
+                )
                 hits = [(str(g.id), g.hits[0]) for g in res.groups]
                 extras = [{"figure_id": h.payload["figure_id"]} for _, h in hits]
             else:
-                res = self.client.query_points(self.collection, query=q, limit=k + TIES, query_filter=flt,
-                                               with_payload=["figure_id", "patent_id"],
-                                               search_params=self._search_params())  # fmt: skip
+                res = self.client.query_points(
+                    self.collection,
+                    query=q,
+                    limit=k + TIES,
+                    query_filter=flt,
+                    with_payload=["figure_id", "patent_id"],
+                    search_params=self._search_params(),
+                )
                 hits = [(p.payload["figure_id"], p) for p in res.points]
                 extras = [{"patent_id": p.payload["patent_id"]} for _, p in hits]
         except ValueError as err:  # embedded Qdrant: the collection is not there
@@ -300,8 +334,15 @@ class QdrantBackend:
         )
 
 
-def push(client, collection: str, index: DenseIndex, corpus: Corpus, quantize: bool = True,
-         shards: int | None = None, replicas: int | None = None) -> int:  # fmt: skip
+def push(
+    client,
+    collection: str,
+    index: DenseIndex,
+    corpus: Corpus,
+    quantize: bool = True,
+    shards: int | None = None,
+    replicas: int | None = None,
+) -> int:
     """(Re)create ``collection`` from ``index``'s embeddings, one point per row (id = row) with its
     :func:`payload`; on a server with 8-bit scalar quantisation (re-scored at search), keyword / integer
     payload indexes on the filter fields, the original vectors on disk, and ``shards`` shards of
@@ -316,11 +357,21 @@ def push(client, collection: str, index: DenseIndex, corpus: Corpus, quantize: b
     sq8 = m.ScalarQuantization(scalar=m.ScalarQuantizationConfig(type=m.ScalarType.INT8, always_ram=True))
     vectors = m.VectorParams(size=index.dim, distance=m.Distance.COSINE, on_disk=None if local else True)
     cluster = {} if local else {"shard_number": shards, "replication_factor": replicas}
-    client.create_collection(collection, vectors_config=vectors, quantization_config=sq8 if quantize and not local else None,
-                             **cluster)  # fmt: skip
+    client.create_collection(
+        collection,
+        vectors_config=vectors,
+        quantization_config=sq8 if quantize and not local else None,
+        **cluster,
+    )
     if not local:
-        for key, schema in (("patent_id", "KEYWORD"), ("family_id", "KEYWORD"), ("classes", "KEYWORD"),
-                            ("country", "KEYWORD"), ("kind", "KEYWORD"), ("date", "INTEGER")):  # fmt: skip
+        for key, schema in (
+            ("patent_id", "KEYWORD"),
+            ("family_id", "KEYWORD"),
+            ("classes", "KEYWORD"),
+            ("country", "KEYWORD"),
+            ("kind", "KEYWORD"),
+            ("date", "INTEGER"),
+        ):
             client.create_payload_index(collection, key, getattr(m.PayloadSchemaType, schema))
     fam = family_ids(corpus)
     by_id = {p.id: p for p in corpus}
@@ -337,8 +388,11 @@ def push(client, collection: str, index: DenseIndex, corpus: Corpus, quantize: b
                         f"the index holds patent {pid!r}, which the corpus does not: rebuild the index"
                     )
                 cached[pid] = payload(by_id[pid], fam[pid])
-            points.append(m.PointStruct(id=row, vector=vec.tolist(),
-                                        payload={**cached[pid], "figure_id": index.ids[row]}))  # fmt: skip
+            points.append(
+                m.PointStruct(
+                    id=row, vector=vec.tolist(), payload={**cached[pid], "figure_id": index.ids[row]}
+                )
+            )
         with warnings.catch_warnings():  # embedded Qdrant warns past 20,000 points that a server is faster
             warnings.simplefilter("ignore", UserWarning)
             client.upsert(collection, points=points)
@@ -366,8 +420,16 @@ class FallbackBackend:
         return note
 
 
-def make_backend(name: str, index: DenseIndex, corpus: Corpus, collection: str, cache_dir: str | Path,
-                 url: str | None = None, fallback: str = "", timeout: float = DEFAULT_TIMEOUT) -> SearchBackend:  # fmt: skip
+def make_backend(
+    name: str,
+    index: DenseIndex,
+    corpus: Corpus,
+    collection: str,
+    cache_dir: str | Path,
+    url: str | None = None,
+    fallback: str = "",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> SearchBackend:
     """The backend ``name`` over ``index`` (FAISS) or its pushed ``collection`` (an engine: the server at
     ``url``, else embedded under ``cache_dir/qdrant``), wrapped in :class:`FallbackBackend` when
     ``fallback`` is ``faiss``."""
@@ -396,6 +458,14 @@ def workbench_backend(wb, task: str, spec=None) -> SearchBackend:
     with wb._lock:
         if key not in wb._backends:
             c = wb.config
-            wb._backends[key] = make_backend(c.backend, index, wb.corpus, collection_name(task, wb.fingerprint, fp),
-                                             c.cache_dir, c.backend_url, c.backend_fallback, c.backend_timeout)  # fmt: skip
+            wb._backends[key] = make_backend(
+                c.backend,
+                index,
+                wb.corpus,
+                collection_name(task, wb.fingerprint, fp),
+                c.cache_dir,
+                c.backend_url,
+                c.backend_fallback,
+                c.backend_timeout,
+            )
         return wb._backends[key]

@@ -110,9 +110,11 @@ class NoMatchThreshold:
             if self.shown
             else f"not shown (false alarms above {MAX_FALSE_ALARM:.0%} or too few judged searches)"
         )
-        return (f"{self.task}: threshold {self.threshold:.3f} ({self.quantile:.0%} of related searches), false alarms "
-                f"{self.false_alarm:.1%} of {self.related_heldout} held-out related searches ({self.basis}), hit rate "
-                f"{self.hit_rate:.1%} of {self.unrelated} unrelated searches: {state}")  # fmt: skip
+        return (
+            f"{self.task}: threshold {self.threshold:.3f} ({self.quantile:.0%} of related searches), false alarms "
+            f"{self.false_alarm:.1%} of {self.related_heldout} held-out related searches ({self.basis}), hit rate "
+            f"{self.hit_rate:.1%} of {self.unrelated} unrelated searches: {state}"
+        )
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -123,8 +125,14 @@ class NoMatchThreshold:
         return cls(**json.loads(Path(path).read_text()))
 
 
-def judged_threshold(task: str, related: np.ndarray, unrelated: np.ndarray, quantile: float = 0.03,
-                     seed: int = 0, basis: str = "") -> NoMatchThreshold:  # fmt: skip
+def judged_threshold(
+    task: str,
+    related: np.ndarray,
+    unrelated: np.ndarray,
+    quantile: float = 0.03,
+    seed: int = 0,
+    basis: str = "",
+) -> NoMatchThreshold:
     """The threshold from the related top-1 scores (one half of them, shuffled with ``seed``), its
     false-alarm rate on the other half and its hit rate on the ``unrelated`` top-1 scores."""
     related = np.asarray(related, dtype=np.float64)
@@ -140,8 +148,18 @@ def judged_threshold(task: str, related: np.ndarray, unrelated: np.ndarray, quan
     fa = float((held <= threshold).mean())
     hit = float((unrelated <= threshold).mean())
     shown = held.size >= MIN_RELATED and fa <= MAX_FALSE_ALARM and hit > fa
-    return NoMatchThreshold(task, threshold, quantile, int(held.size), fa, int(unrelated.size), hit, shown,
-                            _summary(unrelated), basis)  # fmt: skip
+    return NoMatchThreshold(
+        task,
+        threshold,
+        quantile,
+        int(held.size),
+        fa,
+        int(unrelated.size),
+        hit,
+        shown,
+        _summary(unrelated),
+        basis,
+    )
 
 
 def _summary(x: np.ndarray) -> dict:
@@ -174,8 +192,9 @@ def null_drawing_scores(index, corpus: Corpus, rows: Sequence[int]) -> np.ndarra
 def _best_other(index, row: int, banned: set[str]) -> float:
     """The best cosine of figure ``row`` over the figures of every patent but ``banned`` (``-inf`` when
     none is left): the index searched with those patents left out inside FAISS, every list probed."""
-    scores, found = index.search_raw_excluding(np.asarray(index.embeddings[row], dtype=np.float32), 1, banned,
-                                               exhaustive=True)  # fmt: skip
+    scores, found = index.search_raw_excluding(
+        np.asarray(index.embeddings[row], dtype=np.float32), 1, banned, exhaustive=True
+    )
     return float(scores[0, 0]) if found[0, 0] >= 0 else -np.inf
 
 
@@ -298,5 +317,11 @@ def calibrate_text(
     judged = [p for p in with_text if p.id in cited or set(p.citations) & every]
     rel = [judged[i] for i in _sample(len(judged), samples, seed)] if judged else []
     picked = [with_text[i] for i in _sample(len(with_text), samples, seed)]
-    return judged_threshold("text", related_text_scores(bm25, corpus, rel), null_text_scores(bm25, corpus, picked),
-                            quantile, seed, "a cited or citing document")  # fmt: skip
+    return judged_threshold(
+        "text",
+        related_text_scores(bm25, corpus, rel),
+        null_text_scores(bm25, corpus, picked),
+        quantile,
+        seed,
+        "a cited or citing document",
+    )

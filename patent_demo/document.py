@@ -99,11 +99,17 @@ class DocumentView:
     applicants: list[str] = field(default_factory=list)
     assignees: list[str] = field(default_factory=list)
     application: str = ""  # the application number as printed ("29/750,842")
-    described: list[tuple[str, str, str]] = field(default_factory=list)  # (label, view, description) per figure
+    described: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # (label, view, description) per figure
     drawing_notes: list[str] = field(default_factory=list)  # broken-line notes and the like
-    references: list[tuple[str, str, bool, bool]] = field(default_factory=list)  # (id, title, in corpus, by examiner)
+    references: list[tuple[str, str, bool, bool]] = field(
+        default_factory=list
+    )  # (id, title, in corpus, by examiner)
     family: list[tuple[str, str]] = field(default_factory=list)  # (id, title) in the corpus
-    same_text: list[tuple[str, str]] = field(default_factory=list)  # utility patents with this text, not family
+    same_text: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # utility patents with this text, not family
     cites: list[tuple[str, str]] = field(default_factory=list)  # the cited references in the corpus
     cited_by: list[tuple[str, str]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
@@ -138,8 +144,13 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
     ]
     codes = [(s, c, code_title(s, c, table)) for s, cs in p.codes.items() for c in cs]
     by_examiner = set(p.extra.get("cited_by_examiner", []))
-    references = [(i, corpus[i].title if i in corpus else "", i in corpus, i in by_examiner) for i in p.citations]
-    described = [(d.get("label", ""), d.get("view", ""), d.get("text", "")) for d in p.extra.get("figure_descriptions", [])]
+    references = [
+        (i, corpus[i].title if i in corpus else "", i in corpus, i in by_examiner) for i in p.citations
+    ]
+    described = [
+        (d.get("label", ""), d.get("view", ""), d.get("text", ""))
+        for d in p.extra.get("figure_descriptions", [])
+    ]
     figures = [FigureView(str(corpus.image_path(f)), f.label, f.view, f.description) for f in p.figures]
     cited_by = [q.id for q in corpus if p.id in q.citations]
     return DocumentView(
@@ -183,8 +194,12 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
         return ", ".join(f"<b>{e(i)}</b> {e(t)}" for i, t in rows) or "none in this corpus"
 
     parts = [f"<h3>{e(view.id)} · {text(view.title)}</h3>"]
-    meta = [f"{e(view.kind)} patent", *([f"office {e(view.office)}"] if view.office else []),
-            *([f"kind {e(view.kind_code)}"] if view.kind_code else []), f"{len(view.figures)} figure(s)"]  # fmt: skip
+    meta = [
+        f"{e(view.kind)} patent",
+        *([f"office {e(view.office)}"] if view.office else []),
+        *([f"kind {e(view.kind_code)}"] if view.kind_code else []),
+        f"{len(view.figures)} figure(s)",
+    ]
     parts.append(f"<p>{' · '.join(meta)}</p>")
     dates = dict(view.dates)
 
@@ -192,11 +207,15 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
         return what + ("s" if len(people) > 1 else "")
 
     # (heading, value, shown when empty): what an examiner cites, each on its row
-    who = [(names("Inventor", view.inventors), "; ".join(view.inventors), True),
-           (names("Applicant", view.applicants), "; ".join(view.applicants), False),
-           (names("Assignee", view.assignees), "; ".join(view.assignees), False),
-           ("Application number", view.application, True), ("Application (filing) date", dates.get("filed", ""), True),
-           ("Earliest priority", dates.get("priority", ""), False), ("Publication date", dates.get("published", ""), True)]  # fmt: skip
+    who = [
+        (names("Inventor", view.inventors), "; ".join(view.inventors), True),
+        (names("Applicant", view.applicants), "; ".join(view.applicants), False),
+        (names("Assignee", view.assignees), "; ".join(view.assignees), False),
+        ("Application number", view.application, True),
+        ("Application (filing) date", dates.get("filed", ""), True),
+        ("Earliest priority", dates.get("priority", ""), False),
+        ("Publication date", dates.get("published", ""), True),
+    ]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v) or '–'}</td></tr>" for k, v, always in who if v or always)
     parts.append(f"<table class='record-biblio'>{rows}</table>")
     if view.links:
@@ -209,16 +228,24 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
             + "</p>"
         )
     if view.codes:
-        rows = "".join(f"<tr><td>{e(s)}</td><td>{e(c)}</td><td>{e(t) or '–'}</td></tr>" for s, c, t in view.codes)
+        rows = "".join(
+            f"<tr><td>{e(s)}</td><td>{e(c)}</td><td>{e(t) or '–'}</td></tr>" for s, c, t in view.codes
+        )
         parts.append(f"<table><tr><th>scheme</th><th>code</th><th>title</th></tr>{rows}</table>")
     if view.described:  # a design: the text is its figure descriptions, shown as such
-        rows = "".join(f"<tr><td>{e(label)}</td><td>{e(v) or '–'}</td><td>{text(d)}</td></tr>"
-                       for label, v, d in view.described)  # fmt: skip
-        parts.append("<h4>Figures (description of the drawings)</h4><table class='record-figures'>"
-                     f"<tr><th>figure</th><th>view</th><th>description</th></tr>{rows}</table>")  # fmt: skip
+        rows = "".join(
+            f"<tr><td>{e(label)}</td><td>{e(v) or '–'}</td><td>{text(d)}</td></tr>"
+            for label, v, d in view.described
+        )
+        parts.append(
+            "<h4>Figures (description of the drawings)</h4><table class='record-figures'>"
+            f"<tr><th>figure</th><th>view</th><th>description</th></tr>{rows}</table>"
+        )
         parts += [f"<p><small>{e(n)}</small></p>" for n in view.drawing_notes]
     else:
-        parts.append(f"<h4>{'Abstract' if view.kind == 'utility' else 'Description'}</h4><p>{text(view.abstract) or '–'}</p>")
+        parts.append(
+            f"<h4>{'Abstract' if view.kind == 'utility' else 'Description'}</h4><p>{text(view.abstract) or '–'}</p>"
+        )
     if view.claims:
         parts.append(f"<h4>Claims</h4><p>{text(view.claims)}</p>")
     parts.append(f"<p><b>Family in the corpus:</b> {ids(view.family)}</p>")
@@ -240,10 +267,14 @@ def references_html(references: list[tuple[str, str, bool, bool]]) -> str:
     for pid, title, in_corpus, by_examiner in references:
         star = "*" if by_examiner else ""
         if in_corpus:
-            items.append(f'<button type="button" class="record-link" data-open-record="{e(pid, quote=True)}" '
-                         f'title="open {e(pid, quote=True)}">{e(pid)}{star}</button> {e(title)}')  # fmt: skip
+            items.append(
+                f'<button type="button" class="record-link" data-open-record="{e(pid, quote=True)}" '
+                f'title="open {e(pid, quote=True)}">{e(pid)}{star}</button> {e(title)}'
+            )
         else:
             items.append(f"<span class='record-ref'>{e(pid)}{star}</span>")
-    head = (f"<b>References cited:</b> {len(references)}, {len(inside)} in this corpus (a button opens its record)"
-            + (" · * cited by the examiner" if any(r[3] for r in references) else ""))  # fmt: skip
+    head = (
+        f"<b>References cited:</b> {len(references)}, {len(inside)} in this corpus (a button opens its record)"
+        + (" · * cited by the examiner" if any(r[3] for r in references) else "")
+    )
     return f"<div class='record-refs'><p>{head}</p><p>{' · '.join(items)}</p></div>"

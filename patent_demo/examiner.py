@@ -50,8 +50,12 @@ def no_match_threshold(wb, task: str, model: str = "") -> NoMatchThreshold | Non
     return th
 
 
-def side_by_side(query: Image.Image | bytes | str | os.PathLike, figure_path: str | os.PathLike,
-                 size: int = 448, crop: bool = True) -> tuple[Image.Image, Image.Image]:  # fmt: skip
+def side_by_side(
+    query: Image.Image | bytes | str | os.PathLike,
+    figure_path: str | os.PathLike,
+    size: int = 448,
+    crop: bool = True,
+) -> tuple[Image.Image, Image.Image]:
     """The query and a corpus figure as the encoder sees them, each cropped to its ink (unless
     ``crop`` is off for the query), centred on a white square and resized to ``size`` pixels."""
     from patent_demo.imageio import load_drawing

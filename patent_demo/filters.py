@@ -58,6 +58,7 @@ def filters_line(described: str, notes: Sequence[str] = ()) -> str:
     parts += [n for n in notes if n.startswith(EXCLUDED)]
     return " · ".join(parts) or NO_FILTER
 
+
 def parse_date(text: str, what: str = "date") -> str:
     """An ISO ``YYYY-MM-DD`` from ``2020-01-07``, ``20200107`` or ``2020/1/7``; ``""`` for blank input.
 
@@ -210,8 +211,11 @@ class SearchFilter:
             (date_to, "the end date"),
         ):
             limits.check_text(value, what, limits.MAX_DATE_CHARS)
-        for value, what in ((classification, "the classification filter"), (country, "the office filter"),
-                            (kind_code, "the kind-code filter")):  # fmt: skip
+        for value, what in (
+            (classification, "the classification filter"),
+            (country, "the office filter"),
+            (kind_code, "the kind-code filter"),
+        ):
             limits.check_items(value, what)
         f = cls(
             before=parse_date(before, "cut-off date"),
@@ -305,8 +309,17 @@ class SearchFilter:
 # -- the filter panel as one value ----------------------------------------------------------------------
 FILTER_TEXT_FIELDS = ("before", "classification", "country", "kind_code", "date_from", "date_to")
 FILTER_FLAGS = ("own_date", "exclude_own", "per_family")
-FILTER_KEYS = ("before", "own_date", "classification", "country", "kind_code", "date_from", "date_to",
-               "exclude_own", "per_family")  # fmt: skip
+FILTER_KEYS = (
+    "before",
+    "own_date",
+    "classification",
+    "country",
+    "kind_code",
+    "date_from",
+    "date_to",
+    "exclude_own",
+    "per_family",
+)
 FILTER_EXAMPLE = '{"before": "2019-06-30", "classification": "06-01", "exclude_own": true}'
 
 
@@ -345,8 +358,9 @@ class Filters:
             except ValueError:
                 raise ValueError(f"the filters must be a JSON object such as {FILTER_EXAMPLE}") from None
         if not isinstance(value, Mapping):
-            raise ValueError(f"the filters must be a JSON object such as {FILTER_EXAMPLE}, "
-                             f"not {type(value).__name__}")  # fmt: skip
+            raise ValueError(
+                f"the filters must be a JSON object such as {FILTER_EXAMPLE}, not {type(value).__name__}"
+            )
         unknown = sorted(str(k)[:40] for k in value if k not in FILTER_KEYS)
         if unknown:
             known = ", ".join(FILTER_KEYS)
@@ -364,11 +378,38 @@ class Filters:
         return cls(SearchFilter.parse(**text), *(bool(value.get(k)) for k in FILTER_FLAGS))
 
     @classmethod
-    def from_fields(cls, before="", own_date=False, classification="", country="", kind_code="", date_from="",
-                    date_to="", exclude_own=False, per_family=False) -> Filters:  # fmt: skip
+    def from_fields(
+        cls,
+        before="",
+        own_date=False,
+        classification="",
+        country="",
+        kind_code="",
+        date_from="",
+        date_to="",
+        exclude_own=False,
+        per_family=False,
+    ) -> Filters:
         """The filters from the panel's fields, in the order of ``FILTER_KEYS``."""
-        return cls.from_value(dict(zip(FILTER_KEYS, (before, bool(own_date), classification, country, kind_code,
-                                                     date_from, date_to, bool(exclude_own), bool(per_family)), strict=True)))  # fmt: skip
+        return cls.from_value(
+            dict(
+                zip(
+                    FILTER_KEYS,
+                    (
+                        before,
+                        bool(own_date),
+                        classification,
+                        country,
+                        kind_code,
+                        date_from,
+                        date_to,
+                        bool(exclude_own),
+                        bool(per_family),
+                    ),
+                    strict=True,
+                )
+            )
+        )
 
     def describe(self) -> str:
         """The status-bar line of the filters (``SearchFilter.describe``)."""

@@ -37,7 +37,9 @@ class DrawingSearch:
     query_locarno: str
     model: str
     checkpoint_id: str
-    notes: list[str] = field(default_factory=list)  # filter, cut-off, exclusion, engine fallback, no good match
+    notes: list[str] = field(
+        default_factory=list
+    )  # filter, cut-off, exclusion, engine fallback, no good match
 
 
 @dataclass

@@ -31,8 +31,24 @@ DEFAULT_MAX_PIXELS = 50_000_000
 DEFAULT_MAX_BYTES = MAX_DECODED_BYTES  # what decoding and the grayscale conversion hold, in bytes
 INK_THRESHOLD = 200
 # bytes per pixel that decoding a frame of each mode and converting it to "L" hold at once
-_MODE_BYTES = {"1": 1, "L": 1, "P": 4, "LA": 2, "La": 2, "PA": 2, "RGB": 3, "YCbCr": 3, "LAB": 3, "HSV": 3,
-               "RGBA": 4, "RGBa": 4, "RGBX": 4, "CMYK": 4, "I": 8, "F": 8}  # fmt: skip
+_MODE_BYTES = {
+    "1": 1,
+    "L": 1,
+    "P": 4,
+    "LA": 2,
+    "La": 2,
+    "PA": 2,
+    "RGB": 3,
+    "YCbCr": 3,
+    "LAB": 3,
+    "HSV": 3,
+    "RGBA": 4,
+    "RGBa": 4,
+    "RGBX": 4,
+    "CMYK": 4,
+    "I": 8,
+    "F": 8,
+}
 
 
 class DrawingError(ValueError):
@@ -272,8 +288,16 @@ def load_drawing(
         finally:
             if im is not src:
                 im.close()
-        return _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold,
-                       max_pixels=max_pixels, name=name)  # fmt: skip
+        return _finish(
+            gray,
+            crop=crop,
+            margin=margin,
+            square=square,
+            size=size,
+            threshold=threshold,
+            max_pixels=max_pixels,
+            name=name,
+        )
 
 
 @contextmanager

@@ -41,7 +41,9 @@ MAX_APPLICATION_BYTES = MAX_DECODED_BYTES  # all views of an application query t
 _SPLIT = re.compile(r"[,;]")
 # one character each (a BERT tokenizer splits CJK ideographs apart and cuts kana and Hangul runs into
 # pieces of a character or two): CJK ideographs and their compatibility forms, kana, Hangul
-_ONE_EACH = "\u2e80-\u2fdf\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+_ONE_EACH = (
+    "\u2e80-\u2fdf\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+)
 _TOKEN = re.compile(rf"[{_ONE_EACH}]|[^\W{_ONE_EACH}]+|[^\w\s]")
 
 

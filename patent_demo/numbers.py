@@ -90,17 +90,26 @@ def resolve_patent_id(corpus, typed: str) -> str:
         if text.upper() in corpus:
             return text.upper()
     compact, digits = re.sub(r"\s", "", text), re.sub(r"\D", "", text)
-    if _APPLICATION.match(compact):  # an application number; 8 bare digits only when no patent number has them
-        by_application = _index(corpus, "_application_numbers",
-                                lambda p: re.sub(r"\D", "", str(p.extra.get("application_number", ""))))  # fmt: skip
-        if digits in by_application and ("/" in compact or digits not in _index(corpus, "_digits", _digits_of)):
+    if _APPLICATION.match(
+        compact
+    ):  # an application number; 8 bare digits only when no patent number has them
+        by_application = _index(
+            corpus,
+            "_application_numbers",
+            lambda p: re.sub(r"\D", "", str(p.extra.get("application_number", ""))),
+        )
+        if digits in by_application and (
+            "/" in compact or digits not in _index(corpus, "_digits", _digits_of)
+        ):
             return _one(text, by_application[digits])
         if "/" in compact:
             raise KeyError(f"no application {text[:40]} in this corpus")
     key = number_key(text)
     if not key:
-        raise KeyError(f"{text[:40]!r} is not a patent number (try e.g. USD929297, D929,297, 929297, "
-                       "USD0929297-20210831 or 29/750,842)")  # fmt: skip
+        raise KeyError(
+            f"{text[:40]!r} is not a patent number (try e.g. USD929297, D929,297, 929297, "
+            "USD0929297-20210831 or 29/750,842)"
+        )
     parts = _parts(text)
     if not parts[0] and not parts[1]:  # bare digits: whichever series (design, utility, …) has them
         found = _index(corpus, "_digits", _digits_of).get(parts[2], [])

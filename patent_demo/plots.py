@@ -13,12 +13,49 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon", "hexagon", "cross",
-              "x", "star-triangle-up", "hourglass", "bowtie")  # fmt: skip
+SYMBOLS_2D = (
+    "circle",
+    "square",
+    "diamond",
+    "triangle-up",
+    "triangle-down",
+    "pentagon",
+    "hexagon",
+    "cross",
+    "x",
+    "star-triangle-up",
+    "hourglass",
+    "bowtie",
+)
 SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x", "circle-open", "square-open", "diamond-open")
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
-           "#756bb1", "#636363", "#9c9ede", "#cedb9c", "#e7cb94", "#e7969c", "#de9ed6", "#6baed6")  # fmt: skip
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+    "#e6550d",
+    "#31a354",
+    "#756bb1",
+    "#636363",
+    "#9c9ede",
+    "#cedb9c",
+    "#e7cb94",
+    "#e7969c",
+    "#de9ed6",
+    "#6baed6",
+)
 
 
 def _title(data: Mapping) -> str:
@@ -74,7 +111,7 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
                 hovertext=text,
                 hoverinfo="text",
                 **xyz,
-            )  # fmt: skip
+            )
         )
     query = data.get("query")
     if query is not None:
@@ -85,15 +122,30 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
             "size": 18 if dims == 2 else 8,
             "color": "black",
         }
-        fig.add_trace(Scatter(mode="markers", name="query", marker=marker, hovertext=["query drawing"],
-                              hoverinfo="text", **xyz))  # fmt: skip
+        fig.add_trace(
+            Scatter(
+                mode="markers",
+                name="query",
+                marker=marker,
+                hovertext=["query drawing"],
+                hoverinfo="text",
+                **xyz,
+            )
+        )
     explained = data.get("explained") or []
     axes = [f"PC{i + 1}" + (f" ({explained[i]:.0%})" if i < len(explained) else "") for i in range(dims)]
     title = _title(data)
     fig.update_layout(
         # hung from the top, below the block's label, and the plot below all its lines (a centred title of
         # several lines spills onto the plot)
-        title={"text": title, "font": {"size": 13}, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 48}},
+        title={
+            "text": title,
+            "font": {"size": 13},
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 48},
+        },
         height=height,
         margin={"l": 10, "r": 10, "t": 70 + 15 * title.count("<br>"), "b": 10},
         legend={"title": {"text": "subclass"}, "font": {"size": 10}, "itemsizing": "constant"},
@@ -166,16 +218,36 @@ def learning_curve(result: Mapping, height: int = 380) -> go.Figure:
                     showlegend=col == 1,
                     line={"color": PALETTE[i % len(PALETTE)]},
                     customdata=[r["budget"] for r in rows],
-                    hovertemplate="%{customdata} queries, %{x:.0f} judgements: %{y:.3f}<extra>" + strategy + "</extra>",
+                    hovertemplate="%{customdata} queries, %{x:.0f} judgements: %{y:.3f}<extra>"
+                    + strategy
+                    + "</extra>",
                 ),
                 row=1,
                 col=col,
             )
-        fig.add_hline(y=summary["zero_shot"][key], line_dash="dot", line_color="#555", row=1, col=col,
-                      annotation_text="zero-shot", annotation_position="bottom right")  # fmt: skip
-        fig.add_hline(y=summary["ceiling"][key], line_dash="dash", line_color="#2ca02c", row=1, col=col,
-                      annotation_text="fully supervised", annotation_position="top right")  # fmt: skip
+        fig.add_hline(
+            y=summary["zero_shot"][key],
+            line_dash="dot",
+            line_color="#555",
+            row=1,
+            col=col,
+            annotation_text="zero-shot",
+            annotation_position="bottom right",
+        )
+        fig.add_hline(
+            y=summary["ceiling"][key],
+            line_dash="dash",
+            line_color="#2ca02c",
+            row=1,
+            col=col,
+            annotation_text="fully supervised",
+            annotation_position="top right",
+        )
         fig.update_xaxes(title_text="judgements", row=1, col=col)  # short: two sit side by side on a phone
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 70, "b": 10}, template="plotly_white",
-                      legend={"orientation": "h", "y": -0.25, "title": {"text": "10 judgements a query:"}})  # fmt: skip  (t: the block's label sits on top)
+    fig.update_layout(
+        height=height,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.25, "title": {"text": "10 judgements a query:"}},
+    )  # (t: the block's label sits on top)
     return fig

@@ -110,8 +110,11 @@ def measured_figures(task: str, metrics: dict) -> dict[str, dict[str, float]]:
         }
     else:
         fused = ((metrics.get("fusion") or {}).get("test") or {}).get("fused")
-        out = {"test": pick(metrics.get("after"), TEXT_FIGURES), "bm25": pick(metrics.get("bm25"), TEXT_FIGURES),
-               "fused": pick(fused, TEXT_FIGURES)}  # fmt: skip
+        out = {
+            "test": pick(metrics.get("after"), TEXT_FIGURES),
+            "bm25": pick(metrics.get("bm25"), TEXT_FIGURES),
+            "fused": pick(fused, TEXT_FIGURES),
+        }
     return {k: v for k, v in out.items() if v}
 
 
@@ -133,8 +136,11 @@ def figures_note(task: str, metrics: dict) -> str:
         if "redbook" in m and "subclass_map" in m["redbook"]:
             parts.append(f"Red Book val subclass mAP {m['redbook']['subclass_map']:.3f}")
         if not parts:
-            parts = [f"{where} subclass mAP {m[where]['subclass_map']:.3f}" for where in ("real", "generated")
-                     if "subclass_map" in m.get(where, {})]  # fmt: skip
+            parts = [
+                f"{where} subclass mAP {m[where]['subclass_map']:.3f}"
+                for where in ("real", "generated")
+                if "subclass_map" in m.get(where, {})
+            ]
     else:
         parts = [f"test nDCG@10 {m['test']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("test", {}) else []
         parts += [f"fused {m['fused']['ndcg@10']:.3f}"] if "ndcg@10" in m.get("fused", {}) else []
@@ -158,12 +164,25 @@ def builtin_models() -> list[ModelSpec]:
     zs = zero_shot_metrics()
     note = figures_note("drawing", zs)
     return [
-        ModelSpec(ZERO_SHOT, "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
-                  + (f" ({note})" if note else ""), "drawing", "zero-shot", ZERO_SHOT_ENCODER, trained=False,
-                  metrics=zs),
-        ModelSpec(UNTRAINED_TEXT, "DSSDNet, MiniLM with untrained head", "text", "dssdnet",
-                  DEFAULT_RERANKER, trained=False),
-    ]  # fmt: skip
+        ModelSpec(
+            ZERO_SHOT,
+            "zero-shot (EfficientNet-Lite0 trunk, ImageNet weights, no projection)"
+            + (f" ({note})" if note else ""),
+            "drawing",
+            "zero-shot",
+            ZERO_SHOT_ENCODER,
+            trained=False,
+            metrics=zs,
+        ),
+        ModelSpec(
+            UNTRAINED_TEXT,
+            "DSSDNet, MiniLM with untrained head",
+            "text",
+            "dssdnet",
+            DEFAULT_RERANKER,
+            trained=False,
+        ),
+    ]
 
 
 def _n_labels(config: dict) -> int | None:
@@ -210,9 +229,12 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
     n_labels = _n_labels(config)
     parent = Path(str(config.get("parent") or "")).name
     suffix = "".join(
-        [f" v{version}" if version else "", f", {n_labels} labels" if n_labels is not None else "",
-         f", retrained from {parent}" if parent else ""]
-    )  # fmt: skip
+        [
+            f" v{version}" if version else "",
+            f", {n_labels} labels" if n_labels is not None else "",
+            f", retrained from {parent}" if parent else "",
+        ]
+    )
     note = figures_note("drawing" if kind == "hmcl" else "text", metrics)
     if kind == "hmcl" and config.get("default") is True and note:
         zs = figures_note("drawing", zero_shot_metrics())
@@ -223,12 +245,33 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
         encoder = str(
             (config.get("model") or {}).get("name") or config.get("encoder") or DEFAULT_DRAWING_ENCODER
         )
-        return ModelSpec(path.name, f"{dk.upper()}: {path.name}{suffix}", "drawing", dk, encoder, path,
-                         version, n_labels, True, metrics, config.get("default") is True)  # fmt: skip
+        return ModelSpec(
+            path.name,
+            f"{dk.upper()}: {path.name}{suffix}",
+            "drawing",
+            dk,
+            encoder,
+            path,
+            version,
+            n_labels,
+            True,
+            metrics,
+            config.get("default") is True,
+        )
     if kind == "dssdnet":
         base = str(config.get("base") or DEFAULT_RERANKER)
-        return ModelSpec(path.name, f"DSSDNet: {path.name}{suffix}", "text", "dssdnet", base, path,
-                         version, n_labels, True, metrics)  # fmt: skip
+        return ModelSpec(
+            path.name,
+            f"DSSDNet: {path.name}{suffix}",
+            "text",
+            "dssdnet",
+            base,
+            path,
+            version,
+            n_labels,
+            True,
+            metrics,
+        )
     return None
 
 

@@ -61,9 +61,21 @@ class DrawingRequest:
         return self.own[0] if self.own else ""
 
     @classmethod
-    def build(cls, wb, image: bytes | str | os.PathLike, model: str, k: int = 10, *, per_patent: bool = True,
-              crop: bool = True, locarno: str = "", filters: object = None, own_patent: str | None = None,
-              sha: str = "", name: str = "") -> DrawingRequest:  # fmt: skip
+    def build(
+        cls,
+        wb,
+        image: bytes | str | os.PathLike,
+        model: str,
+        k: int = 10,
+        *,
+        per_patent: bool = True,
+        crop: bool = True,
+        locarno: str = "",
+        filters: object = None,
+        own_patent: str | None = None,
+        sha: str = "",
+        name: str = "",
+    ) -> DrawingRequest:
         """A single drawing's request. ``own_patent`` (a crop of a corpus figure: that figure's patent) is
         otherwise the corpus patent whose figure has the drawing's bytes; ``sha`` the bytes' sha256 when the
         caller has it; ``name`` the file name messages give (a path's own by default)."""
@@ -76,13 +88,31 @@ class DrawingRequest:
         loc = taxonomy.normalize("locarno", locarno) if (locarno or "").strip() else ""
         own = own_patent if own_patent is not None else own_patent_of(wb, sha)
         own = own if own in wb.corpus else ""
-        return cls((data,), (sha,), (own,) if own else (), wb.model(model, "drawing").key, _k(k),
-                   Filters.from_value(filters), bool(per_patent), bool(crop), loc,
-                   name=name or (Path(image).name if not isinstance(image, bytes) else ""))  # fmt: skip
+        return cls(
+            (data,),
+            (sha,),
+            (own,) if own else (),
+            wb.model(model, "drawing").key,
+            _k(k),
+            Filters.from_value(filters),
+            bool(per_patent),
+            bool(crop),
+            loc,
+            name=name or (Path(image).name if not isinstance(image, bytes) else ""),
+        )
 
     @classmethod
-    def application(cls, wb, views: Sequence[bytes | str | os.PathLike], model: str, k: int = 10, *,
-                    crop: bool = True, filters: object = None, how: str = "mean") -> DrawingRequest:  # fmt: skip
+    def application(
+        cls,
+        wb,
+        views: Sequence[bytes | str | os.PathLike],
+        model: str,
+        k: int = 10,
+        *,
+        crop: bool = True,
+        filters: object = None,
+        how: str = "mean",
+    ) -> DrawingRequest:
         """A whole application's request: its views (the budget checked before any is read), the corpus
         patents they come from in order."""
         from patent_demo.drawing.application import check_views
@@ -93,8 +123,17 @@ class DrawingRequest:
         data = tuple(_bytes(v) for v in views)
         shas = tuple(hashlib.sha256(d).hexdigest() for d in data)
         own = tuple(p for p in dict.fromkeys(own_patent_of(wb, s) for s in shas) if p)
-        return cls(data, shas, own, wb.model(model, "drawing").key, _k(k), Filters.from_value(filters),
-                   True, bool(crop), how=how)  # fmt: skip
+        return cls(
+            data,
+            shas,
+            own,
+            wb.model(model, "drawing").key,
+            _k(k),
+            Filters.from_value(filters),
+            True,
+            bool(crop),
+            how=how,
+        )
 
 
 @dataclass(frozen=True)
@@ -111,17 +150,38 @@ class TextRequest:
     own_patent: str = ""  # the query's own patent when the search knows it (the Combined tab's drawing)
 
     @classmethod
-    def build(cls, abstract: str, codes: str | Mapping[str, Sequence[str]] = "", model: str = "", k: int = 10, *,
-              filters: object = None, lists: Sequence[str] | None = None, rerank: bool = True,
-              own_patent: str = "", wb=None) -> TextRequest:  # fmt: skip
+    def build(
+        cls,
+        abstract: str,
+        codes: str | Mapping[str, Sequence[str]] = "",
+        model: str = "",
+        k: int = 10,
+        *,
+        filters: object = None,
+        lists: Sequence[str] | None = None,
+        rerank: bool = True,
+        own_patent: str = "",
+        wb=None,
+    ) -> TextRequest:
         """The request of a pasted abstract and its codes; with ``wb`` a named model is checked there."""
         text = check_abstract(abstract)
-        qcodes = parse_query_codes(codes) if isinstance(codes, str) or codes is None else {
-            s: list(c) for s, c in codes.items()}  # fmt: skip
+        qcodes = (
+            parse_query_codes(codes)
+            if isinstance(codes, str) or codes is None
+            else {s: list(c) for s, c in codes.items()}
+        )
         if model and wb is not None:
             model = wb.model(model, "text").key
-        return cls(text, qcodes, model or "", _k(k), Filters.from_value(filters),
-                   tuple(lists) if lists is not None else None, bool(rerank), own_patent or "")  # fmt: skip
+        return cls(
+            text,
+            qcodes,
+            model or "",
+            _k(k),
+            Filters.from_value(filters),
+            tuple(lists) if lists is not None else None,
+            bool(rerank),
+            own_patent or "",
+        )
 
 
 def _k(k) -> int:

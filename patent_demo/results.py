@@ -33,7 +33,9 @@ class Results:
         if self.rerank_scores is not None:
             self.rerank_scores = np.asarray(self.rerank_scores, dtype=np.float32).reshape(-1)
             if len(self.rerank_scores) != len(self.ids):
-                raise ValueError(f"Results: {len(self.ids)} ids but {len(self.rerank_scores)} re-ranker scores")
+                raise ValueError(
+                    f"Results: {len(self.ids)} ids but {len(self.rerank_scores)} re-ranker scores"
+                )
         if len(self.scores) > 1 and bool(np.any(np.diff(self.scores) > 0)):
             raise ValueError("Results: scores must be sorted in descending order")
 

@@ -75,7 +75,10 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
     k = max(1, min(req.k, len(set(index.patent_ids)) if req.per_patent else index.count))
-    q = np.asarray(wb.encoder(spec).encode([load_drawing(req.image, crop=req.crop, name=req.name or None)]), dtype=np.float32)[0]
+    q = np.asarray(
+        wb.encoder(spec).encode([load_drawing(req.image, crop=req.crop, name=req.name or None)]),
+        dtype=np.float32,
+    )[0]
     if wb.config.backend != "faiss":
         res = wb.backend("drawing", spec).search(q, k, where, per_patent=req.per_patent)
         notes += [n for n in [wb.take_backend_note()] if n]
@@ -85,15 +88,30 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
         res = index.search(q, k, allowed=allowed)
     extras = res.extras or [{}] * len(res)
     if req.per_patent:
-        hits = [wb._hit(r, pid, s, figure=e.get("figure_id", "")) for r, ((pid, s), e) in enumerate(zip(res, extras, strict=True), 1)]
+        hits = [
+            wb._hit(r, pid, s, figure=e.get("figure_id", ""))
+            for r, ((pid, s), e) in enumerate(zip(res, extras, strict=True), 1)
+        ]
     else:
-        hits = [wb._hit(r, e["patent_id"], s, figure=fid) for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)]
+        hits = [
+            wb._hit(r, e["patent_id"], s, figure=fid)
+            for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)
+        ]
     loc = _class_of(wb, req)
     others = [h for h in hits if h.patent_id != req.own_patent]  # the query's own patent is not counted
     th = no_match_threshold(wb, "drawing", spec.key)
     msg = th.message(hits[0].score) if th is not None and hits else ""
-    return DrawingSearch(hits, wb.spread(others, loc, req.own_patent), q, req.sha, req.own_patent, loc, spec.key,
-                         spec.checkpoint_id, notes + (["⚠️ " + msg] if msg else []))  # fmt: skip
+    return DrawingSearch(
+        hits,
+        wb.spread(others, loc, req.own_patent),
+        q,
+        req.sha,
+        req.own_patent,
+        loc,
+        spec.key,
+        spec.checkpoint_id,
+        notes + (["⚠️ " + msg] if msg else []),
+    )
 
 
 def search_application(wb, req: DrawingRequest) -> DrawingSearch:
@@ -107,14 +125,27 @@ def search_application(wb, req: DrawingRequest) -> DrawingSearch:
     _, allowed, notes = drawing_scope(wb, req)
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
-    views = np.asarray(wb.encoder(spec).encode([load_drawing(im, crop=req.crop) for im in req.images]), np.float32)
+    views = np.asarray(
+        wb.encoder(spec).encode([load_drawing(im, crop=req.crop) for im in req.images]), np.float32
+    )
     k = max(1, min(req.k, len(set(index.patent_ids))))
     res = application_ranking(views, index.embeddings, index.patent_ids, k, req.how, allowed)
-    hits = [wb._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
-            for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)]  # fmt: skip
+    hits = [
+        wb._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
+        for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)
+    ]
     others = [h for h in hits if h.patent_id != req.own_patent]
-    return DrawingSearch(hits, wb.spread(others, req.locarno, req.own_patent), views, req.sha, req.own_patent,
-                         req.locarno, spec.key, spec.checkpoint_id, notes)  # fmt: skip
+    return DrawingSearch(
+        hits,
+        wb.spread(others, req.locarno, req.own_patent),
+        views,
+        req.sha,
+        req.own_patent,
+        req.locarno,
+        spec.key,
+        spec.checkpoint_id,
+        notes,
+    )
 
 
 def _own_text_patent(wb, req: TextRequest) -> str:
@@ -162,13 +193,17 @@ def search_text(wb, req: TextRequest) -> TextSearch:
         notes.append(f"search syntax: {counted(len(allowed), 'document matches', 'documents match')}")
         text = query.ranking_text(wb.bm25())
         if not text:
-            raise ValueError(f"{counted(len(allowed), 'document matches', 'documents match')}; "
-                             "add a word to rank them by (a code alone only filters)")  # fmt: skip
+            raise ValueError(
+                f"{counted(len(allowed), 'document matches', 'documents match')}; "
+                "add a word to rank them by (a code alone only filters)"
+            )
     where = Where(f, (own,) if req.filters.exclude_own and own else (), only=only)
     if req.filters.per_family:  # more candidates, then one per family: k families come back
         from patent_demo.families import collapse
 
-        wide = _text_lists(wb, req, text, max(req.k, min(3 * req.k, wb.config.bm25_candidates)), allowed, where)
+        wide = _text_lists(
+            wb, req, text, max(req.k, min(3 * req.k, wb.config.bm25_candidates)), allowed, where
+        )
         lists = {name: collapse(res, wb.corpus, req.k) for name, res in wide.items()}
     else:
         lists = _text_lists(wb, req, text, req.k, allowed, where)
@@ -204,6 +239,18 @@ def _text_lists(wb, req: TextRequest, text: str, k: int, allowed, where: Where) 
         spec = wb.model(req.model, "text") if req.model else wb.default_text_model()
         depth = wb.rerank_depth(spec)
         reranker, weight = wb.reranker(spec), wb.fusion_weight(spec, depth)[0]
-    runs = text_runs(wb.text_stage(), [query], wb.corpus, k, names, reranker, max(k, depth), weight,
-                     allowed=only, batch_size=wb.config.batch_size, keep_extras=True, where={"query": where})  # fmt: skip
+    runs = text_runs(
+        wb.text_stage(),
+        [query],
+        wb.corpus,
+        k,
+        names,
+        reranker,
+        max(k, depth),
+        weight,
+        allowed=only,
+        batch_size=wb.config.batch_size,
+        keep_extras=True,
+        where={"query": where},
+    )
     return {n: r["query"] for n, r in runs.items()}

@@ -114,8 +114,10 @@ def search_sheet(
     ]
     status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
     if found > len(figures):
-        status = (f"⚠️ {found} boxes found on the sheet: searched the {len(figures)} largest of {found} "
-                  f"({', '.join(names)}; at most {MAX_SHEET_FIGURES} a sheet), lists merged")  # fmt: skip
+        status = (
+            f"⚠️ {found} boxes found on the sheet: searched the {len(figures)} largest of {found} "
+            f"({', '.join(names)}; at most {MAX_SHEET_FIGURES} a sheet), lists merged"
+        )
     if allowed is not None and not given:
         status += f"; {search_filter.describe()} ({len(allowed)} documents allowed)"  # type: ignore[union-attr]
     return SheetSearch(

@@ -90,9 +90,39 @@ class Locarno:
 # in classes 01-30, classes 31 and 32 have the single subclass 00). Numbers left vacant by later
 # editions (01-05, 03-02, 15-08, 19-05) are accepted: older grants print them.
 _LOCARNO_LAST_SUBCLASS = {
-    1: 6, 2: 7, 3: 4, 4: 4, 5: 6, 6: 13, 7: 8, 8: 10, 9: 9, 10: 7, 11: 5, 12: 16, 13: 3, 14: 4, 15: 9, 16: 6,
-    17: 5, 18: 4, 19: 8, 20: 3, 21: 4, 22: 6, 23: 5, 24: 4, 25: 4, 26: 6, 27: 6, 28: 4, 29: 2, 30: 9, 31: 0, 32: 0,
-}  # fmt: skip
+    1: 6,
+    2: 7,
+    3: 4,
+    4: 4,
+    5: 6,
+    6: 13,
+    7: 8,
+    8: 10,
+    9: 9,
+    10: 7,
+    11: 5,
+    12: 16,
+    13: 3,
+    14: 4,
+    15: 9,
+    16: 6,
+    17: 5,
+    18: 4,
+    19: 8,
+    20: 3,
+    21: 4,
+    22: 6,
+    23: 5,
+    24: 4,
+    25: 4,
+    26: 6,
+    27: 6,
+    28: 4,
+    29: 2,
+    30: 9,
+    31: 0,
+    32: 0,
+}
 
 
 def locarno_subclass_exists(main: int, sub: int) -> bool:

@@ -65,7 +65,9 @@ class WorkbenchConfig:
     batch_size: int = 32
     map_points: int = 1500
     backend: str = "faiss"  # drawing and dense text searches go through (patent_demo.backends): faiss, qdrant
-    backend_url: str = ""  # the engine's server ("": embedded under cache_dir/qdrant); backend_fallback "faiss":
+    backend_url: str = (
+        ""  # the engine's server ("": embedded under cache_dir/qdrant); backend_fallback "faiss":
+    )
     backend_fallback: str = ""  # FAISS answers when the engine does not; backend_timeout: seconds a request
     backend_timeout: float = 5.0  # to the server may take
 
@@ -131,8 +133,11 @@ class Workbench:
                     from patent_demo.data.democorpus import ensure_demo_corpus
 
                     self._corpus = ensure_demo_corpus(
-                        self.config.cache_dir / "democorpus", patents=self.config.demo_patents,
-                        seed=self.config.seed, size=self.config.demo_size)  # fmt: skip
+                        self.config.cache_dir / "democorpus",
+                        patents=self.config.demo_patents,
+                        seed=self.config.seed,
+                        size=self.config.demo_size,
+                    )
             return self._corpus
 
     @property
@@ -148,11 +153,16 @@ class Workbench:
         n_figures = sum(len(p.figures) for p in corpus.patents)
         # a corpus says whether it is generated (its build records it); else only the built-in default is
         generated = bool(corpus.meta.get("generated", self.config.corpus is None and not self._corpus_given))
-        source = "generated demo corpus (synthetic drawings and texts, not real patents)" if generated else (
-            corpus.source_label or "corpus")  # fmt: skip
+        source = (
+            "generated demo corpus (synthetic drawings and texts, not real patents)"
+            if generated
+            else (corpus.source_label or "corpus")
+        )
         schemes = sorted({s for p in corpus.patents for s, c in p.codes.items() if c})
-        return (f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
-                f"schemes: {', '.join(schemes) or 'none'}")  # fmt: skip
+        return (
+            f"Corpus **{corpus.name}** · {source} · {len(corpus):,} patents, {n_figures:,} drawings · "
+            f"schemes: {', '.join(schemes) or 'none'}"
+        )
 
     def models(self, task: str | None = None) -> list[ModelSpec]:
         """Available models (``task`` "drawing" or "text"), rescanned on each call so new checkpoints appear."""
@@ -208,10 +218,22 @@ class Workbench:
                     raise ValueError("the corpus has no figures to index")
                 corpus = self.corpus
                 images = (corpus.open_image(f) for _, f in figures)
-                emb = embed_figures(enc.encode, images, batch_size=self.config.batch_size, progress=self.progress,
-                                    total=len(figures), desc=f"embedding {len(figures)} drawings with {spec.label}")  # fmt: skip
-                index = DenseIndex.build(emb, [f.path for _, f in figures], [p.id for p, _ in figures],
-                                         model=spec.encoder, checkpoint=spec.checkpoint_id, **index_settings(len(emb), emb.shape[1]))  # fmt: skip
+                emb = embed_figures(
+                    enc.encode,
+                    images,
+                    batch_size=self.config.batch_size,
+                    progress=self.progress,
+                    total=len(figures),
+                    desc=f"embedding {len(figures)} drawings with {spec.label}",
+                )
+                index = DenseIndex.build(
+                    emb,
+                    [f.path for _, f in figures],
+                    [p.id for p, _ in figures],
+                    model=spec.encoder,
+                    checkpoint=spec.checkpoint_id,
+                    **index_settings(len(emb), emb.shape[1]),
+                )
                 index.save(root)
             self._indexes[spec.key] = index
             return index
@@ -248,8 +270,13 @@ class Workbench:
                 enc, hybrid = (
                     self._text_encoder_factory or (lambda: default_text_encoder(self.config.checkpoint_dirs))
                 )()
-                index = cached_dense_index(enc, self.corpus.patents, self.config.cache_dir / "dense" / self.fingerprint,
-                                           batch_size=self.config.batch_size, progress=self.progress)  # fmt: skip
+                index = cached_dense_index(
+                    enc,
+                    self.corpus.patents,
+                    self.config.cache_dir / "dense" / self.fingerprint,
+                    batch_size=self.config.batch_size,
+                    progress=self.progress,
+                )
                 self._dense = (enc, index, hybrid)
             return self._dense
 
@@ -270,7 +297,9 @@ class Workbench:
 
     def take_backend_note(self) -> str:
         """The ⚠️ of this thread's last search that the engine could not answer and FAISS did (or ``""``)."""
-        return " · ".join(n for b in list(self._backends.values()) if hasattr(b, "take_note") and (n := b.take_note()))
+        return " · ".join(
+            n for b in list(self._backends.values()) if hasattr(b, "take_note") and (n := b.take_note())
+        )
 
     def figure_sha(self) -> dict[str, str]:
         """{sha256 of the figure file: figure path}, cached on disk: recognises a corpus drawing as a query."""
@@ -297,7 +326,9 @@ class Workbench:
         for step in [*first, *(["bm25", "dense"] if text else []), "figure_sha", *rest]:
             if step in ("bm25", "dense", "figure_sha"):
                 getattr(self, step)()
-            elif (index := self.index(step)).kind != "flat":  # the per-patent re-scoring's map, before a search
+            elif (
+                index := self.index(step)
+            ).kind != "flat":  # the per-patent re-scoring's map, before a search
                 index.prepare_patents()
 
     def warm_up_background(self) -> threading.Thread:
@@ -418,8 +449,10 @@ class Workbench:
         w = tuned_fusion_weight(spec.path, "hybrid", depth)
         if w is not None:
             return w, ""
-        return 0.5, (f"{spec.key} records no fusion weight tuned on the hybrid top {depth}: "
-                     "the fused list uses an untuned 0.5")  # fmt: skip
+        return 0.5, (
+            f"{spec.key} records no fusion weight tuned on the hybrid top {depth}: "
+            "the fused list uses an untuned 0.5"
+        )
 
     def fuse(self, lists: Mapping[str, Results], k: int = RRF_K, top: int | None = None) -> Results:
         """Reciprocal rank fusion of patent lists (see :func:`reciprocal_rank_fusion`)."""
@@ -428,8 +461,10 @@ class Workbench:
     def text_hits(self, res: Results) -> list[Hit]:
         """The hits of a text list, each scored as the app shows it (``Results.shown_scores``)."""
         extras = res.extras or [{}] * len(res)
-        return [self._hit(r, pid, s, extras=e)
-                for r, (pid, s, e) in enumerate(zip(res.ids, res.shown_scores().tolist(), extras, strict=True), 1)]  # fmt: skip
+        return [
+            self._hit(r, pid, s, extras=e)
+            for r, (pid, s, e) in enumerate(zip(res.ids, res.shown_scores().tolist(), extras, strict=True), 1)
+        ]
 
     # -- the evaluation protocol (the embedding map and the error analysis: ``patent_demo.analysis``) -----
     def protocol(self, split: str = "test") -> tuple[list[int], list[int]]:
@@ -450,8 +485,12 @@ class Workbench:
         """The same corpus figure searched with two models (group by patent)."""
         patent, fig = self.patent_of_figure(figure)
         path = self.corpus.image_path(fig)
-        return tuple(self.search_drawing(DrawingRequest.build(self, path, m, k, locarno=patent.locarno, own_patent=patent.id))
-                     for m in (model_a, model_b))  # type: ignore[return-value]  # fmt: skip
+        return tuple(
+            self.search_drawing(
+                DrawingRequest.build(self, path, m, k, locarno=patent.locarno, own_patent=patent.id)
+            )
+            for m in (model_a, model_b)
+        )  # type: ignore[return-value]
 
     def example_figures(self, n: int = 6) -> list[tuple[Patent, Figure]]:
         """Up to ``n`` query figures from the test split, one per Locarno subclass where possible."""

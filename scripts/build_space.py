@@ -76,7 +76,9 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def build(out: Path, data: Path = DATA, subset: int | None = None, cache: bool = True, progress: bool = True) -> dict:
+def build(
+    out: Path, data: Path = DATA, subset: int | None = None, cache: bool = True, progress: bool = True
+) -> dict:
     """Write the Space folder ``out`` (see the module docstring); returns what it holds."""
     from patent_demo.data.real import available_parts, ensure_real_corpus
 
@@ -98,10 +100,19 @@ def build(out: Path, data: Path = DATA, subset: int | None = None, cache: bool =
     if refs:
         raise SystemExit(f"error: {len(refs)} file(s) of {out} name {data}: {', '.join(refs[:5])}")
     size = folder_bytes(out)
-    info = {"out": str(out), "bytes": size, "patents": len(corpus), "figures": len(corpus.figures()),
-            "corpus": corpus.source_label, "cache": cache, "subset": subset}  # fmt: skip
+    info = {
+        "out": str(out),
+        "bytes": size,
+        "patents": len(corpus),
+        "figures": len(corpus.figures()),
+        "corpus": corpus.source_label,
+        "cache": cache,
+        "subset": subset,
+    }
     if size > LIMIT_BYTES:
-        raise SystemExit(f"error: {out} holds {size / 1e6:,.0f} MB, over the 1 GB a Space folder may take here")
+        raise SystemExit(
+            f"error: {out} holds {size / 1e6:,.0f} MB, over the 1 GB a Space folder may take here"
+        )
     return info
 
 
@@ -119,7 +130,9 @@ def _prebuild_indexes(out: Path, progress: bool) -> None:
     """Every index the app builds at start-up, written where the Space's app finds it (``out/cache``)."""
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
-    config = WorkbenchConfig(cache_dir=out / "cache", corpus=out / "corpus", checkpoint_dirs=(out / "checkpoints",))
+    config = WorkbenchConfig(
+        cache_dir=out / "cache", corpus=out / "corpus", checkpoint_dirs=(out / "checkpoints",)
+    )
     Workbench(config, progress=progress).warm_up(every_model=True)
 
 
@@ -153,10 +166,16 @@ def check(out: Path, timeout: float = 600) -> dict:
         shutil.copytree(out, space, symlinks=False)
         if (space.parent / "shared").exists():  # what app.py would read as ../shared
             raise SystemExit(f"error: {space} has a shared/ folder beside it; the check needs one without")
-        wb = Workbench(WorkbenchConfig(cache_dir=space / "cache", corpus=space / "corpus",
-                                       checkpoint_dirs=(space / "checkpoints",)))  # fmt: skip
+        wb = Workbench(
+            WorkbenchConfig(
+                cache_dir=space / "cache", corpus=space / "corpus", checkpoint_dirs=(space / "checkpoints",)
+            )
+        )
         corpus = wb.corpus
-        drawing_model, text_model = wb.default_drawing_model().key, wb.default_text_model().key  # the app's picks
+        drawing_model, text_model = (
+            wb.default_drawing_model().key,
+            wb.default_text_model().key,
+        )  # the app's picks
         drawn = next(p for p in corpus.patents if p.figures)
         texted = next(p for p in corpus.patents if p.kind == "utility" and len(p.text) > 80)
         port = _free_port()
@@ -165,17 +184,31 @@ def check(out: Path, timeout: float = 600) -> dict:
         log = open(Path(tmp) / "app.log", "w+", encoding="utf-8")
         cached = _index_dirs(space / "cache")
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--labels", str(Path(tmp) / "labels.sqlite")],
-                                cwd=space, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "app.py", "--port", str(port), "--labels", str(Path(tmp) / "labels.sqlite")],
+            cwd=space,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             client = _connect(f"http://127.0.0.1:{port}/", proc, log, t0 + timeout)
             up = time.monotonic() - t0
             _, d_status, d_table, *_ = client.predict(
-                handle_file(str(corpus.image_path(drawn.figures[0]))), drawing_model, 5, True, True, "", "check",
-                api_name="/search_drawing")  # fmt: skip
+                handle_file(str(corpus.image_path(drawn.figures[0]))),
+                drawing_model,
+                5,
+                True,
+                True,
+                "",
+                "check",
+                api_name="/search_drawing",
+            )
             drawing_s = time.monotonic() - t0
             query = texted.text[:600]
-            bm25, dssdnet, t_status, *_ = client.predict(query, "", text_model, 5, "check", api_name="/search_text")
+            bm25, dssdnet, t_status, *_ = client.predict(
+                query, "", text_model, 5, "check", api_name="/search_text"
+            )
             text_s = time.monotonic() - t0
             built = sorted(_index_dirs(space / "cache") - cached)
         finally:
@@ -188,21 +221,35 @@ def check(out: Path, timeout: float = 600) -> dict:
             app_log = log.read()
             log.close()
     return {
-        "started_s": round(up, 1), "first_drawing_search_s": round(drawing_s, 1),
+        "started_s": round(up, 1),
+        "first_drawing_search_s": round(drawing_s, 1),
         "first_text_search_s": round(text_s, 1),
-        "drawing": {"query": drawn.id, "model": drawing_model, "status": d_status,
-                    "hits": [row[1] for row in d_table["data"]]},
-        "text": {"query": texted.id, "model": text_model, "status": t_status,
-                 "bm25": [row[2] for row in bm25["data"]], "dssdnet": [row[2] for row in dssdnet["data"]]},
+        "drawing": {
+            "query": drawn.id,
+            "model": drawing_model,
+            "status": d_status,
+            "hits": [row[1] for row in d_table["data"]],
+        },
+        "text": {
+            "query": texted.id,
+            "model": text_model,
+            "status": t_status,
+            "bm25": [row[2] for row in bm25["data"]],
+            "dssdnet": [row[2] for row in dssdnet["data"]],
+        },
         "built_at_run_time": built,
         "log_tail": app_log[-2000:],
-    }  # fmt: skip
+    }
 
 
 def _index_dirs(cache: Path) -> set[str]:
     """The cached indexes (drawing per model, BM25, dense text) and figure hashes under ``cache``."""
     found = {str(p.parent.relative_to(cache)) for p in cache.glob("index/*/*/params.json")}
-    found |= {str(p.relative_to(cache)) for pattern in ("bm25/*", "dense/*/*", "figure_sha/*") for p in cache.glob(pattern)}
+    found |= {
+        str(p.relative_to(cache))
+        for pattern in ("bm25/*", "dense/*/*", "figure_sha/*")
+        for p in cache.glob(pattern)
+    }
     return found
 
 
@@ -212,7 +259,9 @@ def _connect(url: str, proc: subprocess.Popen, log, deadline: float):
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log.seek(0)
-            raise SystemExit(f"error: the Space's app.py exited with {proc.returncode}:\n{log.read()[-3000:]}")
+            raise SystemExit(
+                f"error: the Space's app.py exited with {proc.returncode}:\n{log.read()[-3000:]}"
+            )
         try:
             return Client(url, verbose=False)
         except Exception:  # noqa: BLE001 - not up yet: any connection error means try again
@@ -230,14 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
     info = build(Path(args.out), Path(args.data), args.subset, not args.no_cache, not args.quiet)
-    print(f"space {info['out']}: {info['patents']:,} patents, {info['figures']:,} drawings "
-          f"({info['corpus']}); cache {'prebuilt' if info['cache'] else 'left out'}")  # fmt: skip
+    print(
+        f"space {info['out']}: {info['patents']:,} patents, {info['figures']:,} drawings "
+        f"({info['corpus']}); cache {'prebuilt' if info['cache'] else 'left out'}"
+    )
     print(f"size {info['bytes'] / 1e6:,.1f} MB (limit {LIMIT_BYTES / 1e6:,.0f} MB)")
     if args.check:
         r = check(Path(args.out))
         print(json.dumps({k: v for k, v in r.items() if k != "log_tail"}, indent=1))
-        print(f"started in {r['started_s']} s; first drawing search answered {r['first_drawing_search_s']} s "
-              f"after the start, first text search {r['first_text_search_s']} s")  # fmt: skip
+        print(
+            f"started in {r['started_s']} s; first drawing search answered {r['first_drawing_search_s']} s "
+            f"after the start, first text search {r['first_text_search_s']} s"
+        )
     return 0
 
 

@@ -170,9 +170,16 @@ class Examiner:
         path = corpus.image_path(query.figures[0])
         for _ in range(BUILD_TRIES):
             _gallery, status, table, *_ = self.client.predict(
-                handle_file(str(path)), model, shown(strategy, k), True, True, "", self.annotator, UI_FILTERS,
+                handle_file(str(path)),
+                model,
+                shown(strategy, k),
+                True,
+                True,
+                "",
+                self.annotator,
+                UI_FILTERS,
                 api_name="/search_drawing",
-            )  # fmt: skip
+            )
             if table_ids(table) or "being built" not in str(status):
                 break
             time.sleep(
@@ -255,8 +262,13 @@ def simulate(args, url: str, corpus: Corpus) -> Tally:
         for _candidate, grade in n:
             tally.grades[grade] += 1
         if i % 25 == 0:
-            log.info("%s: %d queries, %d judgements (%.0f s)", args.annotator, i, tally.judgements,
-                     time.perf_counter() - t0)  # fmt: skip
+            log.info(
+                "%s: %d queries, %d judgements (%.0f s)",
+                args.annotator,
+                i,
+                tally.judgements,
+                time.perf_counter() - t0,
+            )
     tally.seconds = time.perf_counter() - t0
     return tally
 
@@ -276,9 +288,21 @@ class Served:
         self, corpus_dir: str, labels: str, cache_dir: str = "cache", extra: Sequence[str] = ()
     ) -> None:
         self.port = free_port()
-        self.argv = [sys.executable, str(Path(__file__).resolve().parent.parent / "app.py"), "--corpus", corpus_dir,
-                     "--labels", labels, "--cache-dir", cache_dir, "--host", "127.0.0.1", "--port", str(self.port),
-                     *extra]  # fmt: skip
+        self.argv = [
+            sys.executable,
+            str(Path(__file__).resolve().parent.parent / "app.py"),
+            "--corpus",
+            corpus_dir,
+            "--labels",
+            labels,
+            "--cache-dir",
+            cache_dir,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *extra,
+        ]
 
     def __enter__(self) -> str:
         import subprocess
@@ -325,9 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="the corpus the app serves (its train split and its labels are the oracle's)",
     )
-    a("--split-file", default=None,
-      help="a committed split (JSON with train / val / test id lists, e.g. splits/cs3245_text.json): its train ids "
-           "are the queries and its val and test ids never are (default: the corpus's own splits)")  # fmt: skip
+    a(
+        "--split-file",
+        default=None,
+        help="a committed split (JSON with train / val / test id lists, e.g. splits/cs3245_text.json): its train ids "
+        "are the queries and its val and test ids never are (default: the corpus's own splits)",
+    )
     a("--modality", choices=("drawing", "text"), default="drawing", help="what the examiner searches")
     a("--model", default="zero-shot", help="the model the examiner searches with (drawing or text model key)")
     a("--strategy", choices=STRATEGIES, default="topk", help="which hits are judged")
@@ -360,10 +387,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             tally = simulate(args, url, corpus)
     else:
         tally = simulate(args, args.url, corpus)
-    out = {"command": f"python {PROG} " + shlex.join(argv), "annotator": args.annotator,
-           "strategy": args.strategy, "k": args.k, "modality": args.modality, "model": args.model, **tally.to_dict()}  # fmt: skip
-    log.info("%s: %d queries, %d judgements %s in %.0f s", args.annotator, tally.queries, tally.judgements,
-             tally.grades, tally.seconds)  # fmt: skip
+    out = {
+        "command": f"python {PROG} " + shlex.join(argv),
+        "annotator": args.annotator,
+        "strategy": args.strategy,
+        "k": args.k,
+        "modality": args.modality,
+        "model": args.model,
+        **tally.to_dict(),
+    }
+    log.info(
+        "%s: %d queries, %d judgements %s in %.0f s",
+        args.annotator,
+        tally.queries,
+        tally.judgements,
+        tally.grades,
+        tally.seconds,
+    )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

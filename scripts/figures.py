@@ -141,32 +141,83 @@ def text_scale_table(src: list) -> str:
 # Benchmarks that print a text log: each row of their table quotes the log's own lines (picked by pattern),
 # so no figure is typed; the log's first lines hold the command, time and load average.
 SPEED_ROWS = (
-    ("built-in corpus, 1,000 patents, 2 processes", "democorpus.txt", (r"^democorpus:", r"^total "), "≤ 60 s"),
-    ("drawing encoding and query latency, `hmcl-lite-clip` at 128 px, 2 threads, quiet machine", "encoder.txt",
-     (r"^throughput:", r"^query latency", r"^targets"), "≥ 25 drawings/s; p50 ≤ 150 ms"),
+    (
+        "built-in corpus, 1,000 patents, 2 processes",
+        "democorpus.txt",
+        (r"^democorpus:", r"^total "),
+        "≤ 60 s",
+    ),
+    (
+        "drawing encoding and query latency, `hmcl-lite-clip` at 128 px, 2 threads, quiet machine",
+        "encoder.txt",
+        (r"^throughput:", r"^query latency", r"^targets"),
+        "≥ 25 drawings/s; p50 ≤ 150 ms",
+    ),
     ("the same, 1 thread, under load", "encoder_1thread.txt", (r"^throughput:", r"^query latency"), ""),
     ("the same, 2 threads, under load", "encoder_loaded.txt", (r"^throughput:", r"^query latency"), ""),
-    ("FAISS kinds on 10,000 random 256-d vectors, 1 thread", "index.txt", (r"^kind ", r"^(flat|ivf|ivfpq|hnsw) "), ""),
-    ("HMCL loss, vectorised vs the per-anchor loop, forward + backward", "hmcl_loss.txt", (r"^\s+N\s", r"^\s+(64|512)\s"),
-     "equal to the loop"),
-    ("re-ranking (MiniLM, 128 tokens, 2 threads): DSSDNet fp32 / int8 vs sentence-transformers CrossEncoder",
-     "rerank.txt", (r"candidates: DSSDNet", r"^int8 vs fp32"), "≤ 1.10× the CrossEncoder"),
-    ("re-ranking 100 candidates by precision (torch / ONNX Runtime)", "rerank_precision.txt",
-     (r"^# CPU flags", r"^(torch|onnx) \w+\s+[\d.]+ s per"), ""),
-    ("text first stages on 100,000 abstracts, 1 thread (query encoding included)", "dense_hybrid.txt",
-     (r"^CPU ", r"^\[(fp32|bf16) query encoder\]", r"^  (bm25|dense|hybrid) "), ""),
-    ("the app's whole text search (five lists, DSSDNet on the hybrid top 100)", "dense_hybrid.txt", (r"^app:",), ""),
-    ("BM25 over 100,000 generated abstracts, k = 1000: bm25s vs rank_bm25", "bm25.txt",
-     (r"median query latency", r"^ratio"), ""),
-)  # fmt: skip
+    (
+        "FAISS kinds on 10,000 random 256-d vectors, 1 thread",
+        "index.txt",
+        (r"^kind ", r"^(flat|ivf|ivfpq|hnsw) "),
+        "",
+    ),
+    (
+        "HMCL loss, vectorised vs the per-anchor loop, forward + backward",
+        "hmcl_loss.txt",
+        (r"^\s+N\s", r"^\s+(64|512)\s"),
+        "equal to the loop",
+    ),
+    (
+        "re-ranking (MiniLM, 128 tokens, 2 threads): DSSDNet fp32 / int8 vs sentence-transformers CrossEncoder",
+        "rerank.txt",
+        (r"candidates: DSSDNet", r"^int8 vs fp32"),
+        "≤ 1.10× the CrossEncoder",
+    ),
+    (
+        "re-ranking 100 candidates by precision (torch / ONNX Runtime)",
+        "rerank_precision.txt",
+        (r"^# CPU flags", r"^(torch|onnx) \w+\s+[\d.]+ s per"),
+        "",
+    ),
+    (
+        "text first stages on 100,000 abstracts, 1 thread (query encoding included)",
+        "dense_hybrid.txt",
+        (r"^CPU ", r"^\[(fp32|bf16) query encoder\]", r"^  (bm25|dense|hybrid) "),
+        "",
+    ),
+    (
+        "the app's whole text search (five lists, DSSDNet on the hybrid top 100)",
+        "dense_hybrid.txt",
+        (r"^app:",),
+        "",
+    ),
+    (
+        "BM25 over 100,000 generated abstracts, k = 1000: bm25s vs rank_bm25",
+        "bm25.txt",
+        (r"median query latency", r"^ratio"),
+        "",
+    ),
+)
 LABEL_ROWS = (
-    ("16 concurrent annotators, then kill -9 of the server three times while 6 label (60-patent built-in corpus)",
-     "labels_load.txt", (r"^concurrency:", r"^kill -9 total"), "nothing lost, twice or misattributed"),
-    ("8 identical text searches at once on the real DSSDNet; 16 × 50 labels; 3 × kill -9", "labels_load_issue18.txt",
-     (r"^determinism:", r"^concurrency:", r"^kill -9 total"), "one list; nothing lost"),
-    ("200 kB classification codes; drawings with a huge padded canvas", "hostile_inputs.txt",
-     (r"200 kB of spaces \+ '06-01'", r"PNG \("), "refused before the work"),
-)  # fmt: skip
+    (
+        "16 concurrent annotators, then kill -9 of the server three times while 6 label (60-patent built-in corpus)",
+        "labels_load.txt",
+        (r"^concurrency:", r"^kill -9 total"),
+        "nothing lost, twice or misattributed",
+    ),
+    (
+        "8 identical text searches at once on the real DSSDNet; 16 × 50 labels; 3 × kill -9",
+        "labels_load_issue18.txt",
+        (r"^determinism:", r"^concurrency:", r"^kill -9 total"),
+        "one list; nothing lost",
+    ),
+    (
+        "200 kB classification codes; drawings with a huge padded canvas",
+        "hostile_inputs.txt",
+        (r"200 kB of spaces \+ '06-01'", r"PNG \("),
+        "refused before the work",
+    ),
+)
 
 
 def log_lines(path: Path, patterns: tuple[str, ...]) -> list[str]:
@@ -206,8 +257,13 @@ def hmcl_uspc_results(src: list) -> str:
     from patent_demo.reports import drawing as hmcl_uspc_report
 
     results, *metrics = src
-    return inner(hmcl_uspc_report.readme_block(results, hmcl_uspc_report.drawing_models(("zero-shot", *DRAWING_MODELS), metrics)), hmcl_uspc_report.START,
-                 hmcl_uspc_report.END)  # fmt: skip
+    return inner(
+        hmcl_uspc_report.readme_block(
+            results, hmcl_uspc_report.drawing_models(("zero-shot", *DRAWING_MODELS), metrics)
+        ),
+        hmcl_uspc_report.START,
+        hmcl_uspc_report.END,
+    )
 
 
 def hmcl_uspc_page(src: list) -> str:
@@ -231,16 +287,18 @@ def headline(src: list) -> str:
     zs = v["zero-shot"]["test"]
     t = text["lists"]["test"]
     d = text["default"]["list"]
-    return "\n".join([
-        "| task (test split) | baseline | shipped default | metric |",
-        "|---|---|---|---|",
-        f"| drawings, real USPC 2007 ({uspc['setup']['splits']['test']} test drawings) | zero-shot "
-        f"{zs['subclass_map']['mean']:.3f} / {zs['main_map']['mean']:.3f} | `{Path(sh['dir']).name}` ({sh['variant']}) "
-        f"{sh['test']['subclass_map']:.3f} / {sh['test']['main_map']:.3f} | subclass / main-class mAP |",
-        f"| text, cs3245 citations ({text['queries']['test']} test queries) | BM25 {t['bm25']['map@10']['mean']:.3f} / "
-        f"{t['bm25']['recall@100']['mean']:.3f} | {d} {t[d]['map@10']['mean']:.3f} / {t[d]['recall@100']['mean']:.3f} "
-        "| MAP@10 / R@100 |",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "| task (test split) | baseline | shipped default | metric |",
+            "|---|---|---|---|",
+            f"| drawings, real USPC 2007 ({uspc['setup']['splits']['test']} test drawings) | zero-shot "
+            f"{zs['subclass_map']['mean']:.3f} / {zs['main_map']['mean']:.3f} | `{Path(sh['dir']).name}` ({sh['variant']}) "
+            f"{sh['test']['subclass_map']:.3f} / {sh['test']['main_map']:.3f} | subclass / main-class mAP |",
+            f"| text, cs3245 citations ({text['queries']['test']} test queries) | BM25 {t['bm25']['map@10']['mean']:.3f} / "
+            f"{t['bm25']['recall@100']['mean']:.3f} | {d} {t[d]['map@10']['mean']:.3f} / {t[d]['recall@100']['mean']:.3f} "
+            "| MAP@10 / R@100 |",
+        ]
+    )
 
 
 def _three(m: dict) -> str:
@@ -249,22 +307,31 @@ def _three(m: dict) -> str:
 
 def redbook_application(src: list) -> str:
     """Single pages against whole applications on the Red Book patents (``bench/bench_application.py``)."""
-    lines = [f"Red Book pages ({src[0]['pages']} pages of {src[0]['patents']} patents), each query against the other "
-             "patents (its own left out): subclass / main-class mAP / hier nDCG@10.", "",
-             "| model | single page | whole application (mean over views) | whole application (max over views) |",
-             "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Red Book pages ({src[0]['pages']} pages of {src[0]['patents']} patents), each query against the other "
+        "patents (its own left out): subclass / main-class mAP / hier nDCG@10.",
+        "",
+        "| model | single page | whole application (mean over views) | whole application (max over views) |",
+        "|---|---|---|---|",
+    ]
     for d in src:
-        lines.append(f"| `{Path(d['model']).name}` | {_three(d['single_view'])} | {_three(d['application_mean'])} | "
-                     f"{_three(d['application_max'])} |")  # fmt: skip
+        lines.append(
+            f"| `{Path(d['model']).name}` | {_three(d['single_view'])} | {_three(d['application_mean'])} | "
+            f"{_three(d['application_max'])} |"
+        )
     return "\n".join(lines)
 
 
 def evaluate_comparison(src: list) -> str:
     """``patent-demo evaluate drawings --against`` JSON: both models and the paired bootstrap per metric."""
     d = src[0]
-    lines = [f"`{d['model']}` against `{d['against']}` on {d['evaluated']} ({d['num_queries']} queries, "
-             f"{d['image_size']} px; per patent, 95 % paired bootstrap interval):", "",
-             f"| metric | {d['model']} | {d['against']} | difference [95 %] |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"`{d['model']}` against `{d['against']}` on {d['evaluated']} ({d['num_queries']} queries, "
+        f"{d['image_size']} px; per patent, 95 % paired bootstrap interval):",
+        "",
+        f"| metric | {d['model']} | {d['against']} | difference [95 %] |",
+        "|---|---|---|---|",
+    ]
     for m in (
         k for k in ("subclass_map", "main_map", "subclass_ndcg@10", "main_ndcg@10") if k in d["comparison"]
     ):
@@ -279,13 +346,25 @@ def evaluate_comparison(src: list) -> str:
 
 def redbook_mix(src: list) -> str:
     """The shipped variant's USPC heads beside the trunk on the Red Book validation pages, by trunk weight."""
-    runs, lines = src[0], ["| trunk weight α | Red Book patent mAP | subclass mAP | main mAP |", "|---|---|---|---|"]
+    runs, lines = (
+        src[0],
+        ["| trunk weight α | Red Book patent mAP | subclass mAP | main mAP |", "|---|---|---|---|"],
+    )
     rows = [("1.0 (zero-shot)", runs["zero-shot"])]
-    rows += [(k.split("@")[1], v) for k, v in runs.items() if k.startswith("hmcl-paper-mix@") and not k.endswith("@0.0")]
+    rows += [
+        (k.split("@")[1], v)
+        for k, v in runs.items()
+        if k.startswith("hmcl-paper-mix@") and not k.endswith("@0.0")
+    ]
     rows.append(("0.0 (head alone)", runs["hmcl-paper-mix"]))
     for a, m in rows:
-        lines.append(f"| {a} | " + " | ".join(f"{m[k]['mean']:.3f} ± {m[k]['std']:.3f}"
-                                             for k in ("patent_map", "subclass_map", "main_map")) + " |")  # fmt: skip
+        lines.append(
+            f"| {a} | "
+            + " | ".join(
+                f"{m[k]['mean']:.3f} ± {m[k]['std']:.3f}" for k in ("patent_map", "subclass_map", "main_map")
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -294,38 +373,55 @@ def locarno_derived(src: list) -> str:
     with step and trunk weight chosen on the Red Book pages (``train.hmcl.heads --select-on redbook``)."""
     labels, runs = src[0], src[1:]
     c = labels["check_on_grants"]
-    lines = [f"Derivation checked on the {c['grants']} design grants with a Locarno code: main class right for "
-             f"{c['main_accuracy']:.1%} ({c['main_confirmed_accuracy']:.1%} where the product indication confirms it, "
-             f"{c['main_confirmed_coverage']:.0%} of the grants; the product indication alone "
-             f"{c['main_product_alone_accuracy']:.1%}); subclass kept at cosine ≥ {c['threshold']}: right for "
-             f"{c['subclass_kept_accuracy']:.1%} of the {c['subclass_kept_coverage']:.0%} it labels (leave-one-out; "
-             f"{c['subclass_accuracy_all']:.1%} if every grant were labelled). On the {labels['drawings']} USPC drawings: "
-             f"main class confirmed for {labels['main_confirmed']}, subclass kept for {labels['subclass_kept']}.", "",
-             "| trained on | variant | step chosen (per seed) | trunk weight α | Red Book patent / subclass / main mAP |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Derivation checked on the {c['grants']} design grants with a Locarno code: main class right for "
+        f"{c['main_accuracy']:.1%} ({c['main_confirmed_accuracy']:.1%} where the product indication confirms it, "
+        f"{c['main_confirmed_coverage']:.0%} of the grants; the product indication alone "
+        f"{c['main_product_alone_accuracy']:.1%}); subclass kept at cosine ≥ {c['threshold']}: right for "
+        f"{c['subclass_kept_accuracy']:.1%} of the {c['subclass_kept_coverage']:.0%} it labels (leave-one-out; "
+        f"{c['subclass_accuracy_all']:.1%} if every grant were labelled). On the {labels['drawings']} USPC drawings: "
+        f"main class confirmed for {labels['main_confirmed']}, subclass kept for {labels['subclass_kept']}.",
+        "",
+        "| trained on | variant | step chosen (per seed) | trunk weight α | Red Book patent / subclass / main mAP |",
+        "|---|---|---|---|---|",
+    ]
     zs = runs[0]["variants"]["zero-shot"]["val"]
-    lines.append("| — | zero-shot | — | 1 | " + " / ".join(f"{zs[k]['mean']:.3f}" for k in
-                                                          ("patent_map", "subclass_map", "main_map")) + " |")  # fmt: skip
+    lines.append(
+        "| — | zero-shot | — | 1 | "
+        + " / ".join(f"{zs[k]['mean']:.3f}" for k in ("patent_map", "subclass_map", "main_map"))
+        + " |"
+    )
     for r in runs:
         h = r["setup"]["args"]["hierarchy"]
         for name, e in r["variants"].items():
             if name == "zero-shot":
                 continue
             v = e["val"]
-            lines.append(f"| {h} | {name} | {', '.join(str(x['best_step']) for x in e['runs'])} | "
-                         f"{', '.join(str(x['alpha']) for x in e['runs'])} | "
-                         + " / ".join(f"{v[k]['mean']:.3f} ± {v[k]['std']:.3f}" for k in
-                                      ("patent_map", "subclass_map", "main_map")) + " |")  # fmt: skip
+            lines.append(
+                f"| {h} | {name} | {', '.join(str(x['best_step']) for x in e['runs'])} | "
+                f"{', '.join(str(x['alpha']) for x in e['runs'])} | "
+                + " / ".join(
+                    f"{v[k]['mean']:.3f} ± {v[k]['std']:.3f}"
+                    for k in ("patent_map", "subclass_map", "main_map")
+                )
+                + " |"
+            )
     return "\n".join(lines)
 
 
 def trunk_size(src: list) -> str:
     """The untrained trunk's input size and mirror averaging on validation (``bench/bench_trunk_size.py``)."""
-    lines = ["| trunk input | Red Book patent mAP | Red Book subclass mAP | Red Book main mAP | USPC val subclass mAP | "
-             "USPC val main mAP |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| trunk input | Red Book patent mAP | Red Book subclass mAP | Red Book main mAP | USPC val subclass mAP | "
+        "USPC val main mAP |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, row in src[0]["rows"].items():
-        cells = [f"{v['value']:.3f} ({v['vs_224']['diff']:+.3f} [{v['vs_224']['low']:+.3f}, {v['vs_224']['high']:+.3f}])"
-                 for where in ("redbook", "uspc-val") for v in row[where].values()]  # fmt: skip
+        cells = [
+            f"{v['value']:.3f} ({v['vs_224']['diff']:+.3f} [{v['vs_224']['low']:+.3f}, {v['vs_224']['high']:+.3f}])"
+            for where in ("redbook", "uspc-val")
+            for v in row[where].values()
+        ]
         label = name.replace(" +mirror", " px, mirror averaged") if "mirror" in name else f"{name} px"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -336,12 +432,15 @@ def usppm_ladder(src: list) -> str:
     test, each row minus ``dssdnet`` with its anchor-resampled interval, beside the untrained bi-encoder."""
     r = src[0]
     v, t = r["splits"]["val"], r["splits"]["test"]
-    lines = [f"Validation {v['anchors']} anchors / {v['pairs']} pairs, test {t['anchors']} / {t['pairs']}; one seed, "
-             "the budget of the runs' commands.", "",
-             "| variant | what it tests | val Pearson | val − dssdnet [95 %] | test Pearson | test − dssdnet [95 %] |",
-             "|---|---|---|---|---|---|",
-             f"| bi-encoder | the untrained MiniLM's cosine (no training) | {v['biencoder']['pearson']:.3f} | | "
-             f"{t['biencoder']['pearson']:.3f} | |"]  # fmt: skip
+    lines = [
+        f"Validation {v['anchors']} anchors / {v['pairs']} pairs, test {t['anchors']} / {t['pairs']}; one seed, "
+        "the budget of the runs' commands.",
+        "",
+        "| variant | what it tests | val Pearson | val − dssdnet [95 %] | test Pearson | test − dssdnet [95 %] |",
+        "|---|---|---|---|---|---|",
+        f"| bi-encoder | the untrained MiniLM's cosine (no training) | {v['biencoder']['pearson']:.3f} | | "
+        f"{t['biencoder']['pearson']:.3f} | |",
+    ]
     from patent_demo.reports.rerank import VARIANTS
 
     def ci(row: dict) -> str:
@@ -349,8 +448,10 @@ def usppm_ladder(src: list) -> str:
         return f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]" if c else ""
 
     for name, row in v["ablation"].items():
-        lines.append(f"| {name} | {VARIANTS[name][0]} | {row['pearson'][0]:.3f} | {ci(row)} | "
-                     f"{t['ablation'][name]['pearson'][0]:.3f} | {ci(t['ablation'][name])} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {VARIANTS[name][0]} | {row['pearson'][0]:.3f} | {ci(row)} | "
+            f"{t['ablation'][name]['pearson'][0]:.3f} | {ci(t['ablation'][name])} |"
+        )
     return "\n".join(lines)
 
 
@@ -385,9 +486,15 @@ REGISTRY: tuple[Block, ...] = (
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
-    Block("locarno-derived", ("splits/uspc2007_locarno.json", *(f"docs/bench/heads_redbook_select_{h}.json"
-                                                                for h in ("uspc", "locarno", "both"))),
-          locarno_derived, "docs/results.md"),  # fmt: skip
+    Block(
+        "locarno-derived",
+        (
+            "splits/uspc2007_locarno.json",
+            *(f"docs/bench/heads_redbook_select_{h}.json" for h in ("uspc", "locarno", "both")),
+        ),
+        locarno_derived,
+        "docs/results.md",
+    ),
     Block("trunk-size", ("docs/bench/trunk_size.json",), trunk_size, "docs/results.md"),
     Block("usppm-ladder", ("docs/results_usppm/ladder.json",), usppm_ladder, "docs/results.md"),
     Block("loop-drawings", ("docs/loop.json",), loop_drawings, "docs/loop.md"),
@@ -416,7 +523,7 @@ REGISTRY: tuple[Block, ...] = (
         ),
         scale_tables,
         "docs/scale_tables.md",
-    ),  # fmt: skip
+    ),
     Block(
         "bench-speed",
         tuple(dict.fromkeys(f"docs/bench/{r[1]}" for r in SPEED_ROWS)),
@@ -432,9 +539,16 @@ REGISTRY: tuple[Block, ...] = (
     Block("scale-stats-1280", SCALE_LOGS[3:], scale_stats, "docs/scale.md"),
     Block("scale-headline", SCALE_LOGS, scale_headline, "README.md"),
     Block("scale-check", ("docs/bench/bench_scale_corpus.log",), scale_check, "docs/scale_tables.md"),
-    Block("scale-text", ("docs/bench/bench_text_scale.log", "docs/bench/bench_text_scale_1m.log",
-                         "docs/bench/bench_text_scale_1m_shards.log"), text_scale_table,
-          "docs/scale.md"),  # fmt: skip
+    Block(
+        "scale-text",
+        (
+            "docs/bench/bench_text_scale.log",
+            "docs/bench/bench_text_scale_1m.log",
+            "docs/bench/bench_text_scale_1m_shards.log",
+        ),
+        text_scale_table,
+        "docs/scale.md",
+    ),
     Block(
         "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
     ),
@@ -444,14 +558,14 @@ REGISTRY: tuple[Block, ...] = (
         dssdnet_ipc_page,
         "docs/results_dssdnet_ipc.md",
         whole_file=True,
-    ),  # fmt: skip
+    ),
     Block(
         "results-hmcl-uspc-page",
         ("docs/results_hmcl_uspc.json", "docs/bench/heads_redbook.json"),
         hmcl_uspc_page,
         "docs/results_hmcl_uspc.md",
         whole_file=True,
-    ),  # fmt: skip
+    ),
 )
 
 

@@ -85,7 +85,9 @@ def search_text(page, text: str, out: Path, wait_s: float) -> None:
     page.locator("#t-search").click()
     try:  # BM25 answers first; the status line says so once the re-ranked lists are there too
         page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=wait_s * 1000)
-        page.locator(".text-list mark").first.wait_for(state="attached", timeout=60_000)  # the shown list's snippets
+        page.locator(".text-list mark").first.wait_for(
+            state="attached", timeout=60_000
+        )  # the shown list's snippets
     except Exception:
         failed(page, out, wait_s)
 
@@ -137,8 +139,17 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     with tempfile.TemporaryDirectory(prefix="screenshot-") as tmp:
-        cmd = [sys.executable, str(ROOT / "app.py"), "--corpus", str(Path(args.corpus).resolve()),
-               "--port", str(port), "--labels", str(Path(tmp) / "labels.sqlite"), "--no-warmup"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            str(ROOT / "app.py"),
+            "--corpus",
+            str(Path(args.corpus).resolve()),
+            "--port",
+            str(port),
+            "--labels",
+            str(Path(tmp) / "labels.sqlite"),
+            "--no-warmup",
+        ]
         cmd += ["--cache-dir", str(Path(args.cache_dir).resolve())] if args.cache_dir else []
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
         try:

@@ -64,8 +64,13 @@ def live_app(wb, store, /, **launch):
 
     demo = app.build_demo(wb, store)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb, **launch))  # fmt: skip
+    demo.queue().launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        **app.launch_kwargs(wb, **launch),
+    )
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
@@ -154,8 +159,11 @@ def small_text_corpus(tmp_path_factory) -> Path:
     raw = tmp_path_factory.mktemp("raw")
     (raw / "patsnap_docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["doc_id"] in ids))
     head = (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[0]
-    body = [line for line in (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[1:]
-            if line.split("\t")[0] in ids and line.split("\t")[1] in ids]  # fmt: skip
+    body = [
+        line
+        for line in (src / "in_corpus_citation_pairs.tsv").read_text().splitlines()[1:]
+        if line.split("\t")[0] in ids and line.split("\t")[1] in ids
+    ]
     (raw / "in_corpus_citation_pairs.tsv").write_text("\n".join([head, *body]) + "\n")
     out = tmp_path_factory.mktemp("cli") / "small"
     build_corpus("text", raw, out, progress=False)
@@ -228,9 +236,14 @@ def scored_csv(tmp_path_factory):
 
     from train.text.split import draw_scored_split
 
-    topics = [("A47C", "chair seat with an adjustable back rest"), ("F21V", "lamp shade of folded paper over a bulb"),
-              ("B65D", "bottle cap with a hinged lid and lock"), ("A43B", "shoe sole with a cushioned heel strap"),
-              ("B62J", "bicycle saddle on a sprung seat post"), ("A47J", "coffee machine with a milk frother tank")]  # fmt: skip
+    topics = [
+        ("A47C", "chair seat with an adjustable back rest"),
+        ("F21V", "lamp shade of folded paper over a bulb"),
+        ("B65D", "bottle cap with a hinged lid and lock"),
+        ("A43B", "shoe sole with a cushioned heel strap"),
+        ("B62J", "bicycle saddle on a sprung seat post"),
+        ("A47J", "coffee machine with a milk frother tank"),
+    ]
     root = tmp_path_factory.mktemp("scored")
     lines = ["id,anchor,target,context,title,label"]
     for t, (code, words) in enumerate(topics):
@@ -238,10 +251,14 @@ def scored_csv(tmp_path_factory):
         other = topics[(t + 1) % len(topics)][1].split()
         for a in range(3):
             anchor = f"{w[0]} {w[a + 1]}"
-            for j, (target, label) in enumerate([(f"{w[0]} {w[-1]}", 0.75), (f"{other[0]} {other[2]}", 0.0), (w[a + 2], 0.5)]):
+            for j, (target, label) in enumerate(
+                [(f"{w[0]} {w[-1]}", 0.75), (f"{other[0]} {other[2]}", 0.0), (w[a + 2], 0.5)]
+            ):
                 ctx = code[:3]
                 lines.append(f"r{t}{a}{j},{anchor},{target},{ctx},title of {ctx},{label}")
-            lines.append(f"r{t}{a}9,{anchor},{w[0]} {w[-1]},H04,electric communication,0.25")  # same pair, other context
+            lines.append(
+                f"r{t}{a}9,{anchor},{w[0]} {w[-1]},H04,electric communication,0.25"
+            )  # same pair, other context
     path = root / "train.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     split = draw_scored_split(str(path), (0.6, 0.2, 0.2))

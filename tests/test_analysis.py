@@ -33,8 +33,12 @@ def test_class_of_reads_the_hierarchy():
 
 def test_error_analysis_on_a_uspc_corpus(tmp_path):
     corpus = _uspc_corpus(tmp_path / "corpus")
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus,
-                   drawing_encoder_factory=lambda spec: PixelEncoder(), progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
+        corpus=corpus,
+        drawing_encoder_factory=lambda spec: PixelEncoder(),
+        progress=False,
+    )
     summary, rows = evaluate(wb, ZERO_SHOT, k=5)
     assert summary["num_queries"] == len(rows) == 10
     assert {r.locarno for r in rows} == set(USPC.values())
@@ -61,9 +65,12 @@ def test_error_analysis_on_a_uspc_corpus(tmp_path):
 def test_protocol_without_a_test_split(tmp_path):
     _uspc_corpus(tmp_path / "corpus")
     (tmp_path / "corpus" / "splits.json").unlink()
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
-                   corpus=Corpus.load(tmp_path / "corpus"), drawing_encoder_factory=lambda spec: PixelEncoder(),
-                   progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
+        corpus=Corpus.load(tmp_path / "corpus"),
+        drawing_encoder_factory=lambda spec: PixelEncoder(),
+        progress=False,
+    )
     assert (
         describe_protocol(wb)
         == "every figure against all the others (the corpus has no test split): 20 queries, 20 gallery figures"
@@ -71,11 +78,16 @@ def test_protocol_without_a_test_split(tmp_path):
 
 
 def test_protocol_of_every_patent_on_a_corpus_with_a_test_split(tmp_path):
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
-                   corpus=_uspc_corpus(tmp_path / "corpus"), drawing_encoder_factory=lambda spec: PixelEncoder(),
-                   progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
+        corpus=_uspc_corpus(tmp_path / "corpus"),
+        drawing_encoder_factory=lambda spec: PixelEncoder(),
+        progress=False,
+    )
     assert wb.corpus.splits.get("test")  # it has one; "all" was asked for
-    assert describe_protocol(wb, "all").startswith("every figure against all the others of every patent (all splits): ")
+    assert describe_protocol(wb, "all").startswith(
+        "every figure against all the others of every patent (all splits): "
+    )
 
 
 def test_corpus_description_says_where_the_corpus_comes_from(tmp_path):

@@ -63,13 +63,41 @@ def served(workbench, tmp_path):
     q_img = image_query_id(sha)
 
     def text(annotator, cand, label, rank):
-        store.add(Label(annotator, Q_TEXT, "text", cand, "bm25", rank, 5.0 - rank, label, query_text=TEXT,
-                        query_codes={"locarno": ["26-05"]}, checkpoint_id="bm25"))  # fmt: skip
+        store.add(
+            Label(
+                annotator,
+                Q_TEXT,
+                "text",
+                cand,
+                "bm25",
+                rank,
+                5.0 - rank,
+                label,
+                query_text=TEXT,
+                query_codes={"locarno": ["26-05"]},
+                checkpoint_id="bm25",
+            )
+        )
 
     def image(annotator, cand, label, rank, note=""):
-        store.add(Label(annotator, q_img, "image", cand, "hmcl", rank, 1.0 - rank / 10, label, query_image_sha=sha,
-                        query_image_file=rel, query_patent_id="D0002", candidate_figure=f"img/{cand}_0.png",
-                        checkpoint_id="zero-shot", note=note))  # fmt: skip
+        store.add(
+            Label(
+                annotator,
+                q_img,
+                "image",
+                cand,
+                "hmcl",
+                rank,
+                1.0 - rank / 10,
+                label,
+                query_image_sha=sha,
+                query_image_file=rel,
+                query_patent_id="D0002",
+                candidate_figure=f"img/{cand}_0.png",
+                checkpoint_id="zero-shot",
+                note=note,
+            )
+        )
 
     for who in ("alice", "bob", "carol"):
         text(who, "D0008", "relevant", 1)
@@ -134,8 +162,14 @@ def test_adjudication_leaves_the_queue_and_wins_in_the_export(client, served):
         json.loads(x)
         for x in Path(next(f for f in files if f.endswith("disputed.jsonl"))).read_text().splitlines()
     ]
-    assert disputed == [{"query_id": Q_TEXT, "candidate_id": "D0009", "modality": "text",
-                         "votes": {"alice": "relevant", "bob": "not"}}]  # fmt: skip
+    assert disputed == [
+        {
+            "query_id": Q_TEXT,
+            "candidate_id": "D0009",
+            "modality": "text",
+            "votes": {"alice": "relevant", "bob": "not"},
+        }
+    ]
     assert "1 disputed pairs" in md  # ...but listed as disputed
     assert before[(q_img, "D0002")] == 2  # the majority
 
@@ -157,8 +191,19 @@ def test_adjudication_leaves_the_queue_and_wins_in_the_export(client, served):
         )
         .fetchone()
     )
-    assert row == ("dana", "text", TEXT, '{"locarno": ["26-05"]}', "D0009", "bm25", 2, "bm25", "relevant",
-                   "the shade matches", 1)  # fmt: skip
+    assert row == (
+        "dana",
+        "text",
+        TEXT,
+        '{"locarno": ["26-05"]}',
+        "D0009",
+        "bm25",
+        2,
+        "bm25",
+        "relevant",
+        "the shade matches",
+        1,
+    )
 
     after = _qrels(client)
     assert after == {**before, (Q_TEXT, "D0009"): 2}  # adjudicated: decided

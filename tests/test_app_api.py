@@ -32,14 +32,17 @@ def _search_drawing(client, wb, pid, fig=0, k=4, group=True, loc=""):
     from gradio_client import handle_file
 
     path = wb.corpus.image_path(wb.corpus[pid].figures[fig])
-    return client.predict(handle_file(str(path)), "zero-shot", k, group, True, loc, "ann",
-                          api_name="/search_drawing")  # fmt: skip
+    return client.predict(
+        handle_file(str(path)), "zero-shot", k, group, True, loc, "ann", api_name="/search_drawing"
+    )
 
 
 def test_search_drawing_label_undo_export(client, server):
     _, wb, store = server
     gallery, status, table, list_name, rank, cursor, progress = _search_drawing(client, wb, "D0006")
-    expected = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0006"].figures[0]), "zero-shot", 4))
+    expected = wb.search_drawing(
+        DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0006"].figures[0]), "zero-shot", 4)
+    )
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][:4] == [1, "D0006", "front", "07-02"]
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · front · 07-02")
@@ -156,12 +159,14 @@ def test_the_search_filters_travel_as_one_json_value(client, server):
     )
     assert not out[2].startswith("⚠️") and "class 26-05" in out[2], out[2]
     assert out[1]["data"] and all(wanted.admits(wb.corpus[r[2]]) for r in out[0]["data"] + out[1]["data"])
-    for bad, message in ((["26-05"], "the filters must be a JSON object such as"),
-                         ("{before", "the filters must be a JSON object such as"),
-                         ({"cutoff": "2019-01-01"}, "unknown filter 'cutoff'; the filters are before, own_date"),
-                         ({"exclude_own": "yes"}, "the filter exclude_own must be true or false"),
-                         ({"country": 7}, "the filter country must be text, not int"),
-                         ({"before": "yesterday"}, "cut-off date 'yesterday' is not a date")):  # fmt: skip
+    for bad, message in (
+        (["26-05"], "the filters must be a JSON object such as"),
+        ("{before", "the filters must be a JSON object such as"),
+        ({"cutoff": "2019-01-01"}, "unknown filter 'cutoff'; the filters are before, own_date"),
+        ({"exclude_own": "yes"}, "the filter exclude_own must be true or false"),
+        ({"country": 7}, "the filter country must be text, not int"),
+        ({"before": "yesterday"}, "cut-off date 'yesterday' is not a date"),
+    ):
         status = client.predict(query, "", "dssdnet-untrained", 5, "ann", bad, api_name="/search_text")[2]
         assert status.startswith("⚠️ ") and message in status, (bad, status)
 
@@ -213,7 +218,9 @@ def test_search_text_fused_list_and_explanation(client, server):
     client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
     )
-    lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5)).lists
+    lists = wb.search_text(
+        TextRequest.build("lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5)
+    ).lists
     fused = client.predict(api_name="/fused_text")
     assert [r[2] for r in fused["data"]] == lists["fused"].ids
     _, md = client.predict(1, api_name="/explain")
@@ -226,8 +233,9 @@ def test_search_application_ranks_patents_by_all_views(client, server):
 
     _, wb, _ = server
     views = [str(wb.corpus.image_path(f)) for f in wb.corpus["D0006"].figures[:2]]
-    gallery, status, table, *_ = client.predict([handle_file(v) for v in views], "zero-shot", 4, True,
-                                                api_name="/search_application")  # fmt: skip
+    gallery, status, table, *_ = client.predict(
+        [handle_file(v) for v in views], "zero-shot", 4, True, api_name="/search_application"
+    )
     expected = wb.search_application(DrawingRequest.application(wb, views, "zero-shot", 4))
     assert [row[1] for row in table["data"]] == [h.patent_id for h in expected.hits]
     assert table["data"][0][1] == "D0006" and table["data"][0][2].startswith("all views · shown: ")

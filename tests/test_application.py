@@ -62,9 +62,26 @@ def test_cli_application_query_ranks_patents(tmp_path, capsys):
     (tmp_path / "t.tsv").write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
     build_corpus("images", src, tmp_path / "c", metadata=tmp_path / "t.tsv", progress=False)
     views = [str(src / "images" / f"{rows[0][0]}.png"), str(src / "images" / f"{rows[1][0]}.png")]
-    args = ["search", "drawings", "--corpus", str(tmp_path / "c"), "--model", "zero-shot", "--query", *views,
-            "--application", "mean", "--k", "3", "--cache-dir", str(tmp_path / "cache"), "--checkpoints",
-            str(tmp_path / "none"), "--run", str(tmp_path / "run.txt")]  # fmt: skip
+    args = [
+        "search",
+        "drawings",
+        "--corpus",
+        str(tmp_path / "c"),
+        "--model",
+        "zero-shot",
+        "--query",
+        *views,
+        "--application",
+        "mean",
+        "--k",
+        "3",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--checkpoints",
+        str(tmp_path / "none"),
+        "--run",
+        str(tmp_path / "run.txt"),
+    ]
     assert main(args) == 0
     lines = (tmp_path / "run.txt").read_text().splitlines()
     assert len(lines) == 3 and all(line.startswith("application Q0 ") for line in lines)

@@ -59,8 +59,13 @@ def guarded(temp_dir, workbench, tmp_path_factory):
     identity = Identity.from_flags(USERS, "admin")
     demo = app.build_demo(workbench, store, identity=identity)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(workbench, identity))  # fmt: skip
+    demo.queue().launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        **app.launch_kwargs(workbench, identity),
+    )
     yield f"http://127.0.0.1:{port}/", store, identity
     demo.close()
     store.close()
@@ -120,8 +125,12 @@ def test_another_login_with_alices_session_hash_reads_nothing(logins):
     for args, api in (((1,), "/explain"), (("dssdnet", 1, False, ""), "/next_hit")):
         with pytest.raises(Exception, match="403"):  # noqa: B017 - refused at the queue
             bob.predict(*args, api_name=api)
-    answer = httpx.post(url + "gradio_api/queue/join", cookies=_cookies(url, "bob", "bpw"), timeout=30,
-                        json={"data": [1, None], "fn_index": 0, "session_hash": alice.session_hash})  # fmt: skip
+    answer = httpx.post(
+        url + "gradio_api/queue/join",
+        cookies=_cookies(url, "bob", "bpw"),
+        timeout=30,
+        json={"data": [1, None], "fn_index": 0, "session_hash": alice.session_hash},
+    )
     assert answer.status_code == 403 and answer.json()["detail"] == "⚠️ this session belongs to another login"
 
 
@@ -133,8 +142,14 @@ def test_a_browser_session_is_read_with_its_token_only(browser, logins):
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     page = context.new_page()
     hashes: set[str] = set()
-    page.on("request", lambda r: hashes.add(json.loads(r.post_data or "{}").get("session_hash", ""))
-            if "queue/join" in r.url and r.post_data else None)  # fmt: skip
+    page.on(
+        "request",
+        lambda r: (
+            hashes.add(json.loads(r.post_data or "{}").get("session_hash", ""))
+            if "queue/join" in r.url and r.post_data
+            else None
+        ),
+    )
     assert page.request.post(url + "login", form={"username": "alice", "password": "apw"}).ok
     page.goto(url)
     page.get_by_role("tab", name="Text search").click()
@@ -174,7 +189,9 @@ def test_cancel_needs_the_login_that_owns_the_session(logins):
     assert answer.status_code == 401 and answer.json()["detail"] == "⚠️ log in first"
     answer = httpx.post(url + "gradio_api/cancel", json=body, cookies=_cookies(url, "bob", "bpw"), timeout=30)
     assert answer.status_code == 403 and answer.json()["detail"] == "⚠️ this session belongs to another login"
-    answer = httpx.post(url + "gradio_api/cancel", json=body, cookies=_cookies(url, "alice", "apw"), timeout=30)
+    answer = httpx.post(
+        url + "gradio_api/cancel", json=body, cookies=_cookies(url, "alice", "apw"), timeout=30
+    )
     assert answer.status_code == 200
 
 
@@ -183,7 +200,9 @@ def test_wrong_passwords_lock_the_name_then_the_address(logins):
     url, _, identity = logins
     assert [_login(url, "bob", f"guess-{i}").status_code for i in range(5)] == [400] * 5
     locked = _login(url, "bob", "bpw")  # the right password, while bob waits: refused unchecked
-    assert locked.status_code == 429 and locked.json()["detail"].startswith("⚠️ too many failed logins; try again in")
+    assert locked.status_code == 429 and locked.json()["detail"].startswith(
+        "⚠️ too many failed logins; try again in"
+    )
     assert _login(url, "BOB", "bpw").status_code == 429  # the same name, normalised
     assert _login(url, "alice", "apw").status_code == 200  # another name from this address still may
     identity.limits.forget()
@@ -193,7 +212,9 @@ def test_wrong_passwords_lock_the_name_then_the_address(logins):
 
 
 # -- 4. look-alike names, and names and notes as plain text ----------------------------------------------------
-@pytest.mark.parametrize("name", ["ADMIN", "аdmin", "admin\u200b", "ａｄｍｉｎ", "Alice", "аlice", "adm1n", "a.lice"])
+@pytest.mark.parametrize(
+    "name", ["ADMIN", "аdmin", "admin\u200b", "ａｄｍｉｎ", "Alice", "аlice", "adm1n", "a.lice"]
+)
 def test_a_look_alike_name_never_logs_in_with_the_shared_secret(logins, name):
     url, _, _ = logins
     assert _login(url, name, "team-secret").status_code == 400
@@ -213,14 +234,20 @@ def test_a_users_own_spellings_are_one_login_and_names_are_normalised(logins):
         cl = _client(url, spelling, password)
         cl.predict(*text_request("lamp shade bulb holder glass")[1], api_name="/search_text")
         assert cl.predict(*label_request(rank=3, note=spelling)[1], api_name="/label")[0].startswith("✓")
-    assert [x.annotator for x in store.labels() if x.rank == 3 and x.note in ("ADMIN", "ａｌｉｃｅ")] == ["admin", "alice"]
+    assert [x.annotator for x in store.labels() if x.rank == 3 and x.note in ("ADMIN", "ａｌｉｃｅ")] == [
+        "admin",
+        "alice",
+    ]
 
 
 @pytest.mark.browser
 def test_names_and_notes_render_as_plain_text_in_the_agreement_views(browser, logins):
     url, store, _ = logins
     query = "a desk lamp with a hinged arm"
-    for who, password, grade, note in (("alice", "apw", "relevant", LINK_NOTE), (LINK_NAME, "team-secret", "not", "")):
+    for who, password, grade, note in (
+        ("alice", "apw", "relevant", LINK_NOTE),
+        (LINK_NAME, "team-secret", "not", ""),
+    ):
         cl = _client(url, who, password)
         cl.predict(*text_request(query)[1], api_name="/search_text")
         assert cl.predict(*label_request(label=grade, note=note)[1], api_name="/label")[0].startswith("✓")
@@ -247,7 +274,9 @@ def test_the_login_page_carries_no_api_description(logins):
     url, _, _ = logins
     page = httpx.get(url, timeout=30).text
     assert "window.gradio_api_info = {};" in page
-    assert not any(word in page for word in ("search_drawing", "/explain", "dssdnet-untrained", "owner_token"))
+    assert not any(
+        word in page for word in ("search_drawing", "/explain", "dssdnet-untrained", "owner_token")
+    )
     assert httpx.get(url + "gradio_api/info", timeout=30).status_code == 401
     own = httpx.get(url, cookies=_cookies(url, "alice", "apw"), timeout=30).text
     assert "search_drawing" in own  # behind the login the page has it
@@ -261,7 +290,10 @@ def test_exports_and_reports_download_for_their_login_only(logins):
     bob, admin_cookies = _cookies(url, "bob", "bpw"), _cookies(url, "admin", "xpw")
     for f in files:
         answer = httpx.get(url.rstrip("/") + f["url"].split(url.rstrip("/"), 1)[-1], cookies=bob, timeout=30)
-        assert answer.status_code == 403 and answer.json()["detail"] == "⚠️ this download belongs to another login"
+        assert (
+            answer.status_code == 403
+            and answer.json()["detail"] == "⚠️ this download belongs to another login"
+        )
         assert httpx.get(f["url"], cookies=admin_cookies, timeout=30).status_code == 200
     alice = _client(url, "alice", "apw", download_files=False)
     alice.predict(*text_request("a reading lamp")[1], api_name="/search_text")
@@ -294,7 +326,9 @@ def test_an_open_server_limits_upload_size_and_rate_and_sweeps_its_temp_folder(o
     upload = url + "gradio_api/upload"
     big = httpx.post(upload, files={"files": ("big.png", os.urandom(11 * 2**20))}, timeout=60)
     assert big.status_code == 413  # 10 MB on an open server
-    answers = [httpx.post(upload, files={"files": (f"u{i}.png", os.urandom(2**20))}, timeout=60) for i in range(30)]
+    answers = [
+        httpx.post(upload, files={"files": (f"u{i}.png", os.urandom(2**20))}, timeout=60) for i in range(30)
+    ]
     codes = [a.status_code for a in answers]
     # 20 MB per 10 s from one address, the refused 11 MB included: 8 of 1 MB, then 429 (more when the
     # uploads take longer than the window)
@@ -305,4 +339,6 @@ def test_an_open_server_limits_upload_size_and_rate_and_sweeps_its_temp_folder(o
     while _size(sweeper.folder) > sweeper.max_bytes + 2**20 and time.monotonic() < deadline:
         time.sleep(0.5)
     assert sweeper.folder == temp_dir
-    assert _size(temp_dir) <= sweeper.max_bytes + 2**20  # at most the limit and the upload after the last sweep
+    assert (
+        _size(temp_dir) <= sweeper.max_bytes + 2**20
+    )  # at most the limit and the upload after the last sweep

@@ -94,24 +94,45 @@ def _raw_call(url: str, api: str, given: list) -> tuple[str, object]:
 
 # -- 1. budgets ----------------------------------------------------------------------------------------------
 def test_a_sheet_of_196_boxes_searches_the_largest_few_and_says_so(live, client):
-    out = client.predict(upload(live, "sheet-196.png"), "zero-shot", 5, "ann", *filter_panel(),
-                         api_name="/search_sheet")  # fmt: skip
+    out = client.predict(
+        upload(live, "sheet-196.png"), "zero-shot", 5, "ann", *filter_panel(), api_name="/search_sheet"
+    )
     status = out[1]
-    assert status.startswith(f"⚠️ 196 boxes found on the sheet: searched the {MAX_SHEET_FIGURES} largest of 196")
+    assert status.startswith(
+        f"⚠️ 196 boxes found on the sheet: searched the {MAX_SHEET_FIGURES} largest of 196"
+    )
     assert f"figure {MAX_SHEET_FIGURES} of {MAX_SHEET_FIGURES}" in status and "of 196" in status
     assert len(out[0]) == 5  # the hits of the searched figures, merged
 
 
 def test_an_application_of_too_many_views_is_refused_before_any_is_read(live, client):
     views = [upload(live, "good.png")] * (MAX_APPLICATION_VIEWS + 1)
-    status = client.predict(views, "zero-shot", 5, True, "ann", *filter_panel(), api_name="/search_application")[1]
-    assert status == (f"⚠️ an application query takes at most {MAX_APPLICATION_VIEWS} views; "
-                      f"{MAX_APPLICATION_VIEWS + 1} were sent: choose the views to search (nothing was searched)")  # fmt: skip
-    status = client.predict([upload(live, "gray-5000.png")] * 2, "zero-shot", 5, True, "ann", *filter_panel(),
-                            api_name="/search_application")[1]  # fmt: skip
+    status = client.predict(
+        views, "zero-shot", 5, True, "ann", *filter_panel(), api_name="/search_application"
+    )[1]
+    assert status == (
+        f"⚠️ an application query takes at most {MAX_APPLICATION_VIEWS} views; "
+        f"{MAX_APPLICATION_VIEWS + 1} were sent: choose the views to search (nothing was searched)"
+    )
+    status = client.predict(
+        [upload(live, "gray-5000.png")] * 2,
+        "zero-shot",
+        5,
+        True,
+        "ann",
+        *filter_panel(),
+        api_name="/search_application",
+    )[1]
     assert status.startswith("⚠️ the 2 views decode to 50 MB together, over the budget of 40 MB"), status
-    status = client.predict([upload(live, "good.png")] * MAX_APPLICATION_VIEWS, "zero-shot", 5, True, "ann",
-                            *filter_panel(), api_name="/search_application")[1]  # fmt: skip
+    status = client.predict(
+        [upload(live, "good.png")] * MAX_APPLICATION_VIEWS,
+        "zero-shot",
+        5,
+        True,
+        "ann",
+        *filter_panel(),
+        api_name="/search_application",
+    )[1]
     assert status.startswith(f"5 patents for an application of {MAX_APPLICATION_VIEWS} views"), status
 
 
@@ -130,7 +151,9 @@ def test_an_evaluation_is_computed_once_per_model_and_corpus(live, client, monke
 def test_a_long_abstract_is_costed_by_its_tokens_not_its_characters(live, client):
     cjk = "椅子座面靠背扶手" * 2_500  # 20,000 characters, 20,000 tokens
     msg = client.predict(*text_request(cjk)[1], api_name="/search_text")[2]
-    assert msg.startswith("⚠️ the abstract has 20,000 tokens (words, punctuation marks, CJK characters); paste at most")
+    assert msg.startswith(
+        "⚠️ the abstract has 20,000 tokens (words, punctuation marks, CJK characters); paste at most"
+    )
     english = "lamp shade bulb holder " * 700  # 16,100 characters, 2,800 tokens: within the cap
     assert client.predict(*text_request(english)[1], api_name="/search_text")[2].startswith("BM25 found")
 
@@ -153,12 +176,24 @@ def test_the_index_cache_is_not_served_but_the_corpus_drawings_are(live):
 
 
 # -- 3. bare calls: no event data, a forged file path -------------------------------------------------------
-SELECTS = ["/select_hit", "/select_hit_row", "/select_bm25", "/select_dense", "/select_hybrid", "/select_dssdnet",
-           "/select_text_fused", "/select_combined_hmcl", "/select_combined_text", "/select_combined_rrf"]  # fmt: skip
+SELECTS = [
+    "/select_hit",
+    "/select_hit_row",
+    "/select_bm25",
+    "/select_dense",
+    "/select_hybrid",
+    "/select_dssdnet",
+    "/select_text_fused",
+    "/select_combined_hmcl",
+    "/select_combined_text",
+    "/select_combined_rrf",
+]
 OPENERS = ["/open_bm25_hit", "/open_dense_hit", "/open_hybrid_hit", "/open_dssdnet_hit", "/open_fused_hit"]
 
 
-@pytest.mark.parametrize("api", [*SELECTS, *OPENERS, "/open_drawing_hit", "/open_drawing_row", "/select_disagreement"])
+@pytest.mark.parametrize(
+    "api", [*SELECTS, *OPENERS, "/open_drawing_hit", "/open_drawing_row", "/select_disagreement"]
+)
 def test_a_select_endpoint_called_without_a_selection_says_so(live, client, api):
     client.predict(*text_request()[1], api_name="/search_text")  # a session with lists: still no selection
     args = (None, True) if api.startswith("/open_drawing") else ()
@@ -174,11 +209,15 @@ def test_a_select_endpoint_called_without_a_selection_says_so(live, client, api)
 def test_a_forged_file_path_gets_a_message(live, api):
     url = live[0]
     forged = {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}, "orig_name": "passwd"}
-    data = {"search_drawing": [forged, "zero-shot", 4, True, True, "", "ann"],
-            "search_application": [[forged], "zero-shot", 4, True],
-            "search_sheet": [forged, "zero-shot", 4, "ann"]}[api]  # fmt: skip
+    data = {
+        "search_drawing": [forged, "zero-shot", 4, True, True, "", "ann"],
+        "search_application": [[forged], "zero-shot", 4, True],
+        "search_sheet": [forged, "zero-shot", 4, "ann"],
+    }[api]
     event, payload = _raw_call(url, api, data)
-    assert event == "error" and payload["error"].startswith("⚠️ a file of this request was not uploaded"), payload
+    assert event == "error" and payload["error"].startswith("⚠️ a file of this request was not uploaded"), (
+        payload
+    )
     assert "root:" not in json.dumps(payload)
 
 
@@ -195,7 +234,9 @@ def _read_only(store: LabelStore):
             subprocess.run(["chattr", "-i", *files], check=True)
         return
     writable = store._conn
-    store._conn = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+    store._conn = sqlite3.connect(
+        f"file:{store.path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+    )
     store._conn.row_factory = sqlite3.Row
     try:
         yield
@@ -210,9 +251,13 @@ def test_a_read_only_store_says_not_stored_in_plain_words(live, client):
     before = store.count()
     with _read_only(store):
         msg = client.predict(*label_request(annotator="ro")[1], api_name="/label")[0]
-    assert msg.startswith("⚠️ not stored: the label database is read-only (labels.sqlite); nothing was saved"), msg
+    assert msg.startswith(
+        "⚠️ not stored: the label database is read-only (labels.sqlite); nothing was saved"
+    ), msg
     assert store.count() == before
-    assert client.predict(*label_request(annotator="ro")[1], api_name="/label")[0].startswith("✓")  # writable again
+    assert client.predict(*label_request(annotator="ro")[1], api_name="/label")[0].startswith(
+        "✓"
+    )  # writable again
 
 
 def test_starting_on_a_read_only_store_exits_with_one_clear_line(tmp_path):
@@ -226,9 +271,24 @@ def test_starting_on_a_read_only_store_exits_with_one_clear_line(tmp_path):
         db.parent.chmod(0o555)
     try:
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT), GRADIO_ANALYTICS_ENABLED="False")
-        run = subprocess.run([sys.executable, "app.py", "--labels", str(db), "--cache-dir", str(tmp_path / "cache"),
-                              "--no-warmup", "--port", str(free_port())], cwd=ROOT, env=env, capture_output=True,
-                             text=True, timeout=300)  # fmt: skip
+        run = subprocess.run(
+            [
+                sys.executable,
+                "app.py",
+                "--labels",
+                str(db),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--no-warmup",
+                "--port",
+                str(free_port()),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         if root:
             subprocess.run(["chattr", "-i", str(db)], check=True)
@@ -254,9 +314,16 @@ def test_what_can_be_searched_can_be_labelled(live, client, char):
     assert stored.query_text.replace("\n", " ").split() == "lamp shade and bulb".split()
 
 
-@pytest.mark.parametrize("query", [("lamp shade, bulb holder; " * 300) + "椅子座面" * 300,
-                                   "椅子座面靠背扶手" * 500, "a lamp", "x" * 5000 + " shade"],
-                         ids=["english-then-cjk", "cjk", "short", "one-long-word"])  # fmt: skip
+@pytest.mark.parametrize(
+    "query",
+    [
+        ("lamp shade, bulb holder; " * 300) + "椅子座面" * 300,
+        "椅子座面靠背扶手" * 500,
+        "a lamp",
+        "x" * 5000 + " shade",
+    ],
+    ids=["english-then-cjk", "cjk", "short", "one-long-word"],
+)
 def test_the_re_ranker_cuts_a_long_query_first_into_the_same_pieces(query):
     """A long abstract is cut to the re-ranker's ``max_length`` tokens before its tokenizer splits it once per
     candidate: the encodings are those of the whole text truncated by the tokenizer."""
@@ -266,7 +333,13 @@ def test_the_re_ranker_cuts_a_long_query_first_into_the_same_pieces(query):
 
     rr = tiny_reranker()
     docs = ["a lamp with a shade", "chair seat " * 100, ""]
-    whole = rr.tokenizer([query] * 3, docs, truncation="longest_first", max_length=rr.config.max_length,
-                         padding=True, return_tensors="pt")  # fmt: skip
+    whole = rr.tokenizer(
+        [query] * 3,
+        docs,
+        truncation="longest_first",
+        max_length=rr.config.max_length,
+        padding=True,
+        return_tensors="pt",
+    )
     cut = rr.tokenize([query] * 3, docs)
     assert set(cut) <= set(whole) and all(torch.equal(whole[k], v) for k, v in cut.items())

@@ -41,8 +41,12 @@ pytestmark = pytest.mark.slow
 
 
 def _workbench(root, **backend) -> Workbench:
-    config = WorkbenchConfig(cache_dir=root / "cache", corpus=root / "corpus",
-                             checkpoint_dirs=(REPO_ROOT / "checkpoints",), **backend)  # fmt: skip
+    config = WorkbenchConfig(
+        cache_dir=root / "cache",
+        corpus=root / "corpus",
+        checkpoint_dirs=(REPO_ROOT / "checkpoints",),
+        **backend,
+    )
     return Workbench(config, progress=False)
 
 
@@ -54,8 +58,23 @@ def redbook(tmp_path_factory):
         cli(["corpus", "build", "--source", "redbook", "--out", str(root / "corpus"), str(src), "--quiet"])
         == 0
     )
-    assert cli(["index", "push", "--corpus", str(root / "corpus"), "--cache-dir", str(root / "cache"),
-                "--checkpoints", str(REPO_ROOT / "checkpoints"), "--what", "drawings"]) == 0  # fmt: skip
+    assert (
+        cli(
+            [
+                "index",
+                "push",
+                "--corpus",
+                str(root / "corpus"),
+                "--cache-dir",
+                str(root / "cache"),
+                "--checkpoints",
+                str(REPO_ROOT / "checkpoints"),
+                "--what",
+                "drawings",
+            ]
+        )
+        == 0
+    )
     return root
 
 
@@ -89,8 +108,23 @@ def patsnap(tmp_path_factory):
         )
         == 0
     )
-    assert cli(["index", "push", "--corpus", str(root / "corpus"), "--cache-dir", str(root / "cache"),
-                "--checkpoints", str(REPO_ROOT / "checkpoints"), "--what", "text"]) == 0  # fmt: skip
+    assert (
+        cli(
+            [
+                "index",
+                "push",
+                "--corpus",
+                str(root / "corpus"),
+                "--cache-dir",
+                str(root / "cache"),
+                "--checkpoints",
+                str(REPO_ROOT / "checkpoints"),
+                "--what",
+                "text",
+            ]
+        )
+        == 0
+    )
     return root
 
 
@@ -151,8 +185,9 @@ def _drawing_filters(corpus: Corpus, own: str) -> dict[str, Where]:
     }
 
 
-@pytest.mark.parametrize("name", ["none", "cut-off", "date range", "classification", "exclude own and family",
-                                  "all at once"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["none", "cut-off", "date range", "classification", "exclude own and family", "all at once"]
+)
 def test_drawing_lists_equal_faiss_exact_per_filter(redbook, name):
     wb, index, faiss_b, engine = _backends(redbook, "drawing")
     cut, overlap = 0, []
@@ -184,8 +219,19 @@ def _text_filters(corpus: Corpus, own: str) -> dict[str, Where]:
     }
 
 
-@pytest.mark.parametrize("name", ["none", "cut-off", "date range", "classification", "country", "kind",
-                                  "exclude own and family", "cut-off keeping undated"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "none",
+        "cut-off",
+        "date range",
+        "classification",
+        "country",
+        "kind",
+        "exclude own and family",
+        "cut-off keeping undated",
+    ],
+)
 def test_text_dense_lists_equal_faiss_exact_per_filter(patsnap, name):
     wb, index, faiss_b, engine = _backends(patsnap, "text")
     from patent_demo.families import family_sets
@@ -228,9 +274,33 @@ def test_search_text_cli_gives_the_same_run_through_qdrant(patsnap, tmp_path):
     runs = {}
     for backend in ("faiss", "qdrant"):
         runs[backend] = tmp_path / f"{backend}.run"
-        assert cli(["search", "text", "--corpus", str(patsnap / "corpus"), "--cache-dir", str(patsnap / "cache"),
-                    "--checkpoints", str(REPO_ROOT / "checkpoints"), "--queries", str(queries), "--model", "dense",
-                    "--before", "own", "--country", "US, EP", "--backend", backend, "--run", str(runs[backend])]) == 0  # fmt: skip
+        assert (
+            cli(
+                [
+                    "search",
+                    "text",
+                    "--corpus",
+                    str(patsnap / "corpus"),
+                    "--cache-dir",
+                    str(patsnap / "cache"),
+                    "--checkpoints",
+                    str(REPO_ROOT / "checkpoints"),
+                    "--queries",
+                    str(queries),
+                    "--model",
+                    "dense",
+                    "--before",
+                    "own",
+                    "--country",
+                    "US, EP",
+                    "--backend",
+                    backend,
+                    "--run",
+                    str(runs[backend]),
+                ]
+            )
+            == 0
+        )
     lines = {b: [line.split() for line in r.read_text().splitlines()] for b, r in runs.items()}
     assert [x[:3] for x in lines["faiss"]] == [x[:3] for x in lines["qdrant"]]
     assert all(
@@ -243,20 +313,41 @@ def test_an_unreachable_server_is_a_clear_message_or_faiss_answers(redbook, caps
     own, q = _queries(index, 1)[0]
     name = collection_name("drawing", wb.fingerprint, wb.default_drawing_model().fingerprint)
     engine = make_backend("qdrant", index, wb.corpus, name, redbook / "cache", url=UNREACHABLE, timeout=2)
-    with pytest.raises(BackendUnavailable, match=r"the search engine \(http://127.0.0.1:9\) did not answer: .*"
-                                                 r"--backend-fallback faiss"):  # fmt: skip
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"the search engine \(http://127.0.0.1:9\) did not answer: .*"
+        r"--backend-fallback faiss",
+    ):
         engine.search(q, 5, Where(own=(own,)))
-    fallback = make_backend("qdrant", index, wb.corpus, name, redbook / "cache", url=UNREACHABLE,
-                            fallback="faiss", timeout=2)  # fmt: skip
+    fallback = make_backend(
+        "qdrant", index, wb.corpus, name, redbook / "cache", url=UNREACHABLE, fallback="faiss", timeout=2
+    )
     res = fallback.search(q, 5, Where(own=(own,)))
     assert res.ids == faiss_b.search(q, 5, Where(own=(own,))).ids
     assert fallback.take_note().startswith("⚠️ the search engine (http://127.0.0.1:9) did not answer")
     assert fallback.take_note() == ""  # taken once
     # the CLI says so in one line, no stack trace
     figure = wb.corpus.image_path(wb.corpus[own].figures[0])
-    code = cli(["search", "drawings", "--corpus", str(redbook / "corpus"), "--cache-dir", str(redbook / "cache"),
-                "--checkpoints", str(REPO_ROOT / "checkpoints"), "--query", str(figure), "--backend", "qdrant",
-                "--url", UNREACHABLE, "--timeout", "2"])  # fmt: skip
+    code = cli(
+        [
+            "search",
+            "drawings",
+            "--corpus",
+            str(redbook / "corpus"),
+            "--cache-dir",
+            str(redbook / "cache"),
+            "--checkpoints",
+            str(REPO_ROOT / "checkpoints"),
+            "--query",
+            str(figure),
+            "--backend",
+            "qdrant",
+            "--url",
+            UNREACHABLE,
+            "--timeout",
+            "2",
+        ]
+    )
     err = capsys.readouterr().err
     assert (
         code == 2
@@ -282,11 +373,16 @@ def test_the_examiner_drawing_search_through_qdrant_equals_faiss(redbook):
     model = plain.default_drawing_model().key
     pid = plain.corpus.patents[5].id
     figure = plain.corpus.image_path(plain.corpus[pid].figures[1])
-    for kwargs in ({}, {"exclude_own": True, "search": SearchFilter.parse(before=_median_date(plain.corpus))},
-                   {"search": SearchFilter.parse(classification=plain.corpus[pid].locarno[:2])}):  # fmt: skip
+    for kwargs in (
+        {},
+        {"exclude_own": True, "search": SearchFilter.parse(before=_median_date(plain.corpus))},
+        {"search": SearchFilter.parse(classification=plain.corpus[pid].locarno[:2])},
+    ):
         a = plain.search_drawing(DrawingRequest.build(plain, figure, model, 8, filters=Filters(**kwargs)))
         b = engine.search_drawing(DrawingRequest.build(engine, figure, model, 8, filters=Filters(**kwargs)))
-        assert [h.patent_id for h in a.hits] == [h.patent_id for h in b.hits] and not any("answered instead" in n for n in b.notes)
+        assert [h.patent_id for h in a.hits] == [h.patent_id for h in b.hits] and not any(
+            "answered instead" in n for n in b.notes
+        )
         assert np.allclose([h.score for h in a.hits], [h.score for h in b.hits], atol=1e-4)
         assert (pid in [h.patent_id for h in b.hits]) == (pid in [h.patent_id for h in a.hits])
         assert not kwargs.get("exclude_own") or pid not in [h.patent_id for h in b.hits]

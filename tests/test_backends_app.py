@@ -64,7 +64,21 @@ def test_the_engine_down_is_a_warning_faiss_answers_and_no_label_is_lost(tmp_pat
 def test_the_app_flags_reach_the_workbench_config():
     from patent_demo.ui.args import parse_args
 
-    args = parse_args(["--backend", "qdrant", "--url", "http://qdrant-1:6333", "--backend-fallback", "faiss",
-                       "--backend-timeout", "3"])  # fmt: skip
+    args = parse_args(
+        [
+            "--backend",
+            "qdrant",
+            "--url",
+            "http://qdrant-1:6333",
+            "--backend-fallback",
+            "faiss",
+            "--backend-timeout",
+            "3",
+        ]
+    )
     assert (args.backend, args.backend_url, args.backend_fallback, args.backend_timeout) == (
-        "qdrant", "http://qdrant-1:6333", "faiss", 3.0)  # fmt: skip
+        "qdrant",
+        "http://qdrant-1:6333",
+        "faiss",
+        3.0,
+    )

@@ -77,7 +77,10 @@ def test_text_search_shows_two_lists(browser, server):
     page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=20_000)
     lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", k=10)).lists
     bm25, dss = lists["bm25"], lists["dssdnet"]
-    for name, elem, res in (("bm25", "#t-bm25", bm25), ("dssdnet", "#t-dss", dss)):  # one list shown at a time
+    for name, elem, res in (
+        ("bm25", "#t-bm25", bm25),
+        ("dssdnet", "#t-dss", dss),
+    ):  # one list shown at a time
         page.locator("#t-show").get_by_text(name, exact=True).click()
         page.locator(elem).get_by_text(res.ids[-1], exact=True).last.wait_for(timeout=10_000)
     page.screenshot(path=str(ARTIFACTS / "text-1366.png"), full_page=True)

@@ -292,12 +292,20 @@ def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):
     box.press("Enter")
     doc.locator("h3").get_by_text("USD0907292 · Shaving blade cartridge").wait_for(timeout=30_000)
     text = doc.inner_text()
-    for shown in ("Inventors\tDimitrios Efthimiadis; Georgios Georgakis", "Applicant\tBIC-VIOLEX SA",
-                  "Application number\t29/680,800", "Application (filing) date\t2019-02-20",
-                  "Publication date\t2021-01-05", "Toilet articles and beauty equipment",
-                  "D28/47\ttitle not available offline", "Figures (description of the drawings)",
-                  "FIG. 3\ttop perspective\tFIG. 3 is a top view perspective view thereof;",
-                  "References cited: 63, 0 in this corpus", "USD0633254*", "WOD071924001"):  # fmt: skip
+    for shown in (
+        "Inventors\tDimitrios Efthimiadis; Georgios Georgakis",
+        "Applicant\tBIC-VIOLEX SA",
+        "Application number\t29/680,800",
+        "Application (filing) date\t2019-02-20",
+        "Publication date\t2021-01-05",
+        "Toilet articles and beauty equipment",
+        "D28/47\ttitle not available offline",
+        "Figures (description of the drawings)",
+        "FIG. 3\ttop perspective\tFIG. 3 is a top view perspective view thereof;",
+        "References cited: 63, 0 in this corpus",
+        "USD0633254*",
+        "WOD071924001",
+    ):
         assert shown in text, (shown, text[:1500])
     assert "Abstract" not in text
     gallery = page.locator("#doc-gallery").inner_text()

@@ -58,7 +58,13 @@ def _text_search(page, text: str):
     page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
 
 
-TABLES = {"bm25": "#t-bm25", "dense": "#t-dense", "hybrid": "#t-hybrid", "dssdnet": "#t-dss", "fused": "#t-fused"}
+TABLES = {
+    "bm25": "#t-bm25",
+    "dense": "#t-dense",
+    "hybrid": "#t-hybrid",
+    "dssdnet": "#t-dss",
+    "fused": "#t-fused",
+}
 
 
 def _show(page, name: str):
@@ -87,7 +93,9 @@ def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):
     for name, table in (("bm25", "#t-bm25"), ("dssdnet", "#t-dss")):
         _show(page, name)
         assert page.locator(table).get_by_text("EP0735178A1", exact=True).count() == 0
-        widths += page.eval_on_selector_all(f"{table} .table-wrap", "els => els.map(e => [e.scrollWidth, e.clientWidth])")
+        widths += page.eval_on_selector_all(
+            f"{table} .table-wrap", "els => els.map(e => [e.scrollWidth, e.clientWidth])"
+        )
     assert all(sw <= cw + 2 for sw, cw in widths), widths  # title and snippet without sideways scrolling
     page.screenshot(path=str(ARTIFACTS / "exam-text-1366.png"), full_page=True)
     page.close()
@@ -237,7 +245,9 @@ def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browse
     page.locator("#lbl-next").click()
     page.locator("#l-cursor").get_by_text(f"{other} #2").wait_for(timeout=20_000)
     second = page.locator("#l-cursor").inner_text().split("·")[1].strip()  # the cursor hit's patent
-    assert page.locator(ids[other]).get_by_text(second, exact=True).last.is_visible()  # a hit of the shown list
+    assert (
+        page.locator(ids[other]).get_by_text(second, exact=True).last.is_visible()
+    )  # a hit of the shown list
     page.locator("#lbl-rel").click()
     # the answer is written from the stored label: its candidate, list and rank
     page.locator("#l-status").get_by_text(f"✓ relevant · {second} ({other} #2)").wait_for(timeout=20_000)

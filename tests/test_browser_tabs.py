@@ -32,18 +32,33 @@ from tests.support.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0913174-20210316"  # a perspective view of this patent is the query
-TABS = ("Drawing search", "Text search", "Combined", "Document", "Side by side", "Search report", "Embedding map",
-        "Error analysis", "Export", "Training", "Agreement")  # fmt: skip
+TABS = (
+    "Drawing search",
+    "Text search",
+    "Combined",
+    "Document",
+    "Side by side",
+    "Search report",
+    "Embedding map",
+    "Error analysis",
+    "Export",
+    "Training",
+    "Agreement",
+)
 SIZES = {1366: 900, 390: 844}
 
 BOX = "e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }"
 # the lines of an element's text: the distinct tops (4 px apart or more) of its text nodes' rectangles
-LINES = ("e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), tops = []; let n;"
-         " while ((n = w.nextNode())) { const r = document.createRange(); r.selectNodeContents(n);"
-         " for (const x of r.getClientRects()) if (x.width > 0) tops.push(x.top); }"
-         " tops.sort((a, b) => a - b); return tops.filter((t, i) => i === 0 || t - tops[i - 1] >= 4).length; }")
-HEADINGS = (f"els => els.filter(e => e.getClientRects().length)"
-            f".map(e => [e.textContent.trim(), e.scrollWidth, e.clientWidth, ({LINES})(e)])")
+LINES = (
+    "e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), tops = []; let n;"
+    " while ((n = w.nextNode())) { const r = document.createRange(); r.selectNodeContents(n);"
+    " for (const x of r.getClientRects()) if (x.width > 0) tops.push(x.top); }"
+    " tops.sort((a, b) => a - b); return tops.filter((t, i) => i === 0 || t - tops[i - 1] >= 4).length; }"
+)
+HEADINGS = (
+    f"els => els.filter(e => e.getClientRects().length)"
+    f".map(e => [e.textContent.trim(), e.scrollWidth, e.clientWidth, ({LINES})(e)])"
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +66,13 @@ def red(tmp_path_factory):
     """(url, source folder) of the app on a Red Book corpus built with ``patent-demo``."""
     src = require_shared("impact_design_patent_samples") / "patents"
     tmp = tmp_path_factory.mktemp("tabs-red")
-    assert cli(["corpus", "build", "--source", "redbook", "--out", str(tmp / "corpus"), str(src), "--quiet"]) == 0
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=()), progress=False)
+    assert (
+        cli(["corpus", "build", "--source", "redbook", "--out", str(tmp / "corpus"), str(src), "--quiet"])
+        == 0
+    )
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "corpus", checkpoint_dirs=()), progress=False
+    )
     wb.warm_up()
     store = LabelStore(tmp / "labels.sqlite")
     with live_app(wb, store, store=store) as url:
@@ -119,8 +139,14 @@ def _drawing_tab(page, width: int) -> None:
         b = tab.bounding_box()
         assert b["x"] >= 0 and b["x"] + b["width"] <= width, (name, b)
     # the query box's name clear of its clear button; the drop zone's text below its name, inside the box
-    assert _box(page, "#d-file label[data-testid=block-label]")[2] <= _box(page, "#d-file button[aria-label=Clear]")[0]
-    label, block = _box(page, "#d-views label[data-testid=block-label]"), _box(page, "#d-views .upload-container")
+    assert (
+        _box(page, "#d-file label[data-testid=block-label]")[2]
+        <= _box(page, "#d-file button[aria-label=Clear]")[0]
+    )
+    label, block = (
+        _box(page, "#d-views label[data-testid=block-label]"),
+        _box(page, "#d-views .upload-container"),
+    )
     text = page.eval_on_selector(  # the drop zone's icon and words
         "#d-views [data-testid=upload-text]",
         "e => { const rs = [...e.querySelectorAll('*')].filter(c => !c.children.length || c.tagName === 'svg')"
@@ -132,8 +158,11 @@ def _drawing_tab(page, width: int) -> None:
     _captions_under(page, "#d-gallery")
     if width > 640:
         _no_word_broken(page, "#d-table", one_line=True)  # "rank", "published" whole
-        dates = page.eval_on_selector_all("#d-table .body-cell", f"els => els.filter(e => e.getClientRects().length"
-                                          f" && /^\\d{{4}}-\\d\\d-\\d\\d$/.test(e.innerText.trim())).map({LINES})")
+        dates = page.eval_on_selector_all(
+            "#d-table .body-cell",
+            f"els => els.filter(e => e.getClientRects().length"
+            f" && /^\\d{{4}}-\\d\\d-\\d\\d$/.test(e.innerText.trim())).map({LINES})",
+        )
         assert dates and all(n == 1 for n in dates), dates  # 2021-05-18 on one line
     else:  # the label panel's list, rank and category one under the other, each the full width
         pick = _box(page, "#l-pick")
@@ -193,7 +222,9 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
         _fits(page, table, width)
         _no_word_broken(page, table, one_line=True)
         if width > 640:  # every column shown, nothing behind a sideways scroll
-            sw, cw = page.eval_on_selector(f"{table} .virtual-table-viewport", "e => [e.scrollWidth, e.clientWidth]")
+            sw, cw = page.eval_on_selector(
+                f"{table} .virtual-table-viewport", "e => [e.scrollWidth, e.clientWidth]"
+            )
             assert sw <= cw + 2, (table, sw, cw)
     # the cursor is on a text list's hit: its drawing shows (a PNG made from the TIFF page)
     page.wait_for_function(
@@ -218,14 +249,18 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     _shot(page, "embedding-map", width)
 
     _tab(page, "Error analysis")
-    assert page.locator("#e-cmp-md").inner_text().startswith("Evaluate, pick a query figure")  # not an empty box
+    assert (
+        page.locator("#e-cmp-md").inner_text().startswith("Evaluate, pick a query figure")
+    )  # not an empty box
     page.locator("#e-btn").click()
     page.locator("#e-summary").get_by_text("queries").first.wait_for(timeout=90_000)
     page.locator("#e-table .body-cell").first.wait_for(timeout=30_000)
     _fits(page, "#e-table", width)
     _no_word_broken(page, "#e-table")
     if width > 640:
-        sw, cw = page.eval_on_selector("#e-table .virtual-table-viewport", "e => [e.scrollWidth, e.clientWidth]")
+        sw, cw = page.eval_on_selector(
+            "#e-table .virtual-table-viewport", "e => [e.scrollWidth, e.clientWidth]"
+        )
         assert sw <= cw + 2, (sw, cw)  # "returned" was cut off at 1366 px
     _shot(page, "error-analysis", width)
 
@@ -239,7 +274,9 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     _no_word_broken(page, "#tr-rows")
     _fits(page, "#tr-rows", width)
     if width <= 640 and page.locator("#tr-text table").count():  # a measured text curve: its table scrolls
-        cells = page.eval_on_selector_all("#tr-text td", f"els => els.filter(e => e.innerText.trim()).map({LINES})")
+        cells = page.eval_on_selector_all(
+            "#tr-text td", f"els => els.filter(e => e.innerText.trim()).map({LINES})"
+        )
         assert all(n == 1 for n in cells), cells
         _fits(page, "#tr-text table", width)
     _shot(page, "training", width)
@@ -250,7 +287,9 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     _no_word_broken(page, "#g-queue")
     _fits(page, "#g-queue", width)
     _shot(page, "agreement", width)
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= width  # nothing wider than the screen
+    assert (
+        page.evaluate("() => document.documentElement.scrollWidth") <= width
+    )  # nothing wider than the screen
     page.close()
 
 
@@ -258,9 +297,14 @@ def test_a_text_corpus_shows_no_empty_drawing_boxes(browser, tmp_path):
     """The cs3245 texts (no drawings): no figure gallery, drawing pair, "its drawing" button or cursor-hit
     box; the record takes the width."""
     src = require_shared("cs3245_patsnap_corpus_qrels")
-    assert cli(["corpus", "build", "--source", "text", "--out", str(tmp_path / "corpus"), str(src), "--quiet"]) == 0
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", corpus=tmp_path / "corpus", checkpoint_dirs=()),
-                   progress=False)  # fmt: skip
+    assert (
+        cli(["corpus", "build", "--source", "text", "--out", str(tmp_path / "corpus"), str(src), "--quiet"])
+        == 0
+    )
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", corpus=tmp_path / "corpus", checkpoint_dirs=()),
+        progress=False,
+    )
     store = LabelStore(tmp_path / "labels.sqlite")
     try:
         with live_app(wb, store, store=store) as url:

@@ -296,6 +296,11 @@ def test_redbook_weekly_grant_xml_without_images(tmp_path, read_only):
     text = "".join(f.read_text(encoding="utf-8", errors="replace") for f in sorted(src.glob("*.xml")))
     assert reasons["design grant without drawing pages"] == text.count('appl-type="design"')
     assert summary.patents == text.count('appl-type="utility"')
-    assert set(reasons) <= {"design grant without drawing pages", "<sequence-cwu> document", "appl-type sir",
-                            "appl-type plant", "appl-type reissue"}  # fmt: skip
+    assert set(reasons) <= {
+        "design grant without drawing pages",
+        "<sequence-cwu> document",
+        "appl-type sir",
+        "appl-type plant",
+        "appl-type reissue",
+    }
     assert all(p.filing_date and p.filing_date < p.date and p.kind_code.startswith("B") for p in corpus)

@@ -64,7 +64,9 @@ def _small_uspc(tmp_path: Path, n: int = 3) -> Path:
     return tmp_path / "data"
 
 
-def test_the_app_serves_the_real_corpus_by_default_and_the_generated_one_without_real_data(tmp_path, monkeypatch):
+def test_the_app_serves_the_real_corpus_by_default_and_the_generated_one_without_real_data(
+    tmp_path, monkeypatch
+):
     monkeypatch.setattr(app_args, "BUNDLED", tmp_path / "no-bundle")
     data = _small_uspc(tmp_path)
     args = app_args.parse_args(["--real-data", str(data), "--cache-dir", str(tmp_path / "cache")])
@@ -76,7 +78,9 @@ def test_the_app_serves_the_real_corpus_by_default_and_the_generated_one_without
     wb = app_args.make_workbench(args)
     assert "real USPTO patents (public domain)" in wb.corpus_description() and len(wb.corpus) == 3
 
-    missing = app_args.parse_args(["--real-data", str(tmp_path / "nowhere"), "--cache-dir", str(tmp_path / "c2")])
+    missing = app_args.parse_args(
+        ["--real-data", str(tmp_path / "nowhere"), "--cache-dir", str(tmp_path / "c2")]
+    )
     root, note = app_args.resolve_corpus(missing)
     assert root is None and note.startswith(f"no real data in {tmp_path / 'nowhere'}: serving the generated")
     generated = app_args.parse_args(["--corpus", "generated", "--real-data", str(data)])

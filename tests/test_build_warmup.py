@@ -31,7 +31,9 @@ def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):
     thread = wb.warm_up_background()
     assert "slow model" in _wait_status(wb) and "zero-shot" not in wb.index_status()
     fig = wb.corpus["D0004"].figures[1]
-    hits = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 2)).hits  # not held up by the slow build
+    hits = wb.search_drawing(
+        DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 2)
+    ).hits  # not held up by the slow build
     assert hits[0].patent_id == "D0004"
     gate.set()
     thread.join(30)
@@ -55,8 +57,15 @@ def test_warm_up_prepares_the_per_patent_map_of_an_approximate_index(tmp_path):
 
     wb, _ = make_workbench(tmp_path)
     x = np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32)
-    ivf = DenseIndex.build(x, [f"f{i}" for i in range(400)], [f"p{i // 4}" for i in range(400)], kind="ivfsq",
-                           nlist=4, nprobe=1, rescore=2)  # fmt: skip
+    ivf = DenseIndex.build(
+        x,
+        [f"f{i}" for i in range(400)],
+        [f"p{i // 4}" for i in range(400)],
+        kind="ivfsq",
+        nlist=4,
+        nprobe=1,
+        rescore=2,
+    )
     wb.index = lambda key: ivf
     wb.warm_up(text=False)
     assert ivf._rows_of_patent is not None and len(ivf._rows_of_patent) == 100

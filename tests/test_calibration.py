@@ -20,10 +20,13 @@ def test_drawing_null_scores_equal_a_naive_loop(kind):
     rng = np.random.default_rng(0)
     classes = ["06-01", "06-02", "07-01", "26-05"]
     pats = [  # each also cites 40 documents the corpus does not hold
-        Patent(f"P{i}", codes={"locarno": [classes[i % 4]]},
-               citations=([f"P{i - 4}"] if i >= 4 else []) + [f"X{i}-{j}" for j in range(40)])
+        Patent(
+            f"P{i}",
+            codes={"locarno": [classes[i % 4]]},
+            citations=([f"P{i - 4}"] if i >= 4 else []) + [f"X{i}-{j}" for j in range(40)],
+        )
         for i in range(40)
-    ]  # fmt: skip
+    ]
     corpus = Corpus(".", pats)
     x = rng.standard_normal((80, 8)).astype(np.float32)
     pids = [f"P{i // 2}" for i in range(80)]
@@ -37,13 +40,17 @@ def test_drawing_null_scores_equal_a_naive_loop(kind):
         best = max(
             float(xn[r] @ xn[i])
             for i in range(80)
-            if corpus[pids[i]].locarno[:2] != main and pids[i] != p.id
-            and pids[i] not in p.citations and p.id not in corpus[pids[i]].citations
-        )  # fmt: skip
+            if corpus[pids[i]].locarno[:2] != main
+            and pids[i] != p.id
+            and pids[i] not in p.citations
+            and p.id not in corpus[pids[i]].citations
+        )
         assert got[j] == pytest.approx(best, abs=1e-5)
     related = cal.related_drawing_scores(index, corpus, rows)
     for j, r in enumerate(rows):  # over the figures of every other patent
-        assert related[j] == pytest.approx(max(float(xn[r] @ xn[i]) for i in range(80) if pids[i] != pids[r]), abs=1e-5)
+        assert related[j] == pytest.approx(
+            max(float(xn[r] @ xn[i]) for i in range(80) if pids[i] != pids[r]), abs=1e-5
+        )
     th = cal.calibrate_drawing(index, corpus, samples=30, quantile=0.5)
     assert th.task == "drawing" and th.unrelated == 30 and th.related_heldout == 15
 

@@ -53,8 +53,14 @@ def run_cases(tmp_path, ci: bool) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(REPO_ROOT)
     if ci:
         env["CI"] = "true"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_under_ci_only_allowed_skips_stay_skips(tmp_path):

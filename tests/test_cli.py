@@ -22,8 +22,13 @@ def test_console_script_is_registered():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     module, func = scripts["patent-demo"].split(":")
     assert getattr(importlib.import_module(module), func) is main
-    out = subprocess.run([sys.executable, "-m", "patent_demo.cli", "--help"], capture_output=True, text=True,
-                         cwd=REPO_ROOT, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "patent_demo.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=True,
+    ).stdout
     for command in ("corpus", "search", "evaluate", "qrels", "models"):
         assert command in out
 
@@ -66,8 +71,22 @@ def _baseline() -> str:
 
 def test_evaluate_drawings_per_query_per_patent_and_bootstrap(dp2, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    args = ["evaluate", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--split", "all",
-            "--against", _baseline(), "--checkpoints", CKPT, "--json", str(out)]  # fmt: skip
+    args = [
+        "evaluate",
+        "drawings",
+        "--corpus",
+        str(dp2),
+        "--model",
+        "zero-shot",
+        "--split",
+        "all",
+        "--against",
+        _baseline(),
+        "--checkpoints",
+        CKPT,
+        "--json",
+        str(out),
+    ]
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "every patent of the corpus" in table and "per patent" in table
@@ -112,8 +131,22 @@ def test_search_drawings_finds_the_query_patent(dp2, tmp_path, capsys):
     patent = corpus["USD0739807"]
     query = corpus.image_path(patent.figures[0])
     run = tmp_path / "d.trec"
-    args = ["search", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--query", str(query),
-            "--k", "5", "--cache-dir", str(tmp_path / "cache"), "--checkpoints", CKPT]  # fmt: skip
+    args = [
+        "search",
+        "drawings",
+        "--corpus",
+        str(dp2),
+        "--model",
+        "zero-shot",
+        "--query",
+        str(query),
+        "--k",
+        "5",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--checkpoints",
+        CKPT,
+    ]
     assert main([*args, "--run", str(run)]) == 0
     ranked = read_run(run)[query.stem]
     assert max(ranked, key=ranked.get) == "USD0739807" and len(ranked) == 5
@@ -141,15 +174,30 @@ def test_search_and_evaluate_text_agree_with_ir_measures(text_corpus, tmp_path, 
     qrels_file = tmp_path / "test.qrels"
     qrels_file.write_text("".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items()))
     # the TREC run as written (BM25 scores, ties re-ordered by trec_eval's rules): recall over the whole list
-    ref = ir_measures.calc_aggregate([ir_measures.R @ 100], ir_measures.read_trec_qrels(str(qrels_file)),
-                                     ir_measures.read_trec_run(str(run)))  # fmt: skip
+    ref = ir_measures.calc_aggregate(
+        [ir_measures.R @ 100],
+        ir_measures.read_trec_qrels(str(qrels_file)),
+        ir_measures.read_trec_run(str(run)),
+    )
     assert result["summary"]["recall@100"]["per_query"] == pytest.approx(ref[ir_measures.R @ 100], abs=1e-6)
 
 
 def test_search_text_with_a_patsnap_xml_query(text_corpus, tmp_path, capsys):
     data = require_shared("cs3245_patsnap_corpus_qrels") / "patsnap-corpus" / "EP0049154B2.xml"
-    args = ["search", "text", "--corpus", str(text_corpus), "--model", "bm25", "--query", str(data), "--k", "3",
-            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "search",
+        "text",
+        "--corpus",
+        str(text_corpus),
+        "--model",
+        "bm25",
+        "--query",
+        str(data),
+        "--k",
+        "3",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(args) == 0
     lines = capsys.readouterr().out.splitlines()
     # the query patent itself is left out; its US family member (same title) comes first
@@ -193,14 +241,38 @@ def test_evaluate_text_with_the_own_date_cut_off(text_corpus, tmp_path):
     test = set(corpus.splits["test"])
     qrels = {q: d for q, d in corpus.qrels.items() if q in test}
     out = tmp_path / "eval.json"
-    args = ["evaluate", "text", "--corpus", str(text_corpus), "--model", "bm25", "--cache-dir", str(tmp_path / "c"),
-            "--k", "10", "100", "--before", "own", "--json", str(out)]  # fmt: skip
+    args = [
+        "evaluate",
+        "text",
+        "--corpus",
+        str(text_corpus),
+        "--model",
+        "bm25",
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--k",
+        "10",
+        "100",
+        "--before",
+        "own",
+        "--json",
+        str(out),
+    ]
     assert main(args) == 0
     result = json.loads(out.read_text())
     assert "prior-art cut-off own" in result["evaluated"]
     queries = [patent_query(corpus[q]) for q in sorted(qrels)]
-    ref = evaluate_text_with_cutoff(BM25Index.build(corpus.patents), None, queries, corpus, qrels, "own",
-                                    ks=(10, 100), k_first=100, k_rerank=0)  # fmt: skip
+    ref = evaluate_text_with_cutoff(
+        BM25Index.build(corpus.patents),
+        None,
+        queries,
+        corpus,
+        qrels,
+        "own",
+        ks=(10, 100),
+        k_first=100,
+        k_rerank=0,
+    )
     assert result["num_queries"] == ref["num_queries"] < len(qrels)
     for key in ("recall@10", "map@100", "ndcg@10"):
         assert result["summary"][key]["per_query"] == pytest.approx(ref[key], abs=1e-9), key
@@ -214,11 +286,50 @@ def test_evaluate_text_scored_pairs_reports_pearson_and_spearman(tmp_path, score
 
     csv_path, split_path = scored_csv
     ckpt = tmp_path / "ckpt"
-    assert dssdnet.main(["--tiny", "--scored-pairs", str(csv_path), "--scored-split", str(split_path), "--epochs", "1",
-                         "--eval-splits", "val", "--threads", "1", "--out", str(ckpt)]) == 0  # fmt: skip
+    assert (
+        dssdnet.main(
+            [
+                "--tiny",
+                "--scored-pairs",
+                str(csv_path),
+                "--scored-split",
+                str(split_path),
+                "--epochs",
+                "1",
+                "--eval-splits",
+                "val",
+                "--threads",
+                "1",
+                "--out",
+                str(ckpt),
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "eval.json"
-    assert main(["evaluate", "text", "--pairs", str(csv_path), "--model", str(ckpt), "--against", "dense",
-                 "--split-file", str(split_path), "--split", "test", "--bootstrap", "100", "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "evaluate",
+                "text",
+                "--pairs",
+                str(csv_path),
+                "--model",
+                str(ckpt),
+                "--against",
+                "dense",
+                "--split-file",
+                str(split_path),
+                "--split",
+                "test",
+                "--bootstrap",
+                "100",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     anchors = set(json.loads(split_path.read_text())["test"])
     rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]

@@ -31,8 +31,26 @@ def test_search_text_with_cutoff_and_class(text_corpus, tmp_path):
     tsv.write_text(f"{q.id}\t{q.title}. {q.text}\n")
     run = tmp_path / "r.trec"
     sub = q.codes["ipc"][0][:4]
-    args = ["search", "text", "--corpus", str(text_corpus), "--model", "bm25", "--queries", str(tsv), "--k", "20",
-            "--cache-dir", str(tmp_path / "c"), "--before", "own", "--classification", sub, "--run", str(run)]  # fmt: skip
+    args = [
+        "search",
+        "text",
+        "--corpus",
+        str(text_corpus),
+        "--model",
+        "bm25",
+        "--queries",
+        str(tsv),
+        "--k",
+        "20",
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--before",
+        "own",
+        "--classification",
+        sub,
+        "--run",
+        str(run),
+    ]
     assert main(args) == 0
     ranked = read_run(run)[q.id]
     assert ranked and set(ranked) <= eligible_for(q) and q.id not in ranked
@@ -44,8 +62,26 @@ def test_search_drawings_with_cutoff(dp2, tmp_path, capsys):
     query = corpus.image_path(corpus["USD0739807"].figures[0])
     before = "2015-01-01"
     run = tmp_path / "d.trec"
-    args = ["search", "drawings", "--corpus", str(dp2), "--model", "zero-shot", "--query", str(query), "--k", "5",
-            "--cache-dir", str(tmp_path / "cache"), "--checkpoints", CKPT, "--before", before, "--run", str(run)]  # fmt: skip
+    args = [
+        "search",
+        "drawings",
+        "--corpus",
+        str(dp2),
+        "--model",
+        "zero-shot",
+        "--query",
+        str(query),
+        "--k",
+        "5",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--checkpoints",
+        CKPT,
+        "--before",
+        before,
+        "--run",
+        str(run),
+    ]
     assert main(args) == 0
     ranked = read_run(run)[query.stem]
     older = {p.id for p in corpus if p.figures and p.date and p.date < before}
@@ -62,8 +98,21 @@ def test_labels_report_command(tmp_path, capsys):
     store.close()
     assert main(["labels", "report", "--labels", str(tmp_path / "labels.sqlite")]) == 0
     assert qid in capsys.readouterr().out
-    assert main(["labels", "report", "--labels", str(tmp_path / "labels.sqlite"), "--query", qid,
-                 "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "labels",
+                "report",
+                "--labels",
+                str(tmp_path / "labels.sqlite"),
+                "--query",
+                qid,
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "out" / f"search_report_{qid}.csv").read_text().splitlines()[1].startswith("X,US1")
     with pytest.raises(SystemExit):
         main(["labels", "report"])  # --labels is required

@@ -21,8 +21,14 @@ pytestmark = pytest.mark.slow
 def _cli(args: list[str], cwd) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("PATENT_DEMO_CHECKPOINTS", None)
-    return subprocess.run([sys.executable, "-m", "patent_demo.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "patent_demo.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_cli_from_another_folder_finds_the_checkpoints_and_reads_course_queries(tmp_path):
@@ -47,8 +53,21 @@ def test_cli_from_another_folder_finds_the_checkpoints_and_reads_course_queries(
         '<?xml version="1.0" ?>\n<query>\n<title>\nwashing with bubbles\n</title>\n<description>\n'
         "Relevant documents will describe washing technology using bubbles.\n</description>\n</query>\n"
     )
-    args = ["search", "text", "--corpus", str(tmp_path / "cs"), "--model", "bm25", "--k", "3", "--query",
-            "q1.xml", "q2.xml", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "search",
+        "text",
+        "--corpus",
+        str(tmp_path / "cs"),
+        "--model",
+        "bm25",
+        "--k",
+        "3",
+        "--query",
+        "q1.xml",
+        "q2.xml",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     out = _cli(args, elsewhere)
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines()[1:] if line.strip()]
@@ -66,8 +85,24 @@ def test_cli_from_another_folder_finds_the_checkpoints_and_reads_course_queries(
     # run's tag names it); "default" is the shipped default list (the hybrid first stage)
     for model, tag in (("dssdnet", "dssdnet:dssdnet-minilm-ipc"), ("default", "hybrid")):
         run = tmp_path / f"{model}.trec"
-        args = ["search", "text", "--corpus", str(tmp_path / "cs"), "--model", model, "--k", "2", "--candidates", "5",
-                "--query", "q2.xml", "--cache-dir", str(tmp_path / "cache"), "--run", str(run)]  # fmt: skip
+        args = [
+            "search",
+            "text",
+            "--corpus",
+            str(tmp_path / "cs"),
+            "--model",
+            model,
+            "--k",
+            "2",
+            "--candidates",
+            "5",
+            "--query",
+            "q2.xml",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--run",
+            str(run),
+        ]
         out = _cli(args, elsewhere)
         assert out.returncode == 0, out.stderr
         assert {line.split()[-1] for line in run.read_text().splitlines()} == {tag}

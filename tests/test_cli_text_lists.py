@@ -38,11 +38,33 @@ def test_dense_and_hybrid_lists_from_the_cli(small_text_corpus, tmp_path):
     qids = sorted(corpus.qrels)
     tsv = tmp_path / "q.tsv"
     tsv.write_text("".join(f"{q}\t{candidate_text(corpus[q])}\n" for q in qids))
-    common = ["--corpus", str(small_text_corpus), "--cache-dir", str(tmp_path / "cache"),
-              "--checkpoints", str(tmp_path)]  # fmt: skip
+    common = [
+        "--corpus",
+        str(small_text_corpus),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--checkpoints",
+        str(tmp_path),
+    ]
     for name in ("bm25", "dense", "hybrid"):
-        assert main(["search", "text", *common, "--model", name, "--queries", str(tsv), "--k", "10",
-                     "--run", str(tmp_path / f"{name}.trec")]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "search",
+                    "text",
+                    *common,
+                    "--model",
+                    name,
+                    "--queries",
+                    str(tsv),
+                    "--k",
+                    "10",
+                    "--run",
+                    str(tmp_path / f"{name}.trec"),
+                ]
+            )
+            == 0
+        )
     runs = {n: _run(tmp_path / f"{n}.trec") for n in ("bm25", "dense", "hybrid")}
     enc = TextEncoder(precision="auto")
     docs = enc.encode([dense_text(p) for p in corpus.patents])
@@ -73,8 +95,26 @@ def test_dense_and_hybrid_lists_from_the_cli(small_text_corpus, tmp_path):
         d = Results([ids[j] for j in order], sims[i][order])
         assert runs["hybrid"][q] == hybrid_fusion(b, d, settings.weight, settings.method).ids[:10]
     out = tmp_path / "eval.json"
-    assert main(["evaluate", "text", *common, "--model", "dense", "--against", "bm25", "--split", "all",
-                 "--k", "10", "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "evaluate",
+                "text",
+                *common,
+                "--model",
+                "dense",
+                "--against",
+                "bm25",
+                "--split",
+                "all",
+                "--k",
+                "10",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     assert result["model"] == "dense" and result["against"] == "bm25" and result["num_queries"] == len(qids)
     from patent_demo.metrics import evaluate_run
@@ -87,9 +127,28 @@ def test_a_checkpoint_without_a_hybrid_fusion_weight_says_so(small_text_corpus, 
     from tests.conftest import REPO_ROOT
 
     out = tmp_path / "eval.json"
-    args = ["evaluate", "text", "--corpus", str(small_text_corpus), "--cache-dir", str(tmp_path / "cache"),
-            "--model", "fused", "--reranker", "dssdnet-minilm", "--checkpoints", str(REPO_ROOT / "checkpoints"),
-            "--split", "all", "--candidates", "10", "--k", "10", "--json", str(out)]  # fmt: skip
+    args = [
+        "evaluate",
+        "text",
+        "--corpus",
+        str(small_text_corpus),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--model",
+        "fused",
+        "--reranker",
+        "dssdnet-minilm",
+        "--checkpoints",
+        str(REPO_ROOT / "checkpoints"),
+        "--split",
+        "all",
+        "--candidates",
+        "10",
+        "--k",
+        "10",
+        "--json",
+        str(out),
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "records no fusion weight tuned on the hybrid top 10: the fused list uses an untuned 0.5" in err

@@ -19,8 +19,11 @@ from tests.conftest import REPO_ROOT
 
 COMMANDS = sorted((REPO_ROOT / "checkpoints").glob("*/command.txt"))
 # the command that takes the flags after a '--': train.sweep's per model, the data options of train.dssdnet.report
-PASSED_TO = {("train.sweep", "dssdnet"): "train.dssdnet", ("train.sweep", "hmcl"): "train.hmcl",
-             ("train.dssdnet.report", ""): "train.dssdnet"}  # fmt: skip
+PASSED_TO = {
+    ("train.sweep", "dssdnet"): "train.dssdnet",
+    ("train.sweep", "hmcl"): "train.hmcl",
+    ("train.dssdnet.report", ""): "train.dssdnet",
+}
 
 
 def command_lines(path) -> list[list[str]]:

@@ -29,10 +29,15 @@ def _corpus(root):
             text="A pump.",
             codes={"ipc": ["F04B 43/00"]},
             figures=[Figure("img/b1.png")],
-        ),  # fmt: skip
+        ),
     ]
-    return Corpus(root, patents, splits={"train": ["USD0000001"], "test": ["US00000002"]},
-                  qrels={"US00000002": {"USD0000001": 1}}, name="tiny")  # fmt: skip
+    return Corpus(
+        root,
+        patents,
+        splits={"train": ["USD0000001"], "test": ["US00000002"]},
+        qrels={"US00000002": {"USD0000001": 1}},
+        name="tiny",
+    )
 
 
 def test_save_load_round_trip(tmp_path):

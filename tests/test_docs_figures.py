@@ -28,8 +28,9 @@ def figures():
 
 
 def test_readme_and_docs_figures_match_their_json():
-    r = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=REPO_ROOT, capture_output=True, text=True,
-                       timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 

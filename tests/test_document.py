@@ -35,7 +35,7 @@ def test_view_of_a_tiny_corpus(tmp_path):
             citations=["US2", "US9"],
             figures=[Figure("a.png", view="front", label="FIG. 1")],
             extra={"family": "F1"},
-        ),  # fmt: skip
+        ),
         Patent("US2", kind="utility", title="Valve", extra={"family": "F1"}),
         Patent("US3", kind="utility", title="Seal", citations=["US1"]),
     ]
@@ -76,33 +76,55 @@ def test_red_book_record_shows_what_an_examiner_cites():
     v = document_view(corpus, "USD0907292")
     assert v.inventors[:2] == ["Dimitrios Efthimiadis", "Georgios Georgakis"]
     assert (v.applicants, v.assignees, v.application) == (["BIC-VIOLEX SA"], ["BIC-VIOLEX SA"], "29/680,800")
-    assert v.codes == [("locarno", "28-03", "Toilet articles and beauty equipment"), ("uspc", "D28/47", USPC_NO_TITLE)]
+    assert v.codes == [
+        ("locarno", "28-03", "Toilet articles and beauty equipment"),
+        ("uspc", "D28/47", USPC_NO_TITLE),
+    ]
     assert v.described[2] == ("FIG. 3", "top perspective", "FIG. 3 is a top view perspective view thereof;")
     assert len(v.references) == 63 and v.references[0] == ("US04621424", "", False, False)
     assert ("USD0633254", "", False, True) in v.references  # cited by the examiner
     page = document_html(v)
     assert "<h4>Abstract</h4>" not in page and "<h4>Figures (description of the drawings)</h4>" in page
     assert "<tr><td>FIG. 3</td><td>top perspective</td>" in page
-    for row in ("<th>Inventors</th><td>Dimitrios Efthimiadis; Georgios Georgakis",
-                "<th>Application number</th><td>29/680,800</td>",
-                "<th>Application (filing) date</th><td>2019-02-20</td>", "<th>Publication date</th><td>2021-01-05</td>",
-                "<b>References cited:</b> 63, 0 in this corpus", "<span class='record-ref'>USD0633254*</span>"):  # fmt: skip
+    for row in (
+        "<th>Inventors</th><td>Dimitrios Efthimiadis; Georgios Georgakis",
+        "<th>Application number</th><td>29/680,800</td>",
+        "<th>Application (filing) date</th><td>2019-02-20</td>",
+        "<th>Publication date</th><td>2021-01-05</td>",
+        "<b>References cited:</b> 63, 0 in this corpus",
+        "<span class='record-ref'>USD0633254*</span>",
+    ):
         assert row in page
 
 
 def test_references_in_the_corpus_open_their_record_and_ipc_titles_come_from_the_corpus_table(tmp_path):
     """A cited reference in the corpus is a button naming the record it opens, the others plain numbers; an
     IPC subclass the built-in table lacks takes its title from the corpus's titles.tsv."""
-    (tmp_path / "titles.tsv").write_text("code\ttitle\nB43K\tIMPLEMENTS FOR WRITING OR DRAWING\n", encoding="utf-8")
-    corpus = Corpus(tmp_path, [
-        Patent("US1", kind="utility", title="Pen", text="A pen.", codes={"ipc": ["B43K 5/00", "A47C 7/02"]},
-               citations=["US2", "EP9"]),
-        Patent("US2", kind="utility", title="Nib <b>"),
-    ])  # fmt: skip
+    (tmp_path / "titles.tsv").write_text(
+        "code\ttitle\nB43K\tIMPLEMENTS FOR WRITING OR DRAWING\n", encoding="utf-8"
+    )
+    corpus = Corpus(
+        tmp_path,
+        [
+            Patent(
+                "US1",
+                kind="utility",
+                title="Pen",
+                text="A pen.",
+                codes={"ipc": ["B43K 5/00", "A47C 7/02"]},
+                citations=["US2", "EP9"],
+            ),
+            Patent("US2", kind="utility", title="Nib <b>"),
+        ],
+    )
     v = document_view(corpus, "US1")
-    assert v.codes == [("ipc", "B43K 5/00", "IMPLEMENTS FOR WRITING OR DRAWING"),
-                       ("ipc", "A47C 7/02", "Chairs, sofas, beds")]  # the built-in title wins  # fmt: skip
+    assert v.codes == [
+        ("ipc", "B43K 5/00", "IMPLEMENTS FOR WRITING OR DRAWING"),
+        ("ipc", "A47C 7/02", "Chairs, sofas, beds"),
+    ]  # the built-in title wins
     page = document_html(v)
-    assert ('<button type="button" class="record-link" data-open-record="US2" title="open US2">US2</button> '
-            "Nib &lt;b&gt;") in page  # fmt: skip
+    assert (
+        '<button type="button" class="record-link" data-open-record="US2" title="open US2">US2</button> '
+        "Nib &lt;b&gt;"
+    ) in page
     assert "<span class='record-ref'>EP9</span>" in page and "<h4>Abstract</h4><p>A pen.</p>" in page

@@ -33,5 +33,9 @@ def test_the_uspc_default_serves_uspc_corpora_and_the_trunk_serves_locarno_ones(
     designs = [Patent(f"USD9{i}", codes={"locarno": ["06-01"]}) for i in range(5)]  # text only
     assert corpus_class_scheme(drawn + designs) == "locarno"
     assert drawing_model_for_corpus(specs, drawn + designs).key == "hmcl-uspc"
-    assert drawing_model_for_corpus(specs, [Patent("USD7", codes={"locarno": ["06-01"]}, figures=[Figure("7.png")]),
-                                            *USPC]).key == ZERO_SHOT  # fmt: skip
+    assert (
+        drawing_model_for_corpus(
+            specs, [Patent("USD7", codes={"locarno": ["06-01"]}, figures=[Figure("7.png")]), *USPC]
+        ).key
+        == ZERO_SHOT
+    )

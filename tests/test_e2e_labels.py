@@ -51,11 +51,38 @@ def world(tmp_path_factory):
     build_corpus(tmp / "corpus", patents=24, seed=0, size=96, workers=1, n_types=4)
     corpus = Corpus.load(tmp / "corpus", validate=False)
     ck = tmp / "checkpoints"
-    argv = ["--tiny", "--steps", "2", "--corpus", str(corpus.root), "--out", str(ck), "--name", "parent",
-            "--skip-eval-before", "--threads", "1"]  # fmt: skip
+    argv = [
+        "--tiny",
+        "--steps",
+        "2",
+        "--corpus",
+        str(corpus.root),
+        "--out",
+        str(ck),
+        "--name",
+        "parent",
+        "--skip-eval-before",
+        "--threads",
+        "1",
+    ]
     assert hmcl.main(argv) == 0
-    argv = ["--tiny", "--corpus", str(corpus.root), "--out", str(ck / "text"), "--max-steps", "2", "--epochs", "1",
-            "--ks", "5", "10", "--threads", "1", "--no-eval-before"]  # fmt: skip
+    argv = [
+        "--tiny",
+        "--corpus",
+        str(corpus.root),
+        "--out",
+        str(ck / "text"),
+        "--max-steps",
+        "2",
+        "--epochs",
+        "1",
+        "--ks",
+        "5",
+        "10",
+        "--threads",
+        "1",
+        "--no-eval-before",
+    ]
     assert dssdnet.main(argv) == 0
     return tmp, corpus, ck
 
@@ -68,8 +95,11 @@ def labelled(world):
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     tmp, corpus, ck = world
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=(ck,), bm25_candidates=24),
-                   corpus=corpus, progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=(ck,), bm25_candidates=24),
+        corpus=corpus,
+        progress=False,
+    )
     wb.warm_up(
         "parent"
     )  # as the app does at start-up: a search with a model whose index is not ready is refused
@@ -82,8 +112,16 @@ def labelled(world):
             for qpid in (*TRAIN_QUERIES, TEST_QUERY):
                 query = corpus[qpid]
                 path = corpus.image_path(query.figures[0])
-                out = client.predict(handle_file(str(path)), "parent", len(corpus), True, True, "",
-                                     "examiner", api_name="/search_drawing")  # fmt: skip
+                out = client.predict(
+                    handle_file(str(path)),
+                    "parent",
+                    len(corpus),
+                    True,
+                    True,
+                    "",
+                    "examiner",
+                    api_name="/search_drawing",
+                )
                 rows = out[2]["data"]  # [rank, patent, view, locarno, ...]
                 assert [r[0] for r in rows] == list(range(1, len(corpus) + 1))
                 others = [(r[0], r[1], r[3]) for r in rows if r[1] != qpid and r[1] not in test_ids]
@@ -127,10 +165,38 @@ def retrained(world, labelled):
 
     tmp, corpus, ck = world
     db, _ = labelled
-    argv = ["--labels", str(db), "--from", str(ck / "parent"), "--out", str(ck / "parent-v2"),
-            "--corpus", str(corpus.root), "--cache-dir", str(tmp / "cache"), "--steps", "20", "--lr", "3e-4",
-            "--warmup-steps", "1", "--label-groups", "2", "--seed", "0", "--threads", "1",
-            "--text-from", str(ck / "text"), "--text-steps", "8", "--text-lr", "1e-3", "--text-args", "--tiny --ks 5 10"]  # fmt: skip
+    argv = [
+        "--labels",
+        str(db),
+        "--from",
+        str(ck / "parent"),
+        "--out",
+        str(ck / "parent-v2"),
+        "--corpus",
+        str(corpus.root),
+        "--cache-dir",
+        str(tmp / "cache"),
+        "--steps",
+        "20",
+        "--lr",
+        "3e-4",
+        "--warmup-steps",
+        "1",
+        "--label-groups",
+        "2",
+        "--seed",
+        "0",
+        "--threads",
+        "1",
+        "--text-from",
+        str(ck / "text"),
+        "--text-steps",
+        "8",
+        "--text-lr",
+        "1e-3",
+        "--text-args",
+        "--tiny --ks 5 10",
+    ]
     assert retrain.main(argv) == 0
     return ck / "parent-v2"
 
@@ -172,7 +238,10 @@ def test_checkpoint_is_listed_with_version_and_label_count(retrained, world):
     spec = {m.key: m for m in scan_models([ck])}["parent-v2"]
     assert (spec.version, spec.n_labels) == ("2", 7)
     sub = spec.metrics["after"]["test"]["metrics"]["subclass_map"]  # the figure the list shows beside it
-    assert spec.label == f"HMCL: parent-v2 v2, 7 labels, retrained from parent (generated subclass mAP {sub:.3f})"
+    assert (
+        spec.label
+        == f"HMCL: parent-v2 v2, 7 labels, retrained from parent (generated subclass mAP {sub:.3f})"
+    )
     assert not (retrained / "state.pt").exists() and (retrained / "index" / "params.json").is_file()
 
 
@@ -195,10 +264,14 @@ def test_judged_items_move_the_right_way(retrained, labelled):
 
 # (candidate, judgement, rank under the parent, rank after retraining), seeds fixed
 EXPECTED_RANKS = {
-    "XD000005": [("XD000012", "relevant", 7, 6), ("XD000010", "relevant", 19, 5),
-                 ("XD000001", "not", 5, 13), ("XD000017", "not", 6, 18)],
+    "XD000005": [
+        ("XD000012", "relevant", 7, 6),
+        ("XD000010", "relevant", 19, 5),
+        ("XD000001", "not", 5, 13),
+        ("XD000017", "not", 6, 18),
+    ],
     "XD000001": [("XD000002", "relevant", 8, 5), ("XD000006", "not", 5, 12), ("XD000019", "not", 6, 22)],
-}  # fmt: skip
+}
 
 
 def test_text_labels_retrain_the_reranker(retrained, labelled, world):

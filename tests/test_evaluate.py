@@ -18,8 +18,16 @@ from patent_demo.drawing.evaluate import drawing_protocol, evaluate_drawings
 from patent_demo.drawing.transforms import DrawingEvalTransform
 
 # figure -> (gray level, angle in degrees); queries a, c, e, g (the first figure of each patent)
-FIGS = {"a": (10, 0), "b": (20, 10), "c": (30, 22), "d": (40, 50), "e": (50, 45), "f": (60, 60),
-        "g": (70, 180), "h": (80, 175)}  # fmt: skip
+FIGS = {
+    "a": (10, 0),
+    "b": (20, 10),
+    "c": (30, 22),
+    "d": (40, 50),
+    "e": (50, 45),
+    "f": (60, 60),
+    "g": (70, 180),
+    "h": (80, 175),
+}
 PATENTS = [("P1", "06-01", "ab"), ("P2", "06-01", "cd"), ("P3", "06-02", "ef"), ("P4", "07-01", "gh")]
 
 

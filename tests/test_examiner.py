@@ -62,7 +62,9 @@ def test_text_own_date_drops_the_query_patent(bench):
 def _unknown_drawing(wb):
     """A drawing of no corpus patent (new bytes): its class is unknown."""
     path = wb.config.cache_dir / "unknown.png"
-    Image.open(wb.corpus.image_path(wb.corpus["D0002"].figures[0])).convert("L").rotate(90, expand=True).save(path)
+    Image.open(wb.corpus.image_path(wb.corpus["D0002"].figures[0])).convert("L").rotate(90, expand=True).save(
+        path
+    )
     return path
 
 
@@ -89,8 +91,11 @@ def test_handlers_crop_sheet_document_report(bench):
     assert "4 results with" in out[1] and session["query_id"] != full[3]["query_id"]
     assert session["image_sha"] == hashlib.sha256(cropped_bytes).hexdigest()  # the crop is the query
     assert session["patent_id"] == "D0002"  # a crop of D0002's figure keeps its patent and so its class
-    assert "query class unknown" not in out[1] and "query class unknown" in h.search_drawing(
-        str(_unknown_drawing(wb)), "zero-shot", 4, True, True, "", "ann")[1]  # fmt: skip
+    assert (
+        "query class unknown" not in out[1]
+        and "query class unknown"
+        in h.search_drawing(str(_unknown_drawing(wb)), "zero-shot", 4, True, True, "", "ann")[1]
+    )
     # a filter typed with a bad date is a ⚠️ message, not a stack trace
     bad = h.search_drawing(path, "zero-shot", 4, True, True, "", "ann", {"before": "2021-02-30"})
     assert bad[1].startswith("⚠️ cut-off date '2021-02-30' is not a calendar date")
@@ -176,7 +181,9 @@ def test_selecting_a_hit_opens_record_and_side_by_side(bench):
     from patent_demo.text.search import candidate_text
 
     tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[3]
-    page, figs, pid, qh, ch = ex.opener("bm25")(tsession, gr.SelectData(None, {"index": [0, 0], "value": None}))
+    page, figs, pid, qh, ch = ex.opener("bm25")(
+        tsession, gr.SelectData(None, {"index": [0, 0], "value": None})
+    )
     assert pid == tsession["lists"]["bm25"][0]["id"] and "<mark>" in qh and "<mark>" in ch
 
 
@@ -192,8 +199,9 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     wb.index("zero-shot")  # built now: the handlers refuse a model whose index is still being built
     h, ex = Handlers(wb, store), ExaminerHandlers(wb, store)
     excl = {"exclude_own": True}
-    first = h.search_drawing(str(wb.corpus.image_path(wb.corpus["D0002"].figures[0])), "zero-shot", 4, True,
-                             True, "", "ann", excl)  # fmt: skip
+    first = h.search_drawing(
+        str(wb.corpus.image_path(wb.corpus["D0002"].figures[0])), "zero-shot", 4, True, True, "", "ann", excl
+    )
     views = [str(wb.corpus.image_path(f)) for f in wb.corpus["D0006"].figures]
     gallery, status, table, session, list_name, rank, cursor, _ = h.search_application(
         views, "zero-shot", 4, True, "ann", excl, first[3]
@@ -214,12 +222,18 @@ def test_every_drawing_search_leaves_out_its_own_patent_and_records_it(bench):
     again = h.search_application(views[::-1], "zero-shot", 4, True, "ann", excl, session)[3]
     assert again["query_id"] == session["query_id"]  # the same views in another order: the same query
     stored = store.add(label_from_session(again, "hmcl", 3, "relevant", "ann"))
-    assert (stored.query_id, stored.query_kind, stored.modality) == (session["query_id"], "application", "patent")
+    assert (stored.query_id, stored.query_kind, stored.modality) == (
+        session["query_id"],
+        "application",
+        "patent",
+    )
     assert (stored.candidate_id, stored.rank, stored.query_patent_id) == (ids[2], 3, "D0006")
     assert (store.path.parent / stored.query_image_file).is_file()  # the views, kept as one sheet
     # a sheet that is a corpus drawing: its patent left out, and the history says so
     sheet = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))
-    gallery, status, table, overlay, session, *_ = ex.search_sheet(sheet, None, "zero-shot", 4, "ann", excl, again)
+    gallery, status, table, overlay, session, *_ = ex.search_sheet(
+        sheet, None, "zero-shot", 4, "ann", excl, again
+    )
     assert "the query's own patent D0006 is left out" in status and session["patent_id"] == "D0006"
     assert "D0006" not in [row["id"] for row in session["lists"]["hmcl"]]
     assert "the query's own patent D0006 is left out" in session["history"][-1]["notes"]
@@ -242,15 +256,24 @@ def test_the_combined_search_leaves_the_drawings_own_patent_out_of_every_list(be
     h = Handlers(wb, store)
     own = wb.corpus["D0002"]
     text = f"{own.text} seen from the side"  # no corpus patent's text: only the drawing names the patent
-    out = h.search_combined(str(wb.corpus.image_path(own.figures[0])), text, "", "zero-shot", "dssdnet-untrained",
-                            6, "ann", {"exclude_own": True})  # fmt: skip
+    out = h.search_combined(
+        str(wb.corpus.image_path(own.figures[0])),
+        text,
+        "",
+        "zero-shot",
+        "dssdnet-untrained",
+        6,
+        "ann",
+        {"exclude_own": True},
+    )
     session, status = out[4], out[3]
     assert set(session["lists"]) >= {"hmcl", "rrf"} and len(session["lists"]) == 3, status
     for name, rows in session["lists"].items():
         assert rows and own.id not in [r["id"] for r in rows], name
     assert "the query's own patent D0002 is left out" in status
-    plain = h.search_combined(str(wb.corpus.image_path(own.figures[0])), text, "", "zero-shot",
-                              "dssdnet-untrained", 6, "ann", {})[4]  # fmt: skip
+    plain = h.search_combined(
+        str(wb.corpus.image_path(own.figures[0])), text, "", "zero-shot", "dssdnet-untrained", 6, "ann", {}
+    )[4]
     assert own.id in [r["id"] for r in plain["lists"]["rrf"]]  # without the exclusion it is there
 
 
@@ -279,7 +302,9 @@ def test_a_drawing_search_reads_and_hashes_the_upload_once(bench, monkeypatch):
     up = wb.config.cache_dir / "upload.png"
     shutil.copy(wb.corpus.image_path(wb.corpus["D0002"].figures[0]), up)
     h = Handlers(wb, store)
-    h.search_drawing(str(up), "zero-shot", 4, True, True, "", "ann")  # index, figure hashes, calibration ready
+    h.search_drawing(
+        str(up), "zero-shot", 4, True, True, "", "ann"
+    )  # index, figure hashes, calibration ready
     data, reads, hashes = up.read_bytes(), [], []
     real_open, real_sha = io.open, hashlib.sha256
 
@@ -308,5 +333,7 @@ def test_a_text_search_checks_its_abstract_once(bench, monkeypatch):
     calls = []
     real = request.check_abstract
     monkeypatch.setattr(request, "check_abstract", lambda text: calls.append(text) or real(text))
-    out = Handlers(wb, store).search_text("a lamp with a shade and bulb", "26-05", "dssdnet-untrained", 3, "ann")
+    out = Handlers(wb, store).search_text(
+        "a lamp with a shade and bulb", "26-05", "dssdnet-untrained", 3, "ann"
+    )
     assert out[2].startswith("BM25 found") and len(calls) == 1

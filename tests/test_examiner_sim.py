@@ -68,8 +68,9 @@ def live(tmp_path_factory):
     store = LabelStore(tmp / "labels" / "labels.sqlite")
     demo = build_demo(wb, store)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **launch_kwargs(wb))  # fmt: skip
+    demo.queue().launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_kwargs(wb)
+    )
     yield f"http://127.0.0.1:{port}/", wb, store
     demo.close()
     store.close()
@@ -80,13 +81,21 @@ def test_the_examiner_labels_through_the_app_what_the_table_showed(live):
     url, wb, store = live
     examiner = sim.Examiner(url, "sim-test")
     query = wb.corpus["D0004"]
-    hits = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(query.figures[0]), "zero-shot", 5)).hits
-    shown_ids = [h.patent_id for h in hits if h.patent_id != query.id][:4]  # the app leaves the query's own out
+    hits = wb.search_drawing(
+        DrawingRequest.build(wb, wb.corpus.image_path(query.figures[0]), "zero-shot", 5)
+    ).hits
+    shown_ids = [h.patent_id for h in hits if h.patent_id != query.id][
+        :4
+    ]  # the app leaves the query's own out
     judged = examiner.drawing_query(wb.corpus, query, "zero-shot", "topk", 4)
-    rows = sqlite3.connect(store.path).execute(
-        "SELECT annotator, query_patent_id, candidate_id, rank, label, list_name FROM labels WHERE undone = 0 "
-        "ORDER BY rank"
-    ).fetchall()
+    rows = (
+        sqlite3.connect(store.path)
+        .execute(
+            "SELECT annotator, query_patent_id, candidate_id, rank, label, list_name FROM labels WHERE undone = 0 "
+            "ORDER BY rank"
+        )
+        .fetchall()
+    )
     assert len(rows) == 4 == len(judged)
     assert [r[2] for r in rows] == shown_ids  # the hits the app showed, in its order; never the query itself
     assert query.id not in shown_ids

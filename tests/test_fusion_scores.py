@@ -47,8 +47,10 @@ def test_weight_one_is_bm25_zero_is_the_reranker_and_the_tail_keeps_bm25_order()
 def test_tuning_picks_the_best_validation_weight_and_prefers_bm25_on_ties():
     # query 1: BM25 is right; query 2: the re-ranker is right -> a mix wins over both ends
     first = {"q1": Results(["x", "y", "z"], [3.0, 2.0, 1.0]), "q2": Results(["u", "v", "w"], [3.0, 2.9, 1.0])}
-    rer = {"q1": Results.from_unsorted(["x", "y", "z"], [0.5, 0.6, 0.1]),
-           "q2": Results.from_unsorted(["u", "v", "w"], [0.1, 0.9, 0.2])}  # fmt: skip
+    rer = {
+        "q1": Results.from_unsorted(["x", "y", "z"], [0.5, 0.6, 0.1]),
+        "q2": Results.from_unsorted(["u", "v", "w"], [0.1, 0.9, 0.2]),
+    }
     qrels = {"q1": {"x": 1}, "q2": {"v": 1}}
     w, rows = tune_fusion_weight(first, rer, qrels, metrics=("ndcg@1",))
     best = max(r["objective"] for r in rows)
@@ -128,7 +130,9 @@ def test_the_tuned_fusion_cannot_fall_below_its_first_stage_on_validation():
         for q in range(8):
             ids = [f"d{q}_{i}" for i in range(30)]
             first[f"q{q}"] = Results(ids, np.sort(rng.normal(size=30))[::-1].copy())
-            rer[f"q{q}"] = Results.from_unsorted(ids, rng.normal(size=30))  # a re-ranker no better than chance
+            rer[f"q{q}"] = Results.from_unsorted(
+                ids, rng.normal(size=30)
+            )  # a re-ranker no better than chance
             qrels[f"q{q}"] = {d: 1 for d in rng.choice(ids, 3, replace=False)}
         w, rows = tune_fusion_weight(first, rer, qrels)
         alone = evaluate_run(first, qrels, [10])
@@ -151,9 +155,14 @@ def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_reran
     ck = tmp_path / "ck"
     ck.mkdir()
     assert validated_depth(None) is None and validated_depth(ck) is None
-    (ck / "metrics.json").write_text(json.dumps({"rerank_depth": {"depth": 30},
-                                                 "fusion_pools": {"hybrid@30": {"weight": 0.6, "pool": "hybrid",
-                                                                                "k_rerank": 30}}}))  # fmt: skip
+    (ck / "metrics.json").write_text(
+        json.dumps(
+            {
+                "rerank_depth": {"depth": 30},
+                "fusion_pools": {"hybrid@30": {"weight": 0.6, "pool": "hybrid", "k_rerank": 30}},
+            }
+        )
+    )
     assert validated_depth(ck) == 30
     wb, _ = make_workbench(tmp_path / "wb")
     spec = SimpleNamespace(path=ck, key="ck")
@@ -163,7 +172,9 @@ def test_the_depth_a_checkpoint_chose_on_validation_is_the_depth_the_lists_reran
     top6 = wb.search_text(TextRequest.build(query, "26-05", k=6, lists=("hybrid",))).lists["hybrid"].ids
     for depth in (3, 6):  # k = 3: the re-ranked hits come from the hybrid's top `depth`
         monkeypatch.setattr(type(wb), "rerank_depth", lambda self, spec, d=depth: d)
-        shown = wb.search_text(TextRequest.build(query, "26-05", k=3, lists=("dssdnet",))).lists["dssdnet"].ids
+        shown = (
+            wb.search_text(TextRequest.build(query, "26-05", k=3, lists=("dssdnet",))).lists["dssdnet"].ids
+        )
         assert set(shown) <= set(top6[:depth]) and len(shown) == 3
     assert set(shown) != set(top6[:3])  # re-ranking 6 brought up a hit from below the hybrid's top 3
 
@@ -174,11 +185,16 @@ def test_the_shallowest_depth_that_loses_nothing_on_validation(tmp_path):
     def split(d, f):
         return {"val": {"dssdnet": {"map@10": d}, "fused": {"map@10": f}}}
 
-    out = {"k_rerank": 100, "command": "python -m train.text.rerank_eval …",
-           "fusion": {"weight": 0.6, "tuned_on": "18 validation queries"},
-           "splits": {"val": {"summary": {"dssdnet": {"map@10": 0.30}, "fused": {"map@10": 0.40}}}},
-           "depths": {"30": {"fusion_weight": 0.5, "splits": split(0.31, 0.39)},
-                      "50": {"fusion_weight": 0.7, "splits": split(0.30, 0.40)}}}  # fmt: skip
+    out = {
+        "k_rerank": 100,
+        "command": "python -m train.text.rerank_eval …",
+        "fusion": {"weight": 0.6, "tuned_on": "18 validation queries"},
+        "splits": {"val": {"summary": {"dssdnet": {"map@10": 0.30}, "fused": {"map@10": 0.40}}}},
+        "depths": {
+            "30": {"fusion_weight": 0.5, "splits": split(0.31, 0.39)},
+            "50": {"fusion_weight": 0.7, "splits": split(0.30, 0.40)},
+        },
+    }
     assert shallowest_lossless(out) == 50  # 30 loses on the fused list
     out["depths"]["50"]["splits"] = split(0.29, 0.41)
     assert shallowest_lossless(out) == 100  # nothing shallower keeps both lists

@@ -23,9 +23,14 @@ def bag_of_words(texts):
 
 
 def test_rule_on_a_hand_worked_case():
-    grants = [Grant("chair", 6, "06", "06-01"), Grant("chair stool", 6, "06", "06-01"),
-              Grant("table", 6, "06", "06-03"), Grant("desk table", 6, "06", "06-03"),
-              Grant("lamp", 26, "26", "26-05"), Grant("shoe", 2, "02", "02-04")]  # fmt: skip
+    grants = [
+        Grant("chair", 6, "06", "06-01"),
+        Grant("chair stool", 6, "06", "06-01"),
+        Grant("table", 6, "06", "06-03"),
+        Grant("desk table", 6, "06", "06-03"),
+        Grant("lamp", 26, "26", "26-05"),
+        Grant("shoe", 2, "02", "02-04"),
+    ]
     products = (["chair", "table", "lamp", "shoe"], ["06", "06", "26", "02"])
     d = Deriver(grants, products, bag_of_words)
     # USPC D6 -> Locarno 06, confirmed by the product "chair"; D34 has no Locarno twin: the product decides
@@ -70,5 +75,10 @@ def test_rule_reproduces_the_committed_figures_on_the_real_grants():
     doc = json.loads((ROOT / "splits" / "uspc2007_locarno.json").read_text(encoding="utf-8"))
     check = Deriver(read_grants(ROOT / DATA), read_products(ROOT / DATA), minilm_embed()).check()
     assert check["threshold"] == doc["check_on_grants"]["threshold"]
-    for key in ("main_accuracy", "main_confirmed_accuracy", "subclass_kept_accuracy", "subclass_accuracy_all"):
+    for key in (
+        "main_accuracy",
+        "main_confirmed_accuracy",
+        "subclass_kept_accuracy",
+        "subclass_accuracy_all",
+    ):
         assert check[key] == pytest.approx(doc["check_on_grants"][key], abs=0.01)

@@ -75,8 +75,16 @@ def iter_pages(
             _check_budget(im, name, max_pixels, page)
             with _memory_guard(f"{name} (page {page + 1})"):
                 gray = _decode(im, name, page)
-                out = _finish(gray, crop=crop, margin=margin, square=square, size=size, threshold=threshold,
-                              max_pixels=max_pixels, name=f"{name} (page {page + 1})")  # fmt: skip
+                out = _finish(
+                    gray,
+                    crop=crop,
+                    margin=margin,
+                    square=square,
+                    size=size,
+                    threshold=threshold,
+                    max_pixels=max_pixels,
+                    name=f"{name} (page {page + 1})",
+                )
             yield out
     finally:
         if im is not src:

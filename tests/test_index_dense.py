@@ -158,11 +158,27 @@ def test_default_params_follow_n_and_d():
     ids, pids = names(1000)
     ivfpq = DenseIndex.build(x, ids, pids, "ivfpq")
     # nlist = min(round(sqrt(1000)), 1000 // 39) = 25; nprobe = 25 // 8 = 3; m = 24 / 8; nbits = 8
-    assert ivfpq.params == {"nlist": 25, "nprobe": 3, "m": 3, "nbits": 8, "refine": 0, "rescore": 0, "seed": 1234,
-                            "train": None}  # fmt: skip
+    assert ivfpq.params == {
+        "nlist": 25,
+        "nprobe": 3,
+        "m": 3,
+        "nbits": 8,
+        "refine": 0,
+        "rescore": 0,
+        "seed": 1234,
+        "train": None,
+    }
     small = DenseIndex.build(x[:100], ids[:100], pids[:100], "ivfpq")
-    assert small.params == {"nlist": 2, "nprobe": 1, "m": 3, "nbits": 6, "refine": 0, "rescore": 0, "seed": 1234,
-                            "train": None}  # fmt: skip
+    assert small.params == {
+        "nlist": 2,
+        "nprobe": 1,
+        "m": 3,
+        "nbits": 6,
+        "refine": 0,
+        "rescore": 0,
+        "seed": 1234,
+        "train": None,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- patents

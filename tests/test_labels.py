@@ -79,7 +79,11 @@ def test_undo_by_id_is_refused_to_another_session(tmp_path):
         ("annotator", " ", "annotator is empty: enter your name (or sign in) before labelling"),
         ("label", "maybe", "label 'maybe' is not one of ['not', 'partly', 'relevant']"),
         ("category", "Z", "category 'Z' is not one of X, Y, A or empty"),
-        ("list_name", "google", "list 'google' is not one of ('hmcl', 'bm25', 'dense', 'hybrid', 'dssdnet', 'fused', 'rrf')"),
+        (
+            "list_name",
+            "google",
+            "list 'google' is not one of ('hmcl', 'bm25', 'dense', 'hybrid', 'dssdnet', 'fused', 'rrf')",
+        ),
     ],
 )
 def test_bad_labels_are_refused_with_a_message(tmp_path, field, value, message):
@@ -192,8 +196,13 @@ def test_adjudicate_copies_the_query_from_an_agreeing_label(tmp_path):
     store.add(_lab(annotator="b", label="not", rank=4))
     lab = store.adjudicate(text_query_id("a folding chair"), "P1", "relevant", "lead", note=" same seat ")
     assert (lab.annotator, lab.label, lab.adjudicated, lab.category, lab.note, lab.query_codes) == (
-        "lead", "relevant", True, "X", "same seat", {"ipc": ["A47C"]},
-    )  # fmt: skip
+        "lead",
+        "relevant",
+        True,
+        "X",
+        "same seat",
+        {"ipc": ["A47C"]},
+    )
     assert store.resolved()[(text_query_id("a folding chair"), "P1")].label == "relevant"
     with pytest.raises(LabelError) as err:
         store.adjudicate("txt-none", "P1", "not", "lead")

@@ -53,8 +53,16 @@ def naive_relevance(pairs, weights):
 
 
 def test_relevance_equals_the_naive_rule():
-    pairs = [Pair("q1", "a", 2), Pair("q1", "b", 1), Pair("q1", "c", 0), Pair("q2", "a", 0), Pair("q2", "d", 2),
-             Pair("q2", "b", 2), Pair("a", "b", 0), Pair("q1", "c", 2)]  # a later judgement of q1-c wins  # fmt: skip
+    pairs = [
+        Pair("q1", "a", 2),
+        Pair("q1", "b", 1),
+        Pair("q1", "c", 0),
+        Pair("q2", "a", 0),
+        Pair("q2", "d", 2),
+        Pair("q2", "b", 2),
+        Pair("a", "b", 0),
+        Pair("q1", "c", 2),
+    ]  # a later judgement of q1-c wins
     ids, h = relevance(pairs, W)
     ids2, h2 = naive_relevance(pairs, W)
     assert ids == ids2
@@ -78,7 +86,9 @@ def test_two_views_of_a_drawing_are_its_own_positive():
         assert big[i, i + n] == big[i + n, i] == 1.0
         assert big[i, i] == 0.0
     torch.testing.assert_close(big[:n, :n], h)
-    torch.testing.assert_close(big[n:, :n] - torch.eye(n), h)  # the other view of every pair: the same weights
+    torch.testing.assert_close(
+        big[n:, :n] - torch.eye(n), h
+    )  # the other view of every pair: the same weights
 
 
 def synthetic(tmp_path, per_class: int = 8, classes: int = 6, dim: int = 64, seed: int = 0):
@@ -91,12 +101,17 @@ def synthetic(tmp_path, per_class: int = 8, classes: int = 6, dim: int = 64, see
         for j in range(per_class):
             pid = f"US{c:02d}{j:02d}"
             code = f"D{c // 2}/{100 + c}"
-            Image.new("L", (4, 4), len(patents)).save(tmp_path / f"{pid}.png")  # the guard hashes test drawings
+            Image.new("L", (4, 4), len(patents)).save(
+                tmp_path / f"{pid}.png"
+            )  # the guard hashes test drawings
             patents.append(Patent(pid, codes={"uspc": [code]}, figures=[Figure(f"{pid}.png")]))
             splits[("train", "train", "train", "train", "val", "val", "test", "test")[j % 8]].append(pid)
             signal = torch.cat([centres[c], torch.zeros(dim - 8)])
-            rows.append(signal + torch.randn(dim, generator=g) * torch.cat([torch.full((8,), 1.0),
-                                                                            torch.full((dim - 8,), 3.0)]))  # fmt: skip
+            rows.append(
+                signal
+                + torch.randn(dim, generator=g)
+                * torch.cat([torch.full((8,), 1.0), torch.full((dim - 8,), 3.0)])
+            )
     corpus = Corpus(tmp_path, patents, splits=splits)
     clean = torch.stack(rows)
     views = clean[:, None] + 0.1 * torch.randn(len(rows), 2, dim, generator=g)
@@ -110,7 +125,7 @@ def oracle_pairs(corpus, queries, k_pairs: int = 10):
     train = [p.id for p in corpus.split("train")]
     out = []
     for q in queries:
-        for c in train[:k_pairs * 3]:
+        for c in train[: k_pairs * 3]:
             if c == q:
                 continue
             grade = 2 if cls[c] == cls[q] else 1 if cls[c].split("/")[0] == cls[q].split("/")[0] else 0
@@ -139,12 +154,19 @@ def test_the_guard_keeps_validation_and_test_drawings_out(tmp_path):
     other = corpus.splits["train"][1]
 
     def row(q, pos, neg):
-        return {"query_id": f"img-{q}", "anchor": {"patent_id": q, "image_sha256": ""},
-                "positives": [{"patent_id": p, "grade": 2} for p in pos],
-                "hard_negatives": [{"patent_id": n} for n in neg]}  # fmt: skip
+        return {
+            "query_id": f"img-{q}",
+            "anchor": {"patent_id": q, "image_sha256": ""},
+            "positives": [{"patent_id": p, "grade": 2} for p in pos],
+            "hard_negatives": [{"patent_id": n} for n in neg],
+        }
 
     rows = [row(tr_id, [other, va_id], [te_id]), row(te_id, [other], []), row(va_id, [other], [])]
     assert len(pairs_of(rows)) == 5
     pairs, stats = guarded_pairs(rows, corpus)
     assert pairs == [Pair(tr_id, other, 2)]
-    assert stats["queries"] == 1 and stats["test"]["queries_held_out"] == 1 and stats["val"]["queries_held_out"] == 1
+    assert (
+        stats["queries"] == 1
+        and stats["test"]["queries_held_out"] == 1
+        and stats["val"]["queries_held_out"] == 1
+    )

@@ -27,22 +27,51 @@ TEXT = "a folding chair with a hinged seat"
 
 
 def _text(**kw):
-    base = dict(annotator="ann", query_id=text_query_id(TEXT), query_kind="text", query_text=TEXT,
-                candidate_id="P1", list_name="dssdnet", rank=1, score=0.9, label="relevant")  # fmt: skip
+    base = dict(
+        annotator="ann",
+        query_id=text_query_id(TEXT),
+        query_kind="text",
+        query_text=TEXT,
+        candidate_id="P1",
+        list_name="dssdnet",
+        rank=1,
+        score=0.9,
+        label="relevant",
+    )
     return Label(**(base | kw))
 
 
 def _image(store, **kw):
     sha, rel = store.save_query_image(b"\x89PNG drawing bytes")
-    base = dict(annotator="ann", query_id=image_query_id(sha), query_kind="image", query_image_sha=sha,
-                query_image_file=rel, candidate_id="P1", candidate_figure="img/p1_1.png", list_name="hmcl",
-                rank=1, score=0.8, label="relevant")  # fmt: skip
+    base = dict(
+        annotator="ann",
+        query_id=image_query_id(sha),
+        query_kind="image",
+        query_image_sha=sha,
+        query_image_file=rel,
+        candidate_id="P1",
+        candidate_figure="img/p1_1.png",
+        list_name="hmcl",
+        rank=1,
+        score=0.8,
+        label="relevant",
+    )
     return Label(**(base | kw))
 
 
 def _combined(**kw):
-    base = dict(annotator="ann", query_id=combined_query_id(SHA, TEXT), query_kind="combined", query_text=TEXT,
-                query_image_sha=SHA, candidate_id="P1", list_name="hmcl", rank=1, score=0.5, label="relevant")  # fmt: skip
+    base = dict(
+        annotator="ann",
+        query_id=combined_query_id(SHA, TEXT),
+        query_kind="combined",
+        query_text=TEXT,
+        query_image_sha=SHA,
+        candidate_id="P1",
+        list_name="hmcl",
+        rank=1,
+        score=0.5,
+        label="relevant",
+    )
     return Label(**(base | kw))
 
 
@@ -79,8 +108,11 @@ def test_exports_take_only_their_modality_and_combined_goes_to_qrels(tmp_path):
     store.add(_combined(candidate_id="P4", list_name="fused", label="not"))
     out = store.export_all(tmp_path / "exports", corpus=_corpus(tmp_path))
     assert {k: n for k, (_, n) in out.items()} == {
-        "qrels.txt": 4, "hmcl.jsonl": 1, "dssdnet.jsonl": 1, "disputed.jsonl": 0,
-    }  # fmt: skip
+        "qrels.txt": 4,
+        "hmcl.jsonl": 1,
+        "dssdnet.jsonl": 1,
+        "disputed.jsonl": 0,
+    }
     qrels = read_qrels(out["qrels.txt"][0])
     assert qrels[combined_query_id(SHA, TEXT)] == {"P3": 2, "P4": 0}
     (h,) = _rows(out["hmcl.jsonl"][0])
@@ -100,11 +132,18 @@ def test_a_tie_is_exported_nowhere_but_listed_as_disputed_until_adjudicated(tmp_
     store.add(_image(store, annotator="c", label="partly"))  # 2 vs 1: decided
     out = store.export_all(tmp_path / "x")
     assert {k: n for k, (_, n) in out.items()} == {
-        "qrels.txt": 1, "hmcl.jsonl": 1, "dssdnet.jsonl": 0, "disputed.jsonl": 1,
-    }  # fmt: skip
+        "qrels.txt": 1,
+        "hmcl.jsonl": 1,
+        "dssdnet.jsonl": 0,
+        "disputed.jsonl": 1,
+    }
     (row,) = _rows(out["disputed.jsonl"][0])
-    assert row == {"query_id": text_query_id(TEXT), "candidate_id": "P1", "modality": "text",
-                   "votes": {"a": "relevant", "b": "not"}}  # fmt: skip
+    assert row == {
+        "query_id": text_query_id(TEXT),
+        "candidate_id": "P1",
+        "modality": "text",
+        "votes": {"a": "relevant", "b": "not"},
+    }
     (h,) = _rows(out["hmcl.jsonl"][0])
     assert [(p["patent_id"], p["grade"]) for p in h["positives"]] == [("P1", 1)]
     store.adjudicate(text_query_id(TEXT), "P1", "not", "lead")
@@ -255,8 +294,16 @@ def test_query_drawings_are_kept_only_when_labelled(tmp_path):
     sha2, rel2 = store.stage_query_image(b"drawing two", ".png")
     store.stage_query_image(b"drawing two", ".png")  # a second search shows it too
     assert rel == f"query_images/{sha[:16]}.png" and not (tmp_path / rel).exists()
-    store.add(_text(query_kind="image", list_name="hmcl", query_id=image_query_id(sha), query_image_sha=sha,
-                    query_image_file=rel, query_text=""))  # fmt: skip
+    store.add(
+        _text(
+            query_kind="image",
+            list_name="hmcl",
+            query_id=image_query_id(sha),
+            query_image_sha=sha,
+            query_image_file=rel,
+            query_text="",
+        )
+    )
     assert (tmp_path / rel).read_bytes() == b"drawing one"
     store.release_query_image(rel)  # labelled: stays
     store.release_query_image(rel2)
@@ -265,8 +312,16 @@ def test_query_drawings_are_kept_only_when_labelled(tmp_path):
     assert list((tmp_path / "query_images" / ".pending").iterdir()) == []
     assert not (tmp_path / rel2).exists()
     with pytest.raises(LabelError, match="no longer held: run the search again"):
-        store.add(_text(query_kind="image", list_name="hmcl", query_id=image_query_id(sha2), query_image_sha=sha2,
-                        query_image_file=rel2, query_text=""))  # fmt: skip
+        store.add(
+            _text(
+                query_kind="image",
+                list_name="hmcl",
+                query_id=image_query_id(sha2),
+                query_image_sha=sha2,
+                query_image_file=rel2,
+                query_text="",
+            )
+        )
     store.stage_query_image(b"drawing three")
     assert LabelStore(tmp_path / "l.sqlite").purge_staged_images() == 1
 
@@ -305,8 +360,10 @@ def test_an_older_database_is_migrated_in_place(tmp_path):
     con.close()
     store = LabelStore(path)
     assert [(x.query_id, x.modality, x.session_id, x.idempotency_key) for x in store.labels()] == [
-        ("img-1", "drawing", "", ""), ("txt-1", "text", "", ""), ("mix-1", "patent", "", ""),
-    ]  # fmt: skip
+        ("img-1", "drawing", "", ""),
+        ("txt-1", "text", "", ""),
+        ("mix-1", "patent", "", ""),
+    ]
     assert store.pragma("user_version") == 2
     assert store.export_qrels(tmp_path / "q.txt") == 3
     assert store.export_dssdnet(tmp_path / "d.jsonl") == 1

@@ -60,7 +60,9 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):
     page.locator("#annotator textarea, #annotator input").first.fill("ui-examiner")
     untick_exclusions(page)
     _search(page, wb)
-    expected = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0002"].figures[0]), "zero-shot", 10))
+    expected = wb.search_drawing(
+        DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0002"].figures[0]), "zero-shot", 10)
+    )
     ids = [h.patent_id for h in expected.hits]
     _wait_highlight(page, "#d-table", f"1 {ids[0]} ")
 

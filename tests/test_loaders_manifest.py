@@ -47,10 +47,24 @@ def test_jsonl_manifest_with_absolute_and_parent_paths(tmp_path):
     _png(tmp_path / "elsewhere" / "b.png")
     folder = tmp_path / "pics"
     rows = [
-        {"patent_id": "P1", "image": "a.png", "locarno": ["06-01"], "title": "Sofa", "view": "front", "text": ""},
-        {"patent_id": "P1", "image": str(tmp_path / "elsewhere" / "b.png"), "locarno": "", "title": "",
-         "view": "rear", "text": "", "label": "FIG. 2"},
-    ]  # fmt: skip
+        {
+            "patent_id": "P1",
+            "image": "a.png",
+            "locarno": ["06-01"],
+            "title": "Sofa",
+            "view": "front",
+            "text": "",
+        },
+        {
+            "patent_id": "P1",
+            "image": str(tmp_path / "elsewhere" / "b.png"),
+            "locarno": "",
+            "title": "",
+            "view": "rear",
+            "text": "",
+            "label": "FIG. 2",
+        },
+    ]
     (folder / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     corpus = load_manifest(folder / "m.jsonl")
     assert [(f.path, f.view, f.label) for f in corpus["P1"].figures] == [

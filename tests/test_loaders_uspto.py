@@ -45,7 +45,10 @@ def test_normalize_patent_id(number, country, expected):
         ("FIG. 2 is a top plan view thereof;", "top"),
         ("FIG. 3 is a top view perspective view thereof;", "top perspective"),
         ("FIG. 3 is a bottom thereof;", "bottom"),
-        ("FIG. 2 is a front elevational view of the bottle of FIG. 1, wherein the rear elevational view is a mirror image", "front"),
+        (
+            "FIG. 2 is a front elevational view of the bottle of FIG. 1, wherein the rear elevational view is a mirror image",
+            "front",
+        ),
         ("FIG. 2 is a second image thereof;", ""),
         ("FIG. 4 is a left side elevational view thereof;", "left"),
         ("FIG. 5 is a back view thereof;", "rear"),
@@ -234,8 +237,15 @@ def test_redbook_hague_reproductions_and_a_single_figure_take_their_views():
     data = require_shared("impact_design_patent_samples")
     corpus = load_redbook(data / "patents")
     hague = corpus["USD0913174"]  # 8 reproductions on 8 pages; 1.7 and 1.8 are "Reference view"s
-    assert [(f.label, f.view) for f in hague.figures][:3] == [("1.1", "perspective"), ("1.2", "front"), ("1.3", "rear")]
-    assert hague.extra["application_number"] == "35508164" and hague.inventors[:2] == ["Hansoo Kim", "Sangmin Park"]
+    assert [(f.label, f.view) for f in hague.figures][:3] == [
+        ("1.1", "perspective"),
+        ("1.2", "front"),
+        ("1.3", "rear"),
+    ]
+    assert hague.extra["application_number"] == "35508164" and hague.inventors[:2] == [
+        "Hansoo Kim",
+        "Sangmin Park",
+    ]
     single = corpus["USD0910059"]
     assert [(f.label, f.view) for f in single.figures] == [("FIG. 1", "front")]
     assert single.assignees == ["VMWARE, INC."] and single.applicants == ["VMware, Inc."]

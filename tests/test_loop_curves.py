@@ -30,20 +30,53 @@ def quick(tmp_path_factory):
     """(tmp, corpus, the quick run's JSON) of ``train.loop_curves --quick --simulate`` on the USPC corpus."""
     src = require_shared("design_patents_2007_uspc_macaulay")
     tmp = tmp_path_factory.mktemp("loop")
-    assert cli(["corpus", "build", "--source", "images", str(src), "--out", str(tmp / "uspc"),
-                "--splits", str(REPO_ROOT / "splits" / "uspc2007.json"), "--quiet"]) == 0  # fmt: skip
-    cmd = [sys.executable, "-m", "train.loop_curves", "--corpus", str(tmp / "uspc"), "--labels-dir",
-           str(tmp / "labels"), "--cache-dir", str(tmp / "cache"), "--simulate", "--quick", "--threads", "2",
-           "--out", str(tmp / "loop.json")]  # fmt: skip
+    assert (
+        cli(
+            [
+                "corpus",
+                "build",
+                "--source",
+                "images",
+                str(src),
+                "--out",
+                str(tmp / "uspc"),
+                "--splits",
+                str(REPO_ROOT / "splits" / "uspc2007.json"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "train.loop_curves",
+        "--corpus",
+        str(tmp / "uspc"),
+        "--labels-dir",
+        str(tmp / "labels"),
+        "--cache-dir",
+        str(tmp / "cache"),
+        "--simulate",
+        "--quick",
+        "--threads",
+        "2",
+        "--out",
+        str(tmp / "loop.json"),
+    ]
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, timeout=900)
     return tmp, Corpus.load(tmp / "uspc", validate=False), json.loads((tmp / "loop.json").read_text())
 
 
 def test_the_examiner_labels_training_queries_only_through_the_app(quick):
     tmp, corpus, result = quick
-    rows = sqlite3.connect(tmp / "labels" / "labels-topk.sqlite").execute(
-        "SELECT annotator, query_patent_id, candidate_id, label, list_name FROM labels WHERE undone = 0"
-    ).fetchall()
+    rows = (
+        sqlite3.connect(tmp / "labels" / "labels-topk.sqlite")
+        .execute(
+            "SELECT annotator, query_patent_id, candidate_id, label, list_name FROM labels WHERE undone = 0"
+        )
+        .fetchall()
+    )
     train = set(corpus.splits["train"])
     queries = {r[1] for r in rows}
     assert len(queries) == 25 and queries <= train  # max(quick budgets) training queries, nothing else
@@ -79,10 +112,28 @@ def retrained(quick):
     """A head retrained from the quick run's label store by ``train.retrain``, beside the shipped parent."""
     tmp, corpus, _ = quick
     out = tmp / "ck" / "hmcl-uspc-retrained"
-    cmd = [sys.executable, "-m", "train.retrain", "--labels", str(tmp / "labels" / "labels-topk.sqlite"),
-           "--from", str(REPO_ROOT / "checkpoints" / "hmcl-uspc"), "--corpus", str(tmp / "uspc"),
-           "--cache-dir", str(tmp / "cache"), "--out", str(out), "--views", "1", "--head-steps", "50",
-           "--threads", "2", "--no-index-copy"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "train.retrain",
+        "--labels",
+        str(tmp / "labels" / "labels-topk.sqlite"),
+        "--from",
+        str(REPO_ROOT / "checkpoints" / "hmcl-uspc"),
+        "--corpus",
+        str(tmp / "uspc"),
+        "--cache-dir",
+        str(tmp / "cache"),
+        "--out",
+        str(out),
+        "--views",
+        "1",
+        "--head-steps",
+        "50",
+        "--threads",
+        "2",
+        "--no-index-copy",
+    ]
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, timeout=900)
     return out
 
@@ -107,8 +158,14 @@ def test_the_training_tab_shows_the_curve_and_the_retrained_model(quick, retrain
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     tmp, _, _ = quick
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp / "cache", corpus=tmp / "uspc",
-                                   checkpoint_dirs=(REPO_ROOT / "checkpoints", retrained.parent)), progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(
+            cache_dir=tmp / "cache",
+            corpus=tmp / "uspc",
+            checkpoint_dirs=(REPO_ROOT / "checkpoints", retrained.parent),
+        ),
+        progress=False,
+    )
     store = LabelStore(tmp / "labels" / "labels-topk.sqlite")
     try:
         with live_app(wb, store, store=store) as url:

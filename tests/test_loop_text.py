@@ -34,15 +34,29 @@ def test_budget_subsets_are_seeded_nested_and_blind_to_the_input_order():
 
 
 def tiny_corpus() -> Corpus:
-    pats = [Patent(p, title=f"Widget {p}", text=f"A widget numbered {p} with a frame, a lever and a spring {p}.",
-                   codes={"ipc": ["B65D 5/00"]}) for p in ("T1", "T2", "V1", "X1", "C1", "C2")]  # fmt: skip
+    pats = [
+        Patent(
+            p,
+            title=f"Widget {p}",
+            text=f"A widget numbered {p} with a frame, a lever and a spring {p}.",
+            codes={"ipc": ["B65D 5/00"]},
+        )
+        for p in ("T1", "T2", "V1", "X1", "C1", "C2")
+    ]
     return Corpus(".", pats, splits={"train": ["T1", "T2"], "val": ["V1"], "test": ["X1"]})
 
 
 def row(qid: str, query: str, pos=(), neg=(), **extra) -> dict:
-    return {"query_id": qid, "modality": "text", "query": query, "query_codes": {}, "query_patent_id": "",
-            "pos": [{"id": c, "grade": 2} for c in pos], "neg": [{"id": c, "grade": 0} for c in neg],
-            **extra}  # fmt: skip
+    return {
+        "query_id": qid,
+        "modality": "text",
+        "query": query,
+        "query_codes": {},
+        "query_patent_id": "",
+        "pos": [{"id": c, "grade": 2} for c in pos],
+        "neg": [{"id": c, "grade": 0} for c in neg],
+        **extra,
+    }
 
 
 def test_rows_are_tied_to_their_query_patents_and_val_test_never_train():
@@ -51,7 +65,9 @@ def test_rows_are_tied_to_their_query_patents_and_val_test_never_train():
     corpus = tiny_corpus()
     text = {p.id: candidate_text(p) for p in corpus.patents}
     rows = [
-        row("q1", "  " + text["T1"].replace(" ", "  ") + " ", pos=["C1"], neg=["C2", "V1", "X1"]),  # spaces differ
+        row(
+            "q1", "  " + text["T1"].replace(" ", "  ") + " ", pos=["C1"], neg=["C2", "V1", "X1"]
+        ),  # spaces differ
         row("q2", text["T2"], neg=["C1", "C2"]),
         row("q3", text["V1"], pos=["C1"], neg=["C2"]),  # a validation query
         row("q4", "a free text nobody filed", neg=["C1"]),
@@ -91,8 +107,11 @@ def test_bootstrap_figures_are_the_hand_worked_ones():
     assert out["map@10"] == {"diff": 0.25, "low": 0.25, "high": 0.25, "p_le_0": 0.0}
     assert out["recall@100"] == {"diff": 0.0, "low": 0.0, "high": 0.0, "p_le_0": 1.0}
     # differences 1 and 0: the observed mean 0.5, resample means in {0, 0.5, 1}, the interval [0, 1]
-    one = scores.compare({"map@10": [1.0, 0.0], "recall@100": [0.0, 0.0]}, {"map@10": [0.0, 0.0], "recall@100": [0.0, 0.0]},
-                     n_boot=2000)  # fmt: skip
+    one = scores.compare(
+        {"map@10": [1.0, 0.0], "recall@100": [0.0, 0.0]},
+        {"map@10": [0.0, 0.0], "recall@100": [0.0, 0.0]},
+        n_boot=2000,
+    )
     assert one["map@10"]["diff"] == 0.5 and one["map@10"]["low"] == 0.0 and one["map@10"]["high"] == 1.0
     assert 0.2 < one["map@10"]["p_le_0"] < 0.3  # P(both resampled queries are the zero one) = 1/4
     assert scores.means(a) == {"map@10": 0.5, "recall@100": 0.5}
@@ -101,10 +120,14 @@ def test_bootstrap_figures_are_the_hand_worked_ones():
 
 def test_a_point_is_summarised_against_zero_and_the_hybrid():
     hybrid = {"map@10": [0.2, 0.4, 0.0], "recall@100": [1.0, 0.5, 0.0]}
-    zero = {"dssdnet": {"map@10": [0.1, 0.3, 0.0], "recall@100": [1.0, 0.5, 0.0]},
-            "fused": {"map@10": [0.2, 0.5, 0.0], "recall@100": [1.0, 0.5, 0.0]}}  # fmt: skip
-    point = {"dssdnet": {"map@10": [0.4, 0.3, 0.2], "recall@100": [1.0, 0.5, 0.0]},
-             "fused": {"map@10": [0.2, 0.5, 0.3], "recall@100": [1.0, 0.5, 0.0]}}  # fmt: skip
+    zero = {
+        "dssdnet": {"map@10": [0.1, 0.3, 0.0], "recall@100": [1.0, 0.5, 0.0]},
+        "fused": {"map@10": [0.2, 0.5, 0.0], "recall@100": [1.0, 0.5, 0.0]},
+    }
+    point = {
+        "dssdnet": {"map@10": [0.4, 0.3, 0.2], "recall@100": [1.0, 0.5, 0.0]},
+        "fused": {"map@10": [0.2, 0.5, 0.3], "recall@100": [1.0, 0.5, 0.0]},
+    }
     s = scores.summarise(point, zero, hybrid, 500)
     assert s["test"]["map@10"] == pytest.approx(0.3) and s["fused"]["map@10"] == pytest.approx(1.0 / 3)
     assert s["vs_zero"]["map@10"]["diff"] == pytest.approx(0.5 / 3)  # (0.3 + 0 + 0.2) / 3
@@ -112,7 +135,9 @@ def test_a_point_is_summarised_against_zero_and_the_hybrid():
     assert s["fused_vs_zero"]["map@10"]["diff"] == pytest.approx(0.1)
     assert s["vs_zero"]["recall@100"]["diff"] == 0.0
     only = scores.summarise(point, zero, hybrid, 500, index=[0])
-    assert only["vs_zero"]["map@10"]["diff"] == pytest.approx(0.3) and only["test"]["map@10"] == pytest.approx(0.4)
+    assert only["vs_zero"]["map@10"]["diff"] == pytest.approx(0.3) and only["test"][
+        "map@10"
+    ] == pytest.approx(0.4)
 
 
 def test_the_finetune_command_line_is_one_train_dssdnet_accepts(tmp_path):

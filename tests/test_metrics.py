@@ -373,4 +373,7 @@ def test_paired_bootstrap_matches_a_naive_loop():
     means = diff[np.random.default_rng(0).integers(0, 50, size=(1000, 50))].mean(axis=1)
     lo, hi = np.percentile(means, [2.5, 97.5])
     assert interval(paired_bootstrap(a, b, qids, 1000, seed=0)) == {
-        "mean": float(diff.mean()), "ci95": [float(lo), float(hi)], "p_le_0": float((means <= 0).mean())}  # fmt: skip
+        "mean": float(diff.mean()),
+        "ci95": [float(lo), float(hi)],
+        "p_le_0": float((means <= 0).mean()),
+    }

@@ -92,7 +92,9 @@ def test_resolve_stems_bare_digits_and_application_numbers(typed, expected):
 
 
 def test_bare_digits_of_two_series_and_unknown_applications_are_refused_plainly():
-    with pytest.raises(KeyError, match="929296 matches 2 documents: USD0929296, US00929296; type one of them"):
+    with pytest.raises(
+        KeyError, match="929296 matches 2 documents: USD0929296, US00929296; type one of them"
+    ):
         resolve_patent_id(NUMBERED, "929296")
     with pytest.raises(KeyError, match="no application 29/999,999 in this corpus"):
         resolve_patent_id(NUMBERED, "29/999,999")
@@ -170,7 +172,10 @@ def test_design_boilerplate_twins_are_separate_designs():
     assert same_text_sets(corpus) == {}
     assert own_and_family(corpus, "USD0929297") == {"USD0929297"}
     assert family_members(corpus["USD0929297"], corpus) == []
-    assert document_view(corpus, "USD0929297").family == [] and document_view(corpus, "USD0929297").same_text == []
+    assert (
+        document_view(corpus, "USD0929297").family == []
+        and document_view(corpus, "USD0929297").same_text == []
+    )
 
 
 def test_bibliographic_links_make_families_and_the_record_agrees():
@@ -183,9 +188,14 @@ def test_bibliographic_links_make_families_and_the_record_agrees():
         ".",
         [
             Patent("USD0900001", title="Cup", extra={"application_number": "29600001"}),
-            Patent("USD0900002", title="Cup lid", extra={"application_number": "29600002",
-                                                         "related": ["application:29600001"]}),  # fmt: skip
-            Patent("USD0900003", title="Mug", extra={"related": ["application:29599999", "grant:USD0900002"]}),
+            Patent(
+                "USD0900002",
+                title="Cup lid",
+                extra={"application_number": "29600002", "related": ["application:29600001"]},
+            ),
+            Patent(
+                "USD0900003", title="Mug", extra={"related": ["application:29599999", "grant:USD0900002"]}
+            ),
             Patent("USD0900004", title="Bowl", extra={"application_number": "29600009"}),
             Patent("USD0900005", title="Bowl", extra={"application_number": "29600009"}),
             Patent("USD0900006", title="Plate", extra={"application_number": "29600010"}),

@@ -47,8 +47,18 @@ def test_cli_train_evaluate_and_app_score_one_protocol(uspc, tmp_path, capsys):
     from train.evaluate import main as train_main
 
     cli_json, train_json = tmp_path / "cli.json", tmp_path / "train.json"
-    args = ["evaluate", "drawings", "--corpus", str(uspc), "--model", ZERO_SHOT, "--checkpoints",
-            str(tmp_path / "none"), "--json", str(cli_json)]  # fmt: skip
+    args = [
+        "evaluate",
+        "drawings",
+        "--corpus",
+        str(uspc),
+        "--model",
+        ZERO_SHOT,
+        "--checkpoints",
+        str(tmp_path / "none"),
+        "--json",
+        str(cli_json),
+    ]
     assert cli_main(args) == 0
     assert "warning" not in capsys.readouterr().err
     assert (
@@ -57,8 +67,11 @@ def test_cli_train_evaluate_and_app_score_one_protocol(uspc, tmp_path, capsys):
         )
         == 0
     )
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=Corpus.load(uspc),
-                   progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()),
+        corpus=Corpus.load(uspc),
+        progress=False,
+    )
     app, _ = analysis.evaluate(wb, ZERO_SHOT, k=10)
     cli, train = json.loads(cli_json.read_text()), json.loads(train_json.read_text())
     assert cli["split"] == train["split"] == "test" and cli["protocol"] == train["protocol"] == "all"

@@ -51,9 +51,28 @@ def test_corpus_saved_split_holds_the_committed_queries(cs3245):
 
 def test_cli_corpus_split_and_committed_split_give_one_answer(cs3245, tmp_path, capsys):
     a, b = tmp_path / "corpus.json", tmp_path / "file.json"
-    assert cli_main(["evaluate", "text", "--corpus", str(cs3245.root), "--model", "bm25", "--json", str(a)]) == 0
-    assert cli_main(["evaluate", "text", "--corpus", str(cs3245.root), "--model", "bm25", "--split-file", str(SPLIT),
-                     "--split", "test", "--json", str(b)]) == 0  # fmt: skip
+    assert (
+        cli_main(["evaluate", "text", "--corpus", str(cs3245.root), "--model", "bm25", "--json", str(a)]) == 0
+    )
+    assert (
+        cli_main(
+            [
+                "evaluate",
+                "text",
+                "--corpus",
+                str(cs3245.root),
+                "--model",
+                "bm25",
+                "--split-file",
+                str(SPLIT),
+                "--split",
+                "test",
+                "--json",
+                str(b),
+            ]
+        )
+        == 0
+    )
     ra, rb = (json.loads(p.read_text(encoding="utf-8")) for p in (a, b))
     assert ra["num_queries"] == rb["num_queries"] == 59
     assert ra["summary"]["map@10"] == rb["summary"]["map@10"]

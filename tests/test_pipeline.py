@@ -48,7 +48,9 @@ def test_drawing_search_finds_own_patent_first(bench):
 def test_drawing_search_by_figure_and_bad_image(bench):
     wb, _ = bench
     fig = wb.corpus["D0000"].figures[0]
-    res = wb.search_drawing(DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 3, per_patent=False))
+    res = wb.search_drawing(
+        DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 3, per_patent=False)
+    )
     assert res.hits[0].figure == fig.path
     assert [h.rank for h in res.hits] == [1, 2, 3]
     from patent_demo.imageio import DrawingError
@@ -111,7 +113,9 @@ def test_app_text_list_is_rerank_runs(bench):
     ]
     assert dss.ids == run.ids[:4] and len(run) > 4
     assert dss.extras == run.extras[:4]  # gate, t, ds/di/fusion..., bm25_rank, dense_rank, pool_rank
-    assert np.all(np.diff(dss.rerank_scores) <= 0) and np.all((dss.rerank_scores > 0) & (dss.rerank_scores < 1))
+    assert np.all(np.diff(dss.rerank_scores) <= 0) and np.all(
+        (dss.rerank_scores > 0) & (dss.rerank_scores < 1)
+    )
     first = first_stage(wb.bm25(), [query], k=n)["q"]
     assert bm25.ids == first.ids[:4]
     np.testing.assert_allclose(bm25.scores, first.scores[:4])
@@ -194,12 +198,25 @@ def test_error_analysis_reports_what_train_evaluate_reports(tmp_path, test_split
     if not test_split:
         (tmp_path / "corpus" / "splits.json").unlink()
         corpus = Corpus.load(tmp_path / "corpus")
-    wb = Workbench(WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus,
-                   progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(cache_dir=tmp_path / "cache", checkpoint_dirs=()), corpus=corpus, progress=False
+    )
     summary, rows = analysis.evaluate(wb, ZERO_SHOT, k=10)
     out = tmp_path / "eval.json"
-    assert evaluate_main(["--model", "lite-trunk", "--corpus", str(tmp_path / "corpus"), "--out", str(out),
-                          "--no-silhouette"]) == 0  # fmt: skip
+    assert (
+        evaluate_main(
+            [
+                "--model",
+                "lite-trunk",
+                "--corpus",
+                str(tmp_path / "corpus"),
+                "--out",
+                str(out),
+                "--no-silhouette",
+            ]
+        )
+        == 0
+    )
     reference = json.loads(out.read_text())
     assert reference["protocol"] == ("queries" if test_split else "all")
     assert reference["split"] == ("test" if test_split else "all")

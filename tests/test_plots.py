@@ -36,14 +36,19 @@ def test_embedding_map_2d_traces():
     assert fig.data[1].marker.symbol == (SYMBOLS_2D[0],)  # same main class 06
     assert fig.data[2].marker.symbol == (SYMBOLS_2D[1],)
     assert chairs.hovertext[0] == "A · Chair<br>f0<br>Locarno 06-01"
-    assert fig.layout.title.text == "silhouette by subclass 0.123 · 5 drawings<br><sup>zero-shot</sup>"  # score first
+    assert (
+        fig.layout.title.text == "silhouette by subclass 0.123 · 5 drawings<br><sup>zero-shot</sup>"
+    )  # score first
     assert fig.layout.xaxis.title.text == "PC1 (50%)"
 
 
 def test_embedding_map_3d_says_when_sampled():
     fig = embedding_map(_data(dims=3, sampled=(5, 40), query=False))
     assert [t.type for t in fig.data] == ["scatter3d"] * 4
-    assert fig.layout.title.text == "silhouette by subclass 0.123 · 5 of 40 drawings sampled<br><sup>zero-shot</sup>"
+    assert (
+        fig.layout.title.text
+        == "silhouette by subclass 0.123 · 5 of 40 drawings sampled<br><sup>zero-shot</sup>"
+    )
     assert fig.layout.scene.zaxis.title.text == "PC3 (10%)"
 
 

@@ -21,10 +21,17 @@ def _checkpoint(root, config: dict, metrics: dict):
 
 def test_drawing_checkpoint_shows_real_and_generated(tmp_path):
     metrics = {
-        "real_validation": {"corpus": "redbook", "image_size": 224,
-                            "metrics": {"patent_map": 0.6311, "subclass_map": 0.56512, "main_map": 0.457}},
-        "after": {"test": {"metrics": {"patent_map": 0.5, "subclass_map": 0.78, "main_map": 0.74, "num_queries": 61}}},
-    }  # fmt: skip
+        "real_validation": {
+            "corpus": "redbook",
+            "image_size": 224,
+            "metrics": {"patent_map": 0.6311, "subclass_map": 0.56512, "main_map": 0.457},
+        },
+        "after": {
+            "test": {
+                "metrics": {"patent_map": 0.5, "subclass_map": 0.78, "main_map": 0.74, "num_queries": 61}
+            }
+        },
+    }
     spec = _checkpoint(tmp_path / "hmcl-x", {"kind": "hmcl", "train": {"steps": 10}}, metrics)
     assert measured_figures("drawing", metrics) == {
         "real": {"patent_map": 0.6311, "subclass_map": 0.5651, "main_map": 0.457},
@@ -34,8 +41,11 @@ def test_drawing_checkpoint_shows_real_and_generated(tmp_path):
 
 
 def test_text_checkpoint_shows_bm25_beside_it(tmp_path):
-    metrics = {"after": {"ndcg@10": 0.3206, "recall@10": 0.41}, "bm25": {"ndcg@10": 0.3699},
-               "fusion": {"test": {"fused": {"ndcg@10": 0.3697}}}}  # fmt: skip
+    metrics = {
+        "after": {"ndcg@10": 0.3206, "recall@10": 0.41},
+        "bm25": {"ndcg@10": 0.3699},
+        "fusion": {"test": {"fused": {"ndcg@10": 0.3697}}},
+    }
     spec = _checkpoint(tmp_path / "ipc", {"kind": "dssdnet"}, metrics)
     assert spec.label == "DSSDNet: ipc (test nDCG@10 0.321 · fused 0.370 · BM25 0.370)"
     assert figures_note("text", {}) == "" and figures_note("drawing", {"after": {}}) == ""
@@ -47,8 +57,10 @@ def test_drawing_checkpoint_shows_validation_and_test_apart_and_zero_shot_beside
     def rec(sub, main):
         return {"metrics": {"subclass_map": sub, "main_map": main, "hier_ndcg@10": 0.25}}
 
-    metrics = {"validation": {"uspc": rec(0.4512, 0.2013), "redbook": rec(0.41, 0.3)},
-               "test": {"uspc": rec(0.3311, 0.1702)}}  # fmt: skip
+    metrics = {
+        "validation": {"uspc": rec(0.4512, 0.2013), "redbook": rec(0.41, 0.3)},
+        "test": {"uspc": rec(0.3311, 0.1702)},
+    }
     assert measured_figures("drawing", metrics) == {
         "validation": {"subclass_map": 0.4512, "main_map": 0.2013, "hier_ndcg@10": 0.25},
         "test": {"subclass_map": 0.3311, "main_map": 0.1702, "hier_ndcg@10": 0.25},
@@ -69,9 +81,11 @@ def test_models_command_lists_validation_and_test_columns(tmp_path, capsys):
 
     root = tmp_path / "ck"
     root.mkdir()
-    _checkpoint(root / "hmcl-u", {"kind": "hmcl", "model": {"name": "lite-head", "image_size": 224},
-                                  "train": {"steps": 5}},
-                {"validation": {"uspc": rec(0.46, 0.2)}, "test": {"uspc": rec(0.35, 0.19)}})  # fmt: skip
+    _checkpoint(
+        root / "hmcl-u",
+        {"kind": "hmcl", "model": {"name": "lite-head", "image_size": 224}, "train": {"steps": 5}},
+        {"validation": {"uspc": rec(0.46, 0.2)}, "test": {"uspc": rec(0.35, 0.19)}},
+    )
     assert main(["models", "--checkpoints", str(root), "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["hmcl-u"]["validation"] == {"subclass_map": 0.46, "main_map": 0.2}

@@ -123,14 +123,28 @@ RANKS = {"x": "got 'x'", "nan": "got 'nan'", "-0": "got '-0'", "1" * 30: "got 30
 LONG = "A47C" + " " * 50_000 + "-"
 # (case id, setup search: None / "text" / "drawing", request builder, what the message must say)
 CASES = [
-    ("drawing-none", None, lambda lv: ("/search_drawing", (None, "zero-shot", 4, True, True, "", "ann"), 1),
-     "upload a drawing"),
+    (
+        "drawing-none",
+        None,
+        lambda lv: ("/search_drawing", (None, "zero-shot", 4, True, True, "", "ann"), 1),
+        "upload a drawing",
+    ),
     ("drawing-empty", None, lambda lv: drawing_request(lv, "empty.png"), "empty"),
     ("drawing-text", None, lambda lv: drawing_request(lv, "notes.png"), "notes.png: not a readable image"),
     ("drawing-xml", None, lambda lv: drawing_request(lv, "drawing.xml"), "drawing.xml: not a readable image"),
     ("drawing-truncated", None, lambda lv: drawing_request(lv, "cut.png"), "cut.png"),
-    ("drawing-strip-wide", None, lambda lv: drawing_request(lv, "strip-wide.png"), "canvas after cropping margins"),
-    ("drawing-strip-tall", None, lambda lv: drawing_request(lv, "strip-tall.png"), "canvas after cropping margins"),
+    (
+        "drawing-strip-wide",
+        None,
+        lambda lv: drawing_request(lv, "strip-wide.png"),
+        "canvas after cropping margins",
+    ),
+    (
+        "drawing-strip-tall",
+        None,
+        lambda lv: drawing_request(lv, "strip-tall.png"),
+        "canvas after cropping margins",
+    ),
     ("drawing-header-8000", None, lambda lv: drawing_request(lv, "header-8000.png"), "exceeds the budget"),
     ("drawing-header-huge", None, lambda lv: drawing_request(lv, "header-100000.png"), "decompression bomb"),
     ("drawing-noise", None, lambda lv: drawing_request(lv, "noise.jpg"), "noise.jpg: not a readable image"),
@@ -151,132 +165,372 @@ CASES = [
     ("text-whitespace", None, lambda lv: text_request("  \n\t  "), "the abstract is empty"),
     ("text-100k", None, lambda lv: text_request("x" * 100_000), "has 100,000 characters"),
     ("text-no-shared-word", None, lambda lv: text_request("!!! ???"), "no corpus text shares a word"),
-    ("codes-nonsense", None, lambda lv: text_request(codes="nonsense"), "unknown classification code 'nonsense'"),
-    ("codes-no-subclass", None, lambda lv: text_request(codes="06-98"), "unknown classification code '06-98'"),
-    ("codes-200kB-spaces", None, lambda lv: text_request(codes=" " * 200_000), "the codes field has 200,000 characters"),
+    (
+        "codes-nonsense",
+        None,
+        lambda lv: text_request(codes="nonsense"),
+        "unknown classification code 'nonsense'",
+    ),
+    (
+        "codes-no-subclass",
+        None,
+        lambda lv: text_request(codes="06-98"),
+        "unknown classification code '06-98'",
+    ),
+    (
+        "codes-200kB-spaces",
+        None,
+        lambda lv: text_request(codes=" " * 200_000),
+        "the codes field has 200,000 characters",
+    ),
     ("codes-long-spaced", None, lambda lv: text_request(codes=LONG), "the codes field has 50,005 characters"),
-    ("codes-over-code-cap", None, lambda lv: text_request(codes="A47C" + " " * 1900 + "-"), "unknown classification code"),
+    (
+        "codes-over-code-cap",
+        None,
+        lambda lv: text_request(codes="A47C" + " " * 1900 + "-"),
+        "unknown classification code",
+    ),
     ("codes-html", None, lambda lv: text_request(codes="<img src=x onerror=alert(1)>"), "&lt;img src=x"),
     ("text-k0", None, lambda lv: text_request(k=0), "top-k must be a whole number"),
     ("text-k1000", None, lambda lv: text_request(k=1000), "top-k must be a whole number"),
     ("text-k-text", None, lambda lv: text_request(k="many"), "top-k must be a whole number"),
-    ("combined-no-file", None, lambda lv: ("/search_combined", (None, ABSTRACT, "", "zero-shot", "dssdnet-untrained",
-                                                                4, "ann"), 3), "upload a drawing as well"),
+    (
+        "combined-no-file",
+        None,
+        lambda lv: ("/search_combined", (None, ABSTRACT, "", "zero-shot", "dssdnet-untrained", 4, "ann"), 3),
+        "upload a drawing as well",
+    ),
     ("combined-empty-abstract", None, lambda lv: combined_request(lv, abstract=""), "the abstract is empty"),
-    ("combined-bad-file", None, lambda lv: combined_request(lv, "notes.png"), "notes.png: not a readable image"),
-    ("combined-bad-codes", None, lambda lv: combined_request(lv, codes="06-98"), "unknown classification code"),
+    (
+        "combined-bad-file",
+        None,
+        lambda lv: combined_request(lv, "notes.png"),
+        "notes.png: not a readable image",
+    ),
+    (
+        "combined-bad-codes",
+        None,
+        lambda lv: combined_request(lv, codes="06-98"),
+        "unknown classification code",
+    ),
     ("combined-k0", None, lambda lv: combined_request(lv, k=0), "top-k must be a whole number"),
     ("label-no-search", None, lambda lv: label_request(), "run a search first"),
-    ("label-rank-none", "text", lambda lv: label_request(rank=None), "rank must be a whole number from 1, got None"),
+    (
+        "label-rank-none",
+        "text",
+        lambda lv: label_request(rank=None),
+        "rank must be a whole number from 1, got None",
+    ),
     ("label-rank-zero", "text", lambda lv: label_request(rank=0), "rank must be a whole number from 1, got "),
     ("label-rank-negative", "text", lambda lv: label_request(rank=-1), "rank must be a whole number from 1"),
-    ("label-rank-fraction", "text", lambda lv: label_request(rank=1.5), "rank must be a whole number from 1, got '1.5'"),
-    ("label-rank-text", "text", lambda lv: label_request(rank="abc"), "rank must be a whole number from 1, got 'abc'"),
-    ("label-rank-beyond", "text", lambda lv: label_request(rank=9999), "rank 9999 is outside the dssdnet list"),
-    ("label-list-absent", "text", lambda lv: label_request(list_name="hmcl"), "the current query has no 'hmcl' list"),
-    ("label-list-absent-drawing", "drawing", lambda lv: label_request(list_name="fused"), "has no 'fused' list"),
+    (
+        "label-rank-fraction",
+        "text",
+        lambda lv: label_request(rank=1.5),
+        "rank must be a whole number from 1, got '1.5'",
+    ),
+    (
+        "label-rank-text",
+        "text",
+        lambda lv: label_request(rank="abc"),
+        "rank must be a whole number from 1, got 'abc'",
+    ),
+    (
+        "label-rank-beyond",
+        "text",
+        lambda lv: label_request(rank=9999),
+        "rank 9999 is outside the dssdnet list",
+    ),
+    (
+        "label-list-absent",
+        "text",
+        lambda lv: label_request(list_name="hmcl"),
+        "the current query has no 'hmcl' list",
+    ),
+    (
+        "label-list-absent-drawing",
+        "drawing",
+        lambda lv: label_request(list_name="fused"),
+        "has no 'fused' list",
+    ),
     ("label-name-empty", "text", lambda lv: label_request(annotator=""), "annotator is empty"),
     ("label-name-blank", "text", lambda lv: label_request(annotator="   "), "annotator is empty"),
     ("label-name-nul", "text", lambda lv: label_request(annotator="ann\x00"), "control character U+0000"),
-    ("label-name-newline", "text", lambda lv: label_request(annotator="ann\nbob"), "control character U+000A"),
-    ("label-name-bidi", "text", lambda lv: label_request(annotator="ann\u202egpj"), "control character U+202E"),
+    (
+        "label-name-newline",
+        "text",
+        lambda lv: label_request(annotator="ann\nbob"),
+        "control character U+000A",
+    ),
+    (
+        "label-name-bidi",
+        "text",
+        lambda lv: label_request(annotator="ann\u202egpj"),
+        "control character U+202E",
+    ),
     ("label-name-101", "text", lambda lv: label_request(annotator="a" * 101), "101 characters; at most 100"),
-    ("label-name-10kB", "text", lambda lv: label_request(annotator="a" * 10_000), "10,000 characters; at most 100"),
-    ("label-note-1MB", "text", lambda lv: label_request(note="n" * 1_000_000), "note has 1,000,000 characters"),
-    ("label-note-nul", "text", lambda lv: label_request(note="a\x00b"), "note holds the control character U+0000"),
-    ("label-x-not-relevant", "text", lambda lv: label_request(label="not", category="X"), "category X marks a relevant"),
+    (
+        "label-name-10kB",
+        "text",
+        lambda lv: label_request(annotator="a" * 10_000),
+        "10,000 characters; at most 100",
+    ),
+    (
+        "label-note-1MB",
+        "text",
+        lambda lv: label_request(note="n" * 1_000_000),
+        "note has 1,000,000 characters",
+    ),
+    (
+        "label-note-nul",
+        "text",
+        lambda lv: label_request(note="a\x00b"),
+        "note holds the control character U+0000",
+    ),
+    (
+        "label-x-not-relevant",
+        "text",
+        lambda lv: label_request(label="not", category="X"),
+        "category X marks a relevant",
+    ),
     ("label-key-300", "text", lambda lv: label_request(key="k" * 300), "idempotency key has 300 characters"),
     ("label-key-nul", "text", lambda lv: label_request(key="k\x00"), "control character U+0000"),
     ("adjudicate-no-name", None, lambda lv: adjudicate_request(annotator=""), "enter your name first"),
-    ("adjudicate-no-pair", None, lambda lv: adjudicate_request("", ""), "select a disagreement in the queue first"),
+    (
+        "adjudicate-no-pair",
+        None,
+        lambda lv: adjudicate_request("", ""),
+        "select a disagreement in the queue first",
+    ),
     ("adjudicate-unknown", None, lambda lv: adjudicate_request(), "nobody labelled candidate 'D0001'"),
-    ("adjudicate-name-10kB", None, lambda lv: adjudicate_request(annotator="a" * 10_000), "10,000 characters"),
-    ("adjudicate-query-nul", None, lambda lv: adjudicate_request(query_id="txt-\x00"), "control character U+0000"),
-    ("adjudicate-name-html", None, lambda lv: adjudicate_request(annotator="<b>lead</b>\n"), "control character U+000A"),
-]  # fmt: skip
+    (
+        "adjudicate-name-10kB",
+        None,
+        lambda lv: adjudicate_request(annotator="a" * 10_000),
+        "10,000 characters",
+    ),
+    (
+        "adjudicate-query-nul",
+        None,
+        lambda lv: adjudicate_request(query_id="txt-\x00"),
+        "control character U+0000",
+    ),
+    (
+        "adjudicate-name-html",
+        None,
+        lambda lv: adjudicate_request(annotator="<b>lead</b>\n"),
+        "control character U+000A",
+    ),
+]
 # the filter panel on every search endpoint: length and item count checked before any parsing
 CASES += [
     (f"{api[1:]}-{cid}", None, lambda lv, api=api, f=f: filtered_request(api, lv, **f), frag)
-    for api in SEARCHES for cid, f, frag in FILTER_CASES
-]  # fmt: skip
+    for api in SEARCHES
+    for cid, f, frag in FILTER_CASES
+]
 # memory: the byte budget counts bytes per pixel (a 208 kB RGBA PNG decodes to 196 MB)
 CASES += [
     (f"{api[1:]}-{name[:-4]}", None, lambda lv, api=api, name=name: filtered_request(api, lv, name), frag)
     for api in ("/search_drawing", "/search_sheet", "/search_combined")
-    for name, frag in (("rgba-7000.png", "a 7000x7000 RGBA image decodes to 196 MB, over the budget of 40 MB"),
-                       ("rgb-4000.png", "a 4000x4000 RGB image decodes to 48 MB"),
-                       ("palette-6000.png", "a 6000x6000 P image decodes to 144 MB"))
-] + [(f"{api[1:]}-gray-6000-searched", None, lambda lv, api=api: filtered_request(api, lv, "gray-6000.png"), None)
-       for api in ("/search_drawing", "/search_sheet", "/search_combined")]  # fmt: skip
+    for name, frag in (
+        ("rgba-7000.png", "a 7000x7000 RGBA image decodes to 196 MB, over the budget of 40 MB"),
+        ("rgb-4000.png", "a 4000x4000 RGB image decodes to 48 MB"),
+        ("palette-6000.png", "a 6000x6000 P image decodes to 144 MB"),
+    )
+] + [
+    (
+        f"{api[1:]}-gray-6000-searched",
+        None,
+        lambda lv, api=api: filtered_request(api, lv, "gray-6000.png"),
+        None,
+    )
+    for api in ("/search_drawing", "/search_sheet", "/search_combined")
+]
 CASES += [
-    ("sheet-none", None, lambda lv: ("/search_sheet", (None, "zero-shot", 4, "ann", *filter_panel()), 1),
-     "upload a drawing sheet"),
+    (
+        "sheet-none",
+        None,
+        lambda lv: ("/search_sheet", (None, "zero-shot", 4, "ann", *filter_panel()), 1),
+        "upload a drawing sheet",
+    ),
     ("sheet-text-file", None, lambda lv: sheet_request(lv, "notes.png"), "notes.png: not a readable image"),
     ("sheet-bomb", None, lambda lv: sheet_request(lv, "header-100000.png"), "decompression bomb"),
     ("sheet-k0", None, lambda lv: sheet_request(lv, k=0), "top-k must be a whole number from 1 to 50"),
-    ("sheet-k-abc", None, lambda lv: sheet_request(lv, k="abc"), "top-k must be a whole number from 1 to 50, got 'abc'"),
+    (
+        "sheet-k-abc",
+        None,
+        lambda lv: sheet_request(lv, k="abc"),
+        "top-k must be a whole number from 1 to 50, got 'abc'",
+    ),
     ("sheet-k-1000", None, lambda lv: sheet_request(lv, k=1000), "top-k must be a whole number from 1 to 50"),
     ("sheet-model-empty", None, lambda lv: sheet_request(lv, model=""), "choose a drawing model"),
     ("sheet-model-10kB", None, lambda lv: sheet_request(lv, model="m" * 10_000), "choose a drawing model"),
-    ("text-60-codes", None, lambda lv: text_request(codes=SIXTY_CODES), "holds more than 50 codes; give at most 50"),
-    ("bm25-60-codes", None, lambda lv: ("/search_bm25", (ABSTRACT, SIXTY_CODES, "dssdnet-untrained", 5,
-                                                         *filter_panel()), 3), "holds more than 50 codes"),
-    ("combined-60-codes", None, lambda lv: combined_request(lv, codes=SIXTY_CODES), "holds more than 50 codes"),
-    ("bm25-empty", None, lambda lv: ("/search_bm25", ("", "", "dssdnet-untrained", 5, *filter_panel()), 3),
-     "the abstract is empty"),
-    ("bm25-100k", None, lambda lv: ("/search_bm25", ("x" * 100_000, "", "dssdnet-untrained", 5, *filter_panel()), 3),
-     "has 100,000 characters"),
-    ("text-model-empty", None, lambda lv: ("/search_text", (ABSTRACT, "", "", 5, "ann"), 2), "choose a text model"),
-    ("drawing-model-10kB", None, lambda lv: ("/search_drawing", (upload(lv, "good.png"), "m" * 10_000, 4, True, True,
-                                                                "", "ann"), 1), "choose a drawing model"),
+    (
+        "text-60-codes",
+        None,
+        lambda lv: text_request(codes=SIXTY_CODES),
+        "holds more than 50 codes; give at most 50",
+    ),
+    (
+        "bm25-60-codes",
+        None,
+        lambda lv: ("/search_bm25", (ABSTRACT, SIXTY_CODES, "dssdnet-untrained", 5, *filter_panel()), 3),
+        "holds more than 50 codes",
+    ),
+    (
+        "combined-60-codes",
+        None,
+        lambda lv: combined_request(lv, codes=SIXTY_CODES),
+        "holds more than 50 codes",
+    ),
+    (
+        "bm25-empty",
+        None,
+        lambda lv: ("/search_bm25", ("", "", "dssdnet-untrained", 5, *filter_panel()), 3),
+        "the abstract is empty",
+    ),
+    (
+        "bm25-100k",
+        None,
+        lambda lv: ("/search_bm25", ("x" * 100_000, "", "dssdnet-untrained", 5, *filter_panel()), 3),
+        "has 100,000 characters",
+    ),
+    (
+        "text-model-empty",
+        None,
+        lambda lv: ("/search_text", (ABSTRACT, "", "", 5, "ann"), 2),
+        "choose a text model",
+    ),
+    (
+        "drawing-model-10kB",
+        None,
+        lambda lv: ("/search_drawing", (upload(lv, "good.png"), "m" * 10_000, 4, True, True, "", "ann"), 1),
+        "choose a drawing model",
+    ),
     ("document-empty", None, lambda lv: ("/open_document", ("",), 0), "type a patent id"),
-    ("document-10kB", None, lambda lv: ("/open_document", ("D" * 10_000,), 0), "the patent id has 10,000 characters"),
+    (
+        "document-10kB",
+        None,
+        lambda lv: ("/open_document", ("D" * 10_000,), 0),
+        "the patent id has 10,000 characters",
+    ),
     ("document-number", None, lambda lv: ("/open_document", (12345,), 0), "no document 12345 in this corpus"),
-    ("document-unknown", None, lambda lv: ("/open_document", ("<b>X</b>",), 0), "'&lt;b&gt;X&lt;/b&gt;' is not a patent number"),
-    ("list-absent-choice", "text", lambda lv: label_request(list_name="nope"), "the current query has no 'nope' list"),
+    (
+        "document-unknown",
+        None,
+        lambda lv: ("/open_document", ("<b>X</b>",), 0),
+        "'&lt;b&gt;X&lt;/b&gt;' is not a patent number",
+    ),
+    (
+        "list-absent-choice",
+        "text",
+        lambda lv: label_request(list_name="nope"),
+        "the current query has no 'nope' list",
+    ),
     ("label-grade-absent", "text", lambda lv: label_request(label="maybe"), "label 'maybe' is not one of"),
     ("category-absent", "text", lambda lv: label_request(category="Z"), "category"),
-    ("drawing-model-unknown", None, lambda lv: ("/search_drawing", (upload(lv, "good.png"), "nope", 4, True, True,
-                                                                   "", "ann"), 1), "unknown drawing model 'nope'"),
-    ("text-model-unknown", None, lambda lv: ("/search_text", (ABSTRACT, "", "nope", 5, "ann"), 2),
-     "unknown text model 'nope'"),
-    ("report-none", None, lambda lv: ("/search_report", (None, {}, False), 1), "label some hits, press Refresh"),
-    ("report-10kB", None, lambda lv: ("/search_report", ("q" * 10_000, {}, False), 1), "the query id has 10,000"),
-    ("report-unknown", None, lambda lv: ("/search_report", ("txt-nobody", {}, False), 1), "no labels for query"),
-    ("report-cutoff-10kB", None, lambda lv: ("/search_report", ("txt-nobody", {"before": "2" * 10_000}, False), 1),
-     "the cut-off date has 10,000 characters"),
-    ("compare-none", None, lambda lv: ("/compare", (None, "zero-shot", "zero-shot"), 2), "evaluate a model first"),
-    ("compare-10kB", None, lambda lv: ("/compare", ("f" * 10_000, "zero-shot", "zero-shot"), 2),
-     "the query figure has 10,000 characters"),
+    (
+        "drawing-model-unknown",
+        None,
+        lambda lv: ("/search_drawing", (upload(lv, "good.png"), "nope", 4, True, True, "", "ann"), 1),
+        "unknown drawing model 'nope'",
+    ),
+    (
+        "text-model-unknown",
+        None,
+        lambda lv: ("/search_text", (ABSTRACT, "", "nope", 5, "ann"), 2),
+        "unknown text model 'nope'",
+    ),
+    (
+        "report-none",
+        None,
+        lambda lv: ("/search_report", (None, {}, False), 1),
+        "label some hits, press Refresh",
+    ),
+    (
+        "report-10kB",
+        None,
+        lambda lv: ("/search_report", ("q" * 10_000, {}, False), 1),
+        "the query id has 10,000",
+    ),
+    (
+        "report-unknown",
+        None,
+        lambda lv: ("/search_report", ("txt-nobody", {}, False), 1),
+        "no labels for query",
+    ),
+    (
+        "report-cutoff-10kB",
+        None,
+        lambda lv: ("/search_report", ("txt-nobody", {"before": "2" * 10_000}, False), 1),
+        "the cut-off date has 10,000 characters",
+    ),
+    (
+        "compare-none",
+        None,
+        lambda lv: ("/compare", (None, "zero-shot", "zero-shot"), 2),
+        "evaluate a model first",
+    ),
+    (
+        "compare-10kB",
+        None,
+        lambda lv: ("/compare", ("f" * 10_000, "zero-shot", "zero-shot"), 2),
+        "the query figure has 10,000 characters",
+    ),
     ("evaluate-no-model", None, lambda lv: ("/evaluate", ("",), 0), "choose a drawing model"),
     ("adjudicate-bad-grade", None, lambda lv: adjudicate_request(label="maybe"), "is not one of"),
-    ("adjudicate-note-1MB", None, lambda lv: adjudicate_request(note="n" * 1_000_000), "note has 1,000,000 characters"),
-]  # fmt: skip
+    (
+        "adjudicate-note-1MB",
+        None,
+        lambda lv: adjudicate_request(note="n" * 1_000_000),
+        "note has 1,000,000 characters",
+    ),
+]
 # a bad rank: the same message in a fresh browser session and after a search, on every endpoint that takes one
 for setup in (None, "text"):
     for r, frag in RANKS.items():
         tag = f"{'fresh' if setup is None else 'searched'}-{r[:4]}"
         CASES += [
             (f"label-rank-{tag}", setup, lambda lv, r=r: label_request(rank=r), frag),
-            (f"label-relevant-rank-{tag}", setup,
-             lambda lv, r=r: ("/label_relevant", ("dssdnet", r, "", "", "ann", True), 0), frag),
+            (
+                f"label-relevant-rank-{tag}",
+                setup,
+                lambda lv, r=r: ("/label_relevant", ("dssdnet", r, "", "", "ann", True), 0),
+                frag,
+            ),
             (f"explain-rank-{tag}", setup, lambda lv, r=r: ("/explain", (r,), 1), frag),
             (f"next-rank-{tag}", setup, lambda lv, r=r: ("/next_hit", ("dssdnet", r, False, "ann"), 1), frag),
             (f"prev-rank-{tag}", setup, lambda lv, r=r: ("/prev_hit", ("dssdnet", r, False, "ann"), 1), frag),
-        ]  # fmt: skip
+        ]
 CASES += [
-    (f"{api[1:]}-no-search", None, lambda lv, api=api: (api, ("dssdnet", 1, "", "", "ann", True), 0),
-     "run a search first")
+    (
+        f"{api[1:]}-no-search",
+        None,
+        lambda lv, api=api: (api, ("dssdnet", 1, "", "", "ann", True), 0),
+        "run a search first",
+    )
     for api in ("/label_relevant", "/label_partly", "/label_not")
-]  # fmt: skip
+]
 
 
 def test_there_are_at_least_150_cases_over_every_endpoint_that_takes_input(live):
     assert len(CASES) >= 150 and len({c[0] for c in CASES}) == len(CASES)
     endpoints = {c[2](live)[0] for c in CASES}
-    assert endpoints >= {*SEARCHES, "/label", "/label_relevant", "/label_partly", "/label_not", "/explain",
-                         "/next_hit", "/prev_hit", "/adjudicate", "/open_document",
-                         "/search_report", "/compare", "/evaluate"}  # fmt: skip
+    assert endpoints >= {
+        *SEARCHES,
+        "/label",
+        "/label_relevant",
+        "/label_partly",
+        "/label_not",
+        "/explain",
+        "/next_hit",
+        "/prev_hit",
+        "/adjudicate",
+        "/open_document",
+        "/search_report",
+        "/compare",
+        "/evaluate",
+    }
 
 
 # -- what one request costs, read from /proc (the server runs in this process) -------------------------------
@@ -296,7 +550,9 @@ def test_bad_input_gets_a_clear_message_and_the_server_carries_on(live, client, 
     if setup == "text":
         assert client.predict(*text_request()[1], api_name="/search_text")[2].startswith("BM25 found")
     elif setup == "drawing":
-        assert client.predict(*drawing_request(live)[1], api_name="/search_drawing")[1].startswith("4 results")
+        assert client.predict(*drawing_request(live)[1], api_name="/search_drawing")[1].startswith(
+            "4 results"
+        )
     before = store.count()
     api, args, at = build(live)
     out, cost = measured(lambda: client.predict(*args, api_name=api))
@@ -383,7 +639,9 @@ def test_a_retried_label_stores_once(live, client):
     assert first.startswith("✓ relevant") and "already stored" in again
     assert first.rsplit("#", 1)[1].split()[0] == again.split("label #", 1)[1].split()[0]
     assert store.count() == before + 1
-    other = client.predict(*label_request(label="not", key="retry-1", annotator="retrier")[1], api_name="/label")[0]
+    other = client.predict(
+        *label_request(label="not", key="retry-1", annotator="retrier")[1], api_name="/label"
+    )[0]
     assert other.startswith("⚠️ idempotency key 'retry-1' already stored label")
     assert store.count() == before + 1
 
@@ -415,8 +673,13 @@ def guarded(live, tmp_path_factory):
     identity = Identity.from_flags("alice:apw,bob:bpw,lead:lpw,*:team-secret", "lead")
     demo = app.build_demo(wb, store, identity=identity)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb, identity))  # fmt: skip
+    demo.queue().launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        **app.launch_kwargs(wb, identity),
+    )
     yield f"http://127.0.0.1:{port}/", store
     demo.close()
     store.close()
@@ -437,12 +700,20 @@ def test_login_decides_the_annotator_and_admins_adjudicate_and_export(guarded):
     for cl in (alice, bob, guest):
         cl.predict(*text_request()[1], api_name="/search_text")
     # the request says "mallory": the label goes under the login
-    assert alice.predict(*label_request(annotator="mallory")[1], api_name="/label")[0].startswith("✓ relevant")
-    assert bob.predict(*label_request(label="not", annotator="alice")[1], api_name="/label")[0].startswith("✓ not")
-    assert guest.predict(*label_request(rank=2, annotator="")[1], api_name="/label")[0].startswith("✓ relevant")
+    assert alice.predict(*label_request(annotator="mallory")[1], api_name="/label")[0].startswith(
+        "✓ relevant"
+    )
+    assert bob.predict(*label_request(label="not", annotator="alice")[1], api_name="/label")[0].startswith(
+        "✓ not"
+    )
+    assert guest.predict(*label_request(rank=2, annotator="")[1], api_name="/label")[0].startswith(
+        "✓ relevant"
+    )
     assert [(x.annotator, x.rank, x.label) for x in store.labels()] == [
-        ("alice", 1, "relevant"), ("bob", 1, "not"), ("carol", 2, "relevant"),
-    ]  # fmt: skip
+        ("alice", 1, "relevant"),
+        ("bob", 1, "not"),
+        ("carol", 2, "relevant"),
+    ]
     ((pair, votes),) = store.disagreements()
     assert votes == {"alice": "relevant", "bob": "not"}
     # a party cannot settle the pair, nor can a non-admin, whatever name the request gives
@@ -509,13 +780,19 @@ def test_a_query_drawing_is_kept_only_when_labelled(live):
     own.paste(0, (20, 70, 100, 75))
     own.save(live[3] / "own.png")
     others = {p.name for p in pending.iterdir()} if pending.is_dir() else set()  # held by other sessions
-    assert len(cl.predict(*drawing_request(live, "own.png")[1], api_name="/search_drawing")[0]) == 4  # 4 hits shown
+    assert (
+        len(cl.predict(*drawing_request(live, "own.png")[1], api_name="/search_drawing")[0]) == 4
+    )  # 4 hits shown
     staged = sorted(p.name for p in pending.iterdir() if p.name not in others)
     assert len(staged) == 1 and not (kept / staged[0]).exists()  # held, not kept
-    cl.predict(*text_request()[1], api_name="/search_text")  # the drawing search is over, nothing was labelled
+    cl.predict(
+        *text_request()[1], api_name="/search_text"
+    )  # the drawing search is over, nothing was labelled
     assert not (pending / staged[0]).exists() and not (kept / staged[0]).exists()
     cl.predict(*drawing_request(live, "own.png")[1], api_name="/search_drawing")
-    assert cl.predict(*label_request(list_name="hmcl", annotator="keeper")[1], api_name="/label")[0].startswith("✓")
+    assert cl.predict(*label_request(list_name="hmcl", annotator="keeper")[1], api_name="/label")[
+        0
+    ].startswith("✓")
     assert (kept / staged[0]).is_file() and stat.S_IMODE((kept / staged[0]).stat().st_mode) == 0o600
     cl.predict(*text_request()[1], api_name="/search_text")
     assert (kept / staged[0]).is_file()  # labelled: it stays
@@ -609,7 +886,9 @@ def test_non_admins_read_their_own_labels_only_and_admins_read_all(guarded):
     lead = Client(url, auth=("lead", "lpw"), verbose=False)
     for cl, grade, note in ((alice, "partly", "alice-secret-note"), (bob, "relevant", "bob-secret-note")):
         cl.predict(*text_request("lamp shade bulb holder")[1], api_name="/search_text")
-        assert cl.predict(*label_request(label=grade, rank=2, note=note)[1], api_name="/label")[0].startswith("✓")
+        assert cl.predict(*label_request(label=grade, rank=2, note=note)[1], api_name="/label")[0].startswith(
+            "✓"
+        )
     qid = store.labels()[-1].query_id
     _, md, frame = alice.predict(qid, {}, True, api_name="/search_report")
     assert "alice-secret-note" in frame and "bob-secret-note" not in frame and "bob" not in frame, md
@@ -638,7 +917,9 @@ def test_undo_with_another_sessions_hash_acts_as_nobody_else(guarded):
     url, store = guarded
     alice = Client(url, auth=("alice", "apw"), verbose=False)
     alice.predict(*text_request()[1], api_name="/search_text")
-    lab_id = int(alice.predict(*label_request(rank=1, label="not")[1], api_name="/label")[0].rsplit("#", 1)[1])
+    lab_id = int(
+        alice.predict(*label_request(rank=1, label="not")[1], api_name="/label")[0].rsplit("#", 1)[1]
+    )
     bob = Client(url, auth=("bob", "bpw"), verbose=False)
     bob.session_hash = alice.session_hash
     with pytest.raises(Exception, match="403"):  # noqa: B017 - refused before it reaches the session
@@ -692,8 +973,27 @@ def test_concurrent_annotators_kill_9_and_determinism_against_app_py(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     out = tmp_path / "load.json"
-    assert bench.main(["--annotators", "4", "--labels", "12", "--kills", "1", "--kill-annotators", "3",
-                       "--kill-after", "4", "--patents", "20", "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        bench.main(
+            [
+                "--annotators",
+                "4",
+                "--labels",
+                "12",
+                "--kills",
+                "1",
+                "--kill-annotators",
+                "3",
+                "--kill-after",
+                "4",
+                "--patents",
+                "20",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = json.loads(out.read_text())
     det, conc, kills = r["determinism"], r["concurrency"], r["kills_total"]
     assert (det["answered"], det["distinct_lists"], det["distinct_top3"]) == (8, 1, 1) and det[
@@ -702,8 +1002,12 @@ def test_concurrent_annotators_kill_9_and_determinism_against_app_py(tmp_path):
     assert conc["client_errors"] == [] and conc["acknowledged"] == conc["sent"] == 48
     assert (conc["lost"], conc["stored_twice"], conc["misattributed"], conc["silent_errors"]) == (0, 0, 0, 0)
     assert kills["acknowledged"] > 0
-    assert (kills["lost"], kills["misattributed"], kills["keys_missing_after_retry"], kills["keys_stored_twice"]) == (
-        0, 0, 0, 0)  # fmt: skip
+    assert (
+        kills["lost"],
+        kills["misattributed"],
+        kills["keys_missing_after_retry"],
+        kills["keys_stored_twice"],
+    ) == (0, 0, 0, 0)
 
 
 def test_the_crop_box_previews_a_large_upload_shrunk_within_the_budgets(live):

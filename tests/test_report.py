@@ -9,16 +9,28 @@ import pytest
 from patent_demo.labels.report import metric_rows, summarise, to_figure, to_markdown, write_report
 
 QUERIES = [
-    {"query_id": "img-aaaa", "kind": "drawing", "anchor_patent": "D1", "held_out": False, "items": [
-        {"candidate": "D7", "label": "relevant", "grade": 2, "shown_rank": 9, "before": 9, "after": 3},
-        {"candidate": "D8", "label": "partly", "grade": 1, "shown_rank": 4, "before": 4, "after": 6},
-        {"candidate": "D2", "label": "not", "grade": 0, "shown_rank": 2, "before": 2, "after": 11},
-    ]},
-    {"query_id": "img-bbbb", "kind": "drawing", "anchor_patent": "D5", "held_out": True, "items": [
-        {"candidate": "D6", "label": "relevant", "grade": 2, "shown_rank": 5, "before": 5, "after": 5},
-        {"candidate": "D9", "label": "not", "grade": 0, "shown_rank": 1, "before": 1, "after": None},
-    ]},
-]  # fmt: skip
+    {
+        "query_id": "img-aaaa",
+        "kind": "drawing",
+        "anchor_patent": "D1",
+        "held_out": False,
+        "items": [
+            {"candidate": "D7", "label": "relevant", "grade": 2, "shown_rank": 9, "before": 9, "after": 3},
+            {"candidate": "D8", "label": "partly", "grade": 1, "shown_rank": 4, "before": 4, "after": 6},
+            {"candidate": "D2", "label": "not", "grade": 0, "shown_rank": 2, "before": 2, "after": 11},
+        ],
+    },
+    {
+        "query_id": "img-bbbb",
+        "kind": "drawing",
+        "anchor_patent": "D5",
+        "held_out": True,
+        "items": [
+            {"candidate": "D6", "label": "relevant", "grade": 2, "shown_rank": 5, "before": 5, "after": 5},
+            {"candidate": "D9", "label": "not", "grade": 0, "shown_rank": 1, "before": 1, "after": None},
+        ],
+    },
+]
 
 
 def test_metric_rows_order_levels_and_flag_regressions():
@@ -47,10 +59,22 @@ def test_metric_rows_order_levels_and_flag_regressions():
 
 def test_summarise_counts_moves_the_right_way():
     s = summarise(QUERIES)
-    assert s["trained"]["relevant"] == {"items": 2, "right_way": 1, "wrong_way": 1, "same": 0,
-                                        "mean_before": 6.5, "mean_after": 4.5}  # fmt: skip
-    assert s["trained"]["not"] == {"items": 1, "right_way": 1, "wrong_way": 0, "same": 0,
-                                   "mean_before": 2.0, "mean_after": 11.0}  # fmt: skip
+    assert s["trained"]["relevant"] == {
+        "items": 2,
+        "right_way": 1,
+        "wrong_way": 1,
+        "same": 0,
+        "mean_before": 6.5,
+        "mean_after": 4.5,
+    }
+    assert s["trained"]["not"] == {
+        "items": 1,
+        "right_way": 1,
+        "wrong_way": 0,
+        "same": 0,
+        "mean_before": 2.0,
+        "mean_after": 11.0,
+    }
     # a rejected item that left the ranking moved the right way
     assert s["held_out"]["not"]["right_way"] == 1 and s["held_out"]["not"]["mean_after"] is None
     assert s["held_out"]["relevant"]["same"] == 1
@@ -59,14 +83,28 @@ def test_summarise_counts_moves_the_right_way():
 def _report():
     rows = metric_rows({"patent_map": 0.5, "main_map": 0.8}, {"patent_map": 0.6, "main_map": 0.7}, 0.01)
     return {
-        "title": "Retraining report: a → b", "checkpoint": "ck/b", "parent": "ck/a", "version": 2, "num_labels": 3,
+        "title": "Retraining report: a → b",
+        "checkpoint": "ck/b",
+        "parent": "ck/a",
+        "version": 2,
+        "num_labels": 3,
         "command": "python -m train.retrain …",
-        "leak_guard": {"drawing": {"rows": 2, "queries_used": 1, "queries_held_out": 1, "pairs_used": 3,
-                                   "pairs_held_out": 2, "candidates_held_out": 4, "held_out_query_ids": ["img-bbbb"],
-                                   "allowed_test": False}},
-        "queries": QUERIES, "summary": summarise(QUERIES),
+        "leak_guard": {
+            "drawing": {
+                "rows": 2,
+                "queries_used": 1,
+                "queries_held_out": 1,
+                "pairs_used": 3,
+                "pairs_held_out": 2,
+                "candidates_held_out": 4,
+                "held_out_query_ids": ["img-bbbb"],
+                "allowed_test": False,
+            }
+        },
+        "queries": QUERIES,
+        "summary": summarise(QUERIES),
         "metrics": {"split": "test", "rows": rows, "max_drop": 0.01, "regressions": ["main_map"]},
-    }  # fmt: skip
+    }
 
 
 def test_markdown_states_guard_ranks_and_regressions():

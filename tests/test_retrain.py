@@ -63,9 +63,15 @@ def test_guard_holds_out_test_queries_and_candidates(corpus, tmp_path):
     assert [r["query_id"] for r in kept] == ["q-train"]
     assert [p["patent_id"] for p in kept[0]["positives"]] == ["D0001"]
     assert stats.to_dict() == {
-        "rows": 4, "queries_used": 1, "queries_held_out": 2, "pairs_used": 2, "pairs_held_out": 3,
-        "candidates_held_out": 2, "held_out_query_ids": ["q-test", "q-upload"], "allowed_test": False,
-    }  # fmt: skip
+        "rows": 4,
+        "queries_used": 1,
+        "queries_held_out": 2,
+        "pairs_used": 2,
+        "pairs_held_out": 3,
+        "candidates_held_out": 2,
+        "held_out_query_ids": ["q-test", "q-upload"],
+        "allowed_test": False,
+    }
     kept, stats = guard_hmcl_rows(rows, corpus, allow_test=True)
     assert [r["query_id"] for r in kept] == ["q-train", "q-test", "q-upload", "q-only-test-candidates"]
     assert (stats.queries_held_out, stats.candidates_held_out, stats.pairs_used) == (0, 0, 7)
@@ -110,11 +116,16 @@ def test_label_training_groups_and_overrides(corpus, tmp_path):
     shutil.copy(corpus.image_path(corpus["D0002"].figures[2]), tmp_path / "up.png")
     rows = [
         # a chair (D0000) query: a cup judged relevant, the other chair (same subclass) judged not relevant
-        _row("q0", "D0000", "q0.png", pos=[("D0004", "img/D0004_1.png", 2, 7), ("D0000", "", 2, 1)],
-             neg=[("D0001", "img/D0001_0.png", 2)]),
+        _row(
+            "q0",
+            "D0000",
+            "q0.png",
+            pos=[("D0004", "img/D0004_1.png", 2, 7), ("D0000", "", 2, 1)],
+            neg=[("D0001", "img/D0001_0.png", 2)],
+        ),
         # an upload of unknown origin: a table of the test split (D0003) partly relevant
         _row("up", "", "up.png", pos=[("D0003", "", 1, 4)]),
-    ]  # fmt: skip
+    ]
     lt = _training(corpus, tmp_path, rows)
     # 15 training figures, then the two query drawings and D0003's first figure; D0003 and the upload are new patents
     assert len(lt.figures) == 18 and lt.fig_patent[15:] == [0, 5, 6]
@@ -200,8 +211,18 @@ def lineage(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("lineage")
     corpus = build_corpus(root / "corpus", patents=24, seed=0, size=96, workers=1, n_types=4)
-    common = ["--tiny", "--steps", "2", "--corpus", str(root / "corpus"), "--out", str(root / "ck"),
-              "--threads", "1", "--skip-eval-before"]  # fmt: skip
+    common = [
+        "--tiny",
+        "--steps",
+        "2",
+        "--corpus",
+        str(root / "corpus"),
+        "--out",
+        str(root / "ck"),
+        "--threads",
+        "1",
+        "--skip-eval-before",
+    ]
     assert (
         hmcl.main([*common, "--name", "parent", "--train-blocks", "1", "--eval-splits"]) == 0
     )  # no evaluation
@@ -215,8 +236,19 @@ def lineage(tmp_path_factory):
         _row("t", test_pid, "query_images/q.png", pos=[(b.id, "", 2, 3)]),
     ]
     write_rows(root / "exports" / "hmcl.jsonl", rows)
-    child = [*common, "--name", "child", "--train-blocks", "0", "--init-from", str(root / "ck" / "parent"),
-             "--labels", str(root / "exports" / "hmcl.jsonl"), "--labels-root", str(root / "labels")]  # fmt: skip
+    child = [
+        *common,
+        "--name",
+        "child",
+        "--train-blocks",
+        "0",
+        "--init-from",
+        str(root / "ck" / "parent"),
+        "--labels",
+        str(root / "exports" / "hmcl.jsonl"),
+        "--labels-root",
+        str(root / "labels"),
+    ]
     assert hmcl.main(child) == 0
     return root
 

@@ -128,9 +128,17 @@ def test_small_classes_and_exhausted_groups():
     mains = ["01", "01", "01", "02", "02", "03", None]
     figures = [[0], [1, 2], [3], [4, 5, 6], [7], [8], [9]]
     sampler = HierarchicalBatchSampler(
-        ids, subs, mains, figures, patents_per_batch=5, figures_per_patent=3, subclass_fraction=0.6,
-        main_fraction=0.2, num_batches=30, seed=5,
-    )  # fmt: skip
+        ids,
+        subs,
+        mains,
+        figures,
+        patents_per_batch=5,
+        figures_per_patent=3,
+        subclass_fraction=0.6,
+        main_fraction=0.2,
+        num_batches=30,
+        seed=5,
+    )
     for batch in sampler:
         assert len(batch) == 15
         owners = [sampler.figure_to_patent[f] for f in batch]

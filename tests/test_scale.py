@@ -20,8 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _rec(kind, n, recall, p50, mb, dim=256, **params):
-    return {"kind": kind, "n": n, "dim": dim, "params": params, "recall@100": recall, "latency_ms_p50": p50,
-            "latency_ms_p95": 2 * p50, "index_mb": mb, "build_s": 1.0}  # fmt: skip
+    return {
+        "kind": kind,
+        "n": n,
+        "dim": dim,
+        "params": params,
+        "recall@100": recall,
+        "latency_ms_p50": p50,
+        "latency_ms_p95": 2 * p50,
+        "index_mb": mb,
+        "build_s": 1.0,
+    }
 
 
 RECORDS = [
@@ -57,16 +66,26 @@ def test_index_settings_and_descriptions_come_from_the_table(monkeypatch):
     table[6] = {**table[6], "patent_fetch": 4}
     monkeypatch.setattr(scale, "load_table", lambda path=None: table)
     assert scale.index_settings(1000) == {"kind": "flat"}
-    assert scale.index_settings(1_000_000) == {"kind": "ivfsq", "nlist": 2048, "nprobe": 128, "qtype": "sq8",
-                                               "rescore": 2, "patent_fetch": 4}  # fmt: skip
+    assert scale.index_settings(1_000_000) == {
+        "kind": "ivfsq",
+        "nlist": 2048,
+        "nprobe": 128,
+        "qtype": "sq8",
+        "rescore": 2,
+        "patent_fetch": 4,
+    }
     assert scale.choose_kind(1_000_000) == "ivfsq" and scale.choose_kind(1_000_000, dim=1280) == "flat"
     text = scale.describe_choice(table[6])
     assert (
         text
         == "IVF-SQ8 (nprobe 128, re-scored 2x), measured recall@100 0.96, p50 8.0 ms at 1,000,000 figures"
     )
-    built = SimpleNamespace(kind="ivfsq", params={"nlist": 1024, "nprobe": 128, "qtype": "sq8", "rescore": 2,
-                                                  "seed": 1234, "train": 64}, count=400_000, dim=256)  # fmt: skip
+    built = SimpleNamespace(
+        kind="ivfsq",
+        params={"nlist": 1024, "nprobe": 128, "qtype": "sq8", "rescore": 2, "seed": 1234, "train": 64},
+        count=400_000,
+        dim=256,
+    )
     assert scale.describe_index(built) == f"{text}; 400,000 figures here"
     other = SimpleNamespace(
         kind="ivfsq", params={"nprobe": 7, "qtype": "sq8", "rescore": 0}, count=10, dim=256
@@ -152,8 +171,30 @@ def _bench():
 def test_bench_measures_a_small_size_and_renders_the_table(tmp_path):
     bench = _bench()
     log, table = tmp_path / "log.jsonl", tmp_path / "table.json"
-    assert bench.main(["--sizes", "4000", "--queries", "20", "--kinds", "flat", "ivfsq", "--nprobe", "8", "64",
-                       "--log", str(log), "--table", str(table), "--fetch", "1", "4"]) == 0  # fmt: skip
+    assert (
+        bench.main(
+            [
+                "--sizes",
+                "4000",
+                "--queries",
+                "20",
+                "--kinds",
+                "flat",
+                "ivfsq",
+                "--nprobe",
+                "8",
+                "64",
+                "--log",
+                str(log),
+                "--table",
+                str(table),
+                "--fetch",
+                "1",
+                "4",
+            ]
+        )
+        == 0
+    )
     records = bench.read_log(str(log))
     rows = [r for r in records if "recall@100" in r]
     assert {r["kind"] for r in rows} == {"flat", "ivfsq"} and all(0 <= r["recall@100"] <= 1 for r in rows)
@@ -181,7 +222,10 @@ def test_the_shipped_table_meets_the_targets_at_a_million_figures(dim):
     assert best["index_mb"] <= 500 and best["build_s"] <= 15 * 60
     assert best.get("patent_exact") is True and best.get("patent_fetch") and best.get("patent_nprobe")
     settings = scale.index_settings(1_000_000, dim)
-    assert settings["patent_fetch"] == best["patent_fetch"] and settings["patent_nprobe"] == best["patent_nprobe"]
+    assert (
+        settings["patent_fetch"] == best["patent_fetch"]
+        and settings["patent_nprobe"] == best["patent_nprobe"]
+    )
 
 
 def test_patent_search_probes_patent_nprobe_lists_and_the_bench_measures_it(tmp_path):
@@ -207,8 +251,10 @@ def test_patent_search_probes_patent_nprobe_lists_and_the_bench_measures_it(tmp_
     over = emitted[0]["patent_overfetch"]
     assert {o["nprobe"] for o in over["factors"]} == {1, 2, 4, 8}
     ok = [o for o in over["factors"] if o["exact_share"] == 1.0]
-    assert (fetch, nprobe) == ((ok and min(ok, key=lambda o: o["latency_ms_p50"])["factor"]) or None,
-                               ok and min(ok, key=lambda o: o["latency_ms_p50"])["nprobe"] or 0)  # fmt: skip
+    assert (fetch, nprobe) == (
+        (ok and min(ok, key=lambda o: o["latency_ms_p50"])["factor"]) or None,
+        ok and min(ok, key=lambda o: o["latency_ms_p50"])["nprobe"] or 0,
+    )
 
 
 def test_pick_wants_exact_scores():
@@ -250,8 +296,9 @@ def test_ivfsq_over_pca_rescores_exactly_in_the_full_dimension(tmp_path):
     q = x[:20] + 0.05 * np.random.default_rng(5).normal(size=(20, x.shape[1])).astype(np.float32)
     for v in q:
         got, want = pca.search(v, 10), exact.search(v, 10)
-        assert np.allclose(got.scores, [float(exact.embedding(f) @ (v / np.linalg.norm(v))) for f in got.ids],
-                           atol=1e-5)  # fmt: skip
+        assert np.allclose(
+            got.scores, [float(exact.embedding(f) @ (v / np.linalg.norm(v))) for f in got.ids], atol=1e-5
+        )
         assert len(set(got.ids) & set(want.ids)) >= 8
     assert recall_against_exact(pca, exact, q, 10) >= 0.9
     back = DenseIndex.load(pca.save(tmp_path / "p"), mmap=True)
@@ -301,28 +348,62 @@ def test_read_logs_keeps_the_newest_measurement_of_each_setting(tmp_path):
     bench = _bench()
 
     def row(nprobe, p50, **extra):
-        return {"kind": "ivfsq", "n": 1000, "dim": 256, "params": {"nlist": 8, "nprobe": nprobe, **extra},
-                "recall@100": 0.99, "latency_ms_p50": p50}  # fmt: skip
+        return {
+            "kind": "ivfsq",
+            "n": 1000,
+            "dim": 256,
+            "params": {"nlist": 8, "nprobe": nprobe, **extra},
+            "recall@100": 0.99,
+            "latency_ms_p50": p50,
+        }
 
     def over(nprobe):
-        return {"patent_overfetch": {"n": 1000, "kind": "ivfsq", "params": {"nlist": 8, "nprobe": nprobe},
-                                     "factors": [], "first_exact_factor": 2}}  # fmt: skip
+        return {
+            "patent_overfetch": {
+                "n": 1000,
+                "kind": "ivfsq",
+                "params": {"nlist": 8, "nprobe": nprobe},
+                "factors": [],
+                "first_exact_factor": 2,
+            }
+        }
 
     old, new = tmp_path / "old.log", tmp_path / "new.log"
-    old.write_text("\n".join(json.dumps(r) for r in [
-        {"command": "old", "dim": 256, "time": "2026-01-01T00:00:00Z"}, row(2, 9.0), row(4, 9.0), over(2), over(4),
-        {"synthetic_embeddings": {"random_pair": 0.1}}]) + "\n")  # fmt: skip
-    new.write_text("\n".join(json.dumps(r) for r in [
-        {"command": "new", "dim": 256, "time": "2026-02-01T00:00:00Z"}, row(2, 1.0, pca=0),
-        {"synthetic_embeddings": {"random_pair": 0.2}}]) + "\n")  # fmt: skip
+    old.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"command": "old", "dim": 256, "time": "2026-01-01T00:00:00Z"},
+                row(2, 9.0),
+                row(4, 9.0),
+                over(2),
+                over(4),
+                {"synthetic_embeddings": {"random_pair": 0.1}},
+            ]
+        )
+        + "\n"
+    )
+    new.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"command": "new", "dim": 256, "time": "2026-02-01T00:00:00Z"},
+                row(2, 1.0, pca=0),
+                {"synthetic_embeddings": {"random_pair": 0.2}},
+            ]
+        )
+        + "\n"
+    )
     for order in ((new, old), (old, new)):  # the start times decide, not the order of the files
         records = bench.read_logs(*map(str, order))
         rows = sorted((r["params"]["nprobe"], r["latency_ms_p50"]) for r in records if "recall@100" in r)
         assert rows == [(2, 1.0), (4, 9.0)]  # nprobe 2 measured again (its "pca": 0 is the older default)
-        assert [(r["patent_overfetch"]["params"]["nprobe"], r["dim"]) for r in records if "patent_overfetch" in r] == [
-            (4, 256)
-        ]  # with its run's dimension: a 384-d run's setting is not a 256-d one's
-        assert [r["synthetic_embeddings"]["random_pair"] for r in records if "synthetic_embeddings" in r] == [0.2]
+        assert [
+            (r["patent_overfetch"]["params"]["nprobe"], r["dim"]) for r in records if "patent_overfetch" in r
+        ] == [(4, 256)]  # with its run's dimension: a 384-d run's setting is not a 256-d one's
+        assert [r["synthetic_embeddings"]["random_pair"] for r in records if "synthetic_embeddings" in r] == [
+            0.2
+        ]
 
 
 def test_pick_wants_recall_with_three_standard_errors_to_spare():

@@ -44,8 +44,20 @@ def corpus(tmp_path) -> Corpus:
 
 
 def label(ann, cand, lab, rank, category="", note="", kind="text", figure=""):
-    return Label(ann, text_query_id(QUERY), kind, cand, "bm25", rank, 1.0 / rank, lab,
-                 query_text=QUERY, category=category, note=note, candidate_figure=figure)  # fmt: skip
+    return Label(
+        ann,
+        text_query_id(QUERY),
+        kind,
+        cand,
+        "bm25",
+        rank,
+        1.0 / rank,
+        lab,
+        query_text=QUERY,
+        category=category,
+        note=note,
+        candidate_figure=figure,
+    )
 
 
 @pytest.fixture

@@ -9,13 +9,27 @@ from patent_demo.text import syntax
 from patent_demo.text.bm25 import BM25Index
 
 DOCS = [
-    Patent("A", title="Washing machine with a bubble generator", text="Air bubbles are fed into the drum.",
-           codes={"ipc": ["D06F 39/08"]}),
+    Patent(
+        "A",
+        title="Washing machine with a bubble generator",
+        text="Air bubbles are fed into the drum.",
+        codes={"ipc": ["D06F 39/08"]},
+    ),
     Patent("B", title="Bubbling bath", text="A bath tub that makes bubbles.", codes={"ipc": ["A47K 3/00"]}),
-    Patent("C", title="Machine for washing dishes", text="Spray arms wash the dishes.", claims="A dish washing machine.",
-           codes={"ipc": ["A47L 15/00"]}),
-    Patent("D", title="Generator", text="A bubble of gas and an electric generator.", codes={"cpc": ["H02K 7/18"]}),
-]  # fmt: skip
+    Patent(
+        "C",
+        title="Machine for washing dishes",
+        text="Spray arms wash the dishes.",
+        claims="A dish washing machine.",
+        codes={"ipc": ["A47L 15/00"]},
+    ),
+    Patent(
+        "D",
+        title="Generator",
+        text="A bubble of gas and an electric generator.",
+        codes={"cpc": ["H02K 7/18"]},
+    ),
+]
 CORPUS = Corpus(".", DOCS)
 
 

@@ -21,9 +21,15 @@ def test_locarno_subclass_outside_the_table_is_refused(code):
 
 @pytest.mark.parametrize(
     "code,expected",
-    [("06-99", "06-99"), ("3100", "31-00"), ("32-00", "32-00"), ("03-02", "03-02"), ("12-16", "12-16"),
-     ("LOC (13)   Cl.\u00a0 06 - 01", "06-01")],
-)  # fmt: skip
+    [
+        ("06-99", "06-99"),
+        ("3100", "31-00"),
+        ("32-00", "32-00"),
+        ("03-02", "03-02"),
+        ("12-16", "12-16"),
+        ("LOC (13)   Cl.\u00a0 06 - 01", "06-01"),
+    ],
+)
 def test_table_subclasses_and_spaced_forms_parse(code, expected):
     assert str(tx.parse_locarno(code)) == expected
 

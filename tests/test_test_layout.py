@@ -62,8 +62,10 @@ def unmapped(root: Path = ROOT) -> list[str]:
                     f"tests/{test.name}: its 'Tests:' line names no existing file: {', '.join(missing) or '(empty)'}"
                 )
         elif test.stem.removeprefix("test_") not in names:
-            out.append(f"tests/{test.name}: no module '{test.stem.removeprefix('test_')}' under the top level, "
-                       f"{', '.join(d + '/' for d in SOURCE_DIRS)} and no 'Tests: path[, path]' docstring line")  # fmt: skip
+            out.append(
+                f"tests/{test.name}: no module '{test.stem.removeprefix('test_')}' under the top level, "
+                f"{', '.join(d + '/' for d in SOURCE_DIRS)} and no 'Tests: path[, path]' docstring line"
+            )
     return out
 
 

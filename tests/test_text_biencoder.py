@@ -21,8 +21,24 @@ def test_tiny_biencoder_run_writes_a_loadable_checkpoint(small_text_corpus, tmp_
     split = draw_split(corpus, [], (0.5, 0.25, 0.25), 0)
     (tmp_path / "split.json").write_text(json.dumps(split))
     out = tmp_path / "ckpt"
-    assert main(["--corpus", str(small_text_corpus), "--split-file", str(tmp_path / "split.json"), "--tiny",
-                 "--seed", "0", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--corpus",
+                str(small_text_corpus),
+                "--split-file",
+                str(tmp_path / "split.json"),
+                "--tiny",
+                "--seed",
+                "0",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     config = json.loads((out / "config.json").read_text())
     assert (
         config["kind"] == DENSE_KIND and config["max_length"] == 256 and config["pairs_by_kind"]["cite"] == 8

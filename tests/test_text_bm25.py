@@ -54,7 +54,9 @@ def _random_docs(n: int, seed: int) -> list[dict]:
     words = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
     p = 1.0 / np.arange(1, 41)
     p /= p.sum()
-    return [{"id": f"D{i}", "text": " ".join(rng.choice(words, size=rng.integers(1, 9), p=p))} for i in range(n)]
+    return [
+        {"id": f"D{i}", "text": " ".join(rng.choice(words, size=rng.integers(1, 9), p=p))} for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("method", ["lucene", "bm25+"])
@@ -62,9 +64,14 @@ def test_the_sharded_scorer_gives_the_same_lists_and_scores_bit_for_bit(method):
     pytest.importorskip("numba")
     docs = _random_docs(3_000, 0)
     plain = BM25Index.build(docs, fields=("text",), method=method)
-    queries = [d["text"] + " " + docs[i + 1]["text"] for i, d in enumerate(docs[:40])] + ["waa wab waa", "wzz"]
+    queries = [d["text"] + " " + docs[i + 1]["text"] for i, d in enumerate(docs[:40])] + [
+        "waa wab waa",
+        "wzz",
+    ]
     allowed = frozenset(d["id"] for d in docs[::3])
-    expected = {(k, a): plain.search_many(queries, k=k, allowed=a) for k in (1, 7, 100, 5000) for a in (None, allowed)}
+    expected = {
+        (k, a): plain.search_many(queries, k=k, allowed=a) for k in (1, 7, 100, 5000) for a in (None, allowed)
+    }
     for shards in (1, 2, 3, 7):
         fast = BM25Index.build(docs, fields=("text",), method=method)
         fast.use_numba(shards=shards)

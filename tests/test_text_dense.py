@@ -107,8 +107,12 @@ class _Rev:
 
 
 def test_text_runs_make_every_list_with_first_stage_ranks():
-    pats = [Patent("A", title="bubble washer", text="laundry with bubble"), Patent("B", title="water tank", text="waste water"),
-            Patent("C", title="bubble water", text="both"), Patent("Q", title="bubble laundry", text="query patent")]  # fmt: skip
+    pats = [
+        Patent("A", title="bubble washer", text="laundry with bubble"),
+        Patent("B", title="water tank", text="waste water"),
+        Patent("C", title="bubble water", text="both"),
+        Patent("Q", title="bubble laundry", text="query patent"),
+    ]
     library = {p.id: p for p in pats}
     bm25 = BM25Index.build(pats)
     enc = _Enc()

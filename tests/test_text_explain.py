@@ -35,8 +35,17 @@ def test_gate_summary_flat_and_spread():
 
 
 def test_contributions_and_text():
-    extra = {"gate": [0.2, 0.9, 0.7], "ds": 0.8, "di": 0.3, "fusion": 0.75, "t": 1, "t_source": "codes",
-             "t_hat": 0.9, "score_t_flipped": 0.25, "gate_mean": 0.6}  # fmt: skip
+    extra = {
+        "gate": [0.2, 0.9, 0.7],
+        "ds": 0.8,
+        "di": 0.3,
+        "fusion": 0.75,
+        "t": 1,
+        "t_source": "codes",
+        "t_hat": 0.9,
+        "score_t_flipped": 0.25,
+        "gate_mean": 0.6,
+    }
     c = contributions(extra)
     assert c["t_effect"] == pytest.approx(0.5) and c["score"] == 0.75
     text = explain_markdown(extra)
@@ -52,15 +61,28 @@ def test_contributions_and_text():
 
 def test_an_undecided_gate_says_what_moves_the_score_instead():
     # as measured on a real query: every dimension near 0.5, every hit's gate mean alike
-    undecided = {"gate": [0.49, 0.5, 0.51, 0.5], "ds": 0.62, "di": 0.58, "fusion": 0.6, "t": 0,
-                 "t_source": "predicted", "t_hat": 0.3, "score_t_flipped": 0.45, "gate_mean": 0.5}  # fmt: skip
+    undecided = {
+        "gate": [0.49, 0.5, 0.51, 0.5],
+        "ds": 0.62,
+        "di": 0.58,
+        "fusion": 0.6,
+        "t": 0,
+        "t_source": "predicted",
+        "t_hat": 0.3,
+        "score_t_flipped": 0.45,
+        "gate_mean": 0.5,
+    }
     hits = [undecided, {"gate_mean": 0.49}, {"gate_mean": 0.51}]
     text = explain_markdown(undecided, hits)
     # t flipped moves it by 0.15, the head gap (0.04) by half that: t first
-    assert ("What moves this score instead, largest first: the domain label t (flipping it changes the score "
-            "by -0.150); the two heads' disagreement (the domain-sensitive head scores it 0.040 higher") in text  # fmt: skip
-    assert ("Over the list's 3 hits the gate mean spans 0.490–0.510 (std 0.008): every hit is gated alike, so the "
-            "gate does not order this list.") in text  # fmt: skip
+    assert (
+        "What moves this score instead, largest first: the domain label t (flipping it changes the score "
+        "by -0.150); the two heads' disagreement (the domain-sensitive head scores it 0.040 higher"
+    ) in text
+    assert (
+        "Over the list's 3 hits the gate mean spans 0.490–0.510 (std 0.008): every hit is gated alike, so the "
+        "gate does not order this list."
+    ) in text
     spread = explain_markdown(undecided, [{"gate_mean": 0.3}, {"gate_mean": 0.7}])
     assert "spans 0.300–0.700 (std 0.200): the hits differ" in spread
 
@@ -73,9 +95,11 @@ def test_checkpoint_scheme_and_choice(tmp_path):
         (tmp_path / name / "config.json").write_text(
             f'{{"kind": "dssdnet", "model": {{"domain_scheme": "{scheme}"}}}}'
         )
-    specs = [ModelSpec("untrained", "u", "text", "dssdnet", "minilm", trained=False),
-             ModelSpec("loc", "l", "text", "dssdnet", "minilm", tmp_path / "loc"),
-             ModelSpec("ipc", "i", "text", "dssdnet", "minilm", tmp_path / "ipc")]  # fmt: skip
+    specs = [
+        ModelSpec("untrained", "u", "text", "dssdnet", "minilm", trained=False),
+        ModelSpec("loc", "l", "text", "dssdnet", "minilm", tmp_path / "loc"),
+        ModelSpec("ipc", "i", "text", "dssdnet", "minilm", tmp_path / "ipc"),
+    ]
     assert checkpoint_scheme(tmp_path / "ipc") == "ipc" and checkpoint_scheme(tmp_path / "none") is None
     assert text_model_for_scheme(specs, "ipc").key == "ipc"
     assert text_model_for_scheme(specs, "locarno").key == "loc"
@@ -151,4 +175,8 @@ def test_rank_move_is_the_one_move_the_table_and_the_explanation_show():
     corpus = {"P1": SimpleNamespace(id="P1", title="t", codes={}, date="2021-05-04")}
     session = {"kind": "text", "lists": {"dssdnet": [{"id": "P1", "score": 0.5, "extras": extra}]}}
     row = hit_rows(SimpleNamespace(corpus=corpus), session, "dssdnet")[0]
-    assert row[1] == "↑ 32" and row[5] == "2021-05-04" and _moved("dssdnet", extra, 1) == " (hybrid pool rank 33, ↑ 32)"
+    assert (
+        row[1] == "↑ 32"
+        and row[5] == "2021-05-04"
+        and _moved("dssdnet", extra, 1) == " (hybrid pool rank 33, ↑ 32)"
+    )

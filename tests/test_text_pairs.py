@@ -133,8 +133,11 @@ def test_reranker_on_pairs_takes_t_from_the_file_and_predicts_only_where_missing
         e = model.encode(**batch)
         from_file = model.heads(e, torch.tensor([p.t for p in pairs]))["score"]
         predicted = model.heads(e)["score"]
-    np.testing.assert_allclose([s for d, s in zip(res.ids, res.scores, strict=True) if d == pairs[0].doc_id],
-                               [float(from_file[0])], rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        [s for d, s in zip(res.ids, res.scores, strict=True) if d == pairs[0].doc_id],
+        [float(from_file[0])],
+        rtol=1e-5,
+    )
     got = {d: s for d, s in zip(res.ids, res.scores.tolist(), strict=True)}
     np.testing.assert_allclose([got[p.doc_id] for p in pairs], from_file.tolist(), rtol=1e-5)
     flips = [extras[p.doc_id]["t"] != int(extras[p.doc_id]["t_hat"] >= 0.5) for p in pairs if p.t == p.t]

@@ -41,7 +41,9 @@ def test_read_and_domain_label(tmp_path):
     assert pairs[0].query == "abatement" and pairs[0].doc == "noise reduction [SEP] engineering elements"
     assert pairs[0].t == 1.0 and pairs[0].qid == "abatement" and pairs[0].doc_id == "a1"
     plain = scored.to_pairs(rows, context=False)
-    assert plain[0].doc == "noise reduction" and all(math.isnan(p.t) for p in plain)  # no t without training labels
+    assert plain[0].doc == "noise reduction" and all(
+        math.isnan(p.t) for p in plain
+    )  # no t without training labels
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,15 @@ def _patents(n_per_topic=6):
             pid = f"P{t}{i:02d}"
             cites = [f"P{t}{j:02d}" for j in range(max(0, i - 2), i)]
             patents.append(
-                Patent(id=pid, kind="utility", title=f"{words.split()[0]} device {i}", text=f"A {words}, variant {i}.",
-                       codes={"ipc": [code]}, citations=cites)
-            )  # fmt: skip
+                Patent(
+                    id=pid,
+                    kind="utility",
+                    title=f"{words.split()[0]} device {i}",
+                    text=f"A {words}, variant {i}.",
+                    codes={"ipc": [code]},
+                    citations=cites,
+                )
+            )
     return patents
 
 
@@ -123,11 +129,18 @@ def test_jsonl_source_with_library(tmp_path, corpus_dir):
     rows = []
     for t, (code, words) in enumerate(TOPICS):
         for q in range(3):
-            rows.append({
-                "query_id": f"L{t}{q}", "query": f"{words} {q}", "query_codes": {"ipc": [code]},
-                "pos": [{"id": f"P{t}0{q}", "grade": 2}, {"id": "X1", "text": f"{words} new", "codes": {"ipc": [code]}, "grade": 1}],
-                "neg": [{"id": f"P{(t + 1) % 6}00", "grade": 0}],
-            })  # fmt: skip
+            rows.append(
+                {
+                    "query_id": f"L{t}{q}",
+                    "query": f"{words} {q}",
+                    "query_codes": {"ipc": [code]},
+                    "pos": [
+                        {"id": f"P{t}0{q}", "grade": 2},
+                        {"id": "X1", "text": f"{words} new", "codes": {"ipc": [code]}, "grade": 1},
+                    ],
+                    "neg": [{"id": f"P{(t + 1) % 6}00", "grade": 0}],
+                }
+            )
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = _run(
@@ -167,8 +180,27 @@ def test_jsonl_without_text_needs_library(tmp_path):
 def test_corpus_source_checkpoint_reload_reproduces_scores(tmp_path, corpus_dir, layers):
     # layers 0: heads only, trained and evaluated on cached encoder features; the reloaded model
     # re-encodes every pair, so equal scores show the cache changes nothing
-    out = _run(tmp_path, "corpus", "--corpus", corpus_dir, "--k-first", "12", "--k-rerank", "8", "--ks", "4", "8", "12",
-               "--bm25-negatives", "1", "--write-run", "--train-layers", layers, "--feature-cache", tmp_path / "features")  # fmt: skip
+    out = _run(
+        tmp_path,
+        "corpus",
+        "--corpus",
+        corpus_dir,
+        "--k-first",
+        "12",
+        "--k-rerank",
+        "8",
+        "--ks",
+        "4",
+        "8",
+        "12",
+        "--bm25-negatives",
+        "1",
+        "--write-run",
+        "--train-layers",
+        layers,
+        "--feature-cache",
+        tmp_path / "features",
+    )
     stored_layers = {k.split(".")[3] for k in _stored(out) if k.startswith("encoder.")}
     assert stored_layers == ({"1"} if layers else set())
     assert (tmp_path / "features").is_dir() == (layers == 0)
@@ -192,8 +224,23 @@ def test_corpus_source_checkpoint_reload_reproduces_scores(tmp_path, corpus_dir,
 
 def test_early_stopping(tmp_path, corpus_dir):
     # with learning rate 0 the validation loss never decreases: patience 1 stops after epoch 2
-    out = _run(tmp_path, "early", "--corpus", corpus_dir, "--epochs", "5", "--patience", "1", "--lr", "0", "--head-lr", "0",
-               "--no-eval-before", "--k-first", "6")  # fmt: skip
+    out = _run(
+        tmp_path,
+        "early",
+        "--corpus",
+        corpus_dir,
+        "--epochs",
+        "5",
+        "--patience",
+        "1",
+        "--lr",
+        "0",
+        "--head-lr",
+        "0",
+        "--no-eval-before",
+        "--k-first",
+        "6",
+    )
     metrics = checkpoint.load_metrics(out)
     assert metrics["stop_reason"] == "early stopping" and [h["epoch"] for h in metrics["history"]] == [1, 2]
     assert metrics["history"][0]["val_loss"] == metrics["history"][1]["val_loss"]
@@ -235,15 +282,40 @@ def test_labels_on_test_queries_are_held_out_by_the_leak_guard(tmp_path, corpus_
     library = Corpus.load(corpus_dir, validate=False)
     test_ids = sorted(library.splits["test"])
     rows = [
-        {"query_id": "leak", "query_patent_id": test_ids[0], "query": "a test patent as the query",
-         "pos": [{"id": "P000"}], "neg": [{"id": "P100"}]},
-        {"query_id": "fine", "query": "chair seat with a back rest", "query_codes": {"ipc": ["A47C 7/02"]},
-         "pos": [{"id": "P001"}, {"id": test_ids[1]}], "neg": [{"id": "P101"}]},
-    ]  # fmt: skip
+        {
+            "query_id": "leak",
+            "query_patent_id": test_ids[0],
+            "query": "a test patent as the query",
+            "pos": [{"id": "P000"}],
+            "neg": [{"id": "P100"}],
+        },
+        {
+            "query_id": "fine",
+            "query": "chair seat with a back rest",
+            "query_codes": {"ipc": ["A47C 7/02"]},
+            "pos": [{"id": "P001"}, {"id": test_ids[1]}],
+            "neg": [{"id": "P101"}],
+        },
+    ]
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    common = ["--labels", path, "--corpus", corpus_dir, "--variant", "bert_c", "--k-first", "6", "--ks", "5",
-              "--val-fraction", "0", "--test-fraction", "0", "--no-eval-before"]  # fmt: skip
+    common = [
+        "--labels",
+        path,
+        "--corpus",
+        corpus_dir,
+        "--variant",
+        "bert_c",
+        "--k-first",
+        "6",
+        "--ks",
+        "5",
+        "--val-fraction",
+        "0",
+        "--test-fraction",
+        "0",
+        "--no-eval-before",
+    ]
     out = _run(tmp_path, "guarded", *common)
     guard = checkpoint.load_config(out)["train"]["labels"]
     assert guard["queries_held_out"] == 1 and guard["held_out_query_ids"] == ["leak"]
@@ -256,7 +328,17 @@ def test_labels_on_test_queries_are_held_out_by_the_leak_guard(tmp_path, corpus_
 def test_constant_domain_flag_trains_with_a_message_and_default_alpha(tmp_path, tsv_path, caplog):
     constant = tmp_path / "constant.tsv"
     lines = tsv_path.read_text(encoding="utf-8").splitlines()
-    constant.write_text("\n".join([lines[0]] + [ln[: ln.rindex("\t1\t" if "\t1\t" in ln else "\t0\t")] + "\t1\t1\t1\t" + ln.split("\t")[-1] for ln in lines[1:]]) + "\n", encoding="utf-8")  # fmt: skip
+    constant.write_text(
+        "\n".join(
+            [lines[0]]
+            + [
+                ln[: ln.rindex("\t1\t" if "\t1\t" in ln else "\t0\t")] + "\t1\t1\t1\t" + ln.split("\t")[-1]
+                for ln in lines[1:]
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     assert {row.split("\t")[7] for row in constant.read_text().splitlines()[1:]} == {"1"}
     with caplog.at_level("WARNING", logger="train.dssdnet"):
         out = _run(tmp_path, "constant", "--tsv", constant, "--val-fraction", "0.3", "--test-fraction", "0.3")
@@ -298,8 +380,18 @@ def test_validation_pairs_are_shuffled_so_batches_mix_labels(corpus_dir):
 
 
 def test_family_members_share_a_split_and_give_positives():
-    patents = [Patent(id=f"F{i}", kind="utility", title=f"pump {i}", text="a pump", codes={"ipc": ["F04B 1/00"]},
-                      extra={"family_members": [f"F{i ^ 1}"]}, citations=[f"F{(i + 2) % 40}"]) for i in range(40)]  # fmt: skip
+    patents = [
+        Patent(
+            id=f"F{i}",
+            kind="utility",
+            title=f"pump {i}",
+            text="a pump",
+            codes={"ipc": ["F04B 1/00"]},
+            extra={"family_members": [f"F{i ^ 1}"]},
+            citations=[f"F{(i + 2) % 40}"],
+        )
+        for i in range(40)
+    ]
     library = Corpus(root=".", patents=patents, name="families")
     fam = tasks.families(library)
     assert fam["F0"] == fam["F1"] == "F0" and fam["F3"] == "F2"
@@ -318,8 +410,25 @@ def test_scored_pairs_source_with_ablation_flags(tmp_path, scored_csv):
     csv_path, split_path = scored_csv
     split = json.loads(split_path.read_text())
     assert sum(split["stats"]["anchors"].values()) == 18 and min(split["stats"]["anchors"].values()) > 0
-    out = _run(tmp_path, "scored", "--scored-pairs", csv_path, "--scored-split", split_path, "--eval-splits", "val", "test",
-               "--select-on", "pearson", "--schedule", "linear", "--no-gate", "--loss-off", "orth", "t")  # fmt: skip
+    out = _run(
+        tmp_path,
+        "scored",
+        "--scored-pairs",
+        csv_path,
+        "--scored-split",
+        split_path,
+        "--eval-splits",
+        "val",
+        "test",
+        "--select-on",
+        "pearson",
+        "--schedule",
+        "linear",
+        "--no-gate",
+        "--loss-off",
+        "orth",
+        "t",
+    )
     metrics = checkpoint.load_metrics(out)
     for s in ("val", "test"):
         after = metrics["splits"][s]["after"]
@@ -345,7 +454,9 @@ def test_scored_pairs_source_with_ablation_flags(tmp_path, scored_csv):
 
 def test_fine_tune_from_scored_pairs_onto_citations_takes_the_new_scheme(tmp_path, scored_csv, corpus_dir):
     csv_path, split_path = scored_csv
-    parent = _run(tmp_path, "parent", "--scored-pairs", csv_path, "--scored-split", split_path, "--eval-splits", "val")
+    parent = _run(
+        tmp_path, "parent", "--scored-pairs", csv_path, "--scored-split", split_path, "--eval-splits", "val"
+    )
     child = _run(tmp_path, "child", "--corpus", corpus_dir, "--init-from", parent, "--no-eval-before")
     config = checkpoint.load_config(child)
     assert config["model"]["domain_scheme"] == "ipc" and config["train"]["parent"] == str(parent)

@@ -13,17 +13,60 @@ from train.dssdnet import scored as dssdnet_scored
 def test_ablation_rows_and_main_rows_are_computed_from_the_runs_scores(tmp_path, scored_csv):
     csv_path, split_path = scored_csv
     main_dir = tmp_path / "main"
-    assert dssdnet.main(["--tiny", "--scored-pairs", str(csv_path), "--scored-split", str(split_path), "--epochs", "1",
-                         "--eval-splits", "val", "test", "--write-run", "--threads", "1", "--out", str(main_dir)]) == 0  # fmt: skip
+    assert (
+        dssdnet.main(
+            [
+                "--tiny",
+                "--scored-pairs",
+                str(csv_path),
+                "--scored-split",
+                str(split_path),
+                "--epochs",
+                "1",
+                "--eval-splits",
+                "val",
+                "test",
+                "--write-run",
+                "--threads",
+                "1",
+                "--out",
+                str(main_dir),
+            ]
+        )
+        == 0
+    )
     table = tmp_path / "table"
-    argv = ["--data", str(csv_path), "--split", str(split_path), "--out", str(tmp_path / "abl"), "--variants", "dssdnet",
-            "no-gate", "no-context", "--main", str(main_dir), "--bootstrap", "200", "--table", str(table),
-            "--", "--tiny", "--epochs", "1", "--threads", "1"]  # fmt: skip
+    argv = [
+        "--data",
+        str(csv_path),
+        "--split",
+        str(split_path),
+        "--out",
+        str(tmp_path / "abl"),
+        "--variants",
+        "dssdnet",
+        "no-gate",
+        "no-context",
+        "--main",
+        str(main_dir),
+        "--bootstrap",
+        "200",
+        "--table",
+        str(table),
+        "--",
+        "--tiny",
+        "--epochs",
+        "1",
+        "--threads",
+        "1",
+    ]
     assert dssdnet_scored.main(argv) == 0
     result = json.loads(table.with_suffix(".json").read_text())
     test = result["splits"]["test"]
     assert set(test["ablation"]) == {"dssdnet", "no-gate", "no-context"}
-    assert "minus_dssdnet" in test["ablation"]["no-gate"] and "minus_dssdnet" not in test["ablation"]["dssdnet"]
+    assert (
+        "minus_dssdnet" in test["ablation"]["no-gate"] and "minus_dssdnet" not in test["ablation"]["dssdnet"]
+    )
     # the main row's Pearson is the correlation of the saved scores with the split's labels
     saved = json.loads((main_dir / "run.test.json").read_text())
     rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]
@@ -49,8 +92,22 @@ def test_compare_two_score_files_on_the_pairs_both_scored(tmp_path, scored_csv):
     (tmp_path / "a.json").write_text(json.dumps({"model": "a", "ids": ids, "scores": a}))
     (tmp_path / "b.json").write_text(json.dumps({"model": "b", "ids": ids[::-1], "scores": b[::-1]}))
     table = tmp_path / "cmp"
-    assert dssdnet_scored.main(["--data", str(csv_path), "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
-                                "--bootstrap", "200", "--table", str(table)]) == 0  # fmt: skip
+    assert (
+        dssdnet_scored.main(
+            [
+                "--data",
+                str(csv_path),
+                "--compare",
+                str(tmp_path / "a.json"),
+                str(tmp_path / "b.json"),
+                "--bootstrap",
+                "200",
+                "--table",
+                str(table),
+            ]
+        )
+        == 0
+    )
     result = json.loads(table.with_suffix(".json").read_text())
     diff = result["a_minus_b"]["pearson"]
     assert diff["diff"] == pytest.approx(pearson(a, labels) - pearson(b, labels), abs=1e-9)

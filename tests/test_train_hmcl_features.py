@@ -50,8 +50,11 @@ def test_uspc_items_and_shuffle():
     assert len(items) == 1000 and len({it.patent for it in items}) == 1000
     first = items[0]
     assert (first.patent, first.subclass, first.main, first.text) == (
-        "USD0534331", "uspc:D1/121", "uspc:D1", "Pet chew",
-    )  # fmt: skip
+        "USD0534331",
+        "uspc:D1/121",
+        "uspc:D1",
+        "Pet chew",
+    )
     assert len({it.main for it in items}) == 32
     shuffled = shuffle_hierarchy(items, seed=0)
     assert sorted(it.subclass for it in shuffled) == sorted(it.subclass for it in items)
@@ -92,10 +95,35 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     from train.hmcl import main as hmcl
 
     out = tmp_path / "runs"
-    argv = ["--image-size", "64", "--steps", "3", "--batch-patents", "4", "--views", "2", "--train-blocks", "1",
-            "--max-per-source", "12", "--sources", "uspc", "deeppatent2", "--cache-dir", str(tmp_path / "cache"),
-            "--out", str(out), "--name", "tiny", "--log-every", "1", "--warmup-steps", "1",
-            "--eval-sizes", "80"]  # fmt: skip
+    argv = [
+        "--image-size",
+        "64",
+        "--steps",
+        "3",
+        "--batch-patents",
+        "4",
+        "--views",
+        "2",
+        "--train-blocks",
+        "1",
+        "--max-per-source",
+        "12",
+        "--sources",
+        "uspc",
+        "deeppatent2",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+        "--name",
+        "tiny",
+        "--log-every",
+        "1",
+        "--warmup-steps",
+        "1",
+        "--eval-sizes",
+        "80",
+    ]
     assert hmcl.main(argv) == 0
     run = out / "tiny"
     metrics = json.loads((run / "metrics.json").read_text())
@@ -183,8 +211,9 @@ def test_registry_default_marker_leads(tmp_path):
         d = tmp_path / name
         d.mkdir()
         train = {"loss": "cl", "s_s": 0.0, "s_m": 0.0} if name == "b-cl" else {"loss": "hmcl"}
-        (d / "config.json").write_text(json.dumps({"kind": "hmcl", "model": {"name": "lite-clip"}, "train": train,
-                                                   **extra}))  # fmt: skip
+        (d / "config.json").write_text(
+            json.dumps({"kind": "hmcl", "model": {"name": "lite-clip"}, "train": train, **extra})
+        )
         (d / "model.safetensors").write_bytes(b"")
     drawing = [m.key for m in scan_models([tmp_path]) if m.task == "drawing"]
     assert drawing[:2] == ["b-cl", "a-hmcl"] and drawing[-1] == "zero-shot"
@@ -198,10 +227,35 @@ def test_whitened_checkpoint_served_at_another_size(tmp_path):
     from patent_demo.registry import read_checkpoint_spec
     from train.hmcl import main as hmcl
 
-    argv = ["--image-size", "64", "--steps", "0", "--train-blocks", "0", "--init-projection", "whiten",
-            "--views", "2", "--max-per-source", "150", "--sources", "uspc", "--text-weight", "0",
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path), "--name", "w", "--eval-sizes", "80",
-            "--serve-size", "80", "--default"]  # fmt: skip
+    argv = [
+        "--image-size",
+        "64",
+        "--steps",
+        "0",
+        "--train-blocks",
+        "0",
+        "--init-projection",
+        "whiten",
+        "--views",
+        "2",
+        "--max-per-source",
+        "150",
+        "--sources",
+        "uspc",
+        "--text-weight",
+        "0",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path),
+        "--name",
+        "w",
+        "--eval-sizes",
+        "80",
+        "--serve-size",
+        "80",
+        "--default",
+    ]
     assert hmcl.main(argv) == 0
     run = tmp_path / "w"
     config = json.loads((run / "config.json").read_text())

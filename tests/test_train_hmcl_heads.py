@@ -38,12 +38,43 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
     from train.hmcl.heads import main
 
     out, ship, heads = tmp_path / "r.json", tmp_path / "ckpt", str(tmp_path / "heads")
-    common = ["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
-              "--eval-every", "2", "--seeds", "0", "1", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
-              "--save-heads", heads]  # fmt: skip
+    common = [
+        "--corpus",
+        str(uspc / "corpus"),
+        "--image-size",
+        "64",
+        "--views",
+        "1",
+        "--steps",
+        "4",
+        "--eval-every",
+        "2",
+        "--seeds",
+        "0",
+        "1",
+        "--bootstrap",
+        "50",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--save-heads",
+        heads,
+    ]
     # two parallel parts, then one merge that ships the best-on-val run over both
-    assert main([*common, "--variants", "zero-shot", "lda-subclass", "cl", "hmcl-level-shuffled",
-                 "--out", str(tmp_path / "a.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                *common,
+                "--variants",
+                "zero-shot",
+                "lda-subclass",
+                "cl",
+                "hmcl-level-shuffled",
+                "--out",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 0
+    )
     assert (
         main(
             [
@@ -58,8 +89,22 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
         )
         == 0
     )
-    assert main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--save-heads", heads,
-                 "--out", str(out), "--ship", str(ship)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--merge",
+                str(tmp_path / "a.json"),
+                str(tmp_path / "b.json"),
+                "--save-heads",
+                heads,
+                "--out",
+                str(out),
+                "--ship",
+                str(ship),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert sorted(res["variants"]) == [
         "cl",
@@ -76,8 +121,10 @@ def test_tiny_run_records_every_variant_and_ships_a_loadable_head(uspc, tmp_path
     assert zs["test_vs_zero_shot"]["subclass_map"]["mean"] == 0.0
     trained = ("cl", "hmcl-level", "hmcl-paper-text")
     assert res["shipped"]["variant"] in trained
-    best = max((r for v in trained for r in res["variants"][v]["runs"]),
-               key=lambda r: r["val"]["subclass_map"] + r["val"]["main_map"])  # fmt: skip
+    best = max(
+        (r for v in trained for r in res["variants"][v]["runs"]),
+        key=lambda r: r["val"]["subclass_map"] + r["val"]["main_map"],
+    )
     assert res["shipped"]["val"] == best["val"] and res["shipped"]["test"] == best["test"]
     metrics = json.loads((ship / "metrics.json").read_text())
     assert (
@@ -113,9 +160,36 @@ def test_mix_variant_ships_its_trunk_weight_and_embeds_as_trained(uspc, tmp_path
     from train.hmcl.heads import main
 
     out, ship = tmp_path / "r.json", tmp_path / "ckpt"
-    assert main(["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "4",
-                 "--eval-every", "2", "--seeds", "0", "--bootstrap", "50", "--cache-dir", str(tmp_path / "cache"),
-                 "--variants", "zero-shot", "hmcl-paper-mix", "--out", str(out), "--ship", str(ship)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--corpus",
+                str(uspc / "corpus"),
+                "--image-size",
+                "64",
+                "--views",
+                "1",
+                "--steps",
+                "4",
+                "--eval-every",
+                "2",
+                "--seeds",
+                "0",
+                "--bootstrap",
+                "50",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--variants",
+                "zero-shot",
+                "hmcl-paper-mix",
+                "--out",
+                str(out),
+                "--ship",
+                str(ship),
+            ]
+        )
+        == 0
+    )
     run = json.loads(out.read_text())["variants"]["hmcl-paper-mix"]["runs"][0]
     assert run["alpha"] in MIX_GRID
     config = json.loads((ship / "config.json").read_text())
@@ -157,9 +231,15 @@ def test_level_weights_reproduce_the_paper_the_balanced_and_the_cl_targets():
     pid, sub, main = torch.arange(40).repeat(2), s0.repeat(2), torch.where(s0 >= 0, s0 // 3, -1).repeat(2)
     level = hierarchical_weights(pid, sub, main, 1.0, 0.5, 0.25)
     w = (1.0, 0.35, 0.2)
-    torch.testing.assert_close(level_weights(level, "hmcl-paper-mix", w), hierarchical_weights(pid, sub, main, *w))
-    torch.testing.assert_close(level_weights(level, "hmcl-level", w), level_balanced_weights(pid, sub, main, *w))
-    torch.testing.assert_close(level_weights(level, "cl", w), hierarchical_weights(pid, None, None, 1.0, 0, 0))
+    torch.testing.assert_close(
+        level_weights(level, "hmcl-paper-mix", w), hierarchical_weights(pid, sub, main, *w)
+    )
+    torch.testing.assert_close(
+        level_weights(level, "hmcl-level", w), level_balanced_weights(pid, sub, main, *w)
+    )
+    torch.testing.assert_close(
+        level_weights(level, "cl", w), hierarchical_weights(pid, None, None, 1.0, 0, 0)
+    )
 
 
 def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
@@ -170,8 +250,12 @@ def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
     corpus = Corpus.load(uspc / "corpus")
     train = corpus.split("train")
     a, b = train[0].id, train[2].id  # two USPC subclasses (the fixture pairs members 0-1, 2-3, ...)
-    labels = {"labels": {a: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9},
-                         b: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9}}}  # fmt: skip
+    labels = {
+        "labels": {
+            a: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9},
+            b: {"main": "06", "confirmed": True, "subclass": "06-01", "similarity": 0.9},
+        }
+    }
     path = tmp_path / "loc.json"
     path.write_text(json.dumps(labels))
     from train.hmcl.labels import load
@@ -179,10 +263,38 @@ def test_both_hierarchies_take_the_closer_relation(uspc, tmp_path):
     assert load(path) == {a: ("locarno:06-01", "locarno:06"), b: ("locarno:06-01", "locarno:06")}
     for hierarchy in ("locarno", "both"):
         out = tmp_path / f"{hierarchy}.json"
-        assert main(["--corpus", str(uspc / "corpus"), "--image-size", "64", "--views", "1", "--steps", "2",
-                     "--eval-every", "1", "--seeds", "0", "--bootstrap", "20", "--cache-dir", str(tmp_path / "cache"),
-                     "--variants", "hmcl-paper", "--hierarchy", hierarchy, "--locarno-labels", str(path),
-                     "--no-test", "--out", str(out)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "--corpus",
+                    str(uspc / "corpus"),
+                    "--image-size",
+                    "64",
+                    "--views",
+                    "1",
+                    "--steps",
+                    "2",
+                    "--eval-every",
+                    "1",
+                    "--seeds",
+                    "0",
+                    "--bootstrap",
+                    "20",
+                    "--cache-dir",
+                    str(tmp_path / "cache"),
+                    "--variants",
+                    "hmcl-paper",
+                    "--hierarchy",
+                    hierarchy,
+                    "--locarno-labels",
+                    str(path),
+                    "--no-test",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         res = json.loads(out.read_text())
         assert res["setup"]["args"]["hierarchy"] == hierarchy
         assert "test" not in res["variants"]["hmcl-paper"]  # --no-test: test neither computed nor printed
@@ -193,7 +305,10 @@ def test_pair_levels_take_the_closer_of_two_hierarchies(uspc):
     from train.hmcl.heads import pair_levels
 
     corpus = Corpus.load(uspc / "corpus")
-    feats = {k: torch.zeros(len(corpus.patents), *((1, 4) if k == "views" else (4,))) for k in ("clean", "flip", "views")}
+    feats = {
+        k: torch.zeros(len(corpus.patents), *((1, 4) if k == "views" else (4,)))
+        for k in ("clean", "flip", "views")
+    }
     tr = Split(corpus, "train", feats, {p.id: i for i, p in enumerate(corpus.patents)})
     a, b = tr.patents[0].id, tr.patents[2].id
     tr.use_locarno({a: ("locarno:06-01", "locarno:06"), b: ("locarno:06-01", "locarno:06")})

@@ -23,9 +23,11 @@ def test_mean_std_and_the_end_to_end_table():
     assert mean_std([0.5, None, float("nan")]) == (0.5, 0.0)
     assert all(math.isnan(x) for x in mean_std([None]))
     results = {
-        "cl": {"cl-s0": {"metrics": {"patent_map": 0.25}, "silhouette": 0.1},
-               "cl-s1": {"metrics": {"patent_map": 0.75}, "silhouette": None}},
-    }  # fmt: skip
+        "cl": {
+            "cl-s0": {"metrics": {"patent_map": 0.25}, "silhouette": 0.1},
+            "cl-s1": {"metrics": {"patent_map": 0.75}, "silhouette": None},
+        },
+    }
     summary = sweep.image_summary(results)
     assert summary["cl"]["n"] == 2 and summary["cl"]["mean"]["patent_map"] == 0.5
     assert summary["cl"]["runs"] == ["cl-s0", "cl-s1"]
@@ -43,8 +45,12 @@ def test_cached_summary_bootstraps_seed_means_against_the_reference():
 
     def result(scale):
         pq = {c: (rng.random(12) * scale).tolist() for c in cols}
-        return {"metrics": {c: float(np.mean(v)) for c, v in pq.items()},
-                "macro": {c: float(np.mean(v)) / 2 for c, v in pq.items()}, "per_query": pq, "query_patents": groups}  # fmt: skip
+        return {
+            "metrics": {c: float(np.mean(v)) for c, v in pq.items()},
+            "macro": {c: float(np.mean(v)) / 2 for c, v in pq.items()},
+            "per_query": pq,
+            "query_patents": groups,
+        }
 
     results = {
         "zero-shot-224": {"zero-shot-224": result(1.0)},
@@ -64,8 +70,25 @@ def test_cached_summary_bootstraps_seed_means_against_the_reference():
 
 def test_tiny_hmcl_sweep_writes_and_reuses(tmp_path):
     out, table = tmp_path / "runs", tmp_path / "table"
-    argv = ["hmcl", "--variants", "cl", "--seeds", "0", "--out", str(out), "--table", str(table), "--",
-            "--tiny", "--steps", "2", "--threads", "1", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    argv = [
+        "hmcl",
+        "--variants",
+        "cl",
+        "--seeds",
+        "0",
+        "--out",
+        str(out),
+        "--table",
+        str(table),
+        "--",
+        "--tiny",
+        "--steps",
+        "2",
+        "--threads",
+        "1",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert sweep.main(argv) == 0
     payload = json.loads(table.with_suffix(".json").read_text())
     assert payload["summary"]["cl"]["runs"] == ["cl-s0"] and payload["split"] == "test"
@@ -85,8 +108,10 @@ def test_dssdnet_ladder_aggregates_finished_runs(tmp_path):
         d.mkdir(parents=True)
         checkpoint.write_json(d / checkpoint.CONFIG, {"kind": "dssdnet"})
         after = {f"{m}@10": r for m in ("recall", "map", "map_retrieved", "ndcg")}
-        checkpoint.write_json(d / checkpoint.METRICS, {"after": after, "bm25": {k: 0.3 for k in after},
-                                                       "evaluation": {"queries": 5, "library": 9}})  # fmt: skip
+        checkpoint.write_json(
+            d / checkpoint.METRICS,
+            {"after": after, "bm25": {k: 0.3 for k in after}, "evaluation": {"queries": 5, "library": 9}},
+        )
         (d / checkpoint.COMMAND).write_text(f"python -m train.dssdnet --seed {seed}\n")
     result = ladder_aggregate(tmp_path, ["demo"], ["bert_c", "dssdnet"], [0, 1])
     agg = result["demo"]["variants"]["dssdnet"]["recall@10"]
@@ -96,8 +121,24 @@ def test_dssdnet_ladder_aggregates_finished_runs(tmp_path):
     assert "| BM25 | 0.300 |" in md and "| DSSDNet | 0.500 ± 0.141 |" in md
     table = tmp_path / "ladder"
     table.with_suffix(".md").write_text("old\n<!-- notes -->\nkept notes\n")
-    assert sweep.main(["dssdnet", "--aggregate-only", "--variants", "dssdnet", "--seeds", "0", "1",
-                       "--out", str(tmp_path), "--table", str(table)]) == 0  # fmt: skip
+    assert (
+        sweep.main(
+            [
+                "dssdnet",
+                "--aggregate-only",
+                "--variants",
+                "dssdnet",
+                "--seeds",
+                "0",
+                "1",
+                "--out",
+                str(tmp_path),
+                "--table",
+                str(table),
+            ]
+        )
+        == 0
+    )
     text = table.with_suffix(".md").read_text()
     assert "python -m train.sweep dssdnet" in text and text.endswith("<!-- notes -->\nkept notes\n")
     assert (

@@ -55,10 +55,25 @@ def site(tmp_path_factory):
     identity = Identity.from_flags(f"{ADMIN}:{ADMIN_PASSWORD},*:{SHARED_SECRET}", ADMIN)
     demo = app.build_demo(wb, store, identity=identity)
     port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        **app.launch_kwargs(wb, identity))  # fmt: skip
-    folders = {tmp, tmp / "corpus", tmp / "cache", store.path.parent, REPO_ROOT, REPO_ROOT / "checkpoints",
-               src, Path(tempfile.gettempdir()), Path(wb.corpus.root), Path(wb.corpus.image_root)}  # fmt: skip
+    demo.queue().launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        **app.launch_kwargs(wb, identity),
+    )
+    folders = {
+        tmp,
+        tmp / "corpus",
+        tmp / "cache",
+        store.path.parent,
+        REPO_ROOT,
+        REPO_ROOT / "checkpoints",
+        src,
+        Path(tempfile.gettempdir()),
+        Path(wb.corpus.root),
+        Path(wb.corpus.image_root),
+    }
     forbidden = {str(p.resolve()) for p in folders} | {str(p) for p in folders}
     forbidden |= {"Traceback", ADMIN_PASSWORD, SHARED_SECRET, _OWNER_SECRET.hex()}
     yield f"http://127.0.0.1:{port}/", forbidden, tmp

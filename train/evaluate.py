@@ -72,12 +72,21 @@ def build_parser() -> argparse.ArgumentParser:
     a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     a("--no-silhouette", action="store_true", help="skip the silhouette score")
     a("--out", default=None, help="write the JSON result here (else it goes to stdout)")
-    a("--record", nargs="?", const="", default=None, metavar="KEY",
-      help="store the summary in the checkpoint's config.json and metrics.json under KEY (dots nest: after.test; "
-           "default: real_validation with --redbook, after.test otherwise)")  # fmt: skip
-    a("--record-file", default=None,
-      help="with --record: write into this JSON instead of a checkpoint (the zero-shot figures, "
-           "patent_demo/configs/zero_shot_metrics.json)")  # fmt: skip
+    a(
+        "--record",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="KEY",
+        help="store the summary in the checkpoint's config.json and metrics.json under KEY (dots nest: after.test; "
+        "default: real_validation with --redbook, after.test otherwise)",
+    )
+    a(
+        "--record-file",
+        default=None,
+        help="with --record: write into this JSON instead of a checkpoint (the zero-shot figures, "
+        "patent_demo/configs/zero_shot_metrics.json)",
+    )
     return p
 
 
@@ -96,9 +105,14 @@ def load_eval_corpus(args: argparse.Namespace) -> Corpus:
 
 
 def record(
-    checkpoint: Path, key: str, result: dict, corpus: Corpus, image_size: int, protocol: str,
+    checkpoint: Path,
+    key: str,
+    result: dict,
+    corpus: Corpus,
+    image_size: int,
+    protocol: str,
     files: list[Path] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``
     (or into ``files``: the zero-shot model's figures file, which has no checkpoint)."""
     from patent_demo.checkpoint import write_json
@@ -107,8 +121,13 @@ def record(
     if files is None and not (checkpoint / "config.json").is_file():
         raise SystemExit(f"--record needs a checkpoint directory (or --record-file), got {checkpoint}")
     split = result.get("split")
-    what = ("every page against all others" if protocol == "all" and split is None
-            else f"split {split}, every drawing against all others of it" if protocol == "all" else f"split {split}")  # fmt: skip
+    what = (
+        "every page against all others"
+        if protocol == "all" and split is None
+        else f"split {split}, every drawing against all others of it"
+        if protocol == "all"
+        else f"split {split}"
+    )
     summary = validation_summary(result, f"{corpus.name or corpus.root} ({what})", image_size)
     for path in files or [checkpoint / fname for fname in ("config.json", "metrics.json")]:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
@@ -144,9 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning(warning)
     model, eval_tf, config = load_encoder(args.model, device=args.device, image_size=args.image_size)
     result = evaluate_drawings(
-        model, eval_tf, corpus, split, ks=args.k, protocol=protocol,
-        batch_size=args.batch_size, silhouette=not args.no_silhouette, per_query=args.record is not None,
-    )  # fmt: skip
+        model,
+        eval_tf,
+        corpus,
+        split,
+        ks=args.k,
+        protocol=protocol,
+        batch_size=args.batch_size,
+        silhouette=not args.no_silhouette,
+        per_query=args.record is not None,
+    )
     if args.record is not None:
         key = args.record or ("real_validation" if args.redbook else f"after.{split or 'all'}")
         files = [Path(args.record_file)] if args.record_file else None
@@ -162,9 +188,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     text = json.dumps(result, indent=1, sort_keys=True)
     m = result["metrics"]
-    log.info("%s on %s (%s, %s): patent mAP %.4f, subclass mAP %.4f, main mAP %.4f", args.model, result["corpus"],
-             split or "all", protocol, m["patent_map"] or float("nan"), m["subclass_map"] or float("nan"),
-             m["main_map"] or float("nan"))  # fmt: skip
+    log.info(
+        "%s on %s (%s, %s): patent mAP %.4f, subclass mAP %.4f, main mAP %.4f",
+        args.model,
+        result["corpus"],
+        split or "all",
+        protocol,
+        m["patent_map"] or float("nan"),
+        m["subclass_map"] or float("nan"),
+        m["main_map"] or float("nan"),
+    )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n", encoding="utf-8")

@@ -313,8 +313,16 @@ class LabelBatches:
     ``(seed, step)``). Items are ``(figure index, augmentation seed)`` like ``StepBatches``'.
     """
 
-    def __init__(self, inner, groups: Sequence[LabelGroup], groups_per_step: int, positives: int,
-                 negatives: int, seed: int, rank: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        inner,
+        groups: Sequence[LabelGroup],
+        groups_per_step: int,
+        positives: int,
+        negatives: int,
+        seed: int,
+        rank: int = 0,
+    ) -> None:
         self.inner, self.groups = inner, list(groups)
         self.g = min(groups_per_step, len(self.groups))
         self.positives, self.negatives, self.seed, self.rank = positives, negatives, seed, rank
@@ -356,20 +364,38 @@ def add_label_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="label JSONL exported by the app (hmcl.jsonl): extra positives and hard negatives",
     )
-    a("--labels-root", default=None,
-      help="folder the rows' anchor image_file paths are relative to (the label database's folder; default: the file's)")  # fmt: skip
-    a("--label-weights", type=float, nargs=2, default=None, metavar=("S_REL", "S_PARTLY"),
-      help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)")  # fmt: skip
+    a(
+        "--labels-root",
+        default=None,
+        help="folder the rows' anchor image_file paths are relative to (the label database's folder; default: the file's)",
+    )
+    a(
+        "--label-weights",
+        type=float,
+        nargs=2,
+        default=None,
+        metavar=("S_REL", "S_PARTLY"),
+        help="h of a pair judged relevant / partly relevant (default: S_P and S_S of --weights)",
+    )
     a("--label-groups", type=int, default=4, help="labelled queries added to every batch")
     a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
-    a("--label-negatives", type=int, default=2, help="judged-not-relevant figures per labelled query in a batch")  # fmt: skip
-    a("--allow-test-labels", action="store_true",
-      help="also train on labels of test-split queries and candidates (held out by default)")  # fmt: skip
+    a(
+        "--label-negatives",
+        type=int,
+        default=2,
+        help="judged-not-relevant figures per labelled query in a batch",
+    )
+    a(
+        "--allow-test-labels",
+        action="store_true",
+        help="also train on labels of test-split queries and candidates (held out by default)",
+    )
     a("--test-split", default="test", help="split whose queries and patents labels must not come from")
 
 
-def label_training(args, corpus: Corpus, train_patents: Sequence[Patent], figures: list[Figure],
-                   fig_patent: list[int]) -> tuple[LabelTraining, dict]:  # fmt: skip
+def label_training(
+    args, corpus: Corpus, train_patents: Sequence[Patent], figures: list[Figure], fig_patent: list[int]
+) -> tuple[LabelTraining, dict]:
     """``train.hmcl``'s ``--labels`` rows that pass the leak guard, as label groups (extending ``figures``
     and ``fig_patent`` in place), and the statistics its checkpoint records (also logged)."""
     rows = read_rows(args.labels, modality="drawing")
@@ -377,14 +403,25 @@ def label_training(args, corpus: Corpus, train_patents: Sequence[Patent], figure
     s_rel, s_partly = args.label_weights or args.weights[:2]
     root = args.labels_root or str(Path(args.labels).parent)
     labels = LabelTraining(kept, corpus, root, train_patents, figures, fig_patent, {2: s_rel, 1: s_partly})
-    out = stats.to_dict() | {"file": str(args.labels), "groups": len(labels.groups), "pairs_trained": labels.num_pairs,
-                             "ignored": labels.ignored, "s_rel": s_rel, "s_partly": s_partly}  # fmt: skip
+    out = stats.to_dict() | {
+        "file": str(args.labels),
+        "groups": len(labels.groups),
+        "pairs_trained": labels.num_pairs,
+        "ignored": labels.ignored,
+        "s_rel": s_rel,
+        "s_partly": s_partly,
+    }
     log = logging.getLogger("train.hmcl")
     log.info(
         "labels %s: %d queries, %d judged pairs used; held out %d test-split queries (%d pairs) and %d "
-        "test-split candidates", args.labels, out["groups"], out["pairs_trained"],
-        out["queries_held_out"], out["pairs_held_out"], out["candidates_held_out"],
-    )  # fmt: skip
+        "test-split candidates",
+        args.labels,
+        out["groups"],
+        out["pairs_trained"],
+        out["queries_held_out"],
+        out["pairs_held_out"],
+        out["candidates_held_out"],
+    )
     if not labels.groups:
         log.warning("no label row is left to train on")
     return labels, out

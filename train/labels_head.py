@@ -86,8 +86,13 @@ def guarded_pairs(rows: Sequence[dict], corpus: Corpus) -> tuple[list[Pair], dic
     kept, test_stats = guard_hmcl_rows(rows, corpus, "test")
     kept, val_stats = guard_hmcl_rows(kept, corpus, "val")
     pairs = pairs_of(kept)
-    stats = {"rows": len(rows), "test": test_stats.to_dict(), "val": val_stats.to_dict(),
-             "pairs": len(pairs), "queries": len({p.query for p in pairs})}  # fmt: skip
+    stats = {
+        "rows": len(rows),
+        "test": test_stats.to_dict(),
+        "val": val_stats.to_dict(),
+        "pairs": len(pairs),
+        "queries": len({p.query for p in pairs}),
+    }
     return pairs, stats
 
 
@@ -147,8 +152,14 @@ def label_batch_h(h: torch.Tensor, s_p: float) -> torch.Tensor:
 
 
 def fit_from_pairs(
-    pairs: Sequence[Pair], feats: dict, va: Split, init: tuple[torch.Tensor, torch.Tensor], weights, args, seed: int
-) -> dict:  # fmt: skip
+    pairs: Sequence[Pair],
+    feats: dict,
+    va: Split,
+    init: tuple[torch.Tensor, torch.Tensor],
+    weights,
+    args,
+    seed: int,
+) -> dict:
     """Train the head on the pairs; returns the best-on-val ``{"step", "alpha", "head", "val", "curve"}``."""
     g = torch.Generator().manual_seed(seed)
     ids, h = relevance(pairs, weights)
@@ -195,7 +206,9 @@ def fit_from_pairs(
 
 
 # -- one retraining: labels -> a new head checkpoint -------------------------------------------------------------
-def parent_head(parent: str, feats: dict, tr: Split, dim: int) -> tuple[tuple[torch.Tensor, torch.Tensor], dict]:
+def parent_head(
+    parent: str, feats: dict, tr: Split, dim: int
+) -> tuple[tuple[torch.Tensor, torch.Tensor], dict]:
     """The head to start from and the parent's config: a head checkpoint's weights, or (``zero-shot``) the
     PCA whitening of the train drawings (the untrained head of ``train.hmcl.heads``)."""
     if parent == "zero-shot":
@@ -241,31 +254,68 @@ def retrain_head(args, corpus: Corpus, rows: Sequence[dict], argv: Sequence[str]
         raise SystemExit(f"no drawing labels to train on after the leak guard: {json.dumps(stats)}")
     best = fit_from_pairs(pairs, feats, va, init, weights, args, args.seed)
     before_alpha = (parent_cfg.get("model") or {}).get("trunk_mix") if args.parent != "zero-shot" else None
-    before = {"val": evaluate(va, init if args.parent != "zero-shot" else None, alpha=before_alpha),
-              "test": evaluate(te, init if args.parent != "zero-shot" else None, alpha=before_alpha)}  # fmt: skip
+    before = {
+        "val": evaluate(va, init if args.parent != "zero-shot" else None, alpha=before_alpha),
+        "test": evaluate(te, init if args.parent != "zero-shot" else None, alpha=before_alpha),
+    }
     after = {"val": best["val"], "test": evaluate(te, best["head"], alpha=best["alpha"])}
 
     def block(res: dict, where: str) -> dict:
-        return {where: {"metrics": res[where]["metrics"], "num_queries": len(res[where]["per_query"][KEYS[0]])}}
+        return {
+            where: {"metrics": res[where]["metrics"], "num_queries": len(res[where]["per_query"][KEYS[0]])}
+        }
 
     version = int(parent_cfg.get("version") or 1) + 1
     model = {"name": "lite-head", "image_size": args.image_size, "trunk_mix": best["alpha"]}
-    train = {"script": PROG, "parent": str(args.parent), "labels": str(args.labels_rows), "num_labels": len(pairs),
-             "labelled_queries": stats["queries"], "leak_guard": stats, "best_step": best["step"],
-             "trunk_mix": best["alpha"], "s_p": weights[0], "s_s": weights[1], "s_m": weights[2],
-             "steps": args.head_steps, "lr": args.head_lr, "tau": args.tau, "seed": args.seed,
-             "chosen_on": "USPC val (subclass_map + main_map)", "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
-    config = {"kind": "hmcl", "model": model, "base": "default", "delta": True, "scheme": "uspc",
-              "parent": str(args.parent), "version": version, "num_labels": len(pairs), "train": train}  # fmt: skip
-    metrics = {"validation": {"uspc": {"metrics": best["val"]["metrics"]}},
-               "test": {"uspc": {"metrics": after["test"]["metrics"]}},
-               "before": {**block(before, "val"), **block(before, "test")},
-               "after": {**block(after, "val"), **block(after, "test")}}  # fmt: skip
+    train = {
+        "script": PROG,
+        "parent": str(args.parent),
+        "labels": str(args.labels_rows),
+        "num_labels": len(pairs),
+        "labelled_queries": stats["queries"],
+        "leak_guard": stats,
+        "best_step": best["step"],
+        "trunk_mix": best["alpha"],
+        "s_p": weights[0],
+        "s_s": weights[1],
+        "s_m": weights[2],
+        "steps": args.head_steps,
+        "lr": args.head_lr,
+        "tau": args.tau,
+        "seed": args.seed,
+        "chosen_on": "USPC val (subclass_map + main_map)",
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    config = {
+        "kind": "hmcl",
+        "model": model,
+        "base": "default",
+        "delta": True,
+        "scheme": "uspc",
+        "parent": str(args.parent),
+        "version": version,
+        "num_labels": len(pairs),
+        "train": train,
+    }
+    metrics = {
+        "validation": {"uspc": {"metrics": best["val"]["metrics"]}},
+        "test": {"uspc": {"metrics": after["test"]["metrics"]}},
+        "before": {**block(before, "val"), **block(before, "test")},
+        "after": {**block(after, "val"), **block(after, "test")},
+    }
     state = {"visual.head.proj.weight": best["head"][0], "visual.head.proj.bias": best["head"][1]}
     save_checkpoint(args.out, state, config, metrics=metrics, command=["python", "-m", PROG, *argv])
-    log.info("head from %d pairs of %d queries: val sub %.3f main %.3f (step %d, trunk %.1f) in %.0f s -> %s",
-             len(pairs), stats["queries"], best["val"]["metrics"]["subclass_map"],
-             best["val"]["metrics"]["main_map"], best["step"], best["alpha"], time.perf_counter() - t0, args.out)  # fmt: skip
+    log.info(
+        "head from %d pairs of %d queries: val sub %.3f main %.3f (step %d, trunk %.1f) in %.0f s -> %s",
+        len(pairs),
+        stats["queries"],
+        best["val"]["metrics"]["subclass_map"],
+        best["val"]["metrics"]["main_map"],
+        best["step"],
+        best["alpha"],
+        time.perf_counter() - t0,
+        args.out,
+    )
     return metrics
 
 
@@ -285,7 +335,11 @@ def add_head_args(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.split("\n\n")[0])
     a = p.add_argument
-    a("--corpus", required=True, help="the USPC corpus the labels were made on (built with splits/uspc2007.json)")
+    a(
+        "--corpus",
+        required=True,
+        help="the USPC corpus the labels were made on (built with splits/uspc2007.json)",
+    )
     a("--labels-rows", required=True, help="the app's HMCL export (hmcl.jsonl of LabelStore.export_hmcl)")
     a("--from", dest="parent", default="zero-shot", help="the head checkpoint to start from, or zero-shot")
     a("--out", required=True, help="the new checkpoint directory")

@@ -63,10 +63,30 @@ CEILING = "hmcl-paper-mix"
 def simulate(args, strategy: str, store: Path) -> dict:
     """Run the simulated examiner against the app (a child process) for one strategy."""
     out = store.with_suffix(".sim.json")
-    cmd = [sys.executable, str(ROOT / "scripts" / "examiner_sim.py"), "--serve", "--labels", str(store),
-           "--corpus", args.corpus, "--cache-dir", args.cache_dir, "--app-args=--no-warmup",
-           "--queries", str(max(args.budgets)), "--strategy", strategy, "--k", str(args.k),
-           "--annotator", f"sim-{strategy}", "--model", "zero-shot", "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "examiner_sim.py"),
+        "--serve",
+        "--labels",
+        str(store),
+        "--corpus",
+        args.corpus,
+        "--cache-dir",
+        args.cache_dir,
+        "--app-args=--no-warmup",
+        "--queries",
+        str(max(args.budgets)),
+        "--strategy",
+        strategy,
+        "--k",
+        str(args.k),
+        "--annotator",
+        f"sim-{strategy}",
+        "--model",
+        "zero-shot",
+        "--out",
+        str(out),
+    ]
     log.info("simulated examiner: %s", shlex.join(cmd))
     subprocess.run(cmd, check=True)
     return json.loads(out.read_text(encoding="utf-8"))
@@ -91,7 +111,9 @@ def store_pairs(store: Path, corpus: Corpus) -> tuple[list[Pair], dict, dict[str
     return pairs, stats, made
 
 
-def take(pairs: Sequence[Pair], labelled: Sequence[str], budget: int, seed: int) -> tuple[list[Pair], list[str]]:
+def take(
+    pairs: Sequence[Pair], labelled: Sequence[str], budget: int, seed: int
+) -> tuple[list[Pair], list[str]]:
     """The first ``budget`` of the ``labelled`` queries (what the examiner judged, whether or not the guard
     left a pair of theirs) in seed ``seed``'s order (nested over budgets), and the pairs they give."""
     queries = sorted(labelled)
@@ -117,15 +139,25 @@ def run(args) -> dict:
     weights = weights_of({})
     zs = {"val": evaluate(va, None), "test": evaluate(te, None)}
     result: dict = {
-        "setup": {"corpus": str(args.corpus), "splits": {"train": len(tr.patents), "val": len(va.patents),
-                                                         "test": len(te.patents)},
-                  "budgets": list(args.budgets), "seeds": list(args.seeds), "k": args.k,
-                  "strategies": list(args.strategies), "weights": list(weights), "steps": args.head_steps, "lr": args.head_lr,
-                  "tau": args.tau, "examiner_model": "zero-shot", "cpu": cpu_name(), "threads": args.threads,
-                  "quick": args.quick},
+        "setup": {
+            "corpus": str(args.corpus),
+            "splits": {"train": len(tr.patents), "val": len(va.patents), "test": len(te.patents)},
+            "budgets": list(args.budgets),
+            "seeds": list(args.seeds),
+            "k": args.k,
+            "strategies": list(args.strategies),
+            "weights": list(weights),
+            "steps": args.head_steps,
+            "lr": args.head_lr,
+            "tau": args.tau,
+            "examiner_model": "zero-shot",
+            "cpu": cpu_name(),
+            "threads": args.threads,
+            "quick": args.quick,
+        },
         "zero_shot": {"val": zs["val"]["metrics"], "test": zs["test"]["metrics"]},
         "strategies": {},
-    }  # fmt: skip
+    }
     per_query: dict = {}  # (strategy, budget, seed) -> test result, for the comparisons
     for strategy in args.strategies:
         store = Path(args.labels_dir) / f"labels-{strategy}.sqlite"
@@ -136,8 +168,14 @@ def run(args) -> dict:
             sim = json.loads(store.with_suffix(".sim.json").read_text(encoding="utf-8"))
         pairs, stats, made = store_pairs(store, corpus)
         labelled = len(made)
-        entry = {"store": str(store), "simulation": sim, "leak_guard": stats, "labelled_queries": labelled,
-                 "points": [], "budgets": [b for b in args.budgets if b <= labelled]}  # fmt: skip
+        entry = {
+            "store": str(store),
+            "simulation": sim,
+            "leak_guard": stats,
+            "labelled_queries": labelled,
+            "points": [],
+            "budgets": [b for b in args.budgets if b <= labelled],
+        }
         for budget in entry["budgets"]:  # a budget past what the examiner labelled is not a point
             for seed in args.seeds if budget else [None]:
                 t0 = time.perf_counter()
@@ -149,39 +187,79 @@ def run(args) -> dict:
                     val, step, alpha = best["val"], best["step"], best["alpha"]
                     test = evaluate(te, best["head"], alpha=alpha)
                 per_query[(strategy, budget, seed)] = test
-                point = {"queries": len(queries) if budget else 0, "budget": budget, "seed": seed,
-                         "judgements": sum(made.get(q, 0) for q in queries), "pairs_used": len(used),
-                         "relevant_pairs": sum(p.grade == 2 for p in used), "partly_pairs": sum(p.grade == 1 for p in used),
-                         "best_step": step, "trunk_mix": alpha,
-                         "val": {k: val["metrics"][k] for k in METRICS},
-                         "test": {k: test["metrics"][k] for k in METRICS},
-                         "vs_zero_shot": {k: interval(test, zs["test"], k, args.bootstrap) for k in METRICS},
-                         "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
+                point = {
+                    "queries": len(queries) if budget else 0,
+                    "budget": budget,
+                    "seed": seed,
+                    "judgements": sum(made.get(q, 0) for q in queries),
+                    "pairs_used": len(used),
+                    "relevant_pairs": sum(p.grade == 2 for p in used),
+                    "partly_pairs": sum(p.grade == 1 for p in used),
+                    "best_step": step,
+                    "trunk_mix": alpha,
+                    "val": {k: val["metrics"][k] for k in METRICS},
+                    "test": {k: test["metrics"][k] for k in METRICS},
+                    "vs_zero_shot": {k: interval(test, zs["test"], k, args.bootstrap) for k in METRICS},
+                    "seconds": round(time.perf_counter() - t0, 1),
+                }
                 entry["points"].append(point)
-                log.info("%s B=%d seed=%s: %d judgements, val sub %.3f main %.3f | test sub %.3f main %.3f "
-                         "(step %d, trunk %.1f, %.0f s)", strategy, budget, seed, point["judgements"],
-                         point["val"]["subclass_map"], point["val"]["main_map"], point["test"]["subclass_map"],
-                         point["test"]["main_map"], step, alpha, point["seconds"])  # fmt: skip
+                log.info(
+                    "%s B=%d seed=%s: %d judgements, val sub %.3f main %.3f | test sub %.3f main %.3f "
+                    "(step %d, trunk %.1f, %.0f s)",
+                    strategy,
+                    budget,
+                    seed,
+                    point["judgements"],
+                    point["val"]["subclass_map"],
+                    point["val"]["main_map"],
+                    point["test"]["subclass_map"],
+                    point["test"]["main_map"],
+                    step,
+                    alpha,
+                    point["seconds"],
+                )
         result["strategies"][strategy] = entry
 
     # the fully supervised ceiling: the shipped recipe on every train label
-    ceiling_args = argparse.Namespace(dim=args.dim, steps=args.ceiling_steps, lr=args.head_lr, eval_every=args.eval_every,
-                                      weight_decay=args.weight_decay, tau=args.tau, weights=weights, text_weight=0.0,
-                                      hierarchy="uspc")  # fmt: skip
+    ceiling_args = argparse.Namespace(
+        dim=args.dim,
+        steps=args.ceiling_steps,
+        lr=args.head_lr,
+        eval_every=args.eval_every,
+        weight_decay=args.weight_decay,
+        tau=args.tau,
+        weights=weights,
+        text_weight=0.0,
+        hierarchy="uspc",
+    )
     runs = []
     for seed in args.seeds:
         t0 = time.perf_counter()
         best = train_head(CEILING, seed, tr, va, ceiling_args, None)
         test = evaluate(te, best["head"], alpha=best["alpha"])
-        runs.append({"seed": seed, "best_step": best["step"], "trunk_mix": best["alpha"],
-                     "val": {k: best["val"]["metrics"][k] for k in METRICS},
-                     "test": {k: test["metrics"][k] for k in METRICS},
-                     "vs_zero_shot": {k: interval(test, zs["test"], k, args.bootstrap) for k in METRICS},
-                     "seconds": round(time.perf_counter() - t0, 1)})  # fmt: skip
-        log.info("ceiling seed %d: test sub %.3f main %.3f", seed, runs[-1]["test"]["subclass_map"],
-                 runs[-1]["test"]["main_map"])  # fmt: skip
-    result["ceiling"] = {"variant": CEILING, "labelled_queries": len(tr.patents), "runs": runs,
-                         "test": {k: summary_over(runs, k) for k in METRICS}}  # fmt: skip
+        runs.append(
+            {
+                "seed": seed,
+                "best_step": best["step"],
+                "trunk_mix": best["alpha"],
+                "val": {k: best["val"]["metrics"][k] for k in METRICS},
+                "test": {k: test["metrics"][k] for k in METRICS},
+                "vs_zero_shot": {k: interval(test, zs["test"], k, args.bootstrap) for k in METRICS},
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+        log.info(
+            "ceiling seed %d: test sub %.3f main %.3f",
+            seed,
+            runs[-1]["test"]["subclass_map"],
+            runs[-1]["test"]["main_map"],
+        )
+    result["ceiling"] = {
+        "variant": CEILING,
+        "labelled_queries": len(tr.patents),
+        "runs": runs,
+        "test": {k: summary_over(runs, k) for k in METRICS},
+    }
     result["summary"] = summarise(result, per_query, args)
     return result
 
@@ -198,29 +276,57 @@ def summarise(result: dict, per_query: dict, args) -> dict:
         for budget in entry["budgets"]:
             pts = [p for p in entry["points"] if p["budget"] == budget]
             met = bool(budget) and all(p["vs_zero_shot"][k]["low"] > 0 for p in pts for k in METRICS)
-            row = {"budget": budget, "judgements": float(np.mean([p["judgements"] for p in pts])),
-                   "test": {k: summary_over(pts, k) for k in METRICS}, "met": met,
-                   "share_of_ceiling": {k: summary_over(pts, k)["mean"] / ceiling[k] for k in METRICS},
-                   "share_of_gain": {k: (summary_over(pts, k)["mean"] - zero[k]) / (ceiling[k] - zero[k])
-                                     if ceiling[k] != zero[k] else None for k in METRICS}}  # fmt: skip
+            row = {
+                "budget": budget,
+                "judgements": float(np.mean([p["judgements"] for p in pts])),
+                "test": {k: summary_over(pts, k) for k in METRICS},
+                "met": met,
+                "share_of_ceiling": {k: summary_over(pts, k)["mean"] / ceiling[k] for k in METRICS},
+                "share_of_gain": {
+                    k: (summary_over(pts, k)["mean"] - zero[k]) / (ceiling[k] - zero[k])
+                    if ceiling[k] != zero[k]
+                    else None
+                    for k in METRICS
+                },
+            }
             rows.append(row)
         first_met = next((r["budget"] for r in rows if r["met"]), None)
-        first_90 = next((r["budget"] for r in rows if r["budget"] and all(r["share_of_ceiling"][k] >= 0.9
-                                                                         for k in METRICS)), None)  # fmt: skip
-        out["strategies"][strategy] = {"rows": rows, "first_budget_met": first_met, "first_budget_90": first_90}
+        first_90 = next(
+            (
+                r["budget"]
+                for r in rows
+                if r["budget"] and all(r["share_of_ceiling"][k] >= 0.9 for k in METRICS)
+            ),
+            None,
+        )
+        out["strategies"][strategy] = {
+            "rows": rows,
+            "first_budget_met": first_met,
+            "first_budget_90": first_90,
+        }
     names = list(result["strategies"])
     if len(names) >= 2:  # each other strategy against the first (topk), same test queries, per seed
         base = names[0]
         comp = {}
         for other in names[1:]:
-            shared = [b for b in result["strategies"][other]["budgets"] if b and b in result["strategies"][base]["budgets"]]
+            shared = [
+                b
+                for b in result["strategies"][other]["budgets"]
+                if b and b in result["strategies"][base]["budgets"]
+            ]
             for budget in shared:
                 comp[f"{other} - {base} @ {budget}"] = {
-                    k: [paired_bootstrap(per_query[(other, budget, s)]["per_query"][k],
-                                         per_query[(base, budget, s)]["per_query"][k], n_boot=args.bootstrap, seed=0)
-                        for s in args.seeds]
+                    k: [
+                        paired_bootstrap(
+                            per_query[(other, budget, s)]["per_query"][k],
+                            per_query[(base, budget, s)]["per_query"][k],
+                            n_boot=args.bootstrap,
+                            seed=0,
+                        )
+                        for s in args.seeds
+                    ]
                     for k in METRICS
-                }  # fmt: skip
+                }
         out["equal_judgements"] = comp
     return out
 
@@ -230,16 +336,30 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a("--corpus", required=True, help="the USPC 2007 corpus built with --splits splits/uspc2007.json")
     a("--labels-dir", required=True, help="where the label stores are (labels-<strategy>.sqlite)")
-    a("--simulate", action="store_true", help="make the labels first with the simulated examiner through the app")
+    a(
+        "--simulate",
+        action="store_true",
+        help="make the labels first with the simulated examiner through the app",
+    )
     a("--strategies", nargs="+", default=["topk", "spread"], help="which hits the examiner judges")
-    a("--budgets", type=int, nargs="+", default=list(BUDGETS), help="labelled queries per point (0: zero-shot)")
+    a(
+        "--budgets",
+        type=int,
+        nargs="+",
+        default=list(BUDGETS),
+        help="labelled queries per point (0: zero-shot)",
+    )
     a("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (query subset and view sampling)")
     a("--k", type=int, default=10, help="judgements per query")
     a("--ceiling-steps", type=int, default=600, help="steps of the fully supervised ceiling (as hmcl-uspc)")
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     a("--cache-dir", default="cache", help="the app's cache (indexes, trunk features)")
     a("--threads", type=int, default=2, help="torch CPU threads")
-    a("--quick", action="store_true", help=f"budgets {QUICK_BUDGETS}, one seed, one strategy, short steps (CI)")
+    a(
+        "--quick",
+        action="store_true",
+        help=f"budgets {QUICK_BUDGETS}, one seed, one strategy, short steps (CI)",
+    )
     a("--out", required=True, help="the results JSON")
     add_head_args(p)
     return p

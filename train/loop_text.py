@@ -81,7 +81,9 @@ def query_patents(rows: Sequence[dict], corpus, prefer: Collection[str] = ()) ->
     out = {}
     for row in rows:
         ids = by_text.get(_text_key(row.get("query") or ""), [])
-        pid = str(row.get("query_patent_id") or "") or next((i for i in ids if i in prefer), ids[0] if ids else "")
+        pid = str(row.get("query_patent_id") or "") or next(
+            (i for i in ids if i in prefer), ids[0] if ids else ""
+        )
         if pid:
             out[str(row["query_id"])] = pid
     return out
@@ -98,8 +100,9 @@ def guard_rows(rows: Sequence[dict], corpus, held_out: Sequence[str]) -> tuple[l
     return kept, stats.to_dict()
 
 
-def training_rows(rows: Sequence[dict], patent_of: Mapping[str, str], chosen: Sequence[str], corpus,
-                  held_out: Sequence[str]) -> tuple[list[dict], dict]:  # fmt: skip
+def training_rows(
+    rows: Sequence[dict], patent_of: Mapping[str, str], chosen: Sequence[str], corpus, held_out: Sequence[str]
+) -> tuple[list[dict], dict]:
     """The rows of the queries ``chosen`` (patent ids), each tied to its patent and codes, through
     :func:`guard_rows`."""
     want = set(chosen)
@@ -117,22 +120,76 @@ def training_rows(rows: Sequence[dict], patent_of: Mapping[str, str], chosen: Se
 # -- one fine-tune ---------------------------------------------------------------------------------------------
 def finetune_argv(args, rows_file: Path, out: Path, seed: int) -> list[str]:
     """The ``train.dssdnet`` command line of one point (its own evaluation cut to one validation query)."""
-    argv = ["--init-from", str(args.parent), "--labels", str(rows_file), "--corpus", str(args.corpus),
-            "--split-file", str(args.split_file), "--out", str(out), "--seed", str(seed),
-            "--epochs", str(args.epochs), "--max-steps", str(args.max_steps), "--batch-size", str(args.batch_size),
-            "--lr", str(args.lr), "--head-lr", str(args.head_lr), "--schedule", "linear", "--warmup", "0.1",
-            "--train-layers", str(args.train_layers), "--max-length", str(args.max_length),
-            "--val-fraction", "0", "--test-fraction", "0",
-            "--eval-splits", "val", "--max-queries", "1", "--k-first", "10", "--k-rerank", "10",
-            "--no-eval-before", "--cache-dir", str(args.cache_dir), "--log-every", "20"]  # fmt: skip
+    argv = [
+        "--init-from",
+        str(args.parent),
+        "--labels",
+        str(rows_file),
+        "--corpus",
+        str(args.corpus),
+        "--split-file",
+        str(args.split_file),
+        "--out",
+        str(out),
+        "--seed",
+        str(seed),
+        "--epochs",
+        str(args.epochs),
+        "--max-steps",
+        str(args.max_steps),
+        "--batch-size",
+        str(args.batch_size),
+        "--lr",
+        str(args.lr),
+        "--head-lr",
+        str(args.head_lr),
+        "--schedule",
+        "linear",
+        "--warmup",
+        "0.1",
+        "--train-layers",
+        str(args.train_layers),
+        "--max-length",
+        str(args.max_length),
+        "--val-fraction",
+        "0",
+        "--test-fraction",
+        "0",
+        "--eval-splits",
+        "val",
+        "--max-queries",
+        "1",
+        "--k-first",
+        "10",
+        "--k-rerank",
+        "10",
+        "--no-eval-before",
+        "--cache-dir",
+        str(args.cache_dir),
+        "--log-every",
+        "20",
+    ]
     if args.threads:
         argv += ["--threads", str(args.threads)]
     return argv
 
 
 def settings(args) -> dict:
-    keys = ("parent", "epochs", "max_steps", "batch_size", "lr", "head_lr", "train_layers", "max_length", "depth")
-    return {k: getattr(args, k) for k in keys} | {"split_file": str(args.split_file), "labels": str(args.labels)}
+    keys = (
+        "parent",
+        "epochs",
+        "max_steps",
+        "batch_size",
+        "lr",
+        "head_lr",
+        "train_layers",
+        "max_length",
+        "depth",
+    )
+    return {k: getattr(args, k) for k in keys} | {
+        "split_file": str(args.split_file),
+        "labels": str(args.labels),
+    }
 
 
 def run_point(args, scorer: Scorer, rows, patent_of, labelled, held_out, budget: int, seed: int) -> dict:
@@ -148,8 +205,13 @@ def run_point(args, scorer: Scorer, rows, patent_of, labelled, held_out, budget:
     work = Path(args.work) / f"b{budget}-s{seed}"
     cached = work / "point.json"
     digest = hashlib.sha1(json.dumps(kept, sort_keys=True).encode("utf-8")).hexdigest()
-    want = {"settings": settings(args), "test_queries": scorer.qids, "budget": budget, "seed": seed,
-            "rows_sha1": digest}  # fmt: skip
+    want = {
+        "settings": settings(args),
+        "test_queries": scorer.qids,
+        "budget": budget,
+        "seed": seed,
+        "rows_sha1": digest,
+    }
     if cached.is_file():
         old = json.loads(cached.read_text(encoding="utf-8"))
         if all(old.get(k) == v for k, v in want.items()):
@@ -161,10 +223,19 @@ def run_point(args, scorer: Scorer, rows, patent_of, labelled, held_out, budget:
         raise SystemExit(f"train.dssdnet failed for B={budget} seed={seed}")
     trained = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     per, precision = scorer.reranked(out)
-    point = {**want, "queries": len(chosen), "query_ids": chosen, "judgements": guard["pairs_used"],
-             "guard": guard, "steps": trained.get("steps"), "epochs_run": trained.get("epochs_run"),
-             "train_seconds": trained.get("train_seconds"), "precision": precision, "per_query": per,
-             "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
+    point = {
+        **want,
+        "queries": len(chosen),
+        "query_ids": chosen,
+        "judgements": guard["pairs_used"],
+        "guard": guard,
+        "steps": trained.get("steps"),
+        "epochs_run": trained.get("epochs_run"),
+        "train_seconds": trained.get("train_seconds"),
+        "precision": precision,
+        "per_query": per,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     if not args.keep_checkpoints:
         for f in ("model.safetensors", "state.pt"):
             (out / f).unlink(missing_ok=True)
@@ -181,10 +252,20 @@ def build_parser() -> argparse.ArgumentParser:
     a("--split-file", required=True, help="the committed query split (splits/cs3245_text.json)")
     a("--out", required=True, help="the JSON to write")
     a("--parent", default=DEFAULT_PARENT, help="the shipped re-ranker fine-tuned (the app's text model)")
-    a("--budgets", type=int, nargs="+", default=[0, 25, 50, 118], help="labelled queries per point (0: the parent)")
+    a(
+        "--budgets",
+        type=int,
+        nargs="+",
+        default=[0, 25, 50, 118],
+        help="labelled queries per point (0: the parent)",
+    )
     a("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the subsets and the fine-tunes")
-    a("--top-seeds", type=int, default=None,
-      help="seeds run at the largest budget (default: all; fewer to save time, said in the JSON)")  # fmt: skip
+    a(
+        "--top-seeds",
+        type=int,
+        default=None,
+        help="seeds run at the largest budget (default: all; fewer to save time, said in the JSON)",
+    )
     a("--max-test", type=int, default=None, help="score only the first N test queries (quick runs)")
     a("--depth", type=int, default=30, help="hybrid candidates re-ranked")
     a("--epochs", type=int, default=2, help="passes over a point's label pairs")
@@ -196,10 +277,18 @@ def build_parser() -> argparse.ArgumentParser:
     a("--max-length", type=int, default=128, help="tokens of a query-candidate pair")
     a("--boot", type=int, default=2000, help="bootstrap resamples")
     a("--eval-batch-size", type=int, default=32, help="pairs per re-ranker forward pass when scoring")
-    a("--text-corpus", default="../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl",
-      help="the JSONL a hash-split parent trained from (to find the test queries it saw)")  # fmt: skip
+    a(
+        "--text-corpus",
+        default="../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl",
+        help="the JSONL a hash-split parent trained from (to find the test queries it saw)",
+    )
     a("--cache-dir", default="cache", help="the app's cache folder (dense index)")
-    a("--checkpoints", nargs="+", default=["checkpoints"], help="where the app finds a bi-encoder (dense stage)")
+    a(
+        "--checkpoints",
+        nargs="+",
+        default=["checkpoints"],
+        help="where the app finds a bi-encoder (dense stage)",
+    )
     a("--work", default="runs/loop/text", help="per-point rows, checkpoints and figures")
     a("--keep-checkpoints", action="store_true", help="keep each fine-tuned model's weights under --work")
     a("--threads", type=int, default=1, help="torch (and FAISS) threads")
@@ -247,7 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     started = time.perf_counter()
     if not Path(args.labels).is_file():
-        raise SystemExit(f"label store {args.labels} not found: run scripts/examiner_sim.py --modality text first")
+        raise SystemExit(
+            f"label store {args.labels} not found: run scripts/examiner_sim.py --modality text first"
+        )
     split = json.loads(Path(args.split_file).read_text(encoding="utf-8"))
     corpus = Corpus.load(args.corpus, validate=False)
     corpus.splits = {s: list(split[s]) for s in ("train", "val", "test")}  # the committed query split
@@ -273,16 +364,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not labelled:
         raise SystemExit(f"{args.labels}: no text labels on training queries of {args.split_file}")
     budgets = sorted({min(b, len(labelled)) for b in args.budgets})
-    print(f"{len(rows)} labelled text queries: {len(labelled)} training queries, {len(not_train)} others "
-          f"(held out: {len(set(not_train) & set(held_out))}), {len(unknown)} not a corpus patent; "
-          f"budgets {budgets}", flush=True)  # fmt: skip
+    print(
+        f"{len(rows)} labelled text queries: {len(labelled)} training queries, {len(not_train)} others "
+        f"(held out: {len(set(not_train) & set(held_out))}), {len(unknown)} not a corpus patent; "
+        f"budgets {budgets}",
+        flush=True,
+    )
 
     # the test queries and the first stage
     test = [q for q in split["test"] if q in corpus and corpus.qrels.get(q)][: args.max_test]
     weight = tuned_fusion_weight(args.parent, "hybrid", 100)
     weight_note = "the parent's fusion_pools['hybrid@100'] (the app's default depth)"
     if weight is None:
-        weight, weight_note = 0.5, "0.5: the parent records no weight for the hybrid pool (the app's fallback)"
+        weight, weight_note = (
+            0.5,
+            "0.5: the parent records no weight for the hybrid pool (the app's fallback)",
+        )
     scorer = Scorer(corpus, test, args.cache_dir, args.checkpoints, args.depth, weight, args.eval_batch_size)
     hybrid = scorer.hybrid()
     t0 = time.perf_counter()
@@ -290,8 +387,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     zero_seconds = round(time.perf_counter() - t0, 1)
     seen, seen_rule = parent_seen(args)
     unseen = [i for i, q in enumerate(test) if q not in seen]
-    print(f"{len(test)} test queries ({len(unseen)} unseen by the parent); hybrid {means(hybrid)}; "
-          f"B=0 {means(zero['dssdnet'])} fused {means(zero['fused'])} ({zero_seconds} s)", flush=True)  # fmt: skip
+    print(
+        f"{len(test)} test queries ({len(unseen)} unseen by the parent); hybrid {means(hybrid)}; "
+        f"B=0 {means(zero['dssdnet'])} fused {means(zero['fused'])} ({zero_seconds} s)",
+        flush=True,
+    )
 
     # the points
     top = max(budgets)
@@ -300,70 +400,120 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds = args.seeds[: args.top_seeds] if budget == top and args.top_seeds else args.seeds
         for seed in seeds:
             pt = run_point(args, scorer, rows, patent_of, labelled, held_out, budget, seed)
-            entry = {"queries": pt["queries"], "judgements": pt["judgements"], "seed": seed,
-                     **summarise(pt["per_query"], zero, hybrid, args.boot),
-                     "unseen_by_parent": summarise(pt["per_query"], zero, hybrid, args.boot, unseen),
-                     "steps": pt["steps"], "epochs_run": pt["epochs_run"], "train_seconds": pt["train_seconds"],
-                     "seconds": pt["seconds"], "reused": bool(pt.get("reused")), "guard": pt["guard"],
-                     "query_ids": pt["query_ids"],
-                     "per_query": pt["per_query"]}  # fmt: skip
+            entry = {
+                "queries": pt["queries"],
+                "judgements": pt["judgements"],
+                "seed": seed,
+                **summarise(pt["per_query"], zero, hybrid, args.boot),
+                "unseen_by_parent": summarise(pt["per_query"], zero, hybrid, args.boot, unseen),
+                "steps": pt["steps"],
+                "epochs_run": pt["epochs_run"],
+                "train_seconds": pt["train_seconds"],
+                "seconds": pt["seconds"],
+                "reused": bool(pt.get("reused")),
+                "guard": pt["guard"],
+                "query_ids": pt["query_ids"],
+                "per_query": pt["per_query"],
+            }
             points.append(entry)
-            print(f"B={budget} seed={seed}: {entry['judgements']} judgements, {entry['steps']} steps; "
-                  f"MAP@10 {entry['test']['map@10']:.4f} (vs B=0 {entry['vs_zero']['map@10']['diff']:+.4f} "
-                  f"[{entry['vs_zero']['map@10']['low']:+.4f}, {entry['vs_zero']['map@10']['high']:+.4f}]), "
-                  f"fused {entry['fused']['map@10']:.4f}; {entry['seconds']} s", flush=True)  # fmt: skip
+            print(
+                f"B={budget} seed={seed}: {entry['judgements']} judgements, {entry['steps']} steps; "
+                f"MAP@10 {entry['test']['map@10']:.4f} (vs B=0 {entry['vs_zero']['map@10']['diff']:+.4f} "
+                f"[{entry['vs_zero']['map@10']['low']:+.4f}, {entry['vs_zero']['map@10']['high']:+.4f}]), "
+                f"fused {entry['fused']['map@10']:.4f}; {entry['seconds']} s",
+                flush=True,
+            )
 
-    zero_entry = {"queries": 0, "judgements": 0, "checkpoint": str(args.parent), "precision": zero_precision,
-                  **summarise(zero, zero, hybrid, args.boot),
-                  "unseen_by_parent": summarise(zero, zero, hybrid, args.boot, unseen),
-                  "seconds": zero_seconds, "per_query": zero}  # fmt: skip
+    zero_entry = {
+        "queries": 0,
+        "judgements": 0,
+        "checkpoint": str(args.parent),
+        "precision": zero_precision,
+        **summarise(zero, zero, hybrid, args.boot),
+        "unseen_by_parent": summarise(zero, zero, hybrid, args.boot, unseen),
+        "seconds": zero_seconds,
+        "per_query": zero,
+    }
     for key in ("vs_zero", "fused_vs_zero"):  # B = 0 against itself says nothing
         zero_entry.pop(key)
         zero_entry["unseen_by_parent"].pop(key)
-    grid_note = (f"seeds {args.seeds[: args.top_seeds]} at B={top}, {args.seeds} below" if args.top_seeds
-                 else f"seeds {args.seeds} at every budget")  # fmt: skip
-    note = (f"Budgets count labelled query texts: {len(labelled)} cover the {len(train_ids) - len(never)} training "
-            f"queries the examiner searched (patents with one title + abstract are one query to the app)"
-            + (f"; never searched: {', '.join(never)} (scripts/examiner_sim.py skips a patent without abstract)"
-               if never else "")
-            + f". The parent trained on {len(test) - len(unseen)} of the {len(test)} test queries (its own split); "
-            f"`unseen_by_parent` scores the {len(unseen)} it never saw. R@100 of a re-ranked list is the hybrid's "
-            f"(only the top {args.depth} is reordered). {grid_note}.")  # fmt: skip
+    grid_note = (
+        f"seeds {args.seeds[: args.top_seeds]} at B={top}, {args.seeds} below"
+        if args.top_seeds
+        else f"seeds {args.seeds} at every budget"
+    )
+    note = (
+        f"Budgets count labelled query texts: {len(labelled)} cover the {len(train_ids) - len(never)} training "
+        f"queries the examiner searched (patents with one title + abstract are one query to the app)"
+        + (
+            f"; never searched: {', '.join(never)} (scripts/examiner_sim.py skips a patent without abstract)"
+            if never
+            else ""
+        )
+        + f". The parent trained on {len(test) - len(unseen)} of the {len(test)} test queries (its own split); "
+        f"`unseen_by_parent` scores the {len(unseen)} it never saw. R@100 of a re-ranked list is the hybrid's "
+        f"(only the top {args.depth} is reordered). {grid_note}."
+    )
     out = {
         "command": shlex.join([*PROG.split(), *argv]),
         "modality": "text",
         "split_file": str(args.split_file),
         "corpus": str(args.corpus),
-        "labels": {"store": str(args.labels), "annotators": annotators, "labelled_queries": len(rows),
-                   "training_queries": len(labelled), "training_queries_covered": len(train_ids) - len(never),
-                   "training_queries_never_searched": never, "other_queries": not_train, "unmatched_rows": unknown,
-                   "subset_rule": "sorted training query ids shuffled by random.Random(seed), the first B "
-                                  "(nested over B for one seed)",
-                   "leak_guard": "train.labels_data.guard_dssdnet_rows with the val and test queries of the "
-                                 "split file held out (their rows and judged candidates dropped)"},  # fmt: skip
+        "labels": {
+            "store": str(args.labels),
+            "annotators": annotators,
+            "labelled_queries": len(rows),
+            "training_queries": len(labelled),
+            "training_queries_covered": len(train_ids) - len(never),
+            "training_queries_never_searched": never,
+            "other_queries": not_train,
+            "unmatched_rows": unknown,
+            "subset_rule": "sorted training query ids shuffled by random.Random(seed), the first B "
+            "(nested over B for one seed)",
+            "leak_guard": "train.labels_data.guard_dssdnet_rows with the val and test queries of the "
+            "split file held out (their rows and judged candidates dropped)",
+        },
         "test_queries": len(test),
         "test_query_ids": test,
-        "unseen_by_parent": {"queries": [test[i] for i in unseen], "seen_rule": seen_rule,
-                             "hybrid": means(pick(hybrid, unseen)) if unseen else None},  # fmt: skip
-        "protocol": {"first_stage": f"hybrid (BM25 + dense {scorer.encoder}, patent_demo/configs/hybrid.json) "
-                                    "top 100, the query patent left out; query = title + abstract",
-                     "depth": args.depth, "fusion_weight": weight, "fusion_weight_from": weight_note,
-                     "bootstrap": {"resamples": args.boot, "seed": 0, "level": 0.95,
-                                   "pairs": "per test query, point minus B=0 (or minus hybrid)"},
-                     "lists": {"test": "the dssdnet list (hybrid top depth re-ranked)",
-                               "fused": "hybrid + re-ranker scores of that head, the fusion weight above"},
-                     "recall@100": "equal to the hybrid's for every re-ranked list (only the top depth is reordered)",
-                     "grid": grid_note},  # fmt: skip
+        "unseen_by_parent": {
+            "queries": [test[i] for i in unseen],
+            "seen_rule": seen_rule,
+            "hybrid": means(pick(hybrid, unseen)) if unseen else None,
+        },
+        "protocol": {
+            "first_stage": f"hybrid (BM25 + dense {scorer.encoder}, patent_demo/configs/hybrid.json) "
+            "top 100, the query patent left out; query = title + abstract",
+            "depth": args.depth,
+            "fusion_weight": weight,
+            "fusion_weight_from": weight_note,
+            "bootstrap": {
+                "resamples": args.boot,
+                "seed": 0,
+                "level": 0.95,
+                "pairs": "per test query, point minus B=0 (or minus hybrid)",
+            },
+            "lists": {
+                "test": "the dssdnet list (hybrid top depth re-ranked)",
+                "fused": "hybrid + re-ranker scores of that head, the fusion weight above",
+            },
+            "recall@100": "equal to the hybrid's for every re-ranked list (only the top depth is reordered)",
+            "grid": grid_note,
+        },
         "finetune": {k: v for k, v in settings(args).items() if k not in ("split_file", "labels")}
-        | {"schedule": "linear, warm-up 0.1", "validation": "none (--val-fraction 0: the last weights are kept)",
-           "path": "train.dssdnet --init-from PARENT --labels ROWS"},  # fmt: skip
+        | {
+            "schedule": "linear, warm-up 0.1",
+            "validation": "none (--val-fraction 0: the last weights are kept)",
+            "path": "train.dssdnet --init-from PARENT --labels ROWS",
+        },
         "hybrid": means(hybrid) | {"per_query": hybrid},
         "zero": zero_entry,
         "points": points,
         "cpu": precision.cpu_name(),
         "threads": args.threads,
         "seconds": round(time.perf_counter() - started, 1),  # this run's wall time (reused points cost ~0)
-        "grid_seconds": round(zero_seconds + sum(p["seconds"] for p in points), 1),  # B = 0 and every point, when run
+        "grid_seconds": round(
+            zero_seconds + sum(p["seconds"] for p in points), 1
+        ),  # B = 0 and every point, when run
         "note": note,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

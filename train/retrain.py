@@ -45,8 +45,21 @@ from train.labels_data import guard_dssdnet_rows, guard_hmcl_rows, read_rows, wr
 from train.labels_head import add_head_args, retrain_head
 
 # settings of the parent's training run that a fine-tune keeps unless given here
-INHERITED = ("loss", "pairs", "text_weight", "tau", "weights", "train_blocks", "batch_patents",
-             "subclass_fraction", "main_fraction", "weight_decay", "min_lr_ratio", "grad_clip", "train_split")  # fmt: skip
+INHERITED = (
+    "loss",
+    "pairs",
+    "text_weight",
+    "tau",
+    "weights",
+    "train_blocks",
+    "batch_patents",
+    "subclass_fraction",
+    "main_fraction",
+    "weight_decay",
+    "min_lr_ratio",
+    "grad_clip",
+    "train_split",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,8 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     a("--warmup-steps", type=int, default=5, help="warm-up steps")
     a("--batch-patents", type=int, default=None, help="corpus patents per batch (default: the parent's)")
     a("--train-blocks", type=int, default=None, help="vision blocks that train (default: the parent's)")
-    a("--label-weights", type=float, nargs=2, default=None, metavar=("S_REL", "S_PARTLY"),
-      help="h of a pair judged relevant / partly (default: the parent's s_p and s_s)")  # fmt: skip
+    a(
+        "--label-weights",
+        type=float,
+        nargs=2,
+        default=None,
+        metavar=("S_REL", "S_PARTLY"),
+        help="h of a pair judged relevant / partly (default: the parent's s_p and s_s)",
+    )
     a("--label-groups", type=int, default=4, help="labelled queries per batch")
     a("--label-positives", type=int, default=2, help="judged-relevant figures per labelled query in a batch")
     a(
@@ -119,8 +138,12 @@ def load_app_corpus(args: argparse.Namespace) -> Corpus:
         return Corpus.load(args.corpus, validate=False).ensure_splits(seed=args.seed)  # as train.hmcl
     from patent_demo.data.democorpus import ensure_demo_corpus
 
-    return ensure_demo_corpus(Path(args.cache_dir) / "democorpus", patents=args.demo_patents,
-                              seed=args.demo_seed, size=args.demo_size)  # fmt: skip
+    return ensure_demo_corpus(
+        Path(args.cache_dir) / "democorpus",
+        patents=args.demo_patents,
+        seed=args.demo_seed,
+        size=args.demo_size,
+    )
 
 
 def hmcl_argv(
@@ -142,14 +165,46 @@ def hmcl_argv(
             *(str(v) for v in (value if isinstance(value, list) else [value])),
         ]
     out = Path(args.out)
-    argv += ["--init-from", str(args.parent), "--labels", str(labels_file), "--labels-root", str(root),
-             "--corpus", str(corpus.root), "--out", str(out.parent), "--name", out.name,
-             "--steps", str(args.steps), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps),
-             "--seed", str(args.seed), "--device", args.device, "--eval-splits", args.test_split,
-             "--eval-k", *map(str, args.eval_k), "--eval-batch-size", str(args.eval_batch_size),
-             "--label-groups", str(args.label_groups), "--label-positives", str(args.label_positives),
-             "--label-negatives", str(args.label_negatives), "--test-split", args.test_split,
-             "--log-every", "10"]  # fmt: skip
+    argv += [
+        "--init-from",
+        str(args.parent),
+        "--labels",
+        str(labels_file),
+        "--labels-root",
+        str(root),
+        "--corpus",
+        str(corpus.root),
+        "--out",
+        str(out.parent),
+        "--name",
+        out.name,
+        "--steps",
+        str(args.steps),
+        "--lr",
+        str(args.lr),
+        "--warmup-steps",
+        str(args.warmup_steps),
+        "--seed",
+        str(args.seed),
+        "--device",
+        args.device,
+        "--eval-splits",
+        args.test_split,
+        "--eval-k",
+        *map(str, args.eval_k),
+        "--eval-batch-size",
+        str(args.eval_batch_size),
+        "--label-groups",
+        str(args.label_groups),
+        "--label-positives",
+        str(args.label_positives),
+        "--label-negatives",
+        str(args.label_negatives),
+        "--test-split",
+        args.test_split,
+        "--log-every",
+        "10",
+    ]
     if args.label_weights:
         argv += ["--label-weights", *map(str, args.label_weights)]
     if args.allow_test_labels:
@@ -176,11 +231,26 @@ def drawing_ranks(wb, rows: Sequence[dict], held: set[str], root: Path, old: str
             for it in row.get(key) or []:
                 grade = int(it.get("grade", default)) if default is None else 0
                 pid = it["patent_id"]
-                items.append({"candidate": pid, "label": {2: "relevant", 1: "partly"}.get(grade, "not"),
-                              "grade": grade, "shown_rank": it.get("rank"), "before": ranks["before"].get(pid),
-                              "after": ranks["after"].get(pid)})  # fmt: skip
-        out.append({"query_id": row["query_id"], "kind": "drawing", "anchor_patent": anchor.get("patent_id", ""),
-                    "image_file": anchor["image_file"], "held_out": row["query_id"] in held, "items": items})  # fmt: skip
+                items.append(
+                    {
+                        "candidate": pid,
+                        "label": {2: "relevant", 1: "partly"}.get(grade, "not"),
+                        "grade": grade,
+                        "shown_rank": it.get("rank"),
+                        "before": ranks["before"].get(pid),
+                        "after": ranks["after"].get(pid),
+                    }
+                )
+        out.append(
+            {
+                "query_id": row["query_id"],
+                "kind": "drawing",
+                "anchor_patent": anchor.get("patent_id", ""),
+                "image_file": anchor["image_file"],
+                "held_out": row["query_id"] in held,
+                "items": items,
+            }
+        )
     return out
 
 
@@ -192,14 +262,30 @@ def text_ranks(wb, rows: Sequence[dict], held: set[str], old: str, new: str) -> 
     for row in rows:
         ranks = {}
         for phase, model in (("before", old), ("after", new)):
-            dss = wb.search_text(TextRequest.build(row["query"], row.get("query_codes") or {}, model, k)).lists["dssdnet"]
+            dss = wb.search_text(
+                TextRequest.build(row["query"], row.get("query_codes") or {}, model, k)
+            ).lists["dssdnet"]
             ranks[phase] = {pid: r for r, pid in enumerate(dss.ids, 1)}
-        items = [{"candidate": it["id"], "label": {2: "relevant", 1: "partly"}.get(int(it.get("grade", 0)), "not"),
-                  "grade": int(it.get("grade", 0)), "shown_rank": it.get("rank"),
-                  "before": ranks["before"].get(it["id"]), "after": ranks["after"].get(it["id"])}
-                 for it in [*(row.get("pos") or []), *(row.get("neg") or [])]]  # fmt: skip
-        out.append({"query_id": row["query_id"], "kind": "text", "anchor_patent": row.get("query_patent_id", ""),
-                    "held_out": row["query_id"] in held, "items": items})  # fmt: skip
+        items = [
+            {
+                "candidate": it["id"],
+                "label": {2: "relevant", 1: "partly"}.get(int(it.get("grade", 0)), "not"),
+                "grade": int(it.get("grade", 0)),
+                "shown_rank": it.get("rank"),
+                "before": ranks["before"].get(it["id"]),
+                "after": ranks["after"].get(it["id"]),
+            }
+            for it in [*(row.get("pos") or []), *(row.get("neg") or [])]
+        ]
+        out.append(
+            {
+                "query_id": row["query_id"],
+                "kind": "text",
+                "anchor_patent": row.get("query_patent_id", ""),
+                "held_out": row["query_id"] in held,
+                "items": items,
+            }
+        )
     return out
 
 
@@ -211,8 +297,12 @@ def _metrics(directory: Path, split: str, max_drop: float) -> dict | None:
     if not before or not after:
         return None
     rows = metric_rows(before, after, max_drop)
-    return {"split": split, "rows": rows, "max_drop": max_drop,
-            "regressions": [r["metric"] for r in rows if r["regression"]]}  # fmt: skip
+    return {
+        "split": split,
+        "rows": rows,
+        "max_drop": max_drop,
+        "regressions": [r["metric"] for r in rows if r["regression"]],
+    }
 
 
 def _train_text(args, corpus: Corpus, train_rows: list[dict], labels_dir: Path, version: int) -> Path:
@@ -222,10 +312,29 @@ def _train_text(args, corpus: Corpus, train_rows: list[dict], labels_dir: Path, 
         raise SystemExit("--text-from needs train.dssdnet --init-from (fine-tuning a re-ranker checkpoint)")
     text_out = Path(args.text_out or f"{str(args.text_from).rstrip('/')}-v{version}")
     file = write_rows(labels_dir / "dssdnet.train.jsonl", train_rows)
-    argv = ["--init-from", str(args.text_from), "--labels", str(file), "--corpus", str(corpus.root),
-            "--out", str(text_out), "--max-steps", str(args.text_steps), "--lr", str(args.text_lr),
-            "--seed", str(args.seed), "--val-fraction", "0", "--test-fraction", "0", "--eval-split", args.test_split,
-            *shlex.split(args.text_args)]  # fmt: skip
+    argv = [
+        "--init-from",
+        str(args.text_from),
+        "--labels",
+        str(file),
+        "--corpus",
+        str(corpus.root),
+        "--out",
+        str(text_out),
+        "--max-steps",
+        str(args.text_steps),
+        "--lr",
+        str(args.text_lr),
+        "--seed",
+        str(args.seed),
+        "--val-fraction",
+        "0",
+        "--test-fraction",
+        "0",
+        "--eval-split",
+        args.test_split,
+        *shlex.split(args.text_args),
+    ]
     if args.threads:
         argv += ["--threads", str(args.threads)]
     if dssdnet.main(argv) != 0:
@@ -277,9 +386,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if is_head:  # the shipped head on cached trunk features
         head_args = argparse.Namespace(**vars(args), labels_rows=labels_dir / "hmcl.jsonl")
         head_args.threads = args.threads or 2
-        retrain_head(head_args, corpus, d_kept, ["--corpus", str(corpus.root), "--labels-rows",
-                                                 str(labels_dir / "hmcl.jsonl"), "--from", str(args.parent),
-                                                 "--out", str(out)])  # fmt: skip
+        retrain_head(
+            head_args,
+            corpus,
+            d_kept,
+            [
+                "--corpus",
+                str(corpus.root),
+                "--labels-rows",
+                str(labels_dir / "hmcl.jsonl"),
+                "--from",
+                str(args.parent),
+                "--out",
+                str(out),
+            ],
+        )
     elif hmcl.main(hmcl_argv(args, parent_cfg, corpus, labels_dir / "hmcl.jsonl", root)) != 0:
         raise SystemExit("train.hmcl failed")
     (out / STATE).unlink(missing_ok=True)  # a finished fine-tune needs no resume state
@@ -291,8 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.text_from and t_kept:
         text_out = _train_text(args, corpus, t_kept, labels_dir, int(new_cfg.get("version") or 2))
     elif args.text_from:
-        print(f"--text-from: no text labels to train on ({len(t_rows)} labelled text queries, "
-              f"{t_stats.queries_held_out} held out); the re-ranker is unchanged")  # fmt: skip
+        print(
+            f"--text-from: no text labels to train on ({len(t_rows)} labelled text queries, "
+            f"{t_stats.queries_held_out} held out); the re-ranker is unchanged"
+        )
 
     # 4. re-index in the app's cache (and a copy beside the checkpoint)
     dirs = tuple(
@@ -302,8 +425,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if p.is_dir()
         )
     )
-    wb = Workbench(WorkbenchConfig(cache_dir=Path(args.cache_dir), checkpoint_dirs=dirs,
-                                   batch_size=args.eval_batch_size), corpus=corpus, progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(
+            cache_dir=Path(args.cache_dir), checkpoint_dirs=dirs, batch_size=args.eval_batch_size
+        ),
+        corpus=corpus,
+        progress=False,
+    )
     index = wb.index(wb.model(out.name, "drawing"))
     if not args.no_index_copy:
         index.save(out / "index")
@@ -312,25 +440,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     d_held = set(d_stats.held_out_query_ids)
     report = {
         "title": f"Retraining report: {parent.name} → {out.name}",
-        "checkpoint": str(out), "parent": str(parent), "version": new_cfg.get("version"),
-        "num_labels": new_cfg.get("num_labels"), "command": shlex.join(["python", "-m", "train.retrain", *argv]),
+        "checkpoint": str(out),
+        "parent": str(parent),
+        "version": new_cfg.get("version"),
+        "num_labels": new_cfg.get("num_labels"),
+        "command": shlex.join(["python", "-m", "train.retrain", *argv]),
         "leak_guard": {"drawing": d_stats.to_dict()},
         "queries": drawing_ranks(wb, d_rows, d_held, root, parent.name, out.name),
         "metrics": _metrics(out, args.test_split, args.max_drop),
-    }  # fmt: skip
+    }
     report["summary"] = summarise(report["queries"])
     if t_rows:
         report["leak_guard"]["text"] = t_stats.to_dict()
     if text_out is not None:
         text_old, text_new = Path(args.text_from).name, text_out.name
         queries = text_ranks(wb, t_rows, set(t_stats.held_out_query_ids), text_old, text_new)
-        report["text"] = {"checkpoint": str(text_out), "queries": queries, "summary": summarise(queries),
-                          "metrics": _metrics(text_out, args.test_split, args.max_drop)}  # fmt: skip
+        report["text"] = {
+            "checkpoint": str(text_out),
+            "queries": queries,
+            "summary": summarise(queries),
+            "metrics": _metrics(text_out, args.test_split, args.max_drop),
+        }
     paths = write_report(report, args.report_dir or out / "report")
     print(to_markdown(report).split("## Drawing search")[0].strip())
     print(f"report: {paths['markdown']} · {paths['json']} · {paths['html']}")
-    regressions = [*(report["metrics"] or {}).get("regressions", []),
-                   *((report.get("text") or {}).get("metrics") or {}).get("regressions", [])]  # fmt: skip
+    regressions = [
+        *(report["metrics"] or {}).get("regressions", []),
+        *((report.get("text") or {}).get("metrics") or {}).get("regressions", []),
+    ]
     if regressions:
         print(f"warning: test metrics fell: {', '.join(regressions)}", file=sys.stderr)
         if args.fail_on_regression:

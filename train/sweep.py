@@ -68,9 +68,15 @@ IMAGES: dict[str, list[str]] = {
     "hmcl-shuffled": ["--loss", "hmcl", "--text-weight", "0", "--shuffle-labels"],
 }
 IMAGE_COLUMNS = (
-    "patent_map", "patent_ndcg@10", "subclass_map", "subclass_ndcg@10", "main_map", "main_ndcg@10",
-    "hier_ndcg@10", "silhouette",
-)  # fmt: skip
+    "patent_map",
+    "patent_ndcg@10",
+    "subclass_map",
+    "subclass_ndcg@10",
+    "main_map",
+    "main_ndcg@10",
+    "hier_ndcg@10",
+    "silhouette",
+)
 
 
 CACHED: dict[str, list[str]] = {
@@ -111,8 +117,13 @@ def run_settings(train: dict) -> str:
     parts = ["no training" if train.get("steps") == 0 else train.get("loss", "?")]
     parts.append(f"init {train.get('init_projection', 'package')}")
     if train.get("steps"):
-        parts += [f"lr {train['lr']:g}", f"{train['steps']} steps", f"{train.get('train_blocks')} blocks",
-                  f"λ {train['text_weight']:g}", f"τ {train['tau']:g}"]  # fmt: skip
+        parts += [
+            f"lr {train['lr']:g}",
+            f"{train['steps']} steps",
+            f"{train.get('train_blocks')} blocks",
+            f"λ {train['text_weight']:g}",
+            f"τ {train['tau']:g}",
+        ]
         if train.get("loss") == "hmcl":
             parts.append("w " + "/".join(f"{w:g}" for w in train["weights"]))
         if train.get("subclass_fraction") != 0.5:
@@ -129,8 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("hmcl", help="train.hmcl variants x seeds")
     a = h.add_argument
     a("--config", default="train/configs/hmcl-lite.json", help="train.hmcl config shared by every run")
-    a("--variants", nargs="+", default=None, choices=sorted({*IMAGES, *CACHED}),
-      help="variants to run (default: every end-to-end variant; cached: zero-shot-128/224, cl, hmcl-text, hmcl-shuffled)")  # fmt: skip
+    a(
+        "--variants",
+        nargs="+",
+        default=None,
+        choices=sorted({*IMAGES, *CACHED}),
+        help="variants to run (default: every end-to-end variant; cached: zero-shot-128/224, cl, hmcl-text, hmcl-shuffled)",
+    )
     a("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of each trained variant")
     a("--split", default="test", help="end to end: the split the table reports (evaluated with true labels)")
     a("--redbook", default=None, help="end to end: also evaluate every run on this folder of Red Book grants")
@@ -148,8 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     a("--report-only", action="store_true", help="only summarise runs that exist")
-    a("--collect", nargs="+", default=None, metavar="RUN_DIR",
-      help="cached: one row per finished run directory (single runs), with its command")  # fmt: skip
+    a(
+        "--collect",
+        nargs="+",
+        default=None,
+        metavar="RUN_DIR",
+        help="cached: one row per finished run directory (single runs), with its command",
+    )
     a("--out", default=None, help="parent of the run directories (default runs/results; cached runs/real)")
     a("--table", default=None, help="write <table>.md and <table>.json (default <out>/table)")
     a("extra", nargs=argparse.REMAINDER, help="after '--': flags passed to every train.hmcl run")
@@ -248,9 +269,16 @@ def cached_table(summary: dict, reference: str, caption: str) -> str:
     cols = CACHED_COLUMNS
     head = ["variant", "runs", *[f"{c} (pages)" for c in cols], *[f"{c} (patents)" for c in cols[:3]]]
     head += [f"Δ {c} vs {reference} [95% CI]" for c in cols[:3]]
-    rows = [[v, str(e["n"]), *(cell(e["mean"][c], e["std"][c]) for c in cols),
-             *(cell(e["macro_mean"][c], e["macro_std"][c]) for c in cols[:3]),
-             *(interval_cell(e["bootstrap"].get(c)) for c in cols[:3])] for v, e in summary.items()]  # fmt: skip
+    rows = [
+        [
+            v,
+            str(e["n"]),
+            *(cell(e["mean"][c], e["std"][c]) for c in cols),
+            *(cell(e["macro_mean"][c], e["macro_std"][c]) for c in cols[:3]),
+            *(interval_cell(e["bootstrap"].get(c)) for c in cols[:3]),
+        ]
+        for v, e in summary.items()
+    ]
     return markdown_table(head, rows, caption)
 
 
@@ -281,18 +309,41 @@ def sweep_images(args, base: list[str], cfg, out: Path) -> tuple[str, dict]:
             results[variant][name] = metrics["after"][args.split]
     summary, real = image_summary(results), None
     if args.redbook:
-        real = image_summary({v: {n: redbook_eval(out / n, cfg.encoder if v == "zero-shot" else str(out / n),
-                                                  cfg.image_size, args.redbook, cfg.eval_k) for n in runs}
-                              for v, runs in results.items()})  # fmt: skip
-    caption = (f"Drawing retrieval on split `{args.split}`, mean ± std over seeds {args.seeds} "
-               f"(config `{args.config}`, extra flags `{' '.join(extra) or 'none'}`).")  # fmt: skip
+        real = image_summary(
+            {
+                v: {
+                    n: redbook_eval(
+                        out / n,
+                        cfg.encoder if v == "zero-shot" else str(out / n),
+                        cfg.image_size,
+                        args.redbook,
+                        cfg.eval_k,
+                    )
+                    for n in runs
+                }
+                for v, runs in results.items()
+            }
+        )
+    caption = (
+        f"Drawing retrieval on split `{args.split}`, mean ± std over seeds {args.seeds} "
+        f"(config `{args.config}`, extra flags `{' '.join(extra) or 'none'}`)."
+    )
     md = image_table(summary, caption)
     if real is not None:
         md += "\n" + image_table(
             real, f"Real drawings `{args.redbook}`: every page a query against all other pages; same runs."
         )
-    payload = {"caption": caption, "split": args.split, "seeds": args.seeds, "config": args.config, "extra": extra,
-               "columns": list(IMAGE_COLUMNS), "summary": summary, "redbook": args.redbook, "redbook_summary": real}  # fmt: skip
+    payload = {
+        "caption": caption,
+        "split": args.split,
+        "seeds": args.seeds,
+        "config": args.config,
+        "extra": extra,
+        "columns": list(IMAGE_COLUMNS),
+        "summary": summary,
+        "redbook": args.redbook,
+        "redbook_summary": real,
+    }
     return md, payload
 
 
@@ -328,8 +379,15 @@ def sweep_cached(args, base: list[str], cfg, out: Path) -> tuple[str, dict]:
         f"extra flags `{' '.join(extra) or 'none'}`); Δ: paired cluster bootstrap over patents of the "
         f"seed-averaged per-page scores against `{args.reference}`."
     )
-    payload = {"caption": caption, "config": args.config, "extra": extra, "seeds": args.seeds,
-               "reference": args.reference, "columns": list(CACHED_COLUMNS), "summary": summary}  # fmt: skip
+    payload = {
+        "caption": caption,
+        "config": args.config,
+        "extra": extra,
+        "seeds": args.seeds,
+        "reference": args.reference,
+        "columns": list(CACHED_COLUMNS),
+        "summary": summary,
+    }
     return cached_table(summary, args.reference, caption), payload
 
 
@@ -348,8 +406,13 @@ def collect(run_dirs: Sequence[str], sizes: Sequence[int]) -> tuple[str, list[di
         for size, res in results.items():
             if res is None:
                 continue
-            row = {"run": d.name, "settings": settings, "size": size, "command": command,
-                   **{c: res["metrics"].get(c) for c in CACHED_COLUMNS}}  # fmt: skip
+            row = {
+                "run": d.name,
+                "settings": settings,
+                "size": size,
+                "command": command,
+                **{c: res["metrics"].get(c) for c in CACHED_COLUMNS},
+            }
             rows.append(row)
             cells.append([d.name, settings, size, *(f"{row[c]:.3f}" for c in CACHED_COLUMNS[:3])])
     return markdown_table(["run", "settings", "px", *CACHED_COLUMNS[:3]], cells), rows
@@ -371,8 +434,10 @@ def main_hmcl(args) -> int:
     variants = CACHED if cfg.cached else IMAGES
     wrong = [v for v in args.variants or [] if v not in variants]
     if wrong:
-        raise SystemExit(f"variants {wrong} are not variants of the {'cached' if cfg.cached else 'end-to-end'} "
-                         f"feed of {args.config}; choose from {sorted(variants)}")  # fmt: skip
+        raise SystemExit(
+            f"variants {wrong} are not variants of the {'cached' if cfg.cached else 'end-to-end'} "
+            f"feed of {args.config}; choose from {sorted(variants)}"
+        )
     out = Path(args.out or ("runs/real" if cfg.cached else "runs/results"))
     md, payload = (sweep_cached if cfg.cached else sweep_images)(args, base, cfg, out)
     table = write_table(args.table or out / "table", md, payload)
@@ -392,7 +457,11 @@ def main_dssdnet(args, command: str) -> int:
         result = ladder_aggregate(out, args.datasets, args.variants, args.seeds)
         if args.table:
             path = Path(args.table).with_suffix(".md")
-            notes = path.read_text(encoding="utf-8").split(NOTES_MARK, 1)[1] if path.is_file() and NOTES_MARK in path.read_text(encoding="utf-8") else ""  # fmt: skip
+            notes = (
+                path.read_text(encoding="utf-8").split(NOTES_MARK, 1)[1]
+                if path.is_file() and NOTES_MARK in path.read_text(encoding="utf-8")
+                else ""
+            )
             text = "# DSSDNet ablation: BM25 vs BERT(C) vs DS_SD vs DS_SD_MR vs DSSDNet\n\n"
             text += f"Produced by:\n\n```\n{command}\n```\n\n" + ladder_markdown(result, args.seeds)
             text += f"\n{NOTES_MARK}{notes or chr(10)}"
@@ -408,8 +477,17 @@ def main_dssdnet(args, command: str) -> int:
                     if ladder_finished(path):
                         log.info("[sweep] %s: done, skipped", path)
                         continue
-                    run_args = [*LADDER_DATASETS[ds], "--variant", v, "--seed", str(seed), "--out", str(path),
-                                "--no-eval-before", *extra]  # fmt: skip
+                    run_args = [
+                        *LADDER_DATASETS[ds],
+                        "--variant",
+                        v,
+                        "--seed",
+                        str(seed),
+                        "--out",
+                        str(path),
+                        "--no-eval-before",
+                        *extra,
+                    ]
                     log.info("[sweep] %s", shlex.join(run_args))
                     t0 = time.perf_counter()
                     dssdnet.main(run_args)
@@ -419,8 +497,19 @@ def main_dssdnet(args, command: str) -> int:
         k = min(int(key.split("@")[1]) for key in entry["bm25"] if "@" in key)
         for v, agg in entry["variants"].items():
             r, m = agg[f"recall@{k}"], agg[f"map@{k}"]
-            log.info("%s %s: recall@%d %.4f ± %.4f, map@%d %.4f ± %.4f (bm25 %.4f, %.4f)", ds, v, k, r[0], r[1], k,
-                     m[0], m[1], entry["bm25"][f"recall@{k}"], entry["bm25"][f"map@{k}"])  # fmt: skip
+            log.info(
+                "%s %s: recall@%d %.4f ± %.4f, map@%d %.4f ± %.4f (bm25 %.4f, %.4f)",
+                ds,
+                v,
+                k,
+                r[0],
+                r[1],
+                k,
+                m[0],
+                m[1],
+                entry["bm25"][f"recall@{k}"],
+                entry["bm25"][f"map@{k}"],
+            )
     return 0
 
 

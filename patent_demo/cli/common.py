@@ -37,12 +37,23 @@ def add_backend(p: argparse.ArgumentParser, push: bool = False) -> None:
     """``--backend``, ``--url``, ``--timeout`` (``patent_demo.backends``): where the vectors are searched."""
     from patent_demo.backends import BACKENDS, DEFAULT_TIMEOUT
 
-    p.add_argument("--backend", default="qdrant" if push else "faiss", choices=BACKENDS,
-                   help="the vector search backend (default: %(default)s); qdrant needs `patent-demo index push`")  # fmt: skip
-    p.add_argument("--url", default="", help="the engine's server (e.g. http://qdrant:6333); "
-                   "default: embedded, a folder under --cache-dir")  # fmt: skip
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                   help="seconds a request to the server may take (default %(default)s)")
+    p.add_argument(
+        "--backend",
+        default="qdrant" if push else "faiss",
+        choices=BACKENDS,
+        help="the vector search backend (default: %(default)s); qdrant needs `patent-demo index push`",
+    )
+    p.add_argument(
+        "--url",
+        default="",
+        help="the engine's server (e.g. http://qdrant:6333); default: embedded, a folder under --cache-dir",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds a request to the server may take (default %(default)s)",
+    )
 
 
 def add_corpus(p: argparse.ArgumentParser, required: bool = True) -> None:

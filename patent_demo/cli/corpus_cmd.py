@@ -20,10 +20,14 @@ def add_parser(sub) -> None:
         "train/val/test once by family and saves them. Started again with the same arguments it "
         "resumes where it stopped.",
     )
-    b.add_argument("--source", required=True, choices=KINDS,
-                   help="redbook: USPTO Red Book folders, weekly .tar archives or weekly grant XML; images: "
-                        "drawings + a CSV/TSV of id, code(s), title; deeppatent2: DeepPatent2 figures "
-                        "(+ JSON records); text: a JSONL of patents + citation/family pair TSVs")  # fmt: skip
+    b.add_argument(
+        "--source",
+        required=True,
+        choices=KINDS,
+        help="redbook: USPTO Red Book folders, weekly .tar archives or weekly grant XML; images: "
+        "drawings + a CSV/TSV of id, code(s), title; deeppatent2: DeepPatent2 figures "
+        "(+ JSON records); text: a JSONL of patents + citation/family pair TSVs",
+    )
     b.add_argument("src", help="the collection: a folder (or one archive / XML / JSONL file)")
     b.add_argument("--out", required=True, help="the corpus directory to write")
     b.add_argument(
@@ -32,31 +36,55 @@ def add_parser(sub) -> None:
     b.add_argument(
         "--metadata", default=None, help="images: the CSV/TSV table (default: the one table in SRC)"
     )
-    b.add_argument("--scheme", default=None, choices=("locarno", "uspc", "ipc", "cpc"),
-                   help="images: the scheme of the code column (default: from the header or the codes' shape)")  # fmt: skip
+    b.add_argument(
+        "--scheme",
+        default=None,
+        choices=("locarno", "uspc", "ipc", "cpc"),
+        help="images: the scheme of the code column (default: from the header or the codes' shape)",
+    )
     b.add_argument("--seed", type=int, default=0, help="seed of the family split (default 0)")
-    b.add_argument("--split", type=float, nargs=3, default=(0.7, 0.15, 0.15), metavar=("TRAIN", "VAL", "TEST"),
-                   help="split fractions (default 0.7 0.15 0.15)")  # fmt: skip
-    b.add_argument("--splits", default=None, metavar="FILE",
-                   help="a committed split file (JSON train/val/test id lists, e.g. splits/uspc2007.json) "
-                        "saved instead of drawing a split by family")  # fmt: skip
+    b.add_argument(
+        "--split",
+        type=float,
+        nargs=3,
+        default=(0.7, 0.15, 0.15),
+        metavar=("TRAIN", "VAL", "TEST"),
+        help="split fractions (default 0.7 0.15 0.15)",
+    )
+    b.add_argument(
+        "--splits",
+        default=None,
+        metavar="FILE",
+        help="a committed split file (JSON train/val/test id lists, e.g. splits/uspc2007.json) "
+        "saved instead of drawing a split by family",
+    )
     b.add_argument("--thumb-size", type=int, default=384, help="longer side of the thumbnails in pixels")
     b.add_argument("--workers", type=int, default=1, help="processes writing thumbnails (default 1)")
     b.add_argument("--restart", action="store_true", help="forget an earlier, unfinished build in --out")
-    b.add_argument("--split-sheets", action="store_true",
-                   help="cut drawing sheets holding several figures into one image per figure "
-                        "(patent_demo.drawing.sheets; written under OUT/figures)")  # fmt: skip
+    b.add_argument(
+        "--split-sheets",
+        action="store_true",
+        help="cut drawing sheets holding several figures into one image per figure "
+        "(patent_demo.drawing.sheets; written under OUT/figures)",
+    )
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", default=None, help="also write the summary as JSON here")
     b.set_defaults(handler=run_build)
 
-    i = cs.add_parser("info", help="the summary of a built corpus", description="The summary of a built "
-                      "corpus: source, patents, figures, codes by scheme, splits and what the build skipped.")  # fmt: skip
+    i = cs.add_parser(
+        "info",
+        help="the summary of a built corpus",
+        description="The summary of a built "
+        "corpus: source, patents, figures, codes by scheme, splits and what the build skipped.",
+    )
     i.add_argument("corpus", help="a corpus directory")
     i.add_argument("--json", action="store_true", help="print JSON instead of text")
-    i.add_argument("--cache-dir", default=None,
-                   help="the app's cache folder: also say which index kind each built index of this corpus "
-                        "runs and its measured recall (default: the project's cache/)")  # fmt: skip
+    i.add_argument(
+        "--cache-dir",
+        default=None,
+        help="the app's cache folder: also say which index kind each built index of this corpus "
+        "runs and its measured recall (default: the project's cache/)",
+    )
     i.set_defaults(handler=run_info)
 
 
@@ -64,10 +92,20 @@ def run_build(args: argparse.Namespace) -> int:
     from patent_demo.data.build import build_corpus
 
     summary = build_corpus(
-        args.source, args.src, args.out, images=args.images, metadata=args.metadata, scheme=args.scheme,
-        seed=args.seed, fractions=tuple(args.split), thumb_size=args.thumb_size, workers=args.workers,
-        progress=not args.quiet, restart=args.restart, splits_file=args.splits,
-    )  # fmt: skip
+        args.source,
+        args.src,
+        args.out,
+        images=args.images,
+        metadata=args.metadata,
+        scheme=args.scheme,
+        seed=args.seed,
+        fractions=tuple(args.split),
+        thumb_size=args.thumb_size,
+        workers=args.workers,
+        progress=not args.quiet,
+        restart=args.restart,
+        splits_file=args.splits,
+    )
     print(summary.to_text())
     if args.split_sheets:
         from patent_demo.data.corpus import Corpus
@@ -117,6 +155,13 @@ def index_lines(corpus_dir: str, cache_dir: str) -> list[dict]:
             index = SimpleNamespace(
                 kind=meta["kind"], params=meta["params"], count=meta["count"], dim=meta["dim"]
             )
-            out.append({"what": what, "model": meta.get("model") or params.parent.name, "path": str(params.parent),
-                        "kind": meta["kind"], "description": describe_index(index)})  # fmt: skip
+            out.append(
+                {
+                    "what": what,
+                    "model": meta.get("model") or params.parent.name,
+                    "path": str(params.parent),
+                    "kind": meta["kind"],
+                    "description": describe_index(index),
+                }
+            )
     return out

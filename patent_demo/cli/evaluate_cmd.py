@@ -41,17 +41,29 @@ def add_parser(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate a model on a corpus (drawings or text)")
     es = p.add_subparsers(dest="task", required=True, metavar="TASK")
     for task in ("drawings", "text"):
-        e = es.add_parser(task, help=f"evaluate {task} retrieval", description=__doc__.split("\n\n", 1)[1],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        e = es.add_parser(
+            task,
+            help=f"evaluate {task} retrieval",
+            description=__doc__.split("\n\n", 1)[1],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add_corpus(e, required=task == "drawings")
         default_model = "default"
-        e.add_argument("--model", default=default_model,
-                       help="default, zero-shot (drawings), or a name from `patent-demo models`; text: bm25, dense, "
-                            "hybrid, dssdnet, fused, default (the shipped default list) or a DSSDNet checkpoint")  # fmt: skip
+        e.add_argument(
+            "--model",
+            default=default_model,
+            help="default, zero-shot (drawings), or a name from `patent-demo models`; text: bm25, dense, "
+            "hybrid, dssdnet, fused, default (the shipped default list) or a DSSDNet checkpoint",
+        )
         e.add_argument("--against", default=None, help="a baseline model: paired bootstrap of the difference")
-        e.add_argument("--split", default=None, help="split to evaluate (default: test when the corpus has one; 'all': every patent)")  # fmt: skip
-        e.add_argument("--k", type=int, nargs="+", default=[10] if task == "drawings" else list(TEXT_KS),
-                       help="cut-offs")  # fmt: skip
+        e.add_argument(
+            "--split",
+            default=None,
+            help="split to evaluate (default: test when the corpus has one; 'all': every patent)",
+        )
+        e.add_argument(
+            "--k", type=int, nargs="+", default=[10] if task == "drawings" else list(TEXT_KS), help="cut-offs"
+        )
         e.add_argument("--json", default=None, help="write the full result (per-query values included) here")
         e.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)")
         e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -60,34 +72,60 @@ def add_parser(sub) -> None:
             e.add_argument(
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
             )
-            e.add_argument("--protocol", choices=("all", "queries"), default=None,
-                           help="all: every figure a query; queries: one marked query figure per patent "
-                                "(default: queries when the corpus marks them, else all)")  # fmt: skip
+            e.add_argument(
+                "--protocol",
+                choices=("all", "queries"),
+                default=None,
+                help="all: every figure a query; queries: one marked query figure per patent "
+                "(default: queries when the corpus marks them, else all)",
+            )
             e.add_argument("--batch-size", type=int, default=32, help="figures per embedding batch")
             e.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
             e.set_defaults(handler=run_drawings)
         else:
             e.add_argument("--qrels", default=None, help="TREC qrels (default: the corpus's qrels.txt)")
-            e.add_argument("--pairs", default=None,
-                           help="a labelled-pair file (DSSDNet TSV or label-export JSONL): rank each query's own "
-                                "candidates instead of searching the corpus (--corpus then only supplies texts); "
-                                "or a scored phrase-pair CSV (USPPM: id, anchor, target, context, title, label): "
-                                "Pearson and Spearman against the human scores (--model: a DSSDNet checkpoint or "
-                                "dense, the untrained bi-encoder's cosine)")  # fmt: skip
-            e.add_argument("--queries", default=None, help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)")  # fmt: skip
-            e.add_argument("--candidates", type=int, default=100, help="hybrid candidates re-ranked (default 100, as the app)")  # fmt: skip
-            e.add_argument("--reranker", default=None, help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)")  # fmt: skip
-            e.add_argument("--split-file", default=None,
-                           help="a committed query split (splits/*.json, train/text/split.py): --split picks its queries")  # fmt: skip
+            e.add_argument(
+                "--pairs",
+                default=None,
+                help="a labelled-pair file (DSSDNet TSV or label-export JSONL): rank each query's own "
+                "candidates instead of searching the corpus (--corpus then only supplies texts); "
+                "or a scored phrase-pair CSV (USPPM: id, anchor, target, context, title, label): "
+                "Pearson and Spearman against the human scores (--model: a DSSDNet checkpoint or "
+                "dense, the untrained bi-encoder's cosine)",
+            )
+            e.add_argument(
+                "--queries",
+                default=None,
+                help="query texts for qrels ids that are not corpus patents (TSV id<TAB>text)",
+            )
+            e.add_argument(
+                "--candidates",
+                type=int,
+                default=100,
+                help="hybrid candidates re-ranked (default 100, as the app)",
+            )
+            e.add_argument(
+                "--reranker",
+                default=None,
+                help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)",
+            )
+            e.add_argument(
+                "--split-file",
+                default=None,
+                help="a committed query split (splits/*.json, train/text/split.py): --split picks its queries",
+            )
             e.add_argument(
                 "--cache-dir",
                 default=project_path("cache"),
                 help="where the BM25 index is cached (shared with the app)",
             )
-            e.add_argument("--before", default="",
-                           help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's "
-                                "priority / filing / publication date); documents on or after it are left out "
-                                "of the search and of the qrels, and queries left with none are not scored")  # fmt: skip
+            e.add_argument(
+                "--before",
+                default="",
+                help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's "
+                "priority / filing / publication date); documents on or after it are left out "
+                "of the search and of the qrels, and queries left with none are not scored",
+            )
             e.set_defaults(handler=run_text)
 
 
@@ -121,24 +159,35 @@ def _summaries(per_query: dict, groups: list[str], keys: list[str]) -> dict:
     """Per metric: the mean over queries and the mean over patents of each patent's query mean."""
     arrays = _arrays(per_query, keys)
     macro = macro_means(arrays, groups) if groups else {}
-    return {k: {"per_query": _none(np.nanmean(v)) if np.isfinite(v).any() else None,
-                "per_patent": _none(macro.get(k, np.nan))} for k, v in arrays.items()}  # fmt: skip
+    return {
+        k: {
+            "per_query": _none(np.nanmean(v)) if np.isfinite(v).any() else None,
+            "per_patent": _none(macro.get(k, np.nan)),
+        }
+        for k, v in arrays.items()
+    }
 
 
 def _compare(a: dict, b: dict, groups: list[str], keys: list[str], resamples: int, seed: int) -> dict:
     """Paired bootstrap of model - baseline: queries resampled independently, and whole patents resampled
     (the pages of one patent are not independent queries)."""
     xa, xb = _arrays(a, keys), _arrays(b, keys)
-    return {k: {"per_query": paired_bootstrap(xa[k], xb[k], n_boot=resamples, seed=seed),
-                "per_patent": paired_bootstrap(xa[k], xb[k], groups=groups, n_boot=resamples, seed=seed)}
-            for k in keys}  # fmt: skip
+    return {
+        k: {
+            "per_query": paired_bootstrap(xa[k], xb[k], n_boot=resamples, seed=seed),
+            "per_patent": paired_bootstrap(xa[k], xb[k], groups=groups, n_boot=resamples, seed=seed),
+        }
+        for k in keys
+    }
 
 
 def _table(result: dict, keys: list[str]) -> str:
     lines = [f"{result['task']} · corpus {result['corpus']} ({result['source']}) · {result['evaluated']}"]
     lines.append(f"model {result['model']}" + (f" vs {result['against']}" if result.get("against") else ""))
-    lines.append(f"queries {result['num_queries']} from {result['num_patents']} patents" +
-                 (f", gallery {result['num_gallery']}" if result.get("num_gallery") else ""))  # fmt: skip
+    lines.append(
+        f"queries {result['num_queries']} from {result['num_patents']} patents"
+        + (f", gallery {result['num_gallery']}" if result.get("num_gallery") else "")
+    )
     head = f"{'metric':18s} {'per query':>10s} {'per patent':>11s}"
     if result.get("against"):
         head += f"  {'baseline':>9s} {'diff [95% CI, patents resampled]':>34s} {'P(<=0)':>6s}"
@@ -162,15 +211,33 @@ def _write(result: dict, path: str | None) -> None:
 
 
 # -- drawings -------------------------------------------------------------------------------------------------
-def drawing_run(corpus: Corpus, spec, split: str | None, protocol: str, ks: list[int], image_size: int | None,
-                batch_size: int, device: str) -> dict:  # fmt: skip
+def drawing_run(
+    corpus: Corpus,
+    spec,
+    split: str | None,
+    protocol: str,
+    ks: list[int],
+    image_size: int | None,
+    batch_size: int,
+    device: str,
+) -> dict:
     """``evaluate_drawings`` of one model with per-query values."""
     from patent_demo.cli.common import load_drawing_model
     from patent_demo.drawing.evaluate import evaluate_drawings
 
     model, tf = load_drawing_model(spec, image_size, device)
-    res = evaluate_drawings(model, tf, corpus, split, ks=ks, protocol=protocol, batch_size=batch_size,
-                            silhouette=False, progress=sys.stderr.isatty(), per_query=True)  # fmt: skip
+    res = evaluate_drawings(
+        model,
+        tf,
+        corpus,
+        split,
+        ks=ks,
+        protocol=protocol,
+        batch_size=batch_size,
+        silhouette=False,
+        progress=sys.stderr.isatty(),
+        per_query=True,
+    )
     res["image_size"] = tf.size
     return res
 
@@ -189,13 +256,23 @@ def run_drawings(args: argparse.Namespace) -> int:
     keys = [k for k in keys if k in res["per_query"]]
     groups = list(res["query_patents"])
     result = {
-        "task": "drawings", "corpus": str(corpus.root), "source": corpus.source_label or corpus.name,
-        "evaluated": note + f"; protocol {protocol}", "split": split or "all", "protocol": protocol,
-        "model": spec.key, "image_size": res["image_size"], "num_queries": len(groups),
-        "num_patents": len(set(groups)), "num_gallery": res["num_gallery"],
-        "summary": _summaries(res["per_query"], groups, keys), "metrics": res["metrics"],
-        "per_class": res["per_class"], "query_patents": groups, "per_query": res["per_query"],
-    }  # fmt: skip
+        "task": "drawings",
+        "corpus": str(corpus.root),
+        "source": corpus.source_label or corpus.name,
+        "evaluated": note + f"; protocol {protocol}",
+        "split": split or "all",
+        "protocol": protocol,
+        "model": spec.key,
+        "image_size": res["image_size"],
+        "num_queries": len(groups),
+        "num_patents": len(set(groups)),
+        "num_gallery": res["num_gallery"],
+        "summary": _summaries(res["per_query"], groups, keys),
+        "metrics": res["metrics"],
+        "per_class": res["per_class"],
+        "query_patents": groups,
+        "per_query": res["per_query"],
+    }
     if args.against:
         base = resolve_model(args.against, "drawing", args.checkpoints)
         bres = drawing_run(
@@ -285,21 +362,37 @@ def run_scored(args: argparse.Namespace) -> int:
 
     name, scores, gate = scored(_scored_default(args.checkpoints) if args.model == "default" else args.model)
     result = {
-        "task": "text", "corpus": args.pairs, "source": "scored phrase pairs", "evaluated": f"{len(rows)} pairs of {where}",
-        "model": name, "anchors": len({r.anchor for r in rows}), **correlations(scores, labels),
-        "gate_mean": spread(gate), "ids": [r.id for r in rows], "scores": [float(x) for x in scores],
-    }  # fmt: skip
+        "task": "text",
+        "corpus": args.pairs,
+        "source": "scored phrase pairs",
+        "evaluated": f"{len(rows)} pairs of {where}",
+        "model": name,
+        "anchors": len({r.anchor for r in rows}),
+        **correlations(scores, labels),
+        "gate_mean": spread(gate),
+        "ids": [r.id for r in rows],
+        "scores": [float(x) for x in scores],
+    }
     if args.against:
         bname, bscores, _ = scored(args.against)
         groups = [r.anchor for r in rows]
-        result.update(against=bname, baseline=correlations(bscores, labels), comparison={
-            m: bootstrap_correlation_diff(scores, bscores, labels, groups, m, args.bootstrap, args.seed)
-            for m in ("pearson", "spearman")})  # fmt: skip
-    print(f"{name}: Pearson {result['pearson']:.4f}  Spearman {result['spearman']:.4f}  "
-          f"({len(rows)} pairs, {result['anchors']} anchors, {where})")  # fmt: skip
+        result.update(
+            against=bname,
+            baseline=correlations(bscores, labels),
+            comparison={
+                m: bootstrap_correlation_diff(scores, bscores, labels, groups, m, args.bootstrap, args.seed)
+                for m in ("pearson", "spearman")
+            },
+        )
+    print(
+        f"{name}: Pearson {result['pearson']:.4f}  Spearman {result['spearman']:.4f}  "
+        f"({len(rows)} pairs, {result['anchors']} anchors, {where})"
+    )
     if args.against:
         for m, c in result["comparison"].items():
-            print(f"  {m} - {result['against']}: {c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}] (anchors resampled)")
+            print(
+                f"  {m} - {result['against']}: {c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}] (anchors resampled)"
+            )
     _write(result, args.json)
     return 0
 
@@ -346,16 +439,26 @@ def run_pairs(args: argparse.Namespace) -> int:
     qids = sorted(pq)
     per_query = {k: [pq[q][k] for q in qids] for k in keys}
     result = {
-        "task": "text", "corpus": args.pairs, "source": "labelled pairs",
-        "evaluated": f"{len(pairs)} labelled pairs, each query's own candidates ranked", "model": name,
-        "num_queries": len(qids), "num_patents": len(qids), "summary": _summaries(per_query, qids, keys),
-        "queries": qids, "per_query": per_query,
-    }  # fmt: skip
+        "task": "text",
+        "corpus": args.pairs,
+        "source": "labelled pairs",
+        "evaluated": f"{len(pairs)} labelled pairs, each query's own candidates ranked",
+        "model": name,
+        "num_queries": len(qids),
+        "num_patents": len(qids),
+        "summary": _summaries(per_query, qids, keys),
+        "queries": qids,
+        "per_query": per_query,
+    }
     if args.against:
         bname, bq = scored(args.against)
         bper = {k: [bq[q][k] for q in qids] for k in keys}
-        result.update(against=bname, baseline_summary=_summaries(bper, qids, keys), baseline_per_query=bper,
-                      comparison=_compare(per_query, bper, qids, keys, args.bootstrap, args.seed))  # fmt: skip
+        result.update(
+            against=bname,
+            baseline_summary=_summaries(bper, qids, keys),
+            baseline_per_query=bper,
+            comparison=_compare(per_query, bper, qids, keys, args.bootstrap, args.seed),
+        )
     print(_table(result, keys))
     _write(result, args.json)
     return 0
@@ -397,8 +500,11 @@ def run_text(args: argparse.Namespace) -> int:
         from patent_demo.filters import allowed_per_query, cutoff_of_queries, parse_date
 
         qids_all = [q.qid for q in queries]
-        cutoffs = (cutoff_of_queries(qids_all, corpus) if args.before == "own"
-                   else dict.fromkeys(qids_all, parse_date(args.before, "cut-off date")))  # fmt: skip
+        cutoffs = (
+            cutoff_of_queries(qids_all, corpus)
+            if args.before == "own"
+            else dict.fromkeys(qids_all, parse_date(args.before, "cut-off date"))
+        )
         allowed = allowed_per_query(qids_all, corpus, cutoffs)
         note += f"; prior-art cut-off {args.before}"
     run = text_run(
@@ -415,11 +521,17 @@ def run_text(args: argparse.Namespace) -> int:
     keys = [f"{m}@{k}" for k in args.k for m in TEXT_METRICS]
     per_query = {k: [pq[q][k] for q in qids] for k in keys}
     result = {
-        "task": "text", "corpus": str(corpus.root), "source": corpus.source_label or corpus.name,
+        "task": "text",
+        "corpus": str(corpus.root),
+        "source": corpus.source_label or corpus.name,
         "evaluated": note + (f"; the hybrid top {args.candidates} re-ranked" if spec is not None else ""),
-        "model": list_label(list_name, spec), "num_queries": len(qids), "num_patents": len(qids),
-        "summary": _summaries(per_query, qids, keys), "queries": qids, "per_query": per_query,
-    }  # fmt: skip
+        "model": list_label(list_name, spec),
+        "num_queries": len(qids),
+        "num_patents": len(qids),
+        "summary": _summaries(per_query, qids, keys),
+        "queries": qids,
+        "per_query": per_query,
+    }
     if args.against:
         base_list, base = resolve_text_list(args.against, args.reranker, args.checkpoints, corpus)
         brun = text_run(

@@ -33,11 +33,17 @@ from patent_demo.index.faiss_kinds import KINDS
 def add_parser(sub) -> None:
     p = sub.add_parser("index", help="embed a large corpus in resumable shards and merge them into one index")
     xs = p.add_subparsers(dest="index_command", required=True, metavar="SUBCOMMAND")
-    for name, help_ in (("embed", "embed the figures into shards (resumable; torchrun-aware)"),
-                        ("merge", "build the app's index from every shard"),
-                        ("push", "load the indexes' embeddings and payload into a vector database")):  # fmt: skip
-        x = xs.add_parser(name, help=help_, description=__doc__.split("\n\n", 1)[1],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    for name, help_ in (
+        ("embed", "embed the figures into shards (resumable; torchrun-aware)"),
+        ("merge", "build the app's index from every shard"),
+        ("push", "load the indexes' embeddings and payload into a vector database"),
+    ):
+        x = xs.add_parser(
+            name,
+            help=help_,
+            description=__doc__.split("\n\n", 1)[1],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add_corpus(x)
         x.add_argument("--model", default="default", help="a drawing model (see `patent-demo models`)")
         x.add_argument(
@@ -53,17 +59,34 @@ def add_parser(sub) -> None:
             x.set_defaults(handler=run_embed)
         elif name == "push":
             add_backend(x, push=True)
-            x.add_argument("--what", nargs="+", choices=("drawings", "text"), default=None,
-                           help="which indexes to push (default: the drawing index when the corpus has figures, "
-                                "and the dense text index)")  # fmt: skip
-            x.add_argument("--shards", type=int, default=None,
-                           help="shards of each collection on a cluster (default: the server's; docs/scale.md)")  # fmt: skip
-            x.add_argument("--replicas", type=int, default=None,
-                           help="copies of each shard on a cluster (default: the server's; deploy/qdrant-compose.yml: 2)")  # fmt: skip
+            x.add_argument(
+                "--what",
+                nargs="+",
+                choices=("drawings", "text"),
+                default=None,
+                help="which indexes to push (default: the drawing index when the corpus has figures, "
+                "and the dense text index)",
+            )
+            x.add_argument(
+                "--shards",
+                type=int,
+                default=None,
+                help="shards of each collection on a cluster (default: the server's; docs/scale.md)",
+            )
+            x.add_argument(
+                "--replicas",
+                type=int,
+                default=None,
+                help="copies of each shard on a cluster (default: the server's; deploy/qdrant-compose.yml: 2)",
+            )
             x.set_defaults(handler=run_push)
         else:
-            x.add_argument("--kind", default=None, choices=KINDS,
-                           help="index kind (default: the measured choice for the corpus size, docs/scale.md)")  # fmt: skip
+            x.add_argument(
+                "--kind",
+                default=None,
+                choices=KINDS,
+                help="index kind (default: the measured choice for the corpus size, docs/scale.md)",
+            )
             x.set_defaults(handler=run_merge)
 
 
@@ -101,8 +124,17 @@ def run_embed(args: argparse.Namespace) -> int:
     corpus = wb.corpus
     figures = [f for _, f in corpus.figures()]
     out = _shards(wb, spec)
-    done = embed_shards(encoder.encode, corpus.open_image, figures, out, args.shard_size, rank, world,
-                        args.batch_size, progress=sys.stderr.isatty())  # fmt: skip
+    done = embed_shards(
+        encoder.encode,
+        corpus.open_image,
+        figures,
+        out,
+        args.shard_size,
+        rank,
+        world,
+        args.batch_size,
+        progress=sys.stderr.isatty(),
+    )
     print(f"rank {rank}/{world}: embedded {len(done)} shard(s) {done} into {out}")
     return 0
 
@@ -112,8 +144,14 @@ def run_merge(args: argparse.Namespace) -> int:
 
     wb, spec = _workbench(args)
     figures = wb.corpus.figures()
-    index = merge_shards(_shards(wb, spec), [f.path for _, f in figures], [p.id for p, _ in figures],
-                         kind=args.kind, model=spec.encoder, checkpoint=spec.checkpoint_id)  # fmt: skip
+    index = merge_shards(
+        _shards(wb, spec),
+        [f.path for _, f in figures],
+        [p.id for p, _ in figures],
+        kind=args.kind,
+        model=spec.encoder,
+        checkpoint=spec.checkpoint_id,
+    )
     root = wb.config.cache_dir / "index" / wb.fingerprint / spec.fingerprint
     index.save(root)
     print(f"index of {index.count:,} figures ({index.kind}) built in {index.build_seconds:.1f} s: {root}")
@@ -146,6 +184,8 @@ def run_push(args: argparse.Namespace) -> int:
             if type(err).__module__.startswith(("qdrant_client", "httpx", "grpc", "httpcore")):
                 raise BackendUnavailable(f"the search engine at {where} did not answer: {err}") from None
             raise
-        print(f"pushed {n:,} {kind} vectors ({index.dim}-d, {len(set(index.patent_ids)):,} patents) to "
-              f"{args.backend} collection {name} ({where})")  # fmt: skip
+        print(
+            f"pushed {n:,} {kind} vectors ({index.dim}-d, {len(set(index.patent_ids)):,} patents) to "
+            f"{args.backend} collection {name} ({where})"
+        )
     return 0

@@ -13,8 +13,12 @@ import argparse
 def add_parser(sub) -> None:
     p = sub.add_parser("labels", help="reports from the app's label store")
     ls = p.add_subparsers(dest="labels_command", required=True, metavar="SUBCOMMAND")
-    r = ls.add_parser("report", help="the search report of one query (CSV + printable HTML)",
-                      description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    r = ls.add_parser(
+        "report",
+        help="the search report of one query (CSV + printable HTML)",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("--labels", required=True, help="the label store (labels.sqlite)")
     r.add_argument("--query", default="", help="query id (img-…, txt-…, mix-…); omit to list the queries")
     r.add_argument("--corpus", default="", help="corpus directory, for titles, dates, codes and passages")

@@ -35,7 +35,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, KeyError, FileNotFoundError, NotADirectoryError, PermissionError, ConnectionError) as err:
+    except (
+        ValueError,
+        KeyError,
+        FileNotFoundError,
+        NotADirectoryError,
+        PermissionError,
+        ConnectionError,
+    ) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"patent-demo {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -34,8 +34,15 @@ def describe(spec: ModelSpec) -> dict:
     """One row of the model list (see ``add_parser``)."""
     config = _config(spec)
     model = config.get("model") if isinstance(config.get("model"), dict) else {}
-    row = {"name": spec.key, "task": spec.task, "kind": spec.kind, "encoder": spec.encoder,
-           "trained": spec.trained, "path": str(spec.path) if spec.path else "", "label": spec.label}  # fmt: skip
+    row = {
+        "name": spec.key,
+        "task": spec.task,
+        "kind": spec.kind,
+        "encoder": spec.encoder,
+        "trained": spec.trained,
+        "path": str(spec.path) if spec.path else "",
+        "label": spec.label,
+    }
     if spec.task == "drawing":
         from patent_demo.drawing.encoders import model_config
 
@@ -76,9 +83,21 @@ def describe(spec: ModelSpec) -> dict:
 
 def rows(dirs: list[str]) -> list[dict]:
     out = [describe(s) for s in models(dirs)]
-    out.append({"name": BM25, "task": "text", "kind": "bm25", "encoder": "", "trained": False, "path": "",
-                "label": "plain BM25 (no re-ranking)", "image_size": None, "scheme": "", "measured": {},
-                "measured_on": ""})  # fmt: skip
+    out.append(
+        {
+            "name": BM25,
+            "task": "text",
+            "kind": "bm25",
+            "encoder": "",
+            "trained": False,
+            "path": "",
+            "label": "plain BM25 (no re-ranking)",
+            "image_size": None,
+            "scheme": "",
+            "measured": {},
+            "measured_on": "",
+        }
+    )
     return out
 
 

@@ -23,8 +23,12 @@ from patent_demo.data.corpus import CorpusError, format_qrels, read_qrels
 def add_parser(sub) -> None:
     p = sub.add_parser("qrels", help="convert judgement files to TREC qrels")
     qs = p.add_subparsers(dest="qrels_command", required=True, metavar="SUBCOMMAND")
-    c = qs.add_parser("convert", help="one-id-per-line files, label stores or qrels → one TREC qrels file",
-                      description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    c = qs.add_parser(
+        "convert",
+        help="one-id-per-line files, label stores or qrels → one TREC qrels file",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("files", nargs="+", help="judgement files (see above)")
     c.add_argument("--out", required=True, help="the TREC qrels file to write")
     c.add_argument("--qid", default=None, help="query id for one-id-per-line files (default: from the name)")

@@ -33,16 +33,28 @@ def add_parser(sub) -> None:
     p = sub.add_parser("search", help="search a corpus with drawings or texts")
     ss = p.add_subparsers(dest="task", required=True, metavar="TASK")
     for task in ("drawings", "text"):
-        s = ss.add_parser(task, help=f"search with {task}", description=__doc__.split("\n\n", 1)[1],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        s = ss.add_parser(
+            task,
+            help=f"search with {task}",
+            description=__doc__.split("\n\n", 1)[1],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add_corpus(s)
-        s.add_argument("--model", default="default",
-                       help="default, zero-shot (drawings), or a name from `patent-demo models`; text: bm25, dense, hybrid, "
-                            "dssdnet, fused, default (the shipped default list) or a DSSDNet checkpoint")  # fmt: skip
+        s.add_argument(
+            "--model",
+            default="default",
+            help="default, zero-shot (drawings), or a name from `patent-demo models`; text: bm25, dense, hybrid, "
+            "dssdnet, fused, default (the shipped default list) or a DSSDNet checkpoint",
+        )
         q = s.add_mutually_exclusive_group(required=True)
         q.add_argument("--query", nargs="+", default=None, help="query file(s)")
-        q.add_argument("--queries", default=None,
-                       help="a folder of images / a list of image paths" if task == "drawings" else "a TSV of id<TAB>text")  # fmt: skip
+        q.add_argument(
+            "--queries",
+            default=None,
+            help="a folder of images / a list of image paths"
+            if task == "drawings"
+            else "a TSV of id<TAB>text",
+        )
         s.add_argument("--k", type=int, default=10, help="results per query (default 10)")
         s.add_argument("--run", default=None, help="write a TREC run here instead of printing a table")
         s.add_argument("--tag", default=None, help="run tag of the TREC run (default: the model name)")
@@ -59,25 +71,41 @@ def add_parser(sub) -> None:
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
             )
             s.add_argument("--no-crop", action="store_true", help="do not crop query drawings to their ink")
-            s.add_argument("--application", choices=("mean", "max"), default=None,
-                           help="treat all query drawings as the views of one application: rank patents by the "
-                                "mean (or max) over views of each view's best-figure similarity")  # fmt: skip
+            s.add_argument(
+                "--application",
+                choices=("mean", "max"),
+                default=None,
+                help="treat all query drawings as the views of one application: rank patents by the "
+                "mean (or max) over views of each view's best-figure similarity",
+            )
             s.set_defaults(handler=run_drawings)
         else:
             s.add_argument(
                 "--candidates", type=int, default=100, help="hybrid candidates re-ranked (default 100)"
             )
-            s.add_argument("--reranker", default=None, help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)")  # fmt: skip
+            s.add_argument(
+                "--reranker",
+                default=None,
+                help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)",
+            )
             s.set_defaults(handler=run_text)
 
 
 def add_filters(s) -> None:
     """The search filters (``patent_demo.filters``), applied inside retrieval."""
-    s.add_argument("--before", default="", metavar="YYYY-MM-DD|own",
-                   help="prior-art cut-off: only documents published before it; 'own' = each query patent's "
-                        "priority / filing date (queries that are corpus patents)")  # fmt: skip
-    s.add_argument("--classification", default="", metavar="PREFIX",
-                   help="classification prefixes, comma-separated, any scheme (06-01, A47C 7/, D6, ipc:A47C)")  # fmt: skip
+    s.add_argument(
+        "--before",
+        default="",
+        metavar="YYYY-MM-DD|own",
+        help="prior-art cut-off: only documents published before it; 'own' = each query patent's "
+        "priority / filing date (queries that are corpus patents)",
+    )
+    s.add_argument(
+        "--classification",
+        default="",
+        metavar="PREFIX",
+        help="classification prefixes, comma-separated, any scheme (06-01, A47C 7/, D6, ipc:A47C)",
+    )
     s.add_argument("--country", default="", metavar="CC", help="offices, comma-separated (US, EP)")
     s.add_argument("--kind", default="", metavar="CODE", help="kind-code prefixes, comma-separated (S, B2)")
     s.add_argument("--published-from", default="", metavar="YYYY-MM-DD", help="publication date range start")
@@ -89,9 +117,14 @@ def search_filter(args: argparse.Namespace):
     from patent_demo.filters import SearchFilter
 
     own = args.before.strip().lower() == "own"
-    f = SearchFilter.parse(before="" if own else args.before, classification=args.classification,
-                           country=args.country, kind_code=args.kind, date_from=args.published_from,
-                           date_to=args.published_to)  # fmt: skip
+    f = SearchFilter.parse(
+        before="" if own else args.before,
+        classification=args.classification,
+        country=args.country,
+        kind_code=args.kind,
+        date_from=args.published_from,
+        date_to=args.published_to,
+    )
     return f, own
 
 
@@ -106,8 +139,11 @@ def image_queries(query: list[str] | None, queries: str | None) -> list[tuple[st
             paths = sorted(p for p in src.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
         else:
             lines = src.read_text(encoding="utf-8").splitlines()
-            paths = [(src.parent / line.strip()) if not Path(line.strip()).is_absolute() else Path(line.strip())
-                     for line in lines if line.strip()]  # fmt: skip
+            paths = [
+                (src.parent / line.strip()) if not Path(line.strip()).is_absolute() else Path(line.strip())
+                for line in lines
+                if line.strip()
+            ]
     missing = [p for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"query image {missing[0]} not found")
@@ -213,8 +249,12 @@ def drawing_workbench(args: argparse.Namespace, corpus, spec):
         def factory(s):
             return SizedEncoder(s, args.image_size)
 
-    config = WorkbenchConfig(cache_dir=cache, corpus=corpus.root, checkpoint_dirs=tuple(Path(d) for d in dirs),
-                             **backend_config(args))  # fmt: skip
+    config = WorkbenchConfig(
+        cache_dir=cache,
+        corpus=corpus.root,
+        checkpoint_dirs=tuple(Path(d) for d in dirs),
+        **backend_config(args),
+    )
     return Workbench(config, corpus=corpus, drawing_encoder_factory=factory, progress=sys.stderr.isatty())
 
 
@@ -235,16 +275,34 @@ def run_drawings(args: argparse.Namespace) -> int:
 
     filters = Filters(f, own_date=own)
     if args.application:
-        req = DrawingRequest.application(wb, [p for _, p in queries], spec.key, args.k, crop=not args.no_crop,
-                                         filters=Filters(f), how=args.application)  # fmt: skip
+        req = DrawingRequest.application(
+            wb,
+            [p for _, p in queries],
+            spec.key,
+            args.k,
+            crop=not args.no_crop,
+            filters=Filters(f),
+            how=args.application,
+        )
         res = wb.search_application(req)
         for h in res.hits:
             out.append(("application", h.patent_id, h.score))
-            table.append(("application", h.rank, h.patent_id, h.score, _codes(corpus[h.patent_id]),
-                          corpus[h.patent_id].title, ""))  # fmt: skip
+            table.append(
+                (
+                    "application",
+                    h.rank,
+                    h.patent_id,
+                    h.score,
+                    _codes(corpus[h.patent_id]),
+                    corpus[h.patent_id].title,
+                    "",
+                )
+            )
         queries = []
     for qid, path in queries:
-        res = wb.search_drawing(DrawingRequest.build(wb, path, spec.key, args.k, crop=not args.no_crop, filters=filters))
+        res = wb.search_drawing(
+            DrawingRequest.build(wb, path, spec.key, args.k, crop=not args.no_crop, filters=filters)
+        )
         notes = res.notes
         for note in notes:
             print(f"{qid}: {note}", file=sys.stderr)
@@ -278,8 +336,10 @@ def run_text(args: argparse.Namespace) -> int:
         pairs = [(Path(q).stem, text_query(Path(q))) for q in args.query]
     else:
         pairs = read_text_queries(args.queries)
-    queries = [TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
-               for qid, text in pairs]  # fmt: skip
+    queries = [
+        TextQuery(re.sub(r"\s+", "_", qid), text, exclude=frozenset({qid}) if qid in corpus else frozenset())
+        for qid, text in pairs
+    ]
     from patent_demo.cli.text_lists import list_label, resolve_text_list
     from patent_demo.filters import allowed_per_query, cutoff_of_queries
 
@@ -292,8 +352,19 @@ def run_text(args: argparse.Namespace) -> int:
     from patent_demo.backends import Where
 
     where = {q: Where(f.with_before(cutoffs.get(q, "") or f.before), own_family=False) for q in qids}
-    run = text_run(corpus, spec, queries, [args.k], args.candidates, args.cache_dir, args.checkpoints, allowed,
-                   list_name, where=where, backend=backend_config(args))  # fmt: skip
+    run = text_run(
+        corpus,
+        spec,
+        queries,
+        [args.k],
+        args.candidates,
+        args.cache_dir,
+        args.checkpoints,
+        allowed,
+        list_name,
+        where=where,
+        backend=backend_config(args),
+    )
     out, table = [], []
     for q in queries:
         res = run[q.qid].top(args.k)

@@ -55,8 +55,17 @@ def text_run(
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     list_name = list_name or ("bm25" if spec is None else "dssdnet")
-    wb = Workbench(WorkbenchConfig(cache_dir=Path(cache_dir), corpus=corpus.root, checkpoint_dirs=tuple(dirs),
-                                   bm25_candidates=candidates, **(backend or {})), corpus=corpus, progress=False)  # fmt: skip
+    wb = Workbench(
+        WorkbenchConfig(
+            cache_dir=Path(cache_dir),
+            corpus=corpus.root,
+            checkpoint_dirs=tuple(dirs),
+            bm25_candidates=candidates,
+            **(backend or {}),
+        ),
+        corpus=corpus,
+        progress=False,
+    )
     reranker = wb.reranker(spec) if spec is not None else None
     weight = None
     if list_name == "fused":
@@ -65,5 +74,15 @@ def text_run(
             print(f"note: {note}", file=sys.stderr)
     k = max(candidates, max(ks))
     stage = FirstStage(wb.bm25()) if list_name == "bm25" else wb.text_stage()  # BM25 alone needs no encoder
-    return text_runs(stage, queries, corpus, k, [list_name], reranker, min(candidates, k), weight,
-                     allowed=allowed, where=where)[list_name]  # fmt: skip
+    return text_runs(
+        stage,
+        queries,
+        corpus,
+        k,
+        [list_name],
+        reranker,
+        min(candidates, k),
+        weight,
+        allowed=allowed,
+        where=where,
+    )[list_name]

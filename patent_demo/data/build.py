@@ -255,8 +255,15 @@ def build_corpus(
         raise BuildError(f"source {src} does not exist")
     _check_out(src, out)
     state = out / STATE_DIR
-    params = {"format": FORMAT, "source": kind, "src": str(src), "images": str(images or ""),
-              "metadata": str(metadata or ""), "scheme": scheme or "", "thumb_size": thumb_size}  # fmt: skip
+    params = {
+        "format": FORMAT,
+        "source": kind,
+        "src": str(src),
+        "images": str(images or ""),
+        "metadata": str(metadata or ""),
+        "scheme": scheme or "",
+        "thumb_size": thumb_size,
+    }
     if limit is not None:
         params["limit"] = int(limit)
     if (state / PARAMS).is_file() and not restart:
@@ -293,8 +300,16 @@ def _bar(total: int | None, progress: bool):
     return tqdm(total=total, desc="building corpus", unit="item", file=sys.stderr)
 
 
-def _stream(source: Source, out: Path, items_path: Path, done: set[str], thumb_size: int, workers: int,
-            progress: bool, limit: int | None = None) -> None:  # fmt: skip
+def _stream(
+    source: Source,
+    out: Path,
+    items_path: Path,
+    done: set[str],
+    thumb_size: int,
+    workers: int,
+    progress: bool,
+    limit: int | None = None,
+) -> None:
     """Thumbnail and record every item not in ``done`` (up to the ``limit``-th patent of the source),
     appending to ``items_path`` as each finishes."""
     bar = _bar(source.total if limit is None else min(limit, source.total or limit), progress)
@@ -342,8 +357,16 @@ def _stream(source: Source, out: Path, items_path: Path, done: set[str], thumb_s
                 bar.close()
 
 
-def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: tuple[float, float, float],
-            thumb_size: int, src: Path, splits_file: str | os.PathLike | None = None) -> BuildSummary:  # fmt: skip
+def _finish(
+    source: Source,
+    out: Path,
+    items_path: Path,
+    seed: int,
+    fractions: tuple[float, float, float],
+    thumb_size: int,
+    src: Path,
+    splits_file: str | os.PathLike | None = None,
+) -> BuildSummary:
     """Write manifest, splits, qrels and corpus.json from ``items.jsonl`` (streamed, one pass). With
     ``splits_file`` (a committed split file, ``patent_demo.data.splits``) its splits are saved instead of
     drawing them by family; it must list every patent exactly once."""
@@ -406,15 +429,23 @@ def _finish(source: Source, out: Path, items_path: Path, seed: int, fractions: t
         queries_only = is_query_split(raw)
         try:
             if queries_only:  # the queries fixed by the file, the other families drawn
-                splits = with_query_splits(read_splits_file(splits_file), family_of,
-                                           family_splits(family_of, fractions, seed))  # fmt: skip
+                splits = with_query_splits(
+                    read_splits_file(splits_file), family_of, family_splits(family_of, fractions, seed)
+                )
             else:
                 splits = read_splits_file(splits_file, seen)
         except ValueError as e:
             raise BuildError(str(e) if str(splits_file) in str(e) else f"{splits_file}: {e}") from None
-        split_rule = {"by": "file", "file": str(splits_file), "rule": raw.get("rule", ""),
-                      **({"others": {"by": "family", "fractions": list(fractions), "seed": seed}}
-                         if queries_only else {})}  # fmt: skip
+        split_rule = {
+            "by": "file",
+            "file": str(splits_file),
+            "rule": raw.get("rule", ""),
+            **(
+                {"others": {"by": "family", "fractions": list(fractions), "seed": seed}}
+                if queries_only
+                else {}
+            ),
+        }
     else:
         splits = family_splits(family_of, fractions, seed)
         split_rule = {"by": "family", "fractions": list(fractions), "seed": seed}
@@ -457,8 +488,13 @@ def corpus_summary(root: str | os.PathLike) -> BuildSummary:
     s = BuildSummary.from_dict(meta["summary"]) if meta.get("summary") else None
     if s is None:
         label = "generated demo corpus" if meta.get("generated") else (meta.get("source_label") or "manifest")
-        s = BuildSummary(meta.get("source", "manifest"), label, meta.get("layout", ""), str(corpus.root),
-                         str(corpus.image_root))  # fmt: skip
+        s = BuildSummary(
+            meta.get("source", "manifest"),
+            label,
+            meta.get("layout", ""),
+            str(corpus.root),
+            str(corpus.image_root),
+        )
     s.out = str(Path(root).resolve())
     s.patents = len(corpus.patents)
     s.figures = sum(len(p.figures) for p in corpus.patents)

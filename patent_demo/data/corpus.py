@@ -415,8 +415,6 @@ def format_qrels(qrels: dict[str, dict[str, int]]) -> str:
     return "".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in sorted(qrels[q].items()))
 
 
-
-
 def merge(corpora: Iterable[Corpus], root: str | os.PathLike, name: str = "") -> Corpus:
     """Concatenate corpora that share one root; duplicate ids are reported by ``validate``."""
     patents = [p for c in corpora for p in c.patents]

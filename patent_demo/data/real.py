@@ -45,7 +45,9 @@ from patent_demo.titles import CORPUS_TITLES, write_titles
 
 STAMP = "real.json"
 FORMAT = 2  # 2: inventors, applicants, assignees on the records; titles.tsv
-IPC_TITLES = tuple(f"ipc_scheme_2006_wzyjerry/ipc_{level}_titles.tsv" for level in ("section", "class", "subclass"))
+IPC_TITLES = tuple(
+    f"ipc_scheme_2006_wzyjerry/ipc_{level}_titles.tsv" for level in ("section", "class", "subclass")
+)
 REPO_SPLITS = Path(__file__).resolve().parents[2] / "splits"
 
 
@@ -60,7 +62,13 @@ class Part:
 
 PARTS = (
     Part("redbook", "redbook", "impact_design_patent_samples/patents", "{n} Red Book design patents"),
-    Part("uspc", "images", "design_patents_2007_uspc_macaulay", "{n} USPC 2007 design drawings", "uspc2007.json"),
+    Part(
+        "uspc",
+        "images",
+        "design_patents_2007_uspc_macaulay",
+        "{n} USPC 2007 design drawings",
+        "uspc2007.json",
+    ),
     Part("grants", "redbook", "uspto_grant_xml_samples/xml", "{n} grant-XML utility patents"),
     Part("cs3245", "text", "cs3245_patsnap_corpus_qrels", "{n} cs3245 patent texts", "cs3245_text.json"),
 )
@@ -89,14 +97,24 @@ def _stamp(data: Path, parts: list[Part], limit: int | None, copy_images: bool, 
         "limit": limit,
         "copy_images": copy_images,
         "parts": {p.name: _signature(data / p.folder) for p in parts},
-        "splits": {p.name: _signature(splits_dir / p.splits) for p in parts
-                   if p.splits and (splits_dir / p.splits).is_file()},  # fmt: skip
+        "splits": {
+            p.name: _signature(splits_dir / p.splits)
+            for p in parts
+            if p.splits and (splits_dir / p.splits).is_file()
+        },
     }
 
 
-def ensure_real_corpus(data: str | os.PathLike, out: str | os.PathLike, *, limit: int | None = None,
-                       copy_images: bool = False, progress: bool = True, workers: int = 1,
-                       splits_dir: str | os.PathLike = REPO_SPLITS) -> Corpus:  # fmt: skip
+def ensure_real_corpus(
+    data: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    limit: int | None = None,
+    copy_images: bool = False,
+    progress: bool = True,
+    workers: int = 1,
+    splits_dir: str | os.PathLike = REPO_SPLITS,
+) -> Corpus:
     """The real corpus in ``out``, built from ``data`` unless a build with the same stamp is there (see the
     module docstring). ``limit`` keeps the first N patents of each part (a small real subset).
     Raises ``ValueError`` (``BuildError``, ``SourceError``, ``CorpusError``) when no part can be built."""
@@ -112,8 +130,15 @@ def ensure_real_corpus(data: str | os.PathLike, out: str | os.PathLike, *, limit
     built = []
     for part in parts:
         where, splits = out / "parts" / part.name, splits_dir / part.splits if part.splits else None
-        build = partial(build_corpus, part.kind, data / part.folder, where, progress=progress, workers=workers,
-                        limit=limit)  # fmt: skip
+        build = partial(
+            build_corpus,
+            part.kind,
+            data / part.folder,
+            where,
+            progress=progress,
+            workers=workers,
+            limit=limit,
+        )
         try:
             build(splits_file=splits if splits is not None and splits.is_file() else None)
         except BuildError as err:

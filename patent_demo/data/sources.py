@@ -69,8 +69,14 @@ class Source:
     layout: str = ""
 
 
-def open_source(kind: str, src: str | os.PathLike, out: Path, images: str | os.PathLike | None = None,
-                metadata: str | os.PathLike | None = None, scheme: str | None = None) -> Source:  # fmt: skip
+def open_source(
+    kind: str,
+    src: str | os.PathLike,
+    out: Path,
+    images: str | os.PathLike | None = None,
+    metadata: str | os.PathLike | None = None,
+    scheme: str | None = None,
+) -> Source:
     """The :class:`Source` of ``kind`` at ``src`` (``out``: where an archive may be unpacked)."""
     src = Path(src).resolve()
     if not src.exists():
@@ -357,8 +363,13 @@ def _images(src: Path, metadata: str | os.PathLike | None, scheme: str | None) -
                 continue
             seen.add(pid)
             rel = path.relative_to(root).as_posix()
-            patent = Patent(id=pid, kind="design", title=cell(title_col), codes={k: v for k, v in codes.items() if v},
-                            figures=[Figure(path=rel, view="", label="")])  # fmt: skip
+            patent = Patent(
+                id=pid,
+                kind="design",
+                title=cell(title_col),
+                codes={k: v for k, v in codes.items() if v},
+                figures=[Figure(path=rel, view="", label="")],
+            )
             yield Item(key, patent)
 
     return Source("images", LABELS["images"], root, items, len(body), layout=table.name)

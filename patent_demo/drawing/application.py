@@ -33,7 +33,9 @@ def check_views(images: Sequence[bytes | str | os.PathLike]) -> None:
             f"an application query takes at most {MAX_APPLICATION_VIEWS} views; {len(images):,} were sent: "
             "choose the views to search (nothing was searched)"
         )
-    names = [Path(im).name if isinstance(im, str | os.PathLike) else f"view {i}" for i, im in enumerate(images, 1)]
+    names = [
+        Path(im).name if isinstance(im, str | os.PathLike) else f"view {i}" for i, im in enumerate(images, 1)
+    ]
     total = sum(decoded_size(im, name=n) for im, n in zip(images, names, strict=True))
     if total > MAX_APPLICATION_BYTES:
         raise ValueError(
@@ -85,8 +87,11 @@ def application_ranking(
     patents, s, best = _scores(views, gallery, gallery_patents)
     keep = [i for i, p in enumerate(patents) if allowed is None or p in allowed]
     agg = s.mean(axis=0) if how == "mean" else s.max(axis=0)
-    res = Results.from_unsorted([patents[i] for i in keep], agg[keep],
-                                [{"per_view": [float(x) for x in s[:, i]], "figure": int(best[i])} for i in keep])  # fmt: skip
+    res = Results.from_unsorted(
+        [patents[i] for i in keep],
+        agg[keep],
+        [{"per_view": [float(x) for x in s[:, i]], "figure": int(best[i])} for i in keep],
+    )
     return res if k is None else res.top(k)
 
 

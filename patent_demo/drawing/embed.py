@@ -173,8 +173,14 @@ def embed_shards(
         path = shard_path(directory, i)
         if i % world_size != rank or path.is_file():
             continue
-        emb = embed_figures(encode, (load(x) for x in items[a:b]), batch_size=batch_size, progress=progress,
-                            total=b - a, desc=f"shard {i} (rows {a}-{b - 1})")  # fmt: skip
+        emb = embed_figures(
+            encode,
+            (load(x) for x in items[a:b]),
+            batch_size=batch_size,
+            progress=progress,
+            total=b - a,
+            desc=f"shard {i} (rows {a}-{b - 1})",
+        )
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             np.save(fh, emb.astype(np.float32))

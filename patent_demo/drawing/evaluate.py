@@ -189,7 +189,12 @@ def evaluate_drawings(
 
 
 def evaluate_splits(
-    model: torch.nn.Module, transform: Any, corpus: Corpus, splits: Sequence[str], ks: Sequence[int], batch_size: int
+    model: torch.nn.Module,
+    transform: Any,
+    corpus: Corpus,
+    splits: Sequence[str],
+    ks: Sequence[int],
+    batch_size: int,
 ) -> dict:
     """``{split: evaluate_drawings(...)}`` of the non-empty ``splits`` of ``corpus``."""
     out = {}

@@ -77,9 +77,14 @@ def _trunk_key(corpus: Corpus, size: int, views: int, seed: int, ids: list[str])
 
 @torch.no_grad()
 def trunk_features(
-    corpus: Corpus, size: int, views: int, train_ids: set[str], cache_dir: str | Path = "cache", seed: int = 0,
+    corpus: Corpus,
+    size: int,
+    views: int,
+    train_ids: set[str],
+    cache_dir: str | Path = "cache",
+    seed: int = 0,
     batch_size: int = 32,
-) -> dict:  # fmt: skip
+) -> dict:
     """Pooled trunk features of every first figure of ``corpus`` at ``size`` px: clean, mirrored, and
     ``views`` augmented views (``DrawingTrainTransform``, seeded) of the patents in ``train_ids``."""
     from patent_demo.drawing.encoders import create_encoder
@@ -132,8 +137,10 @@ class Split:
 
     def use_locarno(self, labels: dict[str, tuple[str, str]]) -> None:
         keys = [labels.get(p.id, ("", "")) for p in self.patents]
-        self.locarno = (torch.from_numpy(factorize([k[0] for k in keys])),
-                        torch.from_numpy(factorize([k[1] for k in keys])))  # fmt: skip
+        self.locarno = (
+            torch.from_numpy(factorize([k[0] for k in keys])),
+            torch.from_numpy(factorize([k[1] for k in keys])),
+        )
 
 
 class RedBookSplit:
@@ -181,7 +188,9 @@ def lda(
     return w, -(w @ mu)
 
 
-def embed(head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor, alpha: float | None = None) -> np.ndarray:
+def embed(
+    head: tuple[torch.Tensor, torch.Tensor] | None, x: torch.Tensor, alpha: float | None = None
+) -> np.ndarray:
     """Unit embeddings ``[N, D]`` of features ``x`` through a head (``None``: the trunk itself); with
     ``alpha`` the head's output beside the trunk's (``encoders.trunk_mix``)."""
     if head is None:

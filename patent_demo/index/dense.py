@@ -190,8 +190,20 @@ class DenseIndex:
         seconds = time.perf_counter() - start
         if patent_fetch < 1:
             raise ValueError(f"patent_fetch must be at least 1, got {patent_fetch}")
-        return cls(index, ids, patent_ids, x, kind, p, normalize, model, checkpoint, seconds, patent_fetch,
-                   patent_nprobe)  # fmt: skip
+        return cls(
+            index,
+            ids,
+            patent_ids,
+            x,
+            kind,
+            p,
+            normalize,
+            model,
+            checkpoint,
+            seconds,
+            patent_fetch,
+            patent_nprobe,
+        )
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -409,8 +421,12 @@ class DenseIndex:
                 if self.kind == "flat":
                     agg = aggregate_by_patent(hits.ids, hits.scores, pids, k)
                 else:  # an approximate kind: score each patent found over all its figures, exactly
-                    agg = self._complete(aggregate_by_patent(hits.ids, hits.scores, pids, min(n_patents, 2 * k)),
-                                         q[qi], rows if allowed is not None else None, k)  # fmt: skip
+                    agg = self._complete(
+                        aggregate_by_patent(hits.ids, hits.scores, pids, min(n_patents, 2 * k)),
+                        q[qi],
+                        rows if allowed is not None else None,
+                        k,
+                    )
                 out[qi] = agg
                 if len(agg.ids) < k and n_fig < pool:
                     still.append(qi)
@@ -464,7 +480,13 @@ class DenseIndex:
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
         atomic_write(root / INDEX_FILE, lambda tmp: faiss.write_index(self.index, tmp), private=True)
-        atomic_json(root / IDS_FILE, {"ids": self.ids, "patent_ids": self.patent_ids}, True, ensure_ascii=False, indent=1)
+        atomic_json(
+            root / IDS_FILE,
+            {"ids": self.ids, "patent_ids": self.patent_ids},
+            True,
+            ensure_ascii=False,
+            indent=1,
+        )
         emb = self.embeddings.astype(embeddings_dtype)
 
         def write_npy(tmp: str) -> None:
@@ -472,7 +494,13 @@ class DenseIndex:
                 np.save(f, emb)
 
         atomic_write(root / EMBEDDINGS_FILE, write_npy, private=True)
-        atomic_json(root / PARAMS_FILE, self.describe() | {"embeddings_dtype": embeddings_dtype}, True, ensure_ascii=False, indent=1)
+        atomic_json(
+            root / PARAMS_FILE,
+            self.describe() | {"embeddings_dtype": embeddings_dtype},
+            True,
+            ensure_ascii=False,
+            indent=1,
+        )
         return root
 
     def describe(self) -> dict[str, Any]:

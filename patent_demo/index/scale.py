@@ -76,9 +76,15 @@ def pick(records: Sequence[dict], n: int, dim: int = 256) -> dict | None:
     flat = [r for r in here if r["kind"] == "flat"]
     if flat and flat[0]["latency_ms_p50"] * n / size <= LATENCY_BUDGET_MS:
         return flat[0]
-    ok = [r for r in here if r["kind"] != "flat" and exact_scores(r) and meets_recall(r)
-          and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
-          and r["index_mb"] * 2**20 / r["n"] <= INDEX_BYTES_PER_VECTOR]  # fmt: skip
+    ok = [
+        r
+        for r in here
+        if r["kind"] != "flat"
+        and exact_scores(r)
+        and meets_recall(r)
+        and r["latency_ms_p50"] <= LATENCY_BUDGET_MS
+        and r["index_mb"] * 2**20 / r["n"] <= INDEX_BYTES_PER_VECTOR
+    ]
     return min(ok, key=lambda r: (r["index_mb"], r["latency_ms_p50"]), default=None)
 
 
@@ -99,8 +105,10 @@ def describe_choice(record: dict | None) -> str:
     bits += [f"efSearch {p['efSearch']}"] if p.get("efSearch") else []
     bits += [f"re-scored {p['rescore']}x"] if p.get("rescore") else []
     setting = f" ({', '.join(bits)})" if bits else ""
-    return (f"{kind_label(record['kind'], p)}{setting}, measured recall@100 {record['recall@100']:.2f}, "
-            f"p50 {record['latency_ms_p50']:.1f} ms at {record['n']:,} figures")  # fmt: skip
+    return (
+        f"{kind_label(record['kind'], p)}{setting}, measured recall@100 {record['recall@100']:.2f}, "
+        f"p50 {record['latency_ms_p50']:.1f} ms at {record['n']:,} figures"
+    )
 
 
 def choose_settings(n: int, dim: int = 256, records: Sequence[dict] | None = None) -> dict | None:
@@ -139,8 +147,13 @@ def describe_index(index: Any, records: Sequence[dict] | None = None) -> str:
     ]
     table = load_table() if records is None else records
     defaults = KIND_DEFAULTS.get(index.kind, {})  # a record of an older run may lack a newer parameter
-    same = [r for r in table if r["kind"] == index.kind and r.get("dim") == index.dim
-            and all(r["params"].get(k, defaults.get(k)) == params[k] for k in keys)]  # fmt: skip
+    same = [
+        r
+        for r in table
+        if r["kind"] == index.kind
+        and r.get("dim") == index.dim
+        and all(r["params"].get(k, defaults.get(k)) == params[k] for k in keys)
+    ]
     sizes = sorted({r["n"] for r in same})
     size = next((s for s in sizes if s >= count), sizes[-1] if sizes else None)
     match = next((r for r in same if r["n"] == size), None)
@@ -162,8 +175,13 @@ def shard_path(directory: str | os.PathLike, i: int) -> Path:
     return Path(directory) / f"shard-{i:05d}.npy"
 
 
-def merge_shards(directory: str | os.PathLike, ids: Sequence[str], patent_ids: Sequence[str],
-                 kind: str | None = None, **build: Any):  # fmt: skip
+def merge_shards(
+    directory: str | os.PathLike,
+    ids: Sequence[str],
+    patent_ids: Sequence[str],
+    kind: str | None = None,
+    **build: Any,
+):
     """One ``DenseIndex`` over every shard of ``directory`` in row order (``kind``: ``index_settings(N, D)``)."""
     from patent_demo.index.dense import DenseIndex
 

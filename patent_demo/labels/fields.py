@@ -37,7 +37,7 @@ def unlink(markdown: str) -> str:
     lower = out.lower()
     at = lower.find("www.")
     while at >= 0:
-        out = out[: at + 3] + "&#46;" + out[at + 4:]
+        out = out[: at + 3] + "&#46;" + out[at + 4 :]
         lower = out.lower()
         at = lower.find("www.", at + 8)
     return out

@@ -90,8 +90,17 @@ class Label:
             raise LabelError(
                 f"category {self.category} marks a relevant document; it cannot go with 'not relevant'"
             )
-        for name in ("query_id", "candidate_id", "query_image_sha", "query_image_file", "query_patent_id",
-                     "candidate_figure", "checkpoint_id", "session_id", "idempotency_key"):  # fmt: skip
+        for name in (
+            "query_id",
+            "candidate_id",
+            "query_image_sha",
+            "query_image_file",
+            "query_patent_id",
+            "candidate_figure",
+            "checkpoint_id",
+            "session_id",
+            "idempotency_key",
+        ):
             setattr(self, name, clean_id(getattr(self, name), name.replace("_", " ")))
         if not self.query_id or not self.candidate_id:
             raise LabelError("a label needs a query and a candidate: run a search first")

@@ -15,10 +15,23 @@ TEXT_RESULTS = ROOT / "docs" / "loop_text.json"  # train.loop_text
 METRICS = ("subclass_map", "main_map")
 NAMES = {"subclass_map": "subclass mAP", "main_map": "main mAP"}
 STRATEGY_NAMES = {"topk": "top 10 of each search", "spread": "10 ranks spread over the top 50"}
-LINEAGE_HEADERS = ["model", "parent", "labels (judged pairs)", "val subclass / main mAP: parent → retrained",
-                   "test subclass / main mAP: parent → retrained"]  # fmt: skip
-CURVE_HEADERS = ["strategy", "labelled queries", "judgements", "test subclass mAP", "test main mAP",
-                 "Δ subclass vs zero-shot (per seed, 95% CI)", "Δ main vs zero-shot (per seed, 95% CI)", "met"]  # fmt: skip
+LINEAGE_HEADERS = [
+    "model",
+    "parent",
+    "labels (judged pairs)",
+    "val subclass / main mAP: parent → retrained",
+    "test subclass / main mAP: parent → retrained",
+]
+CURVE_HEADERS = [
+    "strategy",
+    "labelled queries",
+    "judgements",
+    "test subclass mAP",
+    "test main mAP",
+    "Δ subclass vs zero-shot (per seed, 95% CI)",
+    "Δ main vs zero-shot (per seed, 95% CI)",
+    "met",
+]
 
 
 def read_results(path: str | Path) -> dict | None:
@@ -57,8 +70,17 @@ def curve_rows(result: dict) -> list[list]:
                 cis = ["—", "—"]
             else:
                 cis = ["; ".join(_ci(p["vs_zero_shot"][k]) for p in pts) for k in METRICS]
-            rows.append([strategy, s["budget"], round(s["judgements"]), _mean_std(s["test"]["subclass_map"]),
-                         _mean_std(s["test"]["main_map"]), *cis, "met" if s["met"] else "not met"])  # fmt: skip
+            rows.append(
+                [
+                    strategy,
+                    s["budget"],
+                    round(s["judgements"]),
+                    _mean_std(s["test"]["subclass_map"]),
+                    _mean_std(s["test"]["main_map"]),
+                    *cis,
+                    "met" if s["met"] else "not met",
+                ]
+            )
     return rows
 
 
@@ -67,9 +89,12 @@ def curve_markdown(result: dict) -> str:
     lines = ["| " + " | ".join(CURVE_HEADERS) + " |", "|" + "---|" * len(CURVE_HEADERS)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in curve_rows(result)]
     c = result["ceiling"]
-    lines.append(f"| fully supervised ({c['variant']}) | {c['labelled_queries']} (every train drawing's class) | — | "
-                 f"{_mean_std(c['test']['subclass_map'])} | {_mean_std(c['test']['main_map'])} | "
-                 + " | ".join("; ".join(_ci(r["vs_zero_shot"][k]) for r in c["runs"]) for k in METRICS) + " | |")  # fmt: skip
+    lines.append(
+        f"| fully supervised ({c['variant']}) | {c['labelled_queries']} (every train drawing's class) | — | "
+        f"{_mean_std(c['test']['subclass_map'])} | {_mean_std(c['test']['main_map'])} | "
+        + " | ".join("; ".join(_ci(r["vs_zero_shot"][k]) for r in c["runs"]) for k in METRICS)
+        + " | |"
+    )
     return "\n".join(lines)
 
 
@@ -102,13 +127,21 @@ def summary_markdown(result: dict) -> str:
         st = s["strategies"][strategy]
         met, at90 = st["first_budget_met"], st["first_budget_90"]
         per = {k: first_budget_above(result, strategy, k) for k in METRICS}
-        said = [f"both intervals above 0 for every seed from **{met} labelled queries**" if met
-                else "no budget has both intervals above 0 for every seed"]  # fmt: skip
+        said = [
+            f"both intervals above 0 for every seed from **{met} labelled queries**"
+            if met
+            else "no budget has both intervals above 0 for every seed"
+        ]
         said += [f"{NAMES[k]} alone from {per[k]}" for k in METRICS if per[k] and per[k] != met]
-        said.append(f"90 % of the ceiling's subclass and main mAP from **{at90} labelled queries**" if at90
-                    else "90 % of the ceiling's subclass and main mAP at no budget")  # fmt: skip
+        said.append(
+            f"90 % of the ceiling's subclass and main mAP from **{at90} labelled queries**"
+            if at90
+            else "90 % of the ceiling's subclass and main mAP at no budget"
+        )
         lines.append(f"- **{STRATEGY_NAMES.get(strategy, strategy)}**: " + "; ".join(said) + ".")
-    for name, cmp in sorted((s.get("equal_judgements") or {}).items(), key=lambda kv: int(kv[0].rsplit("@", 1)[1])):
+    for name, cmp in sorted(
+        (s.get("equal_judgements") or {}).items(), key=lambda kv: int(kv[0].rsplit("@", 1)[1])
+    ):
         per = "; ".join(f"{NAMES[k]} " + ", ".join(_ci(c) for c in cmp[k]) for k in METRICS)
         lines.append(f"- {name} (equal judgements, per seed): {per}")
     lines.append(f"\n_Measured on {setup.get('cpu', '?')}; reproduce: `{result.get('command', '')}`._")
@@ -136,9 +169,11 @@ def text_markdown(result: dict | None) -> str:
     for p in result.get("points") or []:
         if not p.get("queries"):
             continue
-        lines.append(f"| {p['queries']} | {p.get('judgements', '')} | {p.get('seed')} | {p['test']['map@10']:.3f} | "
-                     f"{_ci(p['vs_zero']['map@10'])} | {_ci(p['vs_hybrid']['map@10'])} | {p['fused']['map@10']:.3f} | "
-                     f"{_ci(p['fused_vs_hybrid']['map@10'])} |")  # fmt: skip
+        lines.append(
+            f"| {p['queries']} | {p.get('judgements', '')} | {p.get('seed')} | {p['test']['map@10']:.3f} | "
+            f"{_ci(p['vs_zero']['map@10'])} | {_ci(p['vs_hybrid']['map@10'])} | {p['fused']['map@10']:.3f} | "
+            f"{_ci(p['fused_vs_hybrid']['map@10'])} |"
+        )
     if result.get("note"):
         lines.append(f"\n{result['note']}")
     lines.append(f"\n_Measured on {result.get('cpu', '?')}; reproduce: `{result.get('command', '')}`._")
@@ -153,18 +188,28 @@ def headline_markdown(drawing: dict, text: dict | None) -> str:
         st = drawing["summary"]["strategies"][strategy]
         rows = {r["budget"]: r for r in st["rows"]}
         met, at90 = st["first_budget_met"], st["first_budget_90"]
-        said = (f"both test intervals above 0 (every seed) from **{met} labelled queries** "
-                f"({rows[met]['judgements']:.0f} judgements)" if met else
-                f"no budget up to {max(rows)} labelled queries with both test intervals above 0")  # fmt: skip
+        said = (
+            f"both test intervals above 0 (every seed) from **{met} labelled queries** "
+            f"({rows[met]['judgements']:.0f} judgements)"
+            if met
+            else f"no budget up to {max(rows)} labelled queries with both test intervals above 0"
+        )
         said += f"; 90 % of the fully supervised head from {at90}" if at90 else ""
-        lines.append(f"- drawings (USPC 2007 test), examiner judging the {STRATEGY_NAMES.get(strategy, strategy)}: {said}")
+        lines.append(
+            f"- drawings (USPC 2007 test), examiner judging the {STRATEGY_NAMES.get(strategy, strategy)}: {said}"
+        )
     if text:
         pts = [p for p in text.get("points") or [] if p.get("queries")]
         up = [p for p in pts if p["vs_zero"]["map@10"]["low"] > 0]
-        lines.append(f"- text (cs3245 test, DSSDNet retrained from up to {max((p['queries'] for p in pts), default=0)} "
-                     "labelled queries): " + ("MAP@10 above no labels at " + ", ".join(
-                         f"{p['queries']} (seed {p['seed']})" for p in up) if up else
-                         "no budget's MAP@10 interval against no labels lies above 0; the hybrid stays the default"))  # fmt: skip
+        lines.append(
+            f"- text (cs3245 test, DSSDNet retrained from up to {max((p['queries'] for p in pts), default=0)} "
+            "labelled queries): "
+            + (
+                "MAP@10 above no labels at " + ", ".join(f"{p['queries']} (seed {p['seed']})" for p in up)
+                if up
+                else "no budget's MAP@10 interval against no labels lies above 0; the hybrid stays the default"
+            )
+        )
     return "\n".join(lines)
 
 
@@ -183,8 +228,12 @@ def lineage_rows(specs) -> list[list]:
         for where in ("val", "test"):
             b = ((m.get("before") or {}).get(where) or {}).get("metrics") or {}
             a = ((m.get("after") or {}).get(where) or {}).get("metrics") or {}
-            cells.append(" → ".join(f"{x.get('subclass_map', float('nan')):.3f} / {x.get('main_map', float('nan')):.3f}"
-                                    for x in (b, a)))  # fmt: skip
+            cells.append(
+                " → ".join(
+                    f"{x.get('subclass_map', float('nan')):.3f} / {x.get('main_map', float('nan')):.3f}"
+                    for x in (b, a)
+                )
+            )
         rows.append([spec.key, Path(str(cfg["parent"])).name, cfg.get("num_labels"), *cells])
     return rows
 
@@ -192,5 +241,18 @@ def lineage_rows(specs) -> list[list]:
 def retrain_command(labels: str, parent: str, corpus: str, out: str) -> str:
     """The one command that retrains the shipped drawing head (and, with ``--text-from``, the re-ranker) from
     the label store."""
-    return shlex.join(["python", "-m", "train.retrain", "--labels", labels, "--from", parent, "--corpus", corpus,
-                       "--out", out])  # fmt: skip
+    return shlex.join(
+        [
+            "python",
+            "-m",
+            "train.retrain",
+            "--labels",
+            labels,
+            "--from",
+            parent,
+            "--corpus",
+            corpus,
+            "--out",
+            out,
+        ]
+    )

@@ -47,8 +47,15 @@ def metric_rows(before: Mapping, after: Mapping, max_drop: float = 0.0) -> list[
     for name in sorted(names, key=order):
         b, a = _num(before[name]), _num(after[name])
         delta = None if a is None or b is None else a - b
-        rows.append({"metric": name, "before": b, "after": a, "delta": delta,
-                     "regression": delta is not None and delta < -max_drop})  # fmt: skip
+        rows.append(
+            {
+                "metric": name,
+                "before": b,
+                "after": a,
+                "delta": delta,
+                "regression": delta is not None and delta < -max_drop,
+            }
+        )
     return rows
 
 
@@ -113,8 +120,10 @@ def _rank_change(item: Mapping) -> str:
 
 
 def _queries_md(queries: Sequence[Mapping]) -> list[str]:
-    lines = ["| query | drawing of | trained on | candidate | judged | shown at | before | after | change |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| query | drawing of | trained on | candidate | judged | shown at | before | after | change |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for q in queries:
         for it in q["items"]:
             lines.append(
@@ -126,8 +135,10 @@ def _queries_md(queries: Sequence[Mapping]) -> list[str]:
 
 
 def _summary_md(summary: Mapping) -> list[str]:
-    lines = ["| queries | judged | items | moved the right way | wrong way | unchanged | mean rank before → after |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| queries | judged | items | moved the right way | wrong way | unchanged | mean rank before → after |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for part, title in (("trained", "trained on"), ("held_out", "held out")):
         for kind, name in (("relevant", "relevant / partly"), ("not", "not relevant")):
             s = summary[part][kind]
@@ -135,8 +146,10 @@ def _summary_md(summary: Mapping) -> list[str]:
                 continue
             mb = "–" if s["mean_before"] is None else f"{s['mean_before']:.2f}"
             ma = "–" if s["mean_after"] is None else f"{s['mean_after']:.2f}"
-            lines.append(f"| {title} | {name} | {s['items']} | {s['right_way']} | {s['wrong_way']} | {s['same']} "
-                         f"| {mb} → {ma} |")  # fmt: skip
+            lines.append(
+                f"| {title} | {name} | {s['items']} | {s['right_way']} | {s['wrong_way']} | {s['same']} "
+                f"| {mb} → {ma} |"
+            )
     return lines
 
 
@@ -162,16 +175,20 @@ def _guard_line(name: str, g: Mapping | None) -> str:
     if g.get("allowed_test"):
         held = "test-split labels were allowed (`--allow-test-labels`)"
     else:
-        held = (f"held out {g['queries_held_out']} labelled test-split queries ({g['pairs_held_out']} judged pairs) "
-                f"and {g['candidates_held_out']} judged candidates from test-split patents")  # fmt: skip
+        held = (
+            f"held out {g['queries_held_out']} labelled test-split queries ({g['pairs_held_out']} judged pairs) "
+            f"and {g['candidates_held_out']} judged candidates from test-split patents"
+        )
     return f"- {name}: trained on {g['queries_used']} queries ({g['pairs_used']} judged pairs); {held}"
 
 
 def to_markdown(report: Mapping) -> str:
     """The report as markdown: leak guard, per-query ranks, summary, test metrics at every level."""
     lines = [f"# {report.get('title', 'Retraining report')}", ""]
-    lines.append(f"New checkpoint `{report['checkpoint']}` (version {report.get('version')}, learned from "
-                 f"{report.get('num_labels')} judged pairs), fine-tuned from `{report['parent']}`.")  # fmt: skip
+    lines.append(
+        f"New checkpoint `{report['checkpoint']}` (version {report.get('version')}, learned from "
+        f"{report.get('num_labels')} judged pairs), fine-tuned from `{report['parent']}`."
+    )
     if report.get("command"):
         lines += ["", f"Command: `{report['command']}`"]
     guard = report.get("leak_guard") or {}
@@ -195,35 +212,75 @@ def to_figure(report: Mapping) -> go.Figure:
     colour by judgement, rank 1 on the left. Right: the test metrics before and after."""
     items = [(q, it) for q in report["queries"] for it in q["items"]]
     metrics = (report.get("metrics") or {}).get("rows", [])
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.14,
-                        subplot_titles=("Judged items: rank before → after (1 = top)",
-                                        f"Metrics on the {(report.get('metrics') or {}).get('split', 'test')} split"))  # fmt: skip
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.58, 0.42],
+        horizontal_spacing=0.14,
+        subplot_titles=(
+            "Judged items: rank before → after (1 = top)",
+            f"Metrics on the {(report.get('metrics') or {}).get('split', 'test')} split",
+        ),
+    )
     shown = set()
     for q, it in items:
         y = f"{q['query_id'][:12]} · {it['candidate']}" + (" (held out)" if q.get("held_out") else "")
         colour = LABEL_COLOURS.get(it["label"], "#7f7f7f")
         if it.get("before") is not None and it.get("after") is not None:
-            fig.add_trace(go.Scatter(x=[it["before"], it["after"]], y=[y, y], mode="lines", showlegend=False,
-                                     line={"color": colour, "width": 2}, hoverinfo="skip"), 1, 1)  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[it["before"], it["after"]],
+                    y=[y, y],
+                    mode="lines",
+                    showlegend=False,
+                    line={"color": colour, "width": 2},
+                    hoverinfo="skip",
+                ),
+                1,
+                1,
+            )
         for phase, symbol in (("before", "circle-open"), ("after", "circle")):
             if it.get(phase) is None:
                 continue
             name = f"{it['label']} ({phase})"
-            fig.add_trace(go.Scatter(x=[it[phase]], y=[y], mode="markers", name=name, legendgroup=name,
-                                     showlegend=name not in shown,
-                                     marker={"color": colour, "symbol": symbol, "size": 11, "line": {"width": 2}},
-                                     hovertemplate=f"{y}<br>{it['label']}<br>{phase}: rank %{{x}}<extra></extra>"),
-                          1, 1)  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[it[phase]],
+                    y=[y],
+                    mode="markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=name not in shown,
+                    marker={"color": colour, "symbol": symbol, "size": 11, "line": {"width": 2}},
+                    hovertemplate=f"{y}<br>{it['label']}<br>{phase}: rank %{{x}}<extra></extra>",
+                ),
+                1,
+                1,
+            )
             shown.add(name)
     names = [r["metric"] for r in metrics]
     for phase, colour in (("before", "#9ecae1"), ("after", "#3182bd")):
-        fig.add_trace(go.Bar(x=[r[phase] for r in metrics], y=names, orientation="h", name=f"metrics {phase}",
-                             marker_color=colour), 1, 2)  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=[r[phase] for r in metrics],
+                y=names,
+                orientation="h",
+                name=f"metrics {phase}",
+                marker_color=colour,
+            ),
+            1,
+            2,
+        )
     fig.update_xaxes(title_text="rank", autorange="reversed", row=1, col=1)
     fig.update_xaxes(title_text="score", range=[0, 1], row=1, col=2)
     fig.update_yaxes(autorange="reversed", row=1, col=2)
-    fig.update_layout(barmode="group", height=max(420, 26 * len(items) + 160), title=report.get("title", ""),
-                      legend={"orientation": "h", "y": -0.12}, margin={"l": 10, "r": 10, "t": 80, "b": 10})  # fmt: skip
+    fig.update_layout(
+        barmode="group",
+        height=max(420, 26 * len(items) + 160),
+        title=report.get("title", ""),
+        legend={"orientation": "h", "y": -0.12},
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+    )
     return fig
 
 

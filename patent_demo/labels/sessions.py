@@ -39,8 +39,9 @@ def history_of(session: dict | None) -> list[dict]:
     return list((session or {}).get("history") or [])
 
 
-def record_search(session: dict, kind: str, query: str, model: str, filters: str, examiner: str,
-                  notes: Sequence[str] = ()) -> None:  # fmt: skip
+def record_search(
+    session: dict, kind: str, query: str, model: str, filters: str, examiner: str, notes: Sequence[str] = ()
+) -> None:
     """Add this search to the session's history (what the search report cites): when (UTC), who, what
     was searched, with which model and filters (``filters.filters_line``: the exclusion of the query's own
     patent and family included when it was applied), the notes the status line showed, how many hits."""
@@ -50,10 +51,18 @@ def record_search(session: dict, kind: str, query: str, model: str, filters: str
 
     hits = max((len(rows) for rows in session.get("lists", {}).values()), default=0)
     session.setdefault("history", []).append(
-        {"when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), "examiner": examiner or "(no name)",
-         "kind": kind, "query": " ".join(str(query).split())[:200], "model": model, "filters": filters_line(filters, notes),
-         "notes": "; ".join(n for n in notes if n), "hits": hits, "query_id": session.get("query_id", "")}
-    )  # fmt: skip
+        {
+            "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "examiner": examiner or "(no name)",
+            "kind": kind,
+            "query": " ".join(str(query).split())[:200],
+            "model": model,
+            "filters": filters_line(filters, notes),
+            "notes": "; ".join(n for n in notes if n),
+            "hits": hits,
+            "query_id": session.get("query_id", ""),
+        }
+    )
 
 
 def owner_of(session: dict | None) -> str:
@@ -65,11 +74,20 @@ def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) 
     """Record one shown list: per hit its patent, figure, score and extras, and what the UI displays of it
     (``image`` path, ``view``, ``locarno_title``, gallery ``caption``)."""
     session["lists"][name] = [
-        {"id": h.patent_id, "figure": h.figure, "score": h.score, "extras": h.extras, "image": h.image_path,
-         "view": h.view, "locarno_title": h.locarno_title,
-         "caption": f"{h.view} · {h.locarno} · {h.score:.3f}" if h.figure else f"{h.locarno} · {h.score:.3f}"}
+        {
+            "id": h.patent_id,
+            "figure": h.figure,
+            "score": h.score,
+            "extras": h.extras,
+            "image": h.image_path,
+            "view": h.view,
+            "locarno_title": h.locarno_title,
+            "caption": f"{h.view} · {h.locarno} · {h.score:.3f}"
+            if h.figure
+            else f"{h.locarno} · {h.score:.3f}",
+        }
         for h in hits
-    ]  # fmt: skip
+    ]
     session["checkpoints"][name] = checkpoint_id
 
 

@@ -43,8 +43,23 @@ from patent_demo.labels.fields import (
 from patent_demo.labels.label import CATEGORIES, GRADES, LISTS, MODALITIES, QUERY_KINDS, Label
 from patent_demo.labels.private import DIR_MODE, FILE_MODE, private_dir, write_private
 
-__all__ = ["CATEGORIES", "DIR_MODE", "FILE_MODE", "GRADES", "LISTS", "Label", "LabelError", "LabelStore", "QUERY_KINDS",
-           "StoreUnwritable", "application_query_id", "combined_query_id", "image_query_id", "text_query_id", "write_private"]  # fmt: skip
+__all__ = [
+    "CATEGORIES",
+    "DIR_MODE",
+    "FILE_MODE",
+    "GRADES",
+    "LISTS",
+    "Label",
+    "LabelError",
+    "LabelStore",
+    "QUERY_KINDS",
+    "StoreUnwritable",
+    "application_query_id",
+    "combined_query_id",
+    "image_query_id",
+    "text_query_id",
+    "write_private",
+]
 
 
 class StoreUnwritable(LabelError):
@@ -74,7 +89,11 @@ def _writing(path: Path) -> Iterator[None]:
         elif "disk i/o" in text or "unable to open" in text:  # read-only files under WAL say this
             files = (path, path.with_name(path.name + "-wal"), path.parent)
             read_only = any(f.exists() and not os.access(f, os.W_OK) for f in files)
-            why = "the label database is read-only" if read_only else "the label database cannot be written (disk I/O error)"
+            why = (
+                "the label database is read-only"
+                if read_only
+                else "the label database cannot be written (disk I/O error)"
+            )
         else:
             raise
         raise StoreUnwritable(why, path.name) from None
@@ -151,7 +170,9 @@ class LabelStore:
         self._lock = threading.Lock()
         with _writing(self.path):  # a read-only database is refused here, in plain words
             if not self.path.exists():
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, FILE_MODE))  # -wal / -shm inherit the mode
+                os.close(
+                    os.open(self.path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+                )  # -wal / -shm inherit the mode
             self._conn = sqlite3.connect(
                 str(self.path), check_same_thread=False, isolation_level=None, timeout=30
             )
@@ -388,7 +409,9 @@ class LabelStore:
         every = self.labels(include_undone=True, query_id=query_id)  # an undone label makes a party too
         parties = {x.annotator for x in every if x.candidate_id == candidate_id and not x.adjudicated}
         if who in parties:  # a party never settles its own disagreement, undone or not
-            others = ", ".join(sorted(allowed - parties)) or (_ALL_PARTIES if allowed else "anyone who did not")  # fmt: skip
+            others = ", ".join(sorted(allowed - parties)) or (
+                _ALL_PARTIES if allowed else "anyone who did not"
+            )
             raise LabelError(
                 f"{who} labelled this pair and cannot settle it; ask another adjudicator: {others}"
             )

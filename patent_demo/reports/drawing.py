@@ -15,18 +15,24 @@ def _ci(entry: dict, key: str) -> str:
     """Mean difference to zero-shot over seeds, and the bootstrap interval of each seed."""
     runs = entry["runs"]
     d = entry["test_vs_zero_shot"][key]["mean"]
-    cis = "; ".join(f"[{r['test_vs_zero_shot'][key]['low']:+.3f}, {r['test_vs_zero_shot'][key]['high']:+.3f}]"
-                    for r in runs)  # fmt: skip
+    cis = "; ".join(
+        f"[{r['test_vs_zero_shot'][key]['low']:+.3f}, {r['test_vs_zero_shot'][key]['high']:+.3f}]"
+        for r in runs
+    )
     return f"{d:+.3f} {cis}"
 
 
 def redbook_table(heads: dict) -> list[str]:
     """Cross-scheme rows: every saved head on the Red Book pages (``bench/bench_heads_redbook.py``)."""
-    lines = ["| variant (USPC-trained head) | Red Book patent mAP | subclass mAP | main mAP | hier nDCG@10 |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| variant (USPC-trained head) | Red Book patent mAP | subclass mAP | main mAP | hier nDCG@10 |",
+        "|---|---|---|---|---|",
+    ]
     for name, m in heads.items():
-        cells = [f"{m[k]['mean']:.3f}" + (f" ± {m[k]['std']:.3f}" if m[k]["n"] > 1 else "")
-                 for k in ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")]  # fmt: skip
+        cells = [
+            f"{m[k]['mean']:.3f}" + (f" ± {m[k]['std']:.3f}" if m[k]["n"] > 1 else "")
+            for k in ("patent_map", "subclass_map", "main_map", "hier_ndcg@10")
+        ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -58,11 +64,18 @@ def render(results: dict, heads: dict | None = None) -> str:
     for name, e in results["variants"].items():
         steps = ", ".join(str(r["best_step"]) for r in e["runs"])
         lines.append(
-            f"| {name} | " + " | ".join(_ms(e["val"], k) for k in COLS) + " | "
-            + " | ".join(_ms(e["test"], k) for k in COLS) + " | "
-            + (" | ".join(_ci(e, k) for k in ("subclass_map", "main_map")) if name != "zero-shot" else "— | —")
+            f"| {name} | "
+            + " | ".join(_ms(e["val"], k) for k in COLS)
+            + " | "
+            + " | ".join(_ms(e["test"], k) for k in COLS)
+            + " | "
+            + (
+                " | ".join(_ci(e, k) for k in ("subclass_map", "main_map"))
+                if name != "zero-shot"
+                else "— | —"
+            )
             + f" | {steps} |"
-        )  # fmt: skip
+        )
     if results.get("shipped"):
         sh = results["shipped"]
         lines += [
@@ -86,17 +99,33 @@ def render(results: dict, heads: dict | None = None) -> str:
             f"Flip averaging (zero-shot, val): subclass / main mAP {f['subclass_map']:.3f} / {f['main_map']:.3f}.",
         ]
     if heads:
-        lines += ["", "**Cross-scheme transfer** (`python bench/bench_heads_redbook.py --heads runs/heads --json "
-                  "docs/bench/heads_redbook.json`): every head above, all seeds, on the 20 Red Book patents (Locarno, "
-                  "106 pages, every page against all others; validation, as it came out):", "", *redbook_table(heads)]  # fmt: skip
+        lines += [
+            "",
+            "**Cross-scheme transfer** (`python bench/bench_heads_redbook.py --heads runs/heads --json "
+            "docs/bench/heads_redbook.json`): every head above, all seeds, on the 20 Red Book patents (Locarno, "
+            "106 pages, every page against all others; validation, as it came out):",
+            "",
+            *redbook_table(heads),
+        ]
     for extra in results.get("notes") or []:
         lines += ["", extra]
     return "\n".join(lines) + "\n"
 
 
 START, END = "<!-- hmcl-uspc:start (written by scripts/figures.py) -->", "<!-- hmcl-uspc:end -->"
-README_ROWS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level", "hmcl-paper-text",
-               "hmcl-paper-shuffled", "hmcl-paper-mix", "hmcl-level-mix")  # fmt: skip
+README_ROWS = (
+    "zero-shot",
+    "pca-whiten",
+    "lda-subclass",
+    "lda-main",
+    "cl",
+    "hmcl-paper",
+    "hmcl-level",
+    "hmcl-paper-text",
+    "hmcl-paper-shuffled",
+    "hmcl-paper-mix",
+    "hmcl-level-mix",
+)
 
 
 def _fig(m: dict, keys=("subclass_map", "main_map", "hier_ndcg@10")) -> str:
@@ -106,8 +135,11 @@ def _fig(m: dict, keys=("subclass_map", "main_map", "hier_ndcg@10")) -> str:
 def readme_block(results: dict, models: dict, heads: dict | None = None) -> str:
     """The README's drawing-results block: USPC val and test apart, the targets, Red Book transfer."""
     v = results["variants"]
-    rows = ["| variant | USPC val: subclass / main mAP / hier nDCG@10 | USPC test: subclass / main mAP / hier nDCG@10 | "
-            "Δ test subclass mAP vs zero-shot [95% CI per seed] | Δ test main mAP |", "|---|---|---|---|---|"]  # fmt: skip
+    rows = [
+        "| variant | USPC val: subclass / main mAP / hier nDCG@10 | USPC test: subclass / main mAP / hier nDCG@10 | "
+        "Δ test subclass mAP vs zero-shot [95% CI per seed] | Δ test main mAP |",
+        "|---|---|---|---|---|",
+    ]
     for name in README_ROWS:
         if name not in v:
             continue
@@ -144,13 +176,17 @@ def readme_block(results: dict, models: dict, heads: dict | None = None) -> str:
         f"{excl('main_map')}), hierarchical nDCG@10 {hm_h:.3f} against "
         f"CL {cl_h:.3f} ({'met' if hm_h >= cl_h else 'missed'})."
     )
-    rb = ["| model | Red Book pages: patent / subclass / main mAP | USPC val: subclass / main mAP | USPC test: subclass / main mAP |",
-          "|---|---|---|---|"]  # fmt: skip
+    rb = [
+        "| model | Red Book pages: patent / subclass / main mAP | USPC val: subclass / main mAP | USPC test: subclass / main mAP |",
+        "|---|---|---|---|",
+    ]
     for name, m in models.items():
         seen = " (seen in training)" if m.get("seen") else ""
-        rb.append(f"| {name} | {_fig(m.get('redbook', {}), ('patent_map', 'subclass_map', 'main_map'))} | "
-                  f"{_fig(m.get('validation', {}), ('subclass_map', 'main_map'))}{seen} | "
-                  f"{_fig(m.get('test', {}), ('subclass_map', 'main_map'))}{seen} |")  # fmt: skip
+        rb.append(
+            f"| {name} | {_fig(m.get('redbook', {}), ('patent_map', 'subclass_map', 'main_map'))} | "
+            f"{_fig(m.get('validation', {}), ('subclass_map', 'main_map'))}{seen} | "
+            f"{_fig(m.get('test', {}), ('subclass_map', 'main_map'))}{seen} |"
+        )
     extra = ["", *redbook_table(heads)] if heads else []
     return "\n".join([START, "", *rows, "", verdict, "", *rb, *extra, "", END])
 
@@ -160,5 +196,7 @@ def drawing_models(names, metrics: list) -> dict:
     as the model list shows them: the figures the README block lists beside the head table."""
     from patent_demo.registry import measured_figures
 
-    return {name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
-            for name, m in zip(names, metrics, strict=True)}  # fmt: skip
+    return {
+        name: {**measured_figures("drawing", m), "seen": m.get("uspc_seen_in_training")}
+        for name, m in zip(names, metrics, strict=True)
+    }

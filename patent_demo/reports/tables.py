@@ -76,8 +76,9 @@ def seed_mean(runs: dict[str, dict], columns: Sequence[str]) -> dict[str, np.nda
     return out
 
 
-def summarise_against(results: dict[str, dict[str, dict]], reference: str, columns: Sequence[str],
-                      n_boot: int) -> dict:  # fmt: skip
+def summarise_against(
+    results: dict[str, dict[str, dict]], reference: str, columns: Sequence[str], n_boot: int
+) -> dict:
     """``{variant: {"runs", "n", "mean", "std", "macro_mean", "macro_std", "bootstrap"}}`` of evaluations
     with ``metrics``, ``macro``, ``per_query`` and ``query_patents``: mean ± std over seeds of the micro and
     macro means, and a paired cluster bootstrap (patents resampled) of each variant's seed-averaged
@@ -91,8 +92,15 @@ def summarise_against(results: dict[str, dict[str, dict]], reference: str, colum
         rows = list(runs.values())
         micro = seed_stats([r["metrics"] for r in rows], columns)
         macro = seed_stats([r["macro"] for r in rows], columns)
-        entry: dict = {"runs": sorted(runs), "n": len(rows), "mean": micro["mean"], "std": micro["std"],
-                       "macro_mean": macro["mean"], "macro_std": macro["std"], "bootstrap": {}}  # fmt: skip
+        entry: dict = {
+            "runs": sorted(runs),
+            "n": len(rows),
+            "mean": micro["mean"],
+            "std": micro["std"],
+            "macro_mean": macro["mean"],
+            "macro_std": macro["std"],
+            "bootstrap": {},
+        }
         if ref_pq is not None and variant != reference:
             pq, groups = seed_mean(runs, columns), rows[0]["query_patents"]
             entry["bootstrap"] = {

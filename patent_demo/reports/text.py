@@ -40,22 +40,32 @@ def per_query(untrained: dict, finetuned: list[dict], split: str) -> dict[str, d
     }
     for name in ("dense", "hybrid"):
         if finetuned:
-            out[f"{name}-ft"] = {m: np.mean([np.asarray(f["splits"][split]["per_query"][name][m]) for f in finetuned], axis=0)
-                                 for m in METRICS}  # fmt: skip
+            out[f"{name}-ft"] = {
+                m: np.mean([np.asarray(f["splits"][split]["per_query"][name][m]) for f in finetuned], axis=0)
+                for m in METRICS
+            }
     return out
 
 
-def report(untrained: dict, finetuned: list[dict], n_boot: int = 10000, rerank: list[dict] | None = None) -> dict:
+def report(
+    untrained: dict, finetuned: list[dict], n_boot: int = 10000, rerank: list[dict] | None = None
+) -> dict:
     """The tables and the default list; ``rerank``: :func:`rerank_summary` of each re-ranker evaluation."""
     queries = {s: untrained["splits"][s]["queries"] for s in ("val", "test")}
     for f in finetuned:
         assert {s: f["splits"][s]["queries"] for s in ("val", "test")} == queries, (
             "seeds scored other queries"
         )
-    out: dict = {"queries": {s: len(q) for s, q in queries.items()}, "split_file": untrained["split_file"],
-                 "hybrid": {"untrained": untrained["hybrid"], "seeds": [f["hybrid"] for f in finetuned]},
-                 "seeds": [f["encoder"] for f in finetuned], "lists": {}, "bootstrap": {},
-                 "ir_measures": untrained.get("ir_measures"), "commands": [untrained["command"]] + [f["command"] for f in finetuned]}  # fmt: skip
+    out: dict = {
+        "queries": {s: len(q) for s, q in queries.items()},
+        "split_file": untrained["split_file"],
+        "hybrid": {"untrained": untrained["hybrid"], "seeds": [f["hybrid"] for f in finetuned]},
+        "seeds": [f["encoder"] for f in finetuned],
+        "lists": {},
+        "bootstrap": {},
+        "ir_measures": untrained.get("ir_measures"),
+        "commands": [untrained["command"]] + [f["command"] for f in finetuned],
+    }
     for s in ("val", "test"):
         lists = {
             n: {m: {"mean": v} for m, v in d.items()} for n, d in untrained["splits"][s]["summary"].items()
@@ -63,31 +73,54 @@ def report(untrained: dict, finetuned: list[dict], n_boot: int = 10000, rerank: 
         for name in ("dense", "hybrid"):
             if finetuned:
                 vals = {m: [f["splits"][s]["summary"][name][m] for f in finetuned] for m in METRICS}
-                lists[f"{name}-ft"] = {m: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-                                           "seeds": v} for m, v in vals.items()}  # fmt: skip
+                lists[f"{name}-ft"] = {
+                    m: {
+                        "mean": float(np.mean(v)),
+                        "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+                        "seeds": v,
+                    }
+                    for m, v in vals.items()
+                }
         out["lists"][s] = lists
         pq = per_query(untrained, finetuned, s)
         out["bootstrap"][s] = {
-            f"{a} - {b}": {m: paired_bootstrap(pq[a][m], pq[b][m], n_boot=n_boot, seed=0) for m in ("map@10", "recall@100")}
-            for a, b in COMPARE if a in pq and b in pq
-        }  # fmt: skip
+            f"{a} - {b}": {
+                m: paired_bootstrap(pq[a][m], pq[b][m], n_boot=n_boot, seed=0)
+                for m in ("map@10", "recall@100")
+            }
+            for a, b in COMPARE
+            if a in pq and b in pq
+        }
     val, test = out["lists"]["val"], out["lists"]["test"]
     pq_val = per_query(untrained, finetuned, "val")
-    gate = {n: paired_bootstrap(pq_val[n]["map@10"], pq_val["hybrid"]["map@10"], n_boot=n_boot, seed=0)
-            for n in val if n != "hybrid"}  # fmt: skip
+    gate = {
+        n: paired_bootstrap(pq_val[n]["map@10"], pq_val["hybrid"]["map@10"], n_boot=n_boot, seed=0)
+        for n in val
+        if n != "hybrid"
+    }
     means = {n: (val[n]["map@10"]["mean"], test[n]["map@10"]["mean"]) for n in val}
     # a re-ranked list scored on every validation and test query (a checkpoint trained on this split) competes too
     for rr in rerank or []:
         if all(rr["splits"][s]["queries"] == len(queries[s]) for s in ("val", "test")):
             for n in ("dssdnet", "fused"):
                 gate[n] = rr["splits"]["val"]["bootstrap"][f"{n} - hybrid"]
-                means[n] = (rr["splits"]["val"]["summary"][n]["map@10"], rr["splits"]["test"]["summary"][n]["map@10"])
-    best = "hybrid"  # the best untrained list on validation; another list must beat it there, interval above 0
+                means[n] = (
+                    rr["splits"]["val"]["summary"][n]["map@10"],
+                    rr["splits"]["test"]["summary"][n]["map@10"],
+                )
+    best = (
+        "hybrid"  # the best untrained list on validation; another list must beat it there, interval above 0
+    )
     for n, b in gate.items():
         if b["low"] > 0 and means[n][0] > means[best][0]:
             best = n
-    out["default"] = {"list": best, "chosen_on": DEFAULT_RULE, "validation_gate": gate,
-                      "val_map@10": means[best][0], "test_map@10": means[best][1]}  # fmt: skip
+    out["default"] = {
+        "list": best,
+        "chosen_on": DEFAULT_RULE,
+        "validation_gate": gate,
+        "val_map@10": means[best][0],
+        "test_map@10": means[best][1],
+    }
     out["targets"] = {
         "default_map@10_minus_untrained_hybrid_test": means[best][1] - test["hybrid"]["map@10"]["mean"],
         "needed": 0.02,
@@ -101,17 +134,27 @@ def report(untrained: dict, finetuned: list[dict], n_boot: int = 10000, rerank: 
 def rerank_summary(ev: dict, n_boot: int) -> dict:
     """A DSSDNet checkpoint on the hybrid pool (``train.text.rerank_eval``): per split the lists' means
     and the paired bootstrap of dssdnet and fused against the hybrid pool."""
-    out = {"checkpoint": ev["checkpoint"], "precision": ev["precision"], "k_rerank": ev["k_rerank"],
-           "fusion": {k: ev["fusion"][k] for k in ("weight", "tuned_on")}, "command": ev["command"], "splits": {},
-           "seen": ev.get("seen", "its own hash split")}  # fmt: skip
+    out = {
+        "checkpoint": ev["checkpoint"],
+        "precision": ev["precision"],
+        "k_rerank": ev["k_rerank"],
+        "fusion": {k: ev["fusion"][k] for k in ("weight", "tuned_on")},
+        "command": ev["command"],
+        "splits": {},
+        "seen": ev.get("seen", "its own hash split"),
+    }
     for s, d in ev["splits"].items():
         pq = {n: {m: np.asarray(v) for m, v in x.items()} for n, x in d["per_query"].items()}
         out["splits"][s] = {
             "queries": len(d["queries"]),
             "summary": d["summary"],
-            "bootstrap": {f"{a} - hybrid": paired_bootstrap(pq[a]["map@10"], pq["hybrid"]["map@10"], n_boot=n_boot, seed=0)
-                          for a in ("dssdnet", "fused")},
-        }  # fmt: skip
+            "bootstrap": {
+                f"{a} - hybrid": paired_bootstrap(
+                    pq[a]["map@10"], pq["hybrid"]["map@10"], n_boot=n_boot, seed=0
+                )
+                for a in ("dssdnet", "fused")
+            },
+        }
     return out
 
 
@@ -120,15 +163,20 @@ def _cell(d: dict) -> str:
 
 
 def markdown(r: dict) -> str:
-    lines = ["# Text first stages on cs3245 (real patent text)", "",
-             f"Queries: the citing patents of the cs3245 corpus (title + abstract; relevant = its in-corpus cited "
-             f"patents; the query left out), split by family in `{r['split_file']}` ({r['queries']['val']} validation, "
-             f"{r['queries']['test']} test queries; no test query has a twin in training). Generated by "
-             "`python -m train.text.report` from the JSON `train.text.evaluate` wrote; nothing below was tuned on test.", "",
-             f"Hybrid (untrained): `{r['hybrid']['untrained']['method']}`, BM25 weight {r['hybrid']['untrained']['weight']} "
-             "(chosen on validation MAP@10). `-ft`: the bi-encoder fine-tuned on the training citations "
-             f"(`train/text/biencoder.py`, {len(r['seeds'])} seeds, mean ± std; each seed's hybrid weight chosen on validation: "
-             f"{[h['weight'] for h in r['hybrid']['seeds']]}).", ""]  # fmt: skip
+    lines = [
+        "# Text first stages on cs3245 (real patent text)",
+        "",
+        f"Queries: the citing patents of the cs3245 corpus (title + abstract; relevant = its in-corpus cited "
+        f"patents; the query left out), split by family in `{r['split_file']}` ({r['queries']['val']} validation, "
+        f"{r['queries']['test']} test queries; no test query has a twin in training). Generated by "
+        "`python -m train.text.report` from the JSON `train.text.evaluate` wrote; nothing below was tuned on test.",
+        "",
+        f"Hybrid (untrained): `{r['hybrid']['untrained']['method']}`, BM25 weight {r['hybrid']['untrained']['weight']} "
+        "(chosen on validation MAP@10). `-ft`: the bi-encoder fine-tuned on the training citations "
+        f"(`train/text/biencoder.py`, {len(r['seeds'])} seeds, mean ± std; each seed's hybrid weight chosen on validation: "
+        f"{[h['weight'] for h in r['hybrid']['seeds']]}).",
+        "",
+    ]
     for s, title in (("val", "Validation (used for every choice)"), ("test", "Test (reported once)")):
         lines += [
             f"## {title}",
@@ -138,30 +186,59 @@ def markdown(r: dict) -> str:
         ]
         for n, d in r["lists"][s].items():
             lines.append(f"| {n} | " + " | ".join(_cell(d[m]) for m in METRICS) + " |")
-        lines += ["", "Paired bootstrap (difference of means, 95 % interval, 10,000 resamples of the queries):", "",
-                  "| comparison | MAP@10 | R@100 |", "|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "Paired bootstrap (difference of means, 95 % interval, 10,000 resamples of the queries):",
+            "",
+            "| comparison | MAP@10 | R@100 |",
+            "|---|---|---|",
+        ]
         for c, b in r["bootstrap"][s].items():
-            lines.append(f"| {c} | " + " | ".join(f"{b[m]['diff']:+.3f} [{b[m]['low']:+.3f}, {b[m]['high']:+.3f}]"
-                                                   for m in ("map@10", "recall@100")) + " |")  # fmt: skip
+            lines.append(
+                f"| {c} | "
+                + " | ".join(
+                    f"{b[m]['diff']:+.3f} [{b[m]['low']:+.3f}, {b[m]['high']:+.3f}]"
+                    for m in ("map@10", "recall@100")
+                )
+                + " |"
+            )
         lines.append("")
     d, t = r["default"], r["targets"]
-    lines += ["## Default and targets", "",
-              f"Default list: **{d['list']}** (val MAP@10 {d['val_map@10']:.3f}, test {d['test_map@10']:.3f}). Rule: {d['chosen_on']}. {RULE_HISTORY}. "
-              "Validation MAP@10 of each list minus the hybrid: " + ", ".join(
-                  f"{n} {b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]" for n, b in d["validation_gate"].items()) + ".", "",
-              f"- default − untrained hybrid, test MAP@10: {t['default_map@10_minus_untrained_hybrid_test']:+.3f} "
-              f"(target ≥ +{t['needed']:.2f}: {'met' if t['default_map@10_minus_untrained_hybrid_test'] >= t['needed'] else 'not met'})",
-              f"- hybrid pool − BM25, test R@100: {t['pool_recall@100_minus_bm25_test']:+.3f} "
-              f"(target ≥ +{t['needed_recall']:.2f}: {'met' if t['pool_recall@100_minus_bm25_test'] >= t['needed_recall'] else 'not met'})", ""]  # fmt: skip
+    lines += [
+        "## Default and targets",
+        "",
+        f"Default list: **{d['list']}** (val MAP@10 {d['val_map@10']:.3f}, test {d['test_map@10']:.3f}). Rule: {d['chosen_on']}. {RULE_HISTORY}. "
+        "Validation MAP@10 of each list minus the hybrid: "
+        + ", ".join(
+            f"{n} {b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"
+            for n, b in d["validation_gate"].items()
+        )
+        + ".",
+        "",
+        f"- default − untrained hybrid, test MAP@10: {t['default_map@10_minus_untrained_hybrid_test']:+.3f} "
+        f"(target ≥ +{t['needed']:.2f}: {'met' if t['default_map@10_minus_untrained_hybrid_test'] >= t['needed'] else 'not met'})",
+        f"- hybrid pool − BM25, test R@100: {t['pool_recall@100_minus_bm25_test']:+.3f} "
+        f"(target ≥ +{t['needed_recall']:.2f}: {'met' if t['pool_recall@100_minus_bm25_test'] >= t['needed_recall'] else 'not met'})",
+        "",
+    ]
     if r.get("ir_measures"):
-        lines += ["Our metrics against ir_measures (untrained test lists, MAP@10): " + ", ".join(
-            f"{n} {v['map@10']:.4f}" for n, v in r["ir_measures"]["test"].items()) + " (identical to the table).", ""]  # fmt: skip
+        lines += [
+            "Our metrics against ir_measures (untrained test lists, MAP@10): "
+            + ", ".join(f"{n} {v['map@10']:.4f}" for n, v in r["ir_measures"]["test"].items())
+            + " (identical to the table).",
+            "",
+        ]
     for rr in r.get("rerank", []):
-        lines += [f"## DSSDNet (`{rr['checkpoint']}`, {rr['precision']}) re-ranking the hybrid top {rr['k_rerank']}", "",
-                  "Scored only on the split's queries the checkpoint never trained or selected on (it was trained on "
-                  f"{rr.get('seen', 'its own hash split')}); fusion weight {rr['fusion']['weight']} (the hybrid's share) tuned on "
-                  f"{rr['fusion']['tuned_on']}.", "", "| split | queries | list | R@10 | MAP@10 | nDCG@10 | MAP@10 − hybrid [95 %] |",
-                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"## DSSDNet (`{rr['checkpoint']}`, {rr['precision']}) re-ranking the hybrid top {rr['k_rerank']}",
+            "",
+            "Scored only on the split's queries the checkpoint never trained or selected on (it was trained on "
+            f"{rr.get('seen', 'its own hash split')}); fusion weight {rr['fusion']['weight']} (the hybrid's share) tuned on "
+            f"{rr['fusion']['tuned_on']}.",
+            "",
+            "| split | queries | list | R@10 | MAP@10 | nDCG@10 | MAP@10 − hybrid [95 %] |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for s, d in rr["splits"].items():
             for n, m in d["summary"].items():
                 b = d["bootstrap"].get(f"{n} - hybrid")
@@ -172,14 +249,18 @@ def markdown(r: dict) -> str:
         lines += ["", f"    {rr['command']}", ""]
     st = r.get("split_stats") or {}
     if st:
-        lines += ["## Notes", "",
-                  f"- Split: {st['queries']['train']} train / {st['queries']['val']} val / {st['queries']['test']} test queries; {st['corpus_families']} corpus families. Of the {st['test_relevant']} "
-                  f"test relevant patents, {st['test_relevant_also_train_positive']} are also cited by a training query "
-                  f"and {st['test_relevant_that_are_train_queries']} are training queries themselves (a cited patent "
-                  "may be cited again; it is not a twin of the query).",
-                  "- Fine-tuned rows: `train/text/biencoder.py` (158 training citations, in-batch negatives plus one hard "
-                  "negative per pair from the untrained hybrid's top 50, 3 epochs, lr 2e-5, 128 tokens in training, "
-                  "256 at inference); each seed's hybrid re-tuned on validation.", ""]  # fmt: skip
+        lines += [
+            "## Notes",
+            "",
+            f"- Split: {st['queries']['train']} train / {st['queries']['val']} val / {st['queries']['test']} test queries; {st['corpus_families']} corpus families. Of the {st['test_relevant']} "
+            f"test relevant patents, {st['test_relevant_also_train_positive']} are also cited by a training query "
+            f"and {st['test_relevant_that_are_train_queries']} are training queries themselves (a cited patent "
+            "may be cited again; it is not a twin of the query).",
+            "- Fine-tuned rows: `train/text/biencoder.py` (158 training citations, in-batch negatives plus one hard "
+            "negative per pair from the untrained hybrid's top 50, 3 epochs, lr 2e-5, 128 tokens in training, "
+            "256 at inference); each seed's hybrid re-tuned on validation.",
+            "",
+        ]
     lines += ["Commands:", "", *[f"    {c}" for c in r["commands"]], ""]
     return "\n".join(lines)
 
@@ -189,33 +270,57 @@ START, END = "<!-- text-results:start -->", "<!-- text-results:end -->"
 
 def readme_block(r: dict) -> str:
     """The README's compact text table (test queries; val beside it), written between the markers."""
-    rows = [("BM25", "bm25"), ("dense (MiniLM, untrained)", "dense"), ("hybrid (untrained)", "hybrid"),
-            ("dense, fine-tuned bi-encoder", "dense-ft"), ("hybrid, fine-tuned bi-encoder", "hybrid-ft")]  # fmt: skip
+    rows = [
+        ("BM25", "bm25"),
+        ("dense (MiniLM, untrained)", "dense"),
+        ("hybrid (untrained)", "hybrid"),
+        ("dense, fine-tuned bi-encoder", "dense-ft"),
+        ("hybrid, fine-tuned bi-encoder", "hybrid-ft"),
+    ]
     v, t = r["lists"]["val"], r["lists"]["test"]
-    out = [START, "", f"Test: {r['queries']['test']} queries, validation: {r['queries']['val']} (`{r['split_file']}`); "
-           f"mean ± std over {len(r['seeds'])} seeds for the fine-tuned rows (`docs/results_text.md`, written by "
-           "`python -m train.text.report`).", "",
-           "| list | test R@10 | test MAP@10 | test nDCG@10 | test R@100 | val MAP@10 |", "|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        START,
+        "",
+        f"Test: {r['queries']['test']} queries, validation: {r['queries']['val']} (`{r['split_file']}`); "
+        f"mean ± std over {len(r['seeds'])} seeds for the fine-tuned rows (`docs/results_text.md`, written by "
+        "`python -m train.text.report`).",
+        "",
+        "| list | test R@10 | test MAP@10 | test nDCG@10 | test R@100 | val MAP@10 |",
+        "|---|---|---|---|---|---|",
+    ]
     for label, n in rows:
         if n in t:
-            out.append(f"| {label} | " + " | ".join(_cell(t[n][m]) for m in ("recall@10", "map@10", "ndcg@10", "recall@100"))
-                       + f" | {_cell(v[n]['map@10'])} |")  # fmt: skip
+            out.append(
+                f"| {label} | "
+                + " | ".join(_cell(t[n][m]) for m in ("recall@10", "map@10", "ndcg@10", "recall@100"))
+                + f" | {_cell(v[n]['map@10'])} |"
+            )
     b = r["bootstrap"]["test"]
     d, tg = r["default"], r["targets"]
-    out += ["", f"Default list: **{d['list']}** ({d['chosen_on']}; {RULE_HISTORY}). Test, paired bootstrap 95 %: "
-            + "; ".join(f"{c} MAP@10 {x['map@10']['diff']:+.3f} [{x['map@10']['low']:+.3f}, {x['map@10']['high']:+.3f}]"
-                        for c, x in b.items() if c in ("hybrid - bm25", "hybrid-ft - hybrid", "dense-ft - dense"))
-            + f". Targets: default − untrained hybrid MAP@10 {tg['default_map@10_minus_untrained_hybrid_test']:+.3f} "
-            f"(≥ +0.02: {'met' if tg['default_map@10_minus_untrained_hybrid_test'] >= 0.02 else 'not met'}); "
-            f"pool R@100 − BM25 {tg['pool_recall@100_minus_bm25_test']:+.3f} "
-            f"(≥ +0.05: {'met' if tg['pool_recall@100_minus_bm25_test'] >= 0.05 else 'not met'}).", ""]  # fmt: skip
+    out += [
+        "",
+        f"Default list: **{d['list']}** ({d['chosen_on']}; {RULE_HISTORY}). Test, paired bootstrap 95 %: "
+        + "; ".join(
+            f"{c} MAP@10 {x['map@10']['diff']:+.3f} [{x['map@10']['low']:+.3f}, {x['map@10']['high']:+.3f}]"
+            for c, x in b.items()
+            if c in ("hybrid - bm25", "hybrid-ft - hybrid", "dense-ft - dense")
+        )
+        + f". Targets: default − untrained hybrid MAP@10 {tg['default_map@10_minus_untrained_hybrid_test']:+.3f} "
+        f"(≥ +0.02: {'met' if tg['default_map@10_minus_untrained_hybrid_test'] >= 0.02 else 'not met'}); "
+        f"pool R@100 − BM25 {tg['pool_recall@100_minus_bm25_test']:+.3f} "
+        f"(≥ +0.05: {'met' if tg['pool_recall@100_minus_bm25_test'] >= 0.05 else 'not met'}).",
+        "",
+    ]
     for rr in r.get("rerank", []):
         x = rr["splits"]["test"]
-        out += [f"DSSDNet (`{rr['checkpoint']}`) re-ranking the hybrid top {rr['k_rerank']}, on the {x['queries']} test "
-                f"queries it never saw: MAP@10 {x['summary']['dssdnet']['map@10']:.3f} vs the hybrid's "
-                f"{x['summary']['hybrid']['map@10']:.3f} ({x['bootstrap']['dssdnet - hybrid']['diff']:+.3f} "
-                f"[{x['bootstrap']['dssdnet - hybrid']['low']:+.3f}, {x['bootstrap']['dssdnet - hybrid']['high']:+.3f}]); "
-                f"fused (weight {rr['fusion']['weight']} tuned on validation) {x['summary']['fused']['map@10']:.3f} "
-                f"({x['bootstrap']['fused - hybrid']['diff']:+.3f} [{x['bootstrap']['fused - hybrid']['low']:+.3f}, "
-                f"{x['bootstrap']['fused - hybrid']['high']:+.3f}]).", ""]  # fmt: skip
+        out += [
+            f"DSSDNet (`{rr['checkpoint']}`) re-ranking the hybrid top {rr['k_rerank']}, on the {x['queries']} test "
+            f"queries it never saw: MAP@10 {x['summary']['dssdnet']['map@10']:.3f} vs the hybrid's "
+            f"{x['summary']['hybrid']['map@10']:.3f} ({x['bootstrap']['dssdnet - hybrid']['diff']:+.3f} "
+            f"[{x['bootstrap']['dssdnet - hybrid']['low']:+.3f}, {x['bootstrap']['dssdnet - hybrid']['high']:+.3f}]); "
+            f"fused (weight {rr['fusion']['weight']} tuned on validation) {x['summary']['fused']['map@10']:.3f} "
+            f"({x['bootstrap']['fused - hybrid']['diff']:+.3f} [{x['bootstrap']['fused - hybrid']['low']:+.3f}, "
+            f"{x['bootstrap']['fused - hybrid']['high']:+.3f}]).",
+            "",
+        ]
     return "\n".join([*out, END])

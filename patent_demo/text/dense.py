@@ -118,8 +118,9 @@ class TextEncoder:
         """Mean-pooled, L2-normalised embeddings ``[B, D]`` as a float32 tensor (gradients kept:
         ``train/text/biencoder.py`` trains through it)."""
         torch = self._torch
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="pt")  # fmt: skip
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
         from patent_demo.text.precision import autocast
 
         with autocast(self.precision):
@@ -176,15 +177,20 @@ class TextEncoder:
         return directory
 
 
-def build_dense_index(encoder: TextEncoder, patents: Sequence[Patent], batch_size: int = 32,
-                      progress: bool = False) -> DenseIndex:  # fmt: skip
+def build_dense_index(
+    encoder: TextEncoder, patents: Sequence[Patent], batch_size: int = 32, progress: bool = False
+) -> DenseIndex:
     """An inner-product index with one row per patent (id = patent id) of ``dense_text``: flat (exact)
     until ``patent_demo.index.scale.index_settings`` (measured at 384-d by bench/bench_scale.py) picks an
     approximate kind for a collection of that size."""
     if not patents:
         raise ValueError("cannot build a dense index over no patents")
-    emb = encoder.encode([dense_text(p) for p in patents], batch_size=batch_size, progress=progress,
-                         desc=f"embedding {len(patents)} patent texts with {encoder.name}")  # fmt: skip
+    emb = encoder.encode(
+        [dense_text(p) for p in patents],
+        batch_size=batch_size,
+        progress=progress,
+        desc=f"embedding {len(patents)} patent texts with {encoder.name}",
+    )
     ids = [p.id for p in patents]
     settings = index_settings(len(ids), int(emb.shape[1]))
     return DenseIndex.build(emb, ids, ids, model=encoder.name, checkpoint=encoder.checkpoint, **settings)

@@ -76,8 +76,12 @@ def gate_spread_over_candidates(extras: Sequence[Mapping]) -> float:
 
 # each list's hits are compared with the list it re-orders: the re-ranked lists with the hybrid pool they
 # re-rank, the dense and hybrid lists with BM25 (the extras key holding that rank, and its name)
-MOVE_FROM = {"dense": ("bm25_rank", "BM25"), "hybrid": ("bm25_rank", "BM25"),
-             "dssdnet": ("pool_rank", "hybrid pool"), "fused": ("pool_rank", "hybrid pool")}  # fmt: skip
+MOVE_FROM = {
+    "dense": ("bm25_rank", "BM25"),
+    "hybrid": ("bm25_rank", "BM25"),
+    "dssdnet": ("pool_rank", "hybrid pool"),
+    "fused": ("pool_rank", "hybrid pool"),
+}
 
 
 def rank_move(list_name: str, extra: Mapping | None, rank: int) -> str:
@@ -114,12 +118,22 @@ def what_moves(extra: Mapping) -> str:
     c = contributions(extra)
     movers = []
     if c["t_effect"] is not None:
-        movers.append((abs(c["t_effect"]), f"the domain label t (flipping it changes the score by {-c['t_effect']:+.3f})"))
+        movers.append(
+            (
+                abs(c["t_effect"]),
+                f"the domain label t (flipping it changes the score by {-c['t_effect']:+.3f})",
+            )
+        )
     if c["ds"] is not None and c["di"] is not None:
         gap = float(c["ds"]) - float(c["di"])
         lean = "higher" if gap > 0 else "lower"
-        movers.append((abs(gap) / 2, f"the two heads' disagreement (the domain-sensitive head scores it {abs(gap):.3f} "
-                                     f"{lean} than the domain-invariant one)"))  # fmt: skip
+        movers.append(
+            (
+                abs(gap) / 2,
+                f"the two heads' disagreement (the domain-sensitive head scores it {abs(gap):.3f} "
+                f"{lean} than the domain-invariant one)",
+            )
+        )
     if not movers:
         return ""
     movers.sort(key=lambda m: -m[0])
@@ -133,10 +147,15 @@ def list_gate_line(extras: Sequence[Mapping]) -> str:
     if len(means) < 2:
         return ""
     spread = gate_spread_over_candidates(extras)
-    verdict = ("every hit is gated alike, so the gate does not order this list" if max(means) - min(means) < FLAT_RANGE
-               else "the hits differ in how domain-sensitive the model finds them")  # fmt: skip
-    return (f"Over the list's {len(means)} hits the gate mean spans {min(means):.3f}–{max(means):.3f} "
-            f"(std {spread:.3f}): {verdict}.")  # fmt: skip
+    verdict = (
+        "every hit is gated alike, so the gate does not order this list"
+        if max(means) - min(means) < FLAT_RANGE
+        else "the hits differ in how domain-sensitive the model finds them"
+    )
+    return (
+        f"Over the list's {len(means)} hits the gate mean spans {min(means):.3f}–{max(means):.3f} "
+        f"(std {spread:.3f}): {verdict}."
+    )
 
 
 def explain_markdown(extra: Mapping, list_extras: Sequence[Mapping] = ()) -> str:
@@ -148,16 +167,22 @@ def explain_markdown(extra: Mapping, list_extras: Sequence[Mapping] = ()) -> str
     if g is None:
         lines.append("This variant has no gate (plain cross-encoder): the score is one head's output.")
     elif g["flat"]:
-        lines.append(f"⚠️ The gate is flat ({g['mean']:.3f} ± {g['std']:.3f} over {g['dims']} dimensions): "
-                     "the model does not separate domain-sensitive from domain-invariant features, so the split "
-                     "below explains little (an untrained head, or a model trained for another scheme).")  # fmt: skip
+        lines.append(
+            f"⚠️ The gate is flat ({g['mean']:.3f} ± {g['std']:.3f} over {g['dims']} dimensions): "
+            "the model does not separate domain-sensitive from domain-invariant features, so the split "
+            "below explains little (an untrained head, or a model trained for another scheme)."
+        )
     else:
         if g["entropy_bits"] >= UNDECIDED_BITS:
-            lines.append(f"⚠️ The gate is nearly undecided (entropy {g['entropy_bits']:.2f} bits, 1 = every dimension "
-                         "split half and half): read the split below with care.")  # fmt: skip
-        lines.append(f"Gate: {100 * g['share_domain_sensitive']:.0f} % of {g['dims']} dimensions lean domain-sensitive; "
-                     f"mean {g['mean']:.3f}, std {g['std']:.3f}, range {g['min']:.2f}–{g['max']:.2f}, "
-                     f"entropy {g['entropy_bits']:.2f} bits (1 = undecided).")  # fmt: skip
+            lines.append(
+                f"⚠️ The gate is nearly undecided (entropy {g['entropy_bits']:.2f} bits, 1 = every dimension "
+                "split half and half): read the split below with care."
+            )
+        lines.append(
+            f"Gate: {100 * g['share_domain_sensitive']:.0f} % of {g['dims']} dimensions lean domain-sensitive; "
+            f"mean {g['mean']:.3f}, std {g['std']:.3f}, range {g['min']:.2f}–{g['max']:.2f}, "
+            f"entropy {g['entropy_bits']:.2f} bits (1 = undecided)."
+        )
     c = contributions(extra)
     parts = []
     if c["ds"] is not None:
@@ -173,8 +198,10 @@ def explain_markdown(extra: Mapping, list_extras: Sequence[Mapping] = ()) -> str
             c["t_source"], ""
         )
         same = "same" if c["t"] else "different"
-        lines.append(f"Domain t = {c['t']} ({same} subclass; {source}): flipping it would change the score by "
-                     f"{-c['t_effect']:+.3f}.")  # fmt: skip
+        lines.append(
+            f"Domain t = {c['t']} ({same} subclass; {source}): flipping it would change the score by "
+            f"{-c['t_effect']:+.3f}."
+        )
     if g is not None and (g["flat"] or g["entropy_bits"] >= UNDECIDED_BITS):
         lines.append(what_moves(extra))
     lines.append(list_gate_line(list_extras))

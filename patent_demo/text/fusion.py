@@ -136,7 +136,10 @@ def validated_depth(directory) -> int | None:
     if directory is None:
         return None
     try:
-        entry = json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8")).get("rerank_depth") or {}
+        entry = (
+            json.loads((Path(directory) / "metrics.json").read_text(encoding="utf-8")).get("rerank_depth")
+            or {}
+        )
     except (OSError, ValueError, AttributeError):
         return None
     depth = entry.get("depth") if isinstance(entry, dict) else None

@@ -132,8 +132,15 @@ def tune_hybrid(
     for mi, method in enumerate(methods):
         for w in weights:
             m = evaluate_run(hybrid_run(bm25_run, dense_run, HybridSettings(method, w, depth)), qrels, ks)
-            rows.append({"method": method, "weight": w, metric: m[metric], "recall@100": m["recall@100"],
-                         "_key": (round(m[metric], 12), -mi, -abs(w - 0.5))})  # fmt: skip
+            rows.append(
+                {
+                    "method": method,
+                    "weight": w,
+                    metric: m[metric],
+                    "recall@100": m["recall@100"],
+                    "_key": (round(m[metric], 12), -mi, -abs(w - 0.5)),
+                }
+            )
     best = max(rows, key=lambda r: r["_key"])
     for r in rows:
         r.pop("_key")

@@ -26,8 +26,13 @@ from patent_demo.text.hybrid import HybridSettings, hybrid_run
 from patent_demo.text.search import TextQuery, TextReranker, first_stage, rerank_first
 
 LISTS = ("bm25", "dense", "hybrid", "dssdnet", "fused")
-TITLES = {"bm25": "BM25", "dense": "Dense (MiniLM bi-encoder)", "hybrid": "Hybrid: BM25 + dense (the re-ranked pool)",
-          "dssdnet": "DSSDNet re-ranking of the hybrid pool", "fused": "Fused: hybrid + DSSDNet scores"}  # fmt: skip
+TITLES = {
+    "bm25": "BM25",
+    "dense": "Dense (MiniLM bi-encoder)",
+    "hybrid": "Hybrid: BM25 + dense (the re-ranked pool)",
+    "dssdnet": "DSSDNet re-ranking of the hybrid pool",
+    "fused": "Fused: hybrid + DSSDNet scores",
+}
 FIRST_STAGES = ("bm25", "dense", "hybrid")
 
 
@@ -85,8 +90,14 @@ def first_stage_runs(
 
             dn = {q.qid: one(q, v) for q, v in zip(queries, vecs, strict=True)}
         else:
-            dn = dense_search(stage.dense, vecs, [q.qid for q in queries], min(depth, stage.dense.count),
-                              exclude={q.qid: q.exclude for q in queries}, allowed=allowed)  # fmt: skip
+            dn = dense_search(
+                stage.dense,
+                vecs,
+                [q.qid for q in queries],
+                min(depth, stage.dense.count),
+                exclude={q.qid: q.exclude for q in queries},
+                allowed=allowed,
+            )
         if "dense" in names:
             out["dense"] = {q: r.top(k) for q, r in dn.items()}
         if "hybrid" in names:
@@ -129,12 +140,21 @@ def text_runs(
         )
     needed = {n for n in names if n in FIRST_STAGES} | ({pool} if rerank else set())
     depth = max(k, k_rerank) if rerank else k
-    first = first_stage_runs(stage, queries, depth, needed, allowed=allowed, query_vectors=query_vectors,
-                             where=where)
+    first = first_stage_runs(
+        stage, queries, depth, needed, allowed=allowed, query_vectors=query_vectors, where=where
+    )
     out = {n: {q: r.top(k) for q, r in first[n].items()} for n in names if n in FIRST_STAGES}
     if rerank:
-        head = rerank_first(first[pool], _Scored(reranker), queries, library, k_rerank, batch_size,
-                            keep_extras=True, rank_key="pool_rank")  # fmt: skip
+        head = rerank_first(
+            first[pool],
+            _Scored(reranker),
+            queries,
+            library,
+            k_rerank,
+            batch_size,
+            keep_extras=True,
+            rank_key="pool_rank",
+        )
         reranked = {}
         for q, res in head.items():
             n_head = min(k_rerank, len(first[pool][q]))
@@ -146,11 +166,17 @@ def text_runs(
         if "dssdnet" in names:
             keep = ("bm25_rank", "dense_rank", "pool_rank")
             out["dssdnet"] = {
-                q: Results(res.ids, res.scores, [{kk: v for kk, v in e.items() if kk != _Scored.KEY and (keep_extras or kk in keep)}
-                                                 for e in res.extras],
-                           [e.get(_Scored.KEY, s) for e, s in zip(res.extras, res.scores.tolist(), strict=True)]).top(k)
+                q: Results(
+                    res.ids,
+                    res.scores,
+                    [
+                        {kk: v for kk, v in e.items() if kk != _Scored.KEY and (keep_extras or kk in keep)}
+                        for e in res.extras
+                    ],
+                    [e.get(_Scored.KEY, s) for e, s in zip(res.extras, res.scores.tolist(), strict=True)],
+                ).top(k)
                 for q, res in head.items()
-            }  # the re-ranker's own scores: ``rerank_scores``  # fmt: skip
+            }  # the re-ranker's own scores: ``rerank_scores``
         if "fused" in names:
             out["fused"] = {
                 q: r.top(k)
@@ -170,5 +196,8 @@ class _Scored:
     def rank(self, query_text, candidates, query_codes=None, batch_size: int = 32) -> Results:
         res = self.reranker.rank(query_text, candidates, query_codes=query_codes, batch_size=batch_size)
         extras = res.extras or [{}] * len(res)
-        return Results(res.ids, res.scores,
-                       [{**(e or {}), self.KEY: float(v)} for e, v in zip(extras, res.scores, strict=True)])  # fmt: skip
+        return Results(
+            res.ids,
+            res.scores,
+            [{**(e or {}), self.KEY: float(v)} for e, v in zip(extras, res.scores, strict=True)],
+        )

@@ -51,11 +51,19 @@ def measurements(checkpoint: Path | None, results: dict) -> list[dict]:
             from patent_demo.text.fusion import validated_depth
 
             depth, measured = validated_depth(checkpoint), rec.get("k_rerank", "?")
-            same = f"; the app re-ranks the top {depth}, chosen on validation" if depth and depth != measured else ""
-            out.append({"what": f"{name} re-ranking the hybrid top {measured}{same}",
-                        "lists": {s: v.get("summary") or {} for s, v in splits.items()},
-                        "queries": {s: v.get("queries") for s, v in splits.items()},
-                        "bootstrap": {s: v.get("bootstrap") or {} for s, v in splits.items()}})  # fmt: skip
+            same = (
+                f"; the app re-ranks the top {depth}, chosen on validation"
+                if depth and depth != measured
+                else ""
+            )
+            out.append(
+                {
+                    "what": f"{name} re-ranking the hybrid top {measured}{same}",
+                    "lists": {s: v.get("summary") or {} for s, v in splits.items()},
+                    "queries": {s: v.get("queries") for s, v in splits.items()},
+                    "bootstrap": {s: v.get("bootstrap") or {} for s, v in splits.items()},
+                }
+            )
     lists = results.get("lists") or {}
     if lists:
         means = {
@@ -120,8 +128,11 @@ def list_note(name: str, spec=None, default: str | None = None, results: dict | 
         v, d = _value(m, "val", name), _value(m, "val", default)
         if name != default and d is not None and v < d:
             b = (m["bootstrap"].get("val") or {}).get(f"{name} - {default}") or {}
-            ci = (f", difference {b['diff']:+.3f}, 95 % interval [{b['low']:+.3f}, {b['high']:+.3f}]"
-                  if {"diff", "low", "high"} <= set(b) else "")  # fmt: skip
+            ci = (
+                f", difference {b['diff']:+.3f}, 95 % interval [{b['low']:+.3f}, {b['high']:+.3f}]"
+                if {"diff", "low", "high"} <= set(b)
+                else ""
+            )
             parts.append(f"⚠️ below the default list ({default}) on validation{ci}: shown for error analysis")
     if spec is not None and name in RERANKED:
         parts += [x for x in (_own_record(spec),) if x]

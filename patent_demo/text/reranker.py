@@ -442,10 +442,17 @@ class Reranker(nn.Module):
         none = [None] * e.shape[0]
         if self.config.variant == "BERT(C)":
             return {
-                "score": score, "gate": none, "gate_mean": none, "t": list(known_t),
-                "t_source": ["codes" if t is not None else None for t in known_t], "t_hat": none,
-                "ds": none, "di": none, "fusion": none, "score_t_flipped": score,
-            }  # fmt: skip
+                "score": score,
+                "gate": none,
+                "gate_mean": none,
+                "t": list(known_t),
+                "t_source": ["codes" if t is not None else None for t in known_t],
+                "t_hat": none,
+                "ds": none,
+                "di": none,
+                "fusion": none,
+                "score_t_flipped": score,
+            }
         if self.uses_domain:
             flipped = torch.sigmoid(self.fuse(out["e_ds"], out["e_di"], 1.0 - out["t"])).tolist()
             fusion = score
@@ -482,8 +489,12 @@ class Reranker(nn.Module):
         delta = base_state is not None
         state = state_dict_delta(self, base_state) if delta else self.state_dict()
         if delta:
-            state = {k: (v.float() - base_state[k[len("encoder."):]].float()).half() if k.startswith("encoder.")
-                     and k[len("encoder."):] in base_state else v for k, v in state.items()}  # fmt: skip
+            state = {
+                k: (v.float() - base_state[k[len("encoder.") :]].float()).half()
+                if k.startswith("encoder.") and k[len("encoder.") :] in base_state
+                else v
+                for k, v in state.items()
+            }
         config = {
             "kind": "dssdnet",
             "model": self.config.to_config(),
@@ -524,7 +535,9 @@ class Reranker(nn.Module):
         weights = checkpoint.load_weights(directory)
         if meta.get("residual"):  # encoder entries are residuals on the base weights
             own = model.state_dict()
-            weights = {k: own[k].float() + v.float() if k.startswith("encoder.") else v for k, v in weights.items()}
+            weights = {
+                k: own[k].float() + v.float() if k.startswith("encoder.") else v for k, v in weights.items()
+            }
         checkpoint.apply_weights(model, weights, partial=bool(meta["delta"]))
         return model.eval()  # eval once at load; rank never switches the mode
 

@@ -89,7 +89,14 @@ def read_scored_pairs(path: str | os.PathLike) -> list[ScoredPair]:
             if not 0.0 <= label <= 1.0 or math.isnan(label):
                 raise CorpusError(f"{path}:{lineno}: label {label} lies outside [0, 1]")
             rows.append(
-                ScoredPair(row["id"] or f"{lineno}", row["anchor"], row["target"], row["context"], row["title"], label)
+                ScoredPair(
+                    row["id"] or f"{lineno}",
+                    row["anchor"],
+                    row["target"],
+                    row["context"],
+                    row["title"],
+                    label,
+                )
             )
     return rows
 
@@ -101,8 +108,7 @@ def domain_sensitive_t(rows: Iterable[ScoredPair]) -> dict[tuple[str, str], floa
     for r in rows:
         by_pair.setdefault((r.anchor, r.target), {})[r.context] = r.label
     return {
-        key: (float(len(set(ctx.values())) > 1) if len(ctx) > 1 else math.nan)
-        for key, ctx in by_pair.items()
+        key: (float(len(set(ctx.values())) > 1) if len(ctx) > 1 else math.nan) for key, ctx in by_pair.items()
     }
 
 
@@ -119,7 +125,14 @@ def to_pairs(
     :func:`domain_sensitive_t` gives (training rows), NaN without one (evaluation: never from labels)."""
     t = t or {}
     return [
-        Pair(r.anchor, r.anchor, candidate_text(r, context), r.label, t.get((r.anchor, r.target), math.nan), r.id)
+        Pair(
+            r.anchor,
+            r.anchor,
+            candidate_text(r, context),
+            r.label,
+            t.get((r.anchor, r.target), math.nan),
+            r.id,
+        )
         for r in rows
     ]
 
@@ -177,10 +190,14 @@ def score_pairs(pairs: Sequence[Pair], model: Any, batch_size: int = 128, extra:
     extra_of: dict[str, Any] = {}
     for _, group in group_pairs(pairs).items():
         known = [None if p.t != p.t else int(p.t >= 0.5) for p in group]
-        res = model.rank(group[0].query, [(p.doc_id, p.doc, None) for p in group], batch_size=batch_size, known_t=known)
+        res = model.rank(
+            group[0].query, [(p.doc_id, p.doc, None) for p in group], batch_size=batch_size, known_t=known
+        )
         score_of.update(zip(res.ids, res.scores.tolist(), strict=True))
         if extra is not None:
-            extra_of.update(zip(res.ids, [(e or {}).get(extra) for e in res.extras or [None] * len(res)], strict=True))
+            extra_of.update(
+                zip(res.ids, [(e or {}).get(extra) for e in res.extras or [None] * len(res)], strict=True)
+            )
     scores = np.asarray([score_of[i] for i in ids], dtype=np.float64)
     return (scores, [extra_of[i] for i in ids]) if extra is not None else scores
 
@@ -190,7 +207,12 @@ def spread(values: Sequence[float | None]) -> dict[str, float] | None:
     x = np.asarray([v for v in values if v is not None], dtype=np.float64)
     if not len(x):
         return None
-    return {"mean": float(x.mean()), "std": float(x.std()), "p5": float(np.percentile(x, 5)), "p95": float(np.percentile(x, 95))}
+    return {
+        "mean": float(x.mean()),
+        "std": float(x.std()),
+        "p5": float(np.percentile(x, 5)),
+        "p95": float(np.percentile(x, 95)),
+    }
 
 
 def evaluate_scored(

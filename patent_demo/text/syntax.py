@@ -21,8 +21,10 @@ from dataclasses import dataclass
 
 MAX_TERMS = 40
 FIELDS = {"ti": "title", "ab": "abstract", "cl": "claims", "cpc": "cpc", "ipc": "ipc", "loc": "locarno"}
-HELP = ('Search syntax: "a phrase", truncat*, AND / OR / NOT, ( ), fields ti: ab: cl: and codes ipc: cpc: loc: '
-        '(e.g. ti:"washing machine" AND bubbl* NOT ipc:A47L)')  # fmt: skip
+HELP = (
+    'Search syntax: "a phrase", truncat*, AND / OR / NOT, ( ), fields ti: ab: cl: and codes ipc: cpc: loc: '
+    '(e.g. ti:"washing machine" AND bubbl* NOT ipc:A47L)'
+)
 _TOKEN = re.compile(
     r'\s*(?:(?P<paren>[()])|(?:(?P<field>[A-Za-z]+)[:=])?(?:"(?P<phrase>[^"]*)"|(?P<word>[^\s()"]+))|(?P<bad>"))'
 )
@@ -160,8 +162,12 @@ def _fields(corpus) -> dict[str, dict[str, list[str]]]:
                 s: [re.sub(r"\s+", "", c).upper() for c in p.codes.get(s, [])]
                 for s in ("ipc", "cpc", "locarno")
             }
-            cache[p.id] = {"title": _WORD.findall(p.title.lower()), "abstract": _WORD.findall((p.text or "").lower()),
-                           "claims": _WORD.findall((p.claims or "").lower()), **codes}  # fmt: skip
+            cache[p.id] = {
+                "title": _WORD.findall(p.title.lower()),
+                "abstract": _WORD.findall((p.text or "").lower()),
+                "claims": _WORD.findall((p.claims or "").lower()),
+                **codes,
+            }
         corpus.__dict__["_syntax_fields"] = cache
     return cache
 

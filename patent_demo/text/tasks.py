@@ -159,9 +159,13 @@ class CorpusTask:
         from patent_demo.workbench import corpus_fingerprint
 
         enc = TextEncoder()
-        dense = cached_dense_index(enc, self.library.patents, Path(cache_dir) / "dense" / corpus_fingerprint(self.library))
+        dense = cached_dense_index(
+            enc, self.library.patents, Path(cache_dir) / "dense" / corpus_fingerprint(self.library)
+        )
         stage = FirstStage(BM25Index.build(self.library.patents), dense, enc, load_hybrid_settings())
-        run = first_stage_runs(stage, self.queries[split], min(depth, len(self.library)), ("hybrid",))["hybrid"]
+        run = first_stage_runs(stage, self.queries[split], min(depth, len(self.library)), ("hybrid",))[
+            "hybrid"
+        ]
         out = []
         for q in self.queries[split]:
             rel = self.qrels[split][q.qid]

@@ -84,13 +84,54 @@ def lenient(component):
 # scripts that one name may mix (Japanese writes kanji, hiragana and katakana together)
 _SCRIPT_GROUPS = {"HIRAGANA": "HAN", "KATAKANA": "HAN", "CJK": "HAN", "HALFWIDTH": "HAN"}
 # letters of other scripts (and digits) that read as a Latin letter, after NFKC and casefold
-_LOOKALIKE = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "ё": "e", "һ": "h", "н": "h", "і": "l", "ї": "l", "ј": "j", "к": "k",
-    "ӏ": "l", "м": "m", "о": "o", "р": "p", "ԁ": "d", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s",
-    "ԛ": "q", "ԝ": "w", "ɡ": "g", "ı": "l", "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "l", "κ": "k",
-    "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w", "0": "o", "1": "l", "i": "l",
-    "|": "l", "5": "s", "$": "s", "@": "a",
-})  # fmt: skip
+_LOOKALIKE = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "һ": "h",
+        "н": "h",
+        "і": "l",
+        "ї": "l",
+        "ј": "j",
+        "к": "k",
+        "ӏ": "l",
+        "м": "m",
+        "о": "o",
+        "р": "p",
+        "ԁ": "d",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "ѕ": "s",
+        "ԛ": "q",
+        "ԝ": "w",
+        "ɡ": "g",
+        "ı": "l",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "η": "n",
+        "ι": "l",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "ω": "w",
+        "0": "o",
+        "1": "l",
+        "i": "l",
+        "|": "l",
+        "5": "s",
+        "$": "s",
+        "@": "a",
+    }
+)
 
 
 def _script(ch: str) -> str:
@@ -108,7 +149,9 @@ def login_name(value: Any) -> str:
     name = " ".join(name.casefold().split())
     scripts = sorted({_script(ch) for ch in name if ch.isalpha()})
     if len(scripts) > 1:
-        raise LabelError(f"the name {preview(name)} mixes scripts ({', '.join(scripts).lower()}); use one script")
+        raise LabelError(
+            f"the name {preview(name)} mixes scripts ({', '.join(scripts).lower()}); use one script"
+        )
     return name
 
 
@@ -132,8 +175,14 @@ class LoginLimits:
 
     MAX_KEYS = 20_000
 
-    def __init__(self, per_name: int = 5, per_address: int = 30, base_s: float = 30.0, cap_s: float = 900.0,
-                 clock=time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        per_name: int = 5,
+        per_address: int = 30,
+        base_s: float = 30.0,
+        cap_s: float = 900.0,
+        clock=time.monotonic,
+    ) -> None:
         self.per_name, self.per_address, self.base_s, self.cap_s = per_name, per_address, base_s, cap_s
         self._clock = clock
         self._seen: OrderedDict[str, tuple[int, float]] = OrderedDict()  # key -> (failures, wait until)
@@ -358,8 +407,11 @@ def owned(fn, outputs: list, action: str = "its searches and hits are for that b
     as the keyword inputs ``owner_token`` and ``owner_session`` (``inputs_kwargs``); Gradio injects the
     handler's own special parameters (request, select data, progress) as before. A refused request gets
     the ⚠️ message in the first Markdown output (and a toast), every other output unchanged."""
-    params = [p for p in inspect.signature(fn).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in OWNER_KWARGS]
     first_md = next((i for i, o in enumerate(outputs) if isinstance(o, gr.Markdown)), None)
 
@@ -430,7 +482,10 @@ class PrivateCopies:
         of this process's served copies."""
         if self._root is None:
             return None
-        for root, given in ((self._root, os.path.abspath(path)), (self._root.resolve(), os.path.realpath(path))):
+        for root, given in (
+            (self._root, os.path.abspath(path)),
+            (self._root.resolve(), os.path.realpath(path)),
+        ):
             try:
                 rel = Path(given).relative_to(root)
             except ValueError:

@@ -45,56 +45,121 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Patent prior-art workbench (Gradio). Every flag has an env variable."
     )
-    p.add_argument("--host", default=_env("PATENT_DEMO_HOST", "0.0.0.0" if on_space else "127.0.0.1"),
-                   help="interface to listen on (PATENT_DEMO_HOST)")  # fmt: skip
-    p.add_argument("--port", type=int, default=int(_env("PATENT_DEMO_PORT", _env("GRADIO_SERVER_PORT", 7860))),
-                   help="port (PATENT_DEMO_PORT or GRADIO_SERVER_PORT; default 7860)")  # fmt: skip
-    p.add_argument("--corpus", default=_env("PATENT_DEMO_CORPUS", None),
-                   help="corpus directory with manifest.jsonl, or 'generated' for the generated demo corpus "
-                        "(PATENT_DEMO_CORPUS); default: a corpus/ folder beside app.py (a Space), else the real "
-                        "USPTO corpus built once from --real-data into the cache, else the generated one")  # fmt: skip
-    p.add_argument("--real-data", default=_env("PATENT_DEMO_REAL_DATA", str(REAL_DATA)),
-                   help="the real data folder the default corpus is built from (PATENT_DEMO_REAL_DATA; "
-                        "default ../shared/data beside the repository)")  # fmt: skip
-    p.add_argument("--demo-patents", type=int, default=int(_env("PATENT_DEMO_PATENTS", 300)),
-                   help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)")  # fmt: skip
-    p.add_argument("--demo-size", type=int, default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
-                   help="drawing size in pixels of the built-in corpus (PATENT_DEMO_IMAGE_SIZE; default 160)")  # fmt: skip
-    p.add_argument("--cache-dir", default=_env("PATENT_DEMO_CACHE", str(HERE / "cache")),
-                   help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default cache/ beside app.py)")  # fmt: skip
-    p.add_argument("--checkpoints", nargs="*", default=_env("PATENT_DEMO_CHECKPOINTS", str(HERE / "checkpoints")).split(os.pathsep),
-                   help="folders scanned for checkpoints (PATENT_DEMO_CHECKPOINTS, os.pathsep-separated)")  # fmt: skip
-    p.add_argument("--labels", default=None,
-                   help="label database (PATENT_DEMO_LABELS; default data/labels.sqlite beside app.py, /data on a Space)")  # fmt: skip
-    p.add_argument("--bm25-candidates", type=int, default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
-                   help="hybrid candidates a re-ranker scores when its checkpoint records no depth chosen on "
-                        "validation (PATENT_DEMO_CANDIDATES; default 100)")  # fmt: skip
-    p.add_argument("--bm25-shards", type=int, default=int(_env("PATENT_DEMO_BM25_SHARDS", 0)),
-                   help="score BM25 on this many threads, each over its share of the documents, with the same "
-                        "scores (needs numba; for corpora of a million abstracts: docs/scale.md); 0: one thread "
-                        "(PATENT_DEMO_BM25_SHARDS; default 0)")  # fmt: skip
+    p.add_argument(
+        "--host",
+        default=_env("PATENT_DEMO_HOST", "0.0.0.0" if on_space else "127.0.0.1"),
+        help="interface to listen on (PATENT_DEMO_HOST)",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=int(_env("PATENT_DEMO_PORT", _env("GRADIO_SERVER_PORT", 7860))),
+        help="port (PATENT_DEMO_PORT or GRADIO_SERVER_PORT; default 7860)",
+    )
+    p.add_argument(
+        "--corpus",
+        default=_env("PATENT_DEMO_CORPUS", None),
+        help="corpus directory with manifest.jsonl, or 'generated' for the generated demo corpus "
+        "(PATENT_DEMO_CORPUS); default: a corpus/ folder beside app.py (a Space), else the real "
+        "USPTO corpus built once from --real-data into the cache, else the generated one",
+    )
+    p.add_argument(
+        "--real-data",
+        default=_env("PATENT_DEMO_REAL_DATA", str(REAL_DATA)),
+        help="the real data folder the default corpus is built from (PATENT_DEMO_REAL_DATA; "
+        "default ../shared/data beside the repository)",
+    )
+    p.add_argument(
+        "--demo-patents",
+        type=int,
+        default=int(_env("PATENT_DEMO_PATENTS", 300)),
+        help="size of the built-in corpus in patents (PATENT_DEMO_PATENTS; default 300)",
+    )
+    p.add_argument(
+        "--demo-size",
+        type=int,
+        default=int(_env("PATENT_DEMO_IMAGE_SIZE", 160)),
+        help="drawing size in pixels of the built-in corpus (PATENT_DEMO_IMAGE_SIZE; default 160)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default=_env("PATENT_DEMO_CACHE", str(HERE / "cache")),
+        help="where corpora and indexes are cached (PATENT_DEMO_CACHE; default cache/ beside app.py)",
+    )
+    p.add_argument(
+        "--checkpoints",
+        nargs="*",
+        default=_env("PATENT_DEMO_CHECKPOINTS", str(HERE / "checkpoints")).split(os.pathsep),
+        help="folders scanned for checkpoints (PATENT_DEMO_CHECKPOINTS, os.pathsep-separated)",
+    )
+    p.add_argument(
+        "--labels",
+        default=None,
+        help="label database (PATENT_DEMO_LABELS; default data/labels.sqlite beside app.py, /data on a Space)",
+    )
+    p.add_argument(
+        "--bm25-candidates",
+        type=int,
+        default=int(_env("PATENT_DEMO_CANDIDATES", 100)),
+        help="hybrid candidates a re-ranker scores when its checkpoint records no depth chosen on "
+        "validation (PATENT_DEMO_CANDIDATES; default 100)",
+    )
+    p.add_argument(
+        "--bm25-shards",
+        type=int,
+        default=int(_env("PATENT_DEMO_BM25_SHARDS", 0)),
+        help="score BM25 on this many threads, each over its share of the documents, with the same "
+        "scores (needs numba; for corpora of a million abstracts: docs/scale.md); 0: one thread "
+        "(PATENT_DEMO_BM25_SHARDS; default 0)",
+    )
     p.add_argument(
         "--no-warmup", action="store_true", help="build indexes on first use instead of at start-up"
     )
-    p.add_argument("--backend", default=_env("PATENT_DEMO_BACKEND", "faiss"), choices=("faiss", "qdrant"),
-                   help="where drawing and dense text searches run (PATENT_DEMO_BACKEND; default faiss); qdrant "
-                        "searches the collections `patent-demo index push` loaded, filters inside the engine")  # fmt: skip
-    p.add_argument("--backend-url", "--url", default=_env("PATENT_DEMO_BACKEND_URL", ""),
-                   help="the engine's server, e.g. http://qdrant-1:6333 (PATENT_DEMO_BACKEND_URL; default: "
-                        "embedded under --cache-dir/qdrant)")  # fmt: skip
-    p.add_argument("--backend-fallback", default=_env("PATENT_DEMO_BACKEND_FALLBACK", ""), choices=("", "faiss"),
-                   help="faiss: answer from the FAISS index, with a ⚠️ note, when the engine does not "
-                        "(PATENT_DEMO_BACKEND_FALLBACK; default: none, the search fails with a ⚠️)")  # fmt: skip
-    p.add_argument("--backend-timeout", type=float, default=float(_env("PATENT_DEMO_BACKEND_TIMEOUT", 5)),
-                   help="seconds a request to the engine's server may take (PATENT_DEMO_BACKEND_TIMEOUT; default 5)")  # fmt: skip
-    p.add_argument("--annotators", default=_env("PATENT_DEMO_ANNOTATORS", ""),
-                   help="who may label: 'name:password,...', '@FILE' (one name:password a line) or '*:SECRET' "
-                        "(a shared secret, any login name); labels go under the login (PATENT_DEMO_ANNOTATORS)")  # fmt: skip
-    p.add_argument("--admin", default=_env("PATENT_DEMO_ADMIN", ""),
-                   help="names (comma-separated) who may adjudicate and export; needs --annotators or a Space "
-                        "with sign-in (PATENT_DEMO_ADMIN)")  # fmt: skip
-    p.add_argument("--export-labels", metavar="DIR", default=None,
-                   help="write qrels.txt, hmcl.jsonl, dssdnet.jsonl from the label database into DIR and exit")  # fmt: skip
+    p.add_argument(
+        "--backend",
+        default=_env("PATENT_DEMO_BACKEND", "faiss"),
+        choices=("faiss", "qdrant"),
+        help="where drawing and dense text searches run (PATENT_DEMO_BACKEND; default faiss); qdrant "
+        "searches the collections `patent-demo index push` loaded, filters inside the engine",
+    )
+    p.add_argument(
+        "--backend-url",
+        "--url",
+        default=_env("PATENT_DEMO_BACKEND_URL", ""),
+        help="the engine's server, e.g. http://qdrant-1:6333 (PATENT_DEMO_BACKEND_URL; default: "
+        "embedded under --cache-dir/qdrant)",
+    )
+    p.add_argument(
+        "--backend-fallback",
+        default=_env("PATENT_DEMO_BACKEND_FALLBACK", ""),
+        choices=("", "faiss"),
+        help="faiss: answer from the FAISS index, with a ⚠️ note, when the engine does not "
+        "(PATENT_DEMO_BACKEND_FALLBACK; default: none, the search fails with a ⚠️)",
+    )
+    p.add_argument(
+        "--backend-timeout",
+        type=float,
+        default=float(_env("PATENT_DEMO_BACKEND_TIMEOUT", 5)),
+        help="seconds a request to the engine's server may take (PATENT_DEMO_BACKEND_TIMEOUT; default 5)",
+    )
+    p.add_argument(
+        "--annotators",
+        default=_env("PATENT_DEMO_ANNOTATORS", ""),
+        help="who may label: 'name:password,...', '@FILE' (one name:password a line) or '*:SECRET' "
+        "(a shared secret, any login name); labels go under the login (PATENT_DEMO_ANNOTATORS)",
+    )
+    p.add_argument(
+        "--admin",
+        default=_env("PATENT_DEMO_ADMIN", ""),
+        help="names (comma-separated) who may adjudicate and export; needs --annotators or a Space "
+        "with sign-in (PATENT_DEMO_ADMIN)",
+    )
+    p.add_argument(
+        "--export-labels",
+        metavar="DIR",
+        default=None,
+        help="write qrels.txt, hmcl.jsonl, dssdnet.jsonl from the label database into DIR and exit",
+    )
     return p.parse_args(argv)
 
 
@@ -113,13 +178,18 @@ def resolve_corpus(args: argparse.Namespace) -> tuple[Path | None, str]:
         return BUNDLED, f"serving the bundled corpus {BUNDLED}"
     data = Path(args.real_data)
     if not available_parts(data):
-        return None, (f"no real data in {data}: serving the generated demo corpus "
-                      "(synthetic drawings and texts, not real patents)")  # fmt: skip
+        return None, (
+            f"no real data in {data}: serving the generated demo corpus "
+            "(synthetic drawings and texts, not real patents)"
+        )
     out = Path(args.cache_dir) / "real"
     try:
         corpus = ensure_real_corpus(data, out)
     except (ValueError, OSError) as err:
-        return None, f"warning: the real corpus could not be built from {data} ({err}): serving the generated one"
+        return (
+            None,
+            f"warning: the real corpus could not be built from {data} ({err}): serving the generated one",
+        )
     return out, f"serving {out}: {corpus.source_label}"
 
 

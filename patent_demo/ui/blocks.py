@@ -20,8 +20,10 @@ from patent_demo.ui.tabs_review import agreement_tab, errors_tab, export_tab, ma
 from patent_demo.ui.tabs_search import CombinedTab, DrawingTab, TextTab
 from patent_demo.workbench import Workbench
 
-NOT_UPLOADED = ("⚠️ a file of this request was not uploaded to this server: upload the drawing (an API client "
-                "sends it with gradio_client.handle_file), never a path on the server")  # fmt: skip
+NOT_UPLOADED = (
+    "⚠️ a file of this request was not uploaded to this server: upload the drawing (an API client "
+    "sends it with gradio_client.handle_file), never a path on the server"
+)
 
 
 class Page(gr.Blocks):
@@ -39,8 +41,12 @@ class Page(gr.Blocks):
             raise gr.Error(NOT_UPLOADED) from None
 
 
-def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_warning: str = "",
-               identity: Identity | None = None) -> gr.Blocks:  # fmt: skip
+def build_demo(
+    workbench: Workbench,
+    store: LabelStore | None = None,
+    storage_warning: str = "",
+    identity: Identity | None = None,
+) -> gr.Blocks:
     """The workbench UI. Every event has an ``api_name``; see the README for the API. ``identity`` says how
     the annotator is known (sign-in on a Space, ``--annotators`` login, else the typed name)."""
     wb = workbench
@@ -65,21 +71,46 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
             agreement_tab(lh, shared)
         panel = LabelPanel.build(wb)
         # the events: a search ends with the cursor's refresh, which reaches the tabs and the panel above
-        views = [drawing.gallery, drawing.table, *text.tables.values(), text.show, text.figures, combined.hm,
-                 combined.text_list, combined.rrf, text.gate, text.explain, panel.preview, panel.cursor]  # fmt: skip
-        cur = Cursor(shared, lh, panel.list_name, panel.rank, panel.cursor, panel.progress, panel.unlabelled, views)
+        views = [
+            drawing.gallery,
+            drawing.table,
+            *text.tables.values(),
+            text.show,
+            text.figures,
+            combined.hm,
+            combined.text_list,
+            combined.rrf,
+            text.gate,
+            text.explain,
+            panel.preview,
+            panel.cursor,
+        ]
+        cur = Cursor(
+            shared, lh, panel.list_name, panel.rank, panel.cursor, panel.progress, panel.unlabelled, views
+        )
         demo.load(wb.index_status, None, index_status, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         drawing.wire(cur, h, ex, ext)
         text.wire(cur, h, lh, ex, ext, panel.rank, panel.unlabelled)
         combined.wire(cur, h, lh, drawing.model, text.model)
-        exam_ui.wire_tabs(ext, ex, shared, tabs, drawing.file, text.text,
-                          lambda start: text.search_chain(cur, h, start, api=False))  # fmt: skip
+        exam_ui.wire_tabs(
+            ext,
+            ex,
+            shared,
+            tabs,
+            drawing.file,
+            text.text,
+            lambda start: text.search_chain(cur, h, start, api=False),
+        )
         panel.wire(cur, lh)
         filter_panel.wire(demo)
         demo.load(h.refresh_models, None, model_boxes, api_name=False)
-        demo.load(bind_owner, [shared.owner_token, shared.session], [shared.owner_token, shared.session],
-                  api_name=False)  # fmt: skip
+        demo.load(
+            bind_owner,
+            [shared.owner_token, shared.session],
+            [shared.owner_token, shared.session],
+            api_name=False,
+        )
         if identity.oauth or identity.login:
             # the annotator box shows who is signed in; labels take the name from the sign-in, not the box
             demo.load(signed_in_name, None, shared.annotator, api_name=False)
@@ -87,8 +118,9 @@ def build_demo(workbench: Workbench, store: LabelStore | None = None, storage_wa
     return demo
 
 
-def _header(wb: Workbench, store: LabelStore, identity: Identity, storage_warning: str,
-            lh: LabelHandlers) -> tuple[Shared, gr.Markdown, exam_ui.FilterPanel]:  # fmt: skip
+def _header(
+    wb: Workbench, store: LabelStore, identity: Identity, storage_warning: str, lh: LabelHandlers
+) -> tuple[Shared, gr.Markdown, exam_ui.FilterPanel]:
     """The page's state, heading, index status line, annotator box and filter panel."""
     # a function, not the bound method: gradio deep-copies the page config (this callback included)
     # for every page load, and a bound method would copy the handlers with the workbench and corpus
@@ -96,15 +128,25 @@ def _header(wb: Workbench, store: LabelStore, identity: Identity, storage_warnin
     # this browser's proof of its session: undo needs it as well as the session hash (access.bind_owner)
     owner_token = gr.BrowserState("", storage_key="patent-demo-owner")
     crop_state = gr.State(None)  # the examiner's crop of the query drawing (PIL) or None
-    gr.Markdown(f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
-                elem_id="header")  # fmt: skip
-    index_status = gr.Markdown("", elem_id="index-status")  # filled on load: a value baked at build time goes stale
+    gr.Markdown(
+        f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
+        elem_id="header",
+    )
+    index_status = gr.Markdown(
+        "", elem_id="index-status"
+    )  # filled on load: a value baked at build time goes stale
     if storage_warning:
         gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
     with gr.Row():
         signed = identity.oauth or identity.login
-        annotator = gr.Textbox(value="", label="Annotator" + (" (your sign-in)" if signed else ""), scale=2,
-                               placeholder="your name", elem_id="annotator", interactive=not signed)  # fmt: skip
+        annotator = gr.Textbox(
+            value="",
+            label="Annotator" + (" (your sign-in)" if signed else ""),
+            scale=2,
+            placeholder="your name",
+            elem_id="annotator",
+            interactive=not signed,
+        )
         if identity.oauth:
             gr.LoginButton(scale=1)
     filter_panel = exam_ui.build_filters()
@@ -116,7 +158,9 @@ def _check(demo: gr.Blocks, shared: Shared) -> None:
     radio passes a value outside its choices on to the handler, which says why it is refused."""
     for fn in demo.fns.values():
         if shared.session in fn.inputs and shared.owner_token not in fn.inputs:
-            raise RuntimeError(f"the event {fn.api_name or fn.name} reads the session without its owner check")
+            raise RuntimeError(
+                f"the event {fn.api_name or fn.name} reads the session without its owner check"
+            )
     for block in demo.blocks.values():
         if isinstance(block, gr.Dropdown | gr.Radio):
             lenient(block)

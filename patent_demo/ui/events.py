@@ -38,8 +38,12 @@ class Shared:
 
     def mine(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
         """An event that reads the session: refused to a request without this browser's token."""
-        return {"fn": owned(fn, outputs), "inputs": inputs, "outputs": outputs,
-                "inputs_kwargs": {"owner_token": self.owner_token, "owner_session": self.session}}  # fmt: skip
+        return {
+            "fn": owned(fn, outputs),
+            "inputs": inputs,
+            "outputs": outputs,
+            "inputs_kwargs": {"owner_token": self.owner_token, "owner_session": self.session},
+        }
 
 
 @dataclass
@@ -84,5 +88,6 @@ class Cursor:
         def select(session, evt: Selection):
             return labels.select(list_name, session, evt)
 
-        return self.then_show(component.select(**self.mine(select, [self.shared.session], self.picked),
-                                               api_name=api_name))  # fmt: skip
+        return self.then_show(
+            component.select(**self.mine(select, [self.shared.session], self.picked), api_name=api_name)
+        )

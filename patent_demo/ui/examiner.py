@@ -72,10 +72,19 @@ def build_filters() -> FilterPanel:
         "Search filters and prior-art cut-off (apply to every search)", open=False, elem_id="filters"
     ):
         with gr.Row():
-            before = gr.Textbox(value="", label="Prior-art cut-off (YYYY-MM-DD)", placeholder="2019-06-30",
-                                elem_id="f-before", scale=2)  # fmt: skip
-            own = gr.Checkbox(label="no date typed: use the query patent's own priority / filing date",
-                              value=False, elem_id="f-own", scale=3)  # fmt: skip
+            before = gr.Textbox(
+                value="",
+                label="Prior-art cut-off (YYYY-MM-DD)",
+                placeholder="2019-06-30",
+                elem_id="f-before",
+                scale=2,
+            )
+            own = gr.Checkbox(
+                label="no date typed: use the query patent's own priority / filing date",
+                value=False,
+                elem_id="f-own",
+                scale=3,
+            )
         with gr.Row():
             cls = gr.Textbox(
                 value="", label="Classification prefix", placeholder="06-01, A47C 7/, D6", elem_id="f-class"
@@ -85,10 +94,16 @@ def build_filters() -> FilterPanel:
             d_from = gr.Textbox(value="", label="Published from", placeholder="YYYY-MM-DD", elem_id="f-from")
             d_to = gr.Textbox(value="", label="Published to", placeholder="YYYY-MM-DD", elem_id="f-to")
         with gr.Row():
-            exclude = gr.Checkbox(value=True, label="exclude the query's own patent and family (a corpus drawing or text)",
-                                  elem_id="f-exclude")  # fmt: skip
-            family = gr.Checkbox(value=True, label="one hit per family in text lists (the others listed under it)",
-                                 elem_id="f-family")  # fmt: skip
+            exclude = gr.Checkbox(
+                value=True,
+                label="exclude the query's own patent and family (a corpus drawing or text)",
+                elem_id="f-exclude",
+            )
+            family = gr.Checkbox(
+                value=True,
+                label="one hit per family in text lists (the others listed under it)",
+                elem_id="f-family",
+            )
     value = gr.JSON({}, visible=False, label="filters")
     return FilterPanel([before, own, cls, country, kind, d_from, d_to, exclude, family], value)
 
@@ -121,8 +136,18 @@ def build_crop() -> CropInputs:
         "Crop the query (optional): edges in % of the drawing", open=False, elem_id="d-cropbox"
     ):
         with gr.Row():
-            edges = [gr.Number(value=v, minimum=0, maximum=100, step=1, label=name, min_width=60, elem_id=f"d-crop-{name}")
-                     for name, v in (("left", 0), ("top", 0), ("right", 100), ("bottom", 100))]  # fmt: skip
+            edges = [
+                gr.Number(
+                    value=v,
+                    minimum=0,
+                    maximum=100,
+                    step=1,
+                    label=name,
+                    min_width=60,
+                    elem_id=f"d-crop-{name}",
+                )
+                for name, v in (("left", 0), ("top", 0), ("right", 100), ("bottom", 100))
+            ]
         preview = gr.Image(
             label="The box searched (red)",
             type="pil",
@@ -165,8 +190,12 @@ def crop_box(file, left, top, right, bottom):
 
 def wire_crop(crop: CropInputs, d_file, crop_state) -> None:
     """A new upload resets the box; every edge change recomputes the crop the searches read."""
-    d_file.change(lambda f: (0, 0, 100, 100, *crop_box(f, 0, 0, 100, 100)), d_file,
-                  [*crop.edges(), crop.preview, crop_state, crop.md], api_name=False)  # fmt: skip
+    d_file.change(
+        lambda f: (0, 0, 100, 100, *crop_box(f, 0, 0, 100, 100)),
+        d_file,
+        [*crop.edges(), crop.preview, crop_state, crop.md],
+        api_name=False,
+    )
     for edge in crop.edges():
         edge.input(crop_box, [d_file, *crop.edges()], [crop.preview, crop_state, crop.md], api_name=False)
 
@@ -204,9 +233,19 @@ class ExaminerHandlers:
             return ""
 
     # -- searches ------------------------------------------------------------------------------------
-    def search_sheet(self, file, crop_image, model, k, annotator="", filters=None, previous=None,
-                     request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                     progress=TRACK_TQDM):  # fmt: skip
+    def search_sheet(
+        self,
+        file,
+        crop_image,
+        model,
+        k,
+        annotator="",
+        filters=None,
+        previous=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+        progress=TRACK_TQDM,
+    ):
         """Split an uploaded sheet into figures, search each with the filters and the same exclusions as a
         single drawing (``search.drawing_scope``: a corpus page leaves out its own patent and family),
         merge the lists. On failure the previous list is cleared (no label can go to it)."""
@@ -218,12 +257,18 @@ class ExaminerHandlers:
             req = drawing_request(self.wb, upload_data, crop_image, model, k=top_k(k), filters=filters)
             _, allowed, notes = drawing_scope(self.wb, req)  # the page (or a crop of it) is of its own patent
             res = search_sheet(self.wb, req.image, req.model, req.k, name=Path(file).name, allowed=allowed)
-            spec, data, own_patent, f = self.wb.model(req.model, "drawing"), req.image, req.own_patent, req.filters
+            spec, data, own_patent, f = (
+                self.wb.model(req.model, "drawing"),
+                req.image,
+                req.own_patent,
+                req.filters,
+            )
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
             sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png", sha=req.sha)
-            session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
-                                  patent_id=own_patent)  # fmt: skip
+            session = new_session(
+                "image", image_query_id(sha), previous, image_sha=sha, image_file=rel, patent_id=own_patent
+            )
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
             who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
@@ -233,7 +278,9 @@ class ExaminerHandlers:
             page = load_drawing(data, crop=False, square=False)
             overlay = sheet_overlay(page, [x.box for x in res.figures], figure_names(res.figures))
             status = " · ".join([res.status, *notes])
-            return drawing_answer(self.wb, self.store, session, status, who, gr.update(value=overlay, visible=True))
+            return drawing_answer(
+                self.wb, self.store, session, status, who, gr.update(value=overlay, visible=True)
+            )
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return drawing_failed(warn(err), emptied(self.store, previous), None)
 
@@ -246,8 +293,10 @@ class ExaminerHandlers:
             pid = resolve_patent_id(self.wb.corpus, patent_id)
             view = document_view(self.wb.corpus, pid)
             page = document_html(view, query_text, self.wb.bm25() if query_text else None)
-            gallery = [(self.wb.display_path(f), " · ".join(x for x in (f.label, f.view) if x) or view.id)
-                       for f in self.wb.corpus[pid].figures]  # fmt: skip
+            gallery = [
+                (self.wb.display_path(f), " · ".join(x for x in (f.label, f.view) if x) or view.id)
+                for f in self.wb.corpus[pid].figures
+            ]
             return page, gallery, pid
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update()
@@ -279,8 +328,10 @@ class ExaminerHandlers:
                 data, cropped = cropped_query(file, crop_image)
                 figure = self.wb.corpus.image_root / row["figure"]  # figure paths are under the image root
                 q, h = examiner.side_by_side(data, figure, crop=bool(crop))
-                caption = (f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
-                           f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}")  # fmt: skip
+                caption = (
+                    f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
+                    f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}"
+                )
             return page, gallery, pid, q, h, caption
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
@@ -341,11 +392,20 @@ class ExaminerHandlers:
     # -- the search report -----------------------------------------------------------------------------
     def report_queries(self, request: gr.Request = None, profile: gr.OAuthProfile | None = None):
         rows = queries(self.store, annotator=self.identity.reader("", request, profile))
-        choices = [(f"{what[:50]} · {kind} · {counted(n, 'label')} · {qid}", qid) for qid, kind, what, n in rows]
+        choices = [
+            (f"{what[:50]} · {kind} · {counted(n, 'label')} · {qid}", qid) for qid, kind, what, n in rows
+        ]
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
-    def report(self, query_id, filters, include_not, session=None, request: gr.Request = None,
-               profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def report(
+        self,
+        query_id,
+        filters,
+        include_not,
+        session=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """Write the search report of one query (CSV + HTML, 0600 in a 0700 folder beside the database)
         with this browser session's search history (each query, its filters, model, date and examiner), and
         preview it; served from a private copy that only this login may download. A non-admin's report holds
@@ -361,14 +421,23 @@ class ExaminerHandlers:
             bm25 = self.wb.bm25()
             corpus = self.wb.corpus
             passage = lambda q, d: snippet_text(bm25, corpus[d].text, q) if d in corpus else ""  # noqa: E731
-            rep = build_report(self.store, query_id, corpus, passage, include_not=bool(include_not),
-                               cutoff=cutoff, annotator=reader)  # fmt: skip
+            rep = build_report(
+                self.store,
+                query_id,
+                corpus,
+                passage,
+                include_not=bool(include_not),
+                cutoff=cutoff,
+                annotator=reader,
+            )
             rep.history = list((session or {}).get("history") or [])
             images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
             csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)
             preview = to_html(rep, images)
-            frame = (f'<iframe id="r-frame" style="width:100%;height:520px;border:1px solid #ccc" '
-                     f'srcdoc="{html.escape(preview, quote=True)}"></iframe>')  # fmt: skip
+            frame = (
+                f'<iframe id="r-frame" style="width:100%;height:520px;border:1px solid #ccc" '
+                f'srcdoc="{html.escape(preview, quote=True)}"></iframe>'
+            )
             md = f"{counted(len(rep.rows), 'document')} in the report of `{query_id}` · open the HTML file and print it to PDF"
             served = SERVED.serve([csv_path, html_path], "reports", self.identity.download_owner(request))
             return served, md, frame
@@ -408,18 +477,31 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
                 label="Patent", placeholder="select a hit, or type an id", elem_id="doc-id", scale=3
             )
             doc_btn = gr.Button("Open", elem_id="doc-open", scale=1)
-            more_d = gr.Button("More like this: its drawing", elem_id="more-drawing", scale=1, visible=drawings)
+            more_d = gr.Button(
+                "More like this: its drawing", elem_id="more-drawing", scale=1, visible=drawings
+            )
             more_t = gr.Button("More like this: its text", elem_id="more-text", scale=1)
         with gr.Row():
             # side by side on a laptop; on a phone the record above its figures (each needs 360 px)
-            doc_html = gr.HTML("Select a hit in a result list to open its whole record here.", elem_id="doc-html",
-                               min_width=360)  # fmt: skip
-            doc_gallery = gr.Gallery(label="All figures (click to zoom)", columns=3, height=460,
-                                     elem_id="doc-gallery", object_fit="contain", min_width=360,
-                                     visible=drawings)  # fmt: skip
+            doc_html = gr.HTML(
+                "Select a hit in a result list to open its whole record here.",
+                elem_id="doc-html",
+                min_width=360,
+            )
+            doc_gallery = gr.Gallery(
+                label="All figures (click to zoom)",
+                columns=3,
+                height=460,
+                elem_id="doc-gallery",
+                object_fit="contain",
+                min_width=360,
+                visible=drawings,
+            )
     with gr.Tab("Side by side", id="sbs"):
-        sbs_md = gr.Markdown("Select a drawing hit to compare it with the query; a text hit to compare the texts.",
-                             elem_id="sbs-md")  # fmt: skip
+        sbs_md = gr.Markdown(
+            "Select a drawing hit to compare it with the query; a text hit to compare the texts.",
+            elem_id="sbs-md",
+        )
         with gr.Row(visible=drawings):
             sbs_query = gr.Image(
                 label="Query", type="pil", elem_id="sbs-query", interactive=False, height=448
@@ -431,8 +513,10 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
             tq_html = gr.HTML(elem_id="sbs-tq")
             tc_html = gr.HTML(elem_id="sbs-tc")
     with gr.Tab("Search report", id="report"):
-        gr.Markdown("The labelled documents of one query with their X / Y / A category, notes and what matched: "
-                    "CSV and a printable HTML page (print it to PDF from the browser).")  # fmt: skip
+        gr.Markdown(
+            "The labelled documents of one query with their X / Y / A category, notes and what matched: "
+            "CSV and a printable HTML page (print it to PDF from the browser)."
+        )
         with gr.Row():
             r_query = gr.Dropdown([], label="Query", scale=4, elem_id="r-query")
             r_refresh = gr.Button("Refresh", scale=1, elem_id="r-refresh")
@@ -441,11 +525,31 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
         r_md = gr.Markdown(elem_id="r-md")
         r_files = gr.File(label="Report files", file_count="multiple", elem_id="r-files")
         r_frame = gr.HTML(elem_id="r-preview")
-    return ExaminerTabs(doc_id, doc_btn, doc_html, doc_gallery, sbs_query, sbs_hit, sbs_md, tq_html, tc_html,
-                        r_query, r_refresh, r_include, r_btn, r_files, r_md, r_frame, more_d, more_t)  # fmt: skip
+    return ExaminerTabs(
+        doc_id,
+        doc_btn,
+        doc_html,
+        doc_gallery,
+        sbs_query,
+        sbs_hit,
+        sbs_md,
+        tq_html,
+        tc_html,
+        r_query,
+        r_refresh,
+        r_include,
+        r_btn,
+        r_files,
+        r_md,
+        r_frame,
+        more_d,
+        more_t,
+    )
 
 
-def wire_tabs(ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared, tabs, d_file, t_text, text_search) -> None:
+def wire_tabs(
+    ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared, tabs, d_file, t_text, text_search
+) -> None:
     """The Document tab (a record by its number, "More like this") and the Search report tab. ``text_search``
     chains the text search to the event that fills the abstract."""
     doc_out = [ext.doc_html, ext.doc_gallery, ext.doc_id]
@@ -453,8 +557,14 @@ def wire_tabs(ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared, tabs, d_f
     ext.doc_id.submit(ex.document, [ext.doc_id], doc_out, api_name=False)  # Enter in the number box: the same
     text_search(wire_more_like_this(ext, ex, shared, tabs, d_file, t_text).success)
     ext.r_refresh.click(ex.report_queries, None, ext.r_query, api_name="report_queries")
-    ext.r_btn.click(**shared.mine(ex.report, [ext.r_query, shared.filters, ext.r_include, shared.session],
-                                  [ext.r_files, ext.r_md, ext.r_frame]), api_name="search_report")  # fmt: skip
+    ext.r_btn.click(
+        **shared.mine(
+            ex.report,
+            [ext.r_query, shared.filters, ext.r_include, shared.session],
+            [ext.r_files, ext.r_md, ext.r_frame],
+        ),
+        api_name="search_report",
+    )
 
 
 def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared, tabs, d_file, t_text):
@@ -462,6 +572,7 @@ def wire_more_like_this(ext: ExaminerTabs, ex: ExaminerHandlers, shared: Shared,
     (its own patent and family are then left out, as for any corpus query). The drawing tab is the first, so
     its button is on the page and is clicked; returns the event that fills the abstract, which the caller
     chains the text search to on the server (the Text tab's button is not rendered until the tab is opened)."""
-    ext.more_d.click(**shared.mine(ex.more_drawing, [ext.doc_id, shared.session], [d_file, tabs]),
-                     api_name=False).success(None, None, None, js="() => document.querySelector('#d-search').click()")  # fmt: skip
+    ext.more_d.click(
+        **shared.mine(ex.more_drawing, [ext.doc_id, shared.session], [d_file, tabs]), api_name=False
+    ).success(None, None, None, js="() => document.querySelector('#d-search').click()")
     return ext.more_t.click(ex.more_text, [ext.doc_id], [t_text, tabs], api_name=False)

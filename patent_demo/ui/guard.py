@@ -43,10 +43,21 @@ class TempSweeper:
     size: files older than ``max_age_s`` go, then the oldest until the folder holds at most ``max_bytes``;
     a file younger than ``min_age_s`` stays (a request may be about to read it). Empty folders go too."""
 
-    def __init__(self, folder: str | Path | None = None, max_age_s: float = 6 * 3600,
-                 max_bytes: int = 2 * 1024**3, min_age_s: float = 60.0, every_s: float = 60.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        folder: str | Path | None = None,
+        max_age_s: float = 6 * 3600,
+        max_bytes: int = 2 * 1024**3,
+        min_age_s: float = 60.0,
+        every_s: float = 60.0,
+    ) -> None:
         self._folder = Path(folder) if folder else None
-        self.max_age_s, self.max_bytes, self.min_age_s, self.every_s = max_age_s, max_bytes, min_age_s, every_s
+        self.max_age_s, self.max_bytes, self.min_age_s, self.every_s = (
+            max_age_s,
+            max_bytes,
+            min_age_s,
+            every_s,
+        )
         self._last = 0.0
         self._lock = threading.Lock()
 
@@ -132,8 +143,13 @@ class Guard:
     """The ASGI middleware (see the module's docstring). ``identity`` is the server's; ``sweeper`` keeps
     the temporary folder in bounds."""
 
-    def __init__(self, app, identity: Identity | None = None, sweeper: TempSweeper | None = None,
-                 uploads: Budget | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        app,
+        identity: Identity | None = None,
+        sweeper: TempSweeper | None = None,
+        uploads: Budget | None = None,
+    ) -> None:
         self.app = app
         self.identity = identity or Identity()
         self.sweeper = sweeper or TempSweeper()
@@ -181,8 +197,16 @@ class Guard:
     @staticmethod
     async def _answer(send, status: int, message: str, extra: dict | None = None) -> None:
         body = json.dumps({"detail": message, **(extra or {})}, ensure_ascii=False).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     @staticmethod
@@ -218,14 +242,14 @@ class Guard:
         user = self._user(scope) if login else None
         address = (scope.get("client") or ("?", 0))[0]
         at = path.find(API)
-        route = path[at + len(API):] if at >= 0 else ""
+        route = path[at + len(API) :] if at >= 0 else ""
 
         if method == "POST" and path.rstrip("/").endswith("/login") and at < 0 and login:
             return await self._login(scope, receive, send, address)
         if login and user is None and at < 0 and method == "GET":
             return await self._without_api_info(scope, receive, send)
         if route.startswith("/file=") and method in ("GET", "HEAD"):
-            owner = SERVED.owner_of(unquote(route[len("/file="):]))
+            owner = SERVED.owner_of(unquote(route[len("/file=") :]))
             if owner and owner != (self.identity.canonical(user) if user else None):
                 return await self._answer(send, 403, "⚠️ this download belongs to another login")
         if route.startswith("/upload") and method == "POST":
@@ -233,7 +257,11 @@ class Guard:
             if not login:
                 size = dict(scope.get("headers") or ()).get(b"content-length", b"0")
                 if not self.uploads.allow(address, int(size) if size.isdigit() else 0):
-                    return await self._answer(send, 429, f"⚠️ too many uploads from this address (at most {UPLOADS} and {UPLOAD_MB} MB in {UPLOAD_WINDOW_S:.0f} s); try again in a few seconds")  # fmt: skip
+                    return await self._answer(
+                        send,
+                        429,
+                        f"⚠️ too many uploads from this address (at most {UPLOADS} and {UPLOAD_MB} MB in {UPLOAD_WINDOW_S:.0f} s); try again in a few seconds",
+                    )
         if route.startswith(_SESSION_ROUTES) and login:
             if route.startswith("/queue/join"):
                 self._sweep(scope)
@@ -246,7 +274,9 @@ class Guard:
                 except (ValueError, AttributeError):
                     session_hash = ""
             else:
-                session_hash = (parse_qs(scope.get("query_string", b"").decode()).get("session_hash") or [""])[0]
+                session_hash = (
+                    parse_qs(scope.get("query_string", b"").decode()).get("session_hash") or [""]
+                )[0]
             if session_hash and not self.claim(session_hash, user):
                 return await self._answer(send, 403, "⚠️ this session belongs to another login")
         return await self.app(scope, receive, send)
@@ -293,7 +323,7 @@ class Guard:
             page = b"".join(chunks)
             head, sep, rest = page.partition(b"window.gradio_api_info = ")
             if sep:
-                tail = rest[rest.find(b";</script>") + 1:] if b";</script>" in rest else b""
+                tail = rest[rest.find(b";</script>") + 1 :] if b";</script>" in rest else b""
                 page = head + _NO_API_INFO + tail
             headers = [(k, v) for k, v in start.get("headers") or () if k != b"content-length"]
             await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})

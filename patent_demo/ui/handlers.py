@@ -61,10 +61,18 @@ def emptied(store: LabelStore, previous: dict | None) -> dict:
     return {"owner": owner_of(previous), "lists": {}, "checkpoints": {}, "history": history_of(previous)}
 
 
-def cursor_tail(wb: Workbench, store: LabelStore, session: dict, list_name: str, who: str, judged: dict) -> tuple:
+def cursor_tail(
+    wb: Workbench, store: LabelStore, session: dict, list_name: str, who: str, judged: dict
+) -> tuple:
     """What every search returns last: the session, the cursor on the first hit of ``list_name`` (list, rank,
     its line) and the annotator's progress."""
-    return session, list_name, 1, cursor_md(wb, session, list_name, 1, judged), progress_md(store, session, who)
+    return (
+        session,
+        list_name,
+        1,
+        cursor_md(wb, session, list_name, 1, judged),
+        progress_md(store, session, who),
+    )
 
 
 def failed_tail(session: dict) -> tuple:
@@ -77,8 +85,13 @@ def drawing_answer(wb: Workbench, store: LabelStore, session: dict, status: str,
     """A drawing search's outputs: grid, status line, hit table with the cursor row, ``extra`` (the sheet's
     figures), then ``cursor_tail``."""
     judged = judged_by(store, session, who)
-    return (gallery_items(session, judged), status, table_value(wb, session, "hmcl", judged, 1), *extra,
-            *cursor_tail(wb, store, session, "hmcl", who, judged))  # fmt: skip
+    return (
+        gallery_items(session, judged),
+        status,
+        table_value(wb, session, "hmcl", judged, 1),
+        *extra,
+        *cursor_tail(wb, store, session, "hmcl", who, judged),
+    )
 
 
 def drawing_failed(message: str, session: dict, *extra) -> tuple:
@@ -152,9 +165,22 @@ class Handlers(ReviewHandlers):
             index = f"searched in {self.wb.config.backend} ({self.wb.config.backend_url or 'embedded'})"
         return index
 
-    def search_drawing(self, file, model, k, group, crop, locarno, annotator, filters=None, previous=None,
-                       crop_image=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                       progress=TRACK_TQDM):  # fmt: skip
+    def search_drawing(
+        self,
+        file,
+        model,
+        k,
+        group,
+        crop,
+        locarno,
+        annotator,
+        filters=None,
+        previous=None,
+        crop_image=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+        progress=TRACK_TQDM,
+    ):
         """Search the corpus drawings with an uploaded drawing (or the examiner's crop of it,
         ``crop_image``), restricted by the filter panel (``filters``, one ``Filters`` value); with its
         ``exclude_own`` a corpus drawing's own patent and family are left out. Returns gallery, status line,
@@ -162,30 +188,65 @@ class Handlers(ReviewHandlers):
         try:
             file, data, suffix = upload(file)
             self._ready(model_key(model, "drawing"))
-            req = drawing_request(self.wb, data, crop_image, model, k=top_k(k), per_patent=bool(group),
-                                  crop=bool(crop), locarno=locarno or "", filters=filters, name=Path(file).name)  # fmt: skip
+            req = drawing_request(
+                self.wb,
+                data,
+                crop_image,
+                model,
+                k=top_k(k),
+                per_patent=bool(group),
+                crop=bool(crop),
+                locarno=locarno or "",
+                filters=filters,
+                name=Path(file).name,
+            )
             res = self.wb.search_drawing(req)
             spec, cropped, notes = self.wb.model(req.model, "drawing"), req.image is not data, res.notes
             sha, rel = self.store.stage_query_image(req.image, ".png" if cropped else suffix, sha=req.sha)
-            session = new_session("image", image_query_id(sha), previous, image_sha=sha, image_file=rel,
-                                  patent_id=res.query_patent_id)  # fmt: skip
+            session = new_session(
+                "image",
+                image_query_id(sha),
+                previous,
+                image_sha=sha,
+                image_file=rel,
+                patent_id=res.query_patent_id,
+            )
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["embedding"] = res.query_embedding.tolist()
             session["model"] = spec.key
             self._replace(previous)
             who = self._who(annotator, request, profile)
             what = Path(file).name + (" (a crop of it)" if cropped else "")
-            record_search(session, "drawing", what, spec.label, req.filters.describe(), who,
-                          [n for n in notes if "⚠️" not in n])  # fmt: skip
-            status = _with_notes(f"{len(res.hits)} results with {spec.label} · {res.spread}",
-                                 [*notes, self._searched_in(req.model)])  # fmt: skip
+            record_search(
+                session,
+                "drawing",
+                what,
+                spec.label,
+                req.filters.describe(),
+                who,
+                [n for n in notes if "⚠️" not in n],
+            )
+            status = _with_notes(
+                f"{len(res.hits)} results with {spec.label} · {res.spread}",
+                [*notes, self._searched_in(req.model)],
+            )
             return drawing_answer(self.wb, self.store, session, status, who)
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             return drawing_failed(*self._failed(previous, err))
 
-    def search_application(self, files, model, k, crop, annotator="", filters=None, previous=None,
-                           request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                           progress=TRACK_TQDM):  # fmt: skip
+    def search_application(
+        self,
+        files,
+        model,
+        k,
+        crop,
+        annotator="",
+        filters=None,
+        previous=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+        progress=TRACK_TQDM,
+    ):
         """A whole application: several uploaded views at once, patents ranked by the mean over views of
         each view's best-figure similarity (``search.search_application``), restricted by the filter panel
         with the single drawing's exclusions (views that are corpus drawings leave out their patent and
@@ -203,7 +264,9 @@ class Handlers(ReviewHandlers):
             uploads = [upload(f) for f in files]
             self._ready(model_key(model, "drawing"))
             views = [data for _, data, _ in uploads]
-            req = DrawingRequest.application(self.wb, views, model, top_k(k), crop=bool(crop), filters=filters)
+            req = DrawingRequest.application(
+                self.wb, views, model, top_k(k), crop=bool(crop), filters=filters
+            )
             res = self.wb.search_application(req)
             notes, f = res.notes, req.filters
             spec = self.wb.model(req.model, "drawing")
@@ -211,17 +274,27 @@ class Handlers(ReviewHandlers):
                 h.view = "all views" + (f" · shown: {h.view}" if h.view else "")
             sha, rel = self.store.stage_query_image(views_sheet(views), ".png")
             query_id = application_query_id(list(req.shas))
-            session = new_session("application", query_id, previous, image_sha=sha, image_file=rel,
-                                  patent_id=res.query_patent_id)  # fmt: skip
+            session = new_session(
+                "application",
+                query_id,
+                previous,
+                image_sha=sha,
+                image_file=rel,
+                patent_id=res.query_patent_id,
+            )
             add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["model"] = spec.key
             self._replace(previous)
             who = self._who(annotator, request, profile)
             names = ", ".join(Path(name).name for name, _, _ in uploads)
-            record_search(session, "application", f"{len(views)} views: {names}", spec.label, f.describe(), who,
-                          notes)  # fmt: skip
-            status = _with_notes(f"{len(res.hits)} patents for an application of {len(views)} views with "
-                                 f"{spec.label} · {res.spread}", notes)  # fmt: skip
+            record_search(
+                session, "application", f"{len(views)} views: {names}", spec.label, f.describe(), who, notes
+            )
+            status = _with_notes(
+                f"{len(res.hits)} patents for an application of {len(views)} views with "
+                f"{spec.label} · {res.spread}",
+                notes,
+            )
             return drawing_answer(self.wb, self.store, session, status, who)
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             return drawing_failed(*self._failed(previous, err))
@@ -250,13 +323,20 @@ class Handlers(ReviewHandlers):
         emptied (the tables now show the new query, so no label may go to the last one's hits)."""
         previous = emptied(self.store, previous)
         try:
-            req = TextRequest.build(abstract, codes, model_key(model, "text"), top_k(k), filters=filters, rerank=False,
-                                    wb=self.wb)  # fmt: skip
+            req = TextRequest.build(
+                abstract, codes, model_key(model, "text"), top_k(k), filters=filters, rerank=False, wb=self.wb
+            )
             (lists, notes), text, spec = self.wb.search_text(req), req.text, self.wb.model(req.model, "text")
             session = new_session("text", text_query_id(text), None, text=text, codes=req.codes)
             add_list(session, "bm25", self._snipped(lists["bm25"], text), "bm25")
             status = f"BM25 found {len(lists['bm25'])}; dense and hybrid follow, then {spec.label} re-ranks the hybrid top {self.wb.rerank_depth(spec)}…"
-            return table_value(self.wb, session, "bm25", {}, None), None, None, _with_notes(status, notes), previous
+            return (
+                table_value(self.wb, session, "bm25", {}, None),
+                None,
+                None,
+                _with_notes(status, notes),
+                previous,
+            )
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, None, warn(err), previous
 
@@ -270,18 +350,33 @@ class Handlers(ReviewHandlers):
                 add_list(session, name, self._snipped(lists[name], text), name)
             enc = self.wb.dense()[0]
             status = f"dense ({enc.name}, {enc.precision}) and hybrid found {len(lists['hybrid'])}; re-ranking follows…"
-            return (table_value(self.wb, session, "dense", {}, None), table_value(self.wb, session, "hybrid", {}, None),
-                    _with_notes(status, notes))  # fmt: skip
+            return (
+                table_value(self.wb, session, "dense", {}, None),
+                table_value(self.wb, session, "hybrid", {}, None),
+                _with_notes(status, notes),
+            )
         except Exception as err:  # noqa: BLE001 - the full search that follows reports the failure
             return None, None, warn(err)
 
-    def search_text(self, abstract, codes, model, k, annotator, filters=None, previous=None,
-                    request: gr.Request = None, profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def search_text(
+        self,
+        abstract,
+        codes,
+        model,
+        k,
+        annotator,
+        filters=None,
+        previous=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """Every text list (``patent_demo.text.lists``) for a pasted abstract (optional classification
         codes), restricted by the filter panel; the cursor starts on the default list's first hit. Returns
         the BM25 and DSSDNet tables, the status, the session and the cursor."""
         try:
-            req = TextRequest.build(abstract, codes, model_key(model, "text"), top_k(k), filters=filters, wb=self.wb)
+            req = TextRequest.build(
+                abstract, codes, model_key(model, "text"), top_k(k), filters=filters, wb=self.wb
+            )
             (lists, notes), text, f = self.wb.search_text(req), req.text, req.filters
             spec = self.wb.model(req.model, "text")
             session = new_session("text", text_query_id(text), previous, text=text, codes=req.codes)
@@ -296,17 +391,31 @@ class Handlers(ReviewHandlers):
             )
             untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
             precision = getattr(self.wb.reranker(spec), "precision", "fp32")
-            status = (f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
-                      f"{self.wb.rerank_depth(spec)}{untrained}")  # fmt: skip
+            status = (
+                f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
+                f"{self.wb.rerank_depth(spec)}{untrained}"
+            )
             status = _with_notes(status, notes)
             if not len(lists["bm25"]):  # the dense and hybrid lists still rank: say what they rank by
                 found = len(lists.get("hybrid") or [])
-                rest = "the dense and hybrid lists rank by meaning alone" if found else "no list found anything"
-                status = _with_notes(f"⚠️ no corpus text shares a word with this abstract (BM25 found none): {rest}",
-                                     notes)  # fmt: skip
-            first, judged = default_text_list(), judged_by(self.store, session, who)  # the cursor: the default list
-            return (*(table_value(self.wb, session, n, judged, 1 if n == first else None) for n in ("bm25", "dssdnet")),
-                    status, *cursor_tail(self.wb, self.store, session, first, who, judged))  # fmt: skip
+                rest = (
+                    "the dense and hybrid lists rank by meaning alone" if found else "no list found anything"
+                )
+                status = _with_notes(
+                    f"⚠️ no corpus text shares a word with this abstract (BM25 found none): {rest}", notes
+                )
+            first, judged = (
+                default_text_list(),
+                judged_by(self.store, session, who),
+            )  # the cursor: the default list
+            return (
+                *(
+                    table_value(self.wb, session, n, judged, 1 if n == first else None)
+                    for n in ("bm25", "dssdnet")
+                ),
+                status,
+                *cursor_tail(self.wb, self.store, session, first, who, judged),
+            )
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
             return None, None, msg, *failed_tail(session)
@@ -320,9 +429,21 @@ class Handlers(ReviewHandlers):
         judged = judged_by(self.store, session, self._who(annotator, request, profile))
         return table_value(self.wb, session, "fused", judged, None)
 
-    def search_combined(self, file, abstract, codes, dmodel, tmodel, k, annotator, filters=None, previous=None,
-                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                        progress=TRACK_TQDM):  # fmt: skip
+    def search_combined(
+        self,
+        file,
+        abstract,
+        codes,
+        dmodel,
+        tmodel,
+        k,
+        annotator,
+        filters=None,
+        previous=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+        progress=TRACK_TQDM,
+    ):
         """A drawing and an abstract together: HMCL, the default text list and their reciprocal rank
         fusion (``rrf``), each list restricted by the filter panel inside its search."""
         from patent_demo.results import Results
@@ -330,33 +451,64 @@ class Handlers(ReviewHandlers):
         try:
             file, data, suffix = upload(file, "a drawing as well as the abstract")
             name, k = default_text_list(), top_k(k)
-            treq = TextRequest.build(abstract, codes, model_key(tmodel, "text"), k, filters=filters, lists=(name,),
-                                     wb=self.wb)  # fmt: skip
+            treq = TextRequest.build(
+                abstract, codes, model_key(tmodel, "text"), k, filters=filters, lists=(name,), wb=self.wb
+            )
             self._ready(model_key(dmodel, "drawing"))
             dreq = DrawingRequest.build(self.wb, data, dmodel, k, filters=treq.filters, name=Path(file).name)
             dres = self.wb.search_drawing(dreq)  # the drawing's patent: out of the text list too
             lists, tnotes = self.wb.search_text(replace(treq, own_patent=dreq.own_patent))
-            notes, text, qcodes, f, dmodel, tmodel = dres.notes, treq.text, treq.codes, treq.filters, dreq.model, treq.model
+            notes, text, qcodes, f, dmodel, tmodel = (
+                dres.notes,
+                treq.text,
+                treq.codes,
+                treq.filters,
+                dreq.model,
+                treq.model,
+            )
             hm = Results([h.patent_id for h in dres.hits], [h.score for h in dres.hits])
             fused = self.wb.fuse({"hmcl": hm, name: lists[name]}, top=k)
             sha, rel = self.store.stage_query_image(data, suffix, sha=dreq.sha)
-            session = new_session("combined", combined_query_id(sha, text), previous, text=text, codes=qcodes,
-                                  image_sha=sha, image_file=rel, patent_id=dres.query_patent_id)  # fmt: skip
+            session = new_session(
+                "combined",
+                combined_query_id(sha, text),
+                previous,
+                text=text,
+                codes=qcodes,
+                image_sha=sha,
+                image_file=rel,
+                patent_id=dres.query_patent_id,
+            )
             session["text_list"], tspec = name, self.wb.model(tmodel, "text")
             add_list(session, "hmcl", self.wb.text_hits(hm), self.wb.model(dmodel, "drawing").checkpoint_id)
-            add_list(session, name, self.wb.text_hits(lists[name]),
-                     tspec.checkpoint_id if name in ("dssdnet", "fused") else name)  # fmt: skip
+            add_list(
+                session,
+                name,
+                self.wb.text_hits(lists[name]),
+                tspec.checkpoint_id if name in ("dssdnet", "fused") else name,
+            )
             add_list(session, "rrf", self.wb.text_hits(fused), "rrf60")
             self._replace(previous)
             who = self._who(annotator, request, profile)
             judged = judged_by(self.store, session, who)
             record_search(
-                session, "combined", f"{Path(file).name} + {text}", f"{dmodel} + {tmodel}", f.describe(), who,
+                session,
+                "combined",
+                f"{Path(file).name} + {text}",
+                f"{dmodel} + {tmodel}",
+                f.describe(),
+                who,
                 [n for n in notes + tnotes if "⚠️" not in n],
             )
-            tables = [table_value(self.wb, session, n, judged, 1 if n == "rrf" else None) for n in ("hmcl", name, "rrf")]
-            status = _with_notes(f"HMCL and the {name} text list (the default) fused with reciprocal rank fusion (k = 60). "
-                                 "Combined labels judge whole patents (qrels only).", notes + tnotes)  # fmt: skip
+            tables = [
+                table_value(self.wb, session, n, judged, 1 if n == "rrf" else None)
+                for n in ("hmcl", name, "rrf")
+            ]
+            status = _with_notes(
+                f"HMCL and the {name} text list (the default) fused with reciprocal rank fusion (k = 60). "
+                "Combined labels judge whole patents (qrels only).",
+                notes + tnotes,
+            )
             return *tables, status, *cursor_tail(self.wb, self.store, session, "rrf", who, judged)
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)

@@ -74,8 +74,16 @@ class LabelHandlers:
             return ""
 
     # -- cursor -------------------------------------------------------------------------------------------------
-    def show(self, session, list_name, rank, unlabelled_only, annotator, request: gr.Request,
-             profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def show(
+        self,
+        session,
+        list_name,
+        rank,
+        unlabelled_only,
+        annotator,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """Everything that follows the cursor: gallery (selection and badges), the tables (badges, cursor
         row), the label panel's drawing and line, the explanation. Views of other search kinds are cleared."""
         try:
@@ -111,8 +119,23 @@ class LabelHandlers:
         out["gate"], out["explain"] = self.explain_at(session, at)
         out["preview"] = self._preview(session, at)
         out["cursor"] = cursor_md(self.wb, session, list_name, rank, judged)
-        return tuple(out[k] for k in ("gallery", "d_table", *TEXT_LISTS, "t_show", "t_figures", "c_hm", "c_list",
-                                      "c_rrf", "gate", "explain", "preview", "cursor"))  # fmt: skip
+        return tuple(
+            out[k]
+            for k in (
+                "gallery",
+                "d_table",
+                *TEXT_LISTS,
+                "t_show",
+                "t_figures",
+                "c_hm",
+                "c_list",
+                "c_rrf",
+                "gate",
+                "explain",
+                "preview",
+                "cursor",
+            )
+        )
 
     def list_figures(self, session, name: str) -> str:
         """The line beside the shown text list: what it measured against the default list
@@ -130,7 +153,9 @@ class LabelHandlers:
         if row.get("image"):
             return row["image"]
         p = self.wb.corpus[row["id"]]
-        return self.wb.display_path(p.figures[0]) if p.figures else None  # a browser-ready PNG, not a TIFF page
+        return (
+            self.wb.display_path(p.figures[0]) if p.figures else None
+        )  # a browser-ready PNG, not a TIFF page
 
     def explain_at(self, session, at):
         """The explanation panel for the cursor hit: DSSDNet's gate and components, or the candidate text."""
@@ -146,11 +171,15 @@ class LabelHandlers:
         e = row.get("extras") or {}
         if list_name != "dssdnet":
             found = f"{found_by(e)}\n\n".lstrip()
-            return None, head + f"{list_name} rank {r}{_moved(list_name, e, r)} · score {row['score']:.3f}\n\n{found}" + body  # fmt: skip
+            return (
+                None,
+                head
+                + f"{list_name} rank {r}{_moved(list_name, e, r)} · score {row['score']:.3f}\n\n{found}"
+                + body,
+            )
         fig = gate_plot(e["gate"]) if e.get("gate") else None
         md = (
-            head
-            + f"DSSDNet rank {r}{_moved(list_name, e, r)}  \n"
+            head + f"DSSDNet rank {r}{_moved(list_name, e, r)}  \n"
             f"**score** {_fmt(row['score'])} · **with t flipped** {_fmt(e.get('score_t_flipped'))}  \n"
             f"**domain-sensitive share** (gate mean) {_fmt(e.get('gate_mean'))}  \n"
             f"**t** = {_fmt(e.get('t'))} ({esc(e.get('t_source') or '–')}) · **t̂** = {_fmt(e.get('t_hat'))}  \n"
@@ -167,8 +196,17 @@ class LabelHandlers:
             return None, warn(err)
         return self.explain_at(session, cursor_of(session, "dssdnet", rank))
 
-    def move(self, list_name, rank, step, session, unlabelled_only=False, annotator="", request: gr.Request = None,
-             profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def move(
+        self,
+        list_name,
+        rank,
+        step,
+        session,
+        unlabelled_only=False,
+        annotator="",
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """The cursor ``step`` hits on (0: stay), skipping labelled hits when "show unlabelled only" is on."""
         try:
             parse_rank(rank)
@@ -199,9 +237,21 @@ class LabelHandlers:
             return gr.update(), gr.update(), warn(err)
 
     # -- labels ----------------------------------------------------------------------------------------------
-    def do_label(self, label, list_name, rank, category, note, annotator, session, request_key="",
-                 auto_advance=True, owner_token=None, request: gr.Request = None,
-                 profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def do_label(
+        self,
+        label,
+        list_name,
+        rank,
+        category,
+        note,
+        annotator,
+        session,
+        request_key="",
+        auto_advance=True,
+        owner_token=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """Store one judgement of hit ``rank`` of ``list_name`` for the current query. With ``auto_advance``
         the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once; a
         session bound to a browser's token takes labels only with that token (``access.check_owner``)."""
@@ -211,8 +261,11 @@ class LabelHandlers:
             who = self._who(annotator, request, profile)
             at = cursor_of(session, list_name, rank)
             kind_ok = at is not None and (session.get("kind") == "text")
-            lab = self.store.add(label_from_session(session, list_name, rank, label, who,
-                                                    category if kind_ok else "", note, request_key or ""))  # fmt: skip
+            lab = self.store.add(
+                label_from_session(
+                    session, list_name, rank, label, who, category if kind_ok else "", note, request_key or ""
+                )
+            )
             if category and not kind_ok and lab is not None:
                 extra = " · (the category applies to text hits only and was not stored)"
             else:
@@ -222,13 +275,24 @@ class LabelHandlers:
             again = " (already stored: this request was sent before)" if lab.replayed else ""
             msg = f"✓ {lab.label} · {esc(lab.candidate_id)} ({list_name} #{lab.rank}) · label #{lab.id}{again}{extra}"
             judged = self._judged(session, who)
-            return (msg, progress_md(self.store, session, who), nxt,
-                    cursor_md(self.wb, session, list_name, nxt, judged), "")  # fmt: skip
+            return (
+                msg,
+                progress_md(self.store, session, who),
+                nxt,
+                cursor_md(self.wb, session, list_name, nxt, judged),
+                "",
+            )
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
-    def undo(self, annotator, session, owner_token=None, request: gr.Request = None,
-             profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def undo(
+        self,
+        annotator,
+        session,
+        owner_token=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """Undo the last label this browser session made (whatever name it was made under); a session bound
         to a browser's token needs that token (``access.check_owner``)."""
         try:
@@ -262,7 +326,9 @@ class LabelHandlers:
             if self.identity.admins:
                 self.identity.check_admin(who, "export the labels")
             out = self.store.export_all(self.store.path.parent / "exports", corpus=self.wb.corpus)
-            served = SERVED.serve([p for p, _ in out.values()], "exports", self.identity.download_owner(request))
+            served = SERVED.serve(
+                [p for p, _ in out.values()], "exports", self.identity.download_owner(request)
+            )
             n = {k: v for k, (_, v) in out.items()}
             md = (
                 f"{counted(self.store.count(), 'label')} → {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows (drawing "
@@ -303,14 +369,17 @@ class LabelHandlers:
         except Exception as err:  # noqa: BLE001
             return warn(err), gr.update()
 
-    def select_disagreement(self, evt: Selection, request: gr.Request = None,
-                            profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def select_disagreement(
+        self, evt: Selection, request: gr.Request = None, profile: gr.OAuthProfile | None = None
+    ):
         try:
             if getattr(evt, "index", None) is None:
                 raise LabelError(NO_SELECTION.replace("a hit", "a row of the queue"))
             if self.identity.reader("", request, profile) is not None:
-                raise LabelError(f"the disagreement queue shows every annotator's labels; {OTHERS_NOTE}: "
-                                 + ", ".join(sorted(self.identity.admins)))  # fmt: skip
+                raise LabelError(
+                    f"the disagreement queue shows every annotator's labels; {OTHERS_NOTE}: "
+                    + ", ".join(sorted(self.identity.admins))
+                )
             return self._select_disagreement(evt)
         except Exception as err:  # noqa: BLE001
             return "", "", warn(err), None, None
@@ -337,8 +406,9 @@ class LabelHandlers:
         q = labs[-1]
         q_text = plain(q.query_text) if q.query_text else "(a drawing only)"
         c_text = f"{esc(p.title)}: {esc(self.wb.candidate_text(p))}" if p else "(not in this corpus)"
-        md = (f"**Query** ({q.modality} judgement): {q_text}  \n**Candidate** `{esc(cand)}` · {c_text}  \n"
-              f"{who}")  # fmt: skip
+        md = (
+            f"**Query** ({q.modality} judgement): {q_text}  \n**Candidate** `{esc(cand)}` · {c_text}  \n{who}"
+        )
         return query_id, cand, md, self._query_image(q), self._candidate_image(q, p)
 
     def _query_image(self, lab: Label):
@@ -359,8 +429,16 @@ class LabelHandlers:
         fig = next((f for f in patent.figures if f.path == lab.candidate_figure), patent.figures[0])
         return self.wb.display_path(fig)  # a browser-ready PNG (a TIFF page would not render)
 
-    def adjudicate(self, query_id, candidate_id, label, note, annotator, request: gr.Request = None,
-                   profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def adjudicate(
+        self,
+        query_id,
+        candidate_id,
+        label,
+        note,
+        annotator,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
         """Store the adjudicated label of one (query, candidate); it wins over the annotators' labels in exports.
         Refused to a party of the pair, always: when every ``--admin`` labelled it, it stays disputed until
         an admin who did not is added."""
@@ -383,8 +461,10 @@ class LabelHandlers:
             by_annotator = {x.annotator: x.label for x in previous if not x.adjudicated}
             votes = ", ".join(f"{plain(a)}: {v}" for a, v in sorted(by_annotator.items()))
             again = " (replaces the earlier adjudication)" if any(x.adjudicated for x in previous) else ""
-            msg = (f"✓ adjudicated {esc(lab.candidate_id)} for {esc(lab.query_id)} as **{lab.label}**{again} · "
-                   f"was {votes} · label #{lab.id}")  # fmt: skip
+            msg = (
+                f"✓ adjudicated {esc(lab.candidate_id)} for {esc(lab.query_id)} as **{lab.label}**{again} · "
+                f"was {votes} · label #{lab.id}"
+            )
             return (msg, *self.agreement(request, profile), "", "", "", "Select a row of the queue.")
         except Exception as err:  # noqa: BLE001
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()

@@ -14,17 +14,34 @@ from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.workbench import Workbench
 
 LIST_NAMES = ("hmcl", "bm25", "dense", "hybrid", "dssdnet", "fused", "rrf")
-KEYS = (("1", "relevant (grade 2)"), ("2", "partly (grade 1)"), ("3", "not relevant (grade 0)"), ("u", "undo"),
-        ("j", "next"), ("k", "previous"))  # fmt: skip
+KEYS = (
+    ("1", "relevant (grade 2)"),
+    ("2", "partly (grade 1)"),
+    ("3", "not relevant (grade 0)"),
+    ("u", "undo"),
+    ("j", "next"),
+    ("k", "previous"),
+)
 
 
 def _button(lh: LabelHandlers, value: str):
     """The handler of one label button: ``LabelHandlers.do_label`` with the button's grade."""
 
-    def label(list_name, rank, category, note, annotator, session, auto, token=None, request: gr.Request = None,
-              profile: gr.OAuthProfile | None = None):  # fmt: skip
-        return lh.do_label(value, list_name, rank, category, note, annotator, session, "", auto, token,
-                           request, profile)  # fmt: skip
+    def label(
+        list_name,
+        rank,
+        category,
+        note,
+        annotator,
+        session,
+        auto,
+        token=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        return lh.do_label(
+            value, list_name, rank, category, note, annotator, session, "", auto, token, request, profile
+        )
 
     return label
 
@@ -32,8 +49,15 @@ def _button(lh: LabelHandlers, value: str):
 def _mover(lh: LabelHandlers, step: int):
     """The handler that moves the cursor ``step`` hits on (0: to the first hit of the chosen list)."""
 
-    def move(list_name, rank, session, unlabelled, annotator, request: gr.Request,
-             profile: gr.OAuthProfile | None = None):  # fmt: skip
+    def move(
+        list_name,
+        rank,
+        session,
+        unlabelled,
+        annotator,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
         return lh.move(list_name, rank if step else 1, step, session, unlabelled, annotator, request, profile)
 
     return move
@@ -74,22 +98,40 @@ class LabelPanel:
             with gr.Row(elem_id="l-pick"):
                 list_name = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
                 rank = lenient(gr.Number(value=1, minimum=1, step=1, label="Rank", scale=1, elem_id="l-rank"))
-                category = gr.Radio([("none", ""), ("X", "X"), ("Y", "Y"), ("A", "A")], value="",
-                                    label="Search-report category (text)", scale=2)  # fmt: skip
+                category = gr.Radio(
+                    [("none", ""), ("X", "X"), ("Y", "Y"), ("A", "A")],
+                    value="",
+                    label="Search-report category (text)",
+                    scale=2,
+                )
             with gr.Row():
-                preview = gr.Image(label="Cursor hit", type="filepath", height=160, interactive=False, scale=1,
-                                   elem_id="l-preview", visible=wb.has_drawings())  # no empty box without drawings
+                preview = gr.Image(
+                    label="Cursor hit",
+                    type="filepath",
+                    height=160,
+                    interactive=False,
+                    scale=1,
+                    elem_id="l-preview",
+                    visible=wb.has_drawings(),
+                )  # no empty box without drawings
                 with gr.Column(scale=4):
                     cursor = gr.Markdown("Run a search first.", elem_id="l-cursor")
                     with gr.Row():
-                        auto = gr.Checkbox(value=True, label="auto-advance: after a label, move to the next hit",
-                                           elem_id="l-auto")  # fmt: skip
-                        unlabelled = gr.Checkbox(value=False, label="show unlabelled only", elem_id="l-unlabelled")
+                        auto = gr.Checkbox(
+                            value=True,
+                            label="auto-advance: after a label, move to the next hit",
+                            elem_id="l-auto",
+                        )
+                        unlabelled = gr.Checkbox(
+                            value=False, label="show unlabelled only", elem_id="l-unlabelled"
+                        )
             with gr.Row():
                 prev = gr.Button("◀ prev (k)", elem_id="lbl-prev", size="sm")
                 relevant = gr.Button("Relevant · 2 (key 1)", variant="primary", elem_id="lbl-rel", size="sm")
                 partly = gr.Button("Partly · 1 (key 2)", elem_id="lbl-part", size="sm")
-                not_relevant = gr.Button("Not relevant · 0 (key 3)", variant="stop", elem_id="lbl-not", size="sm")
+                not_relevant = gr.Button(
+                    "Not relevant · 0 (key 3)", variant="stop", elem_id="lbl-not", size="sm"
+                )
                 next_ = gr.Button("next ▶ (j)", elem_id="lbl-next", size="sm")
                 undo = gr.Button("Undo (u)", elem_id="lbl-undo", size="sm")
             note = gr.Textbox(label="Note (optional)", lines=1)
@@ -99,8 +141,27 @@ class LabelPanel:
             value = gr.Radio(list(GRADES), value="relevant", visible=False)
             key = gr.Textbox(value="", visible=False, label="request key")
             api = gr.Button(visible=False)
-        return cls(list_name, rank, category, preview, cursor, auto, unlabelled, prev, relevant, partly,
-                   not_relevant, next_, undo, note, status, progress, value, key, api)  # fmt: skip
+        return cls(
+            list_name,
+            rank,
+            category,
+            preview,
+            cursor,
+            auto,
+            unlabelled,
+            prev,
+            relevant,
+            partly,
+            not_relevant,
+            next_,
+            undo,
+            note,
+            status,
+            progress,
+            value,
+            key,
+            api,
+        )
 
     def wire(self, cur: Cursor, lh: LabelHandlers) -> None:
         """Labels (``/label`` and the three buttons), undo, next / previous / the list chosen, and the rank
@@ -111,17 +172,55 @@ class LabelPanel:
         def after_label(event):  # the category goes back to none after every label
             return cur.then_show(event.then(lambda: "", None, self.category, **QUIET))
 
-        after_label(self.api.click(lh.do_label, [self.value, self.list_name, self.rank, self.category, self.note,
-                                                 s.annotator, s.session, self.key, self.auto, s.owner_token],
-                                   label_out, api_name="label"))  # fmt: skip
+        after_label(
+            self.api.click(
+                lh.do_label,
+                [
+                    self.value,
+                    self.list_name,
+                    self.rank,
+                    self.category,
+                    self.note,
+                    s.annotator,
+                    s.session,
+                    self.key,
+                    self.auto,
+                    s.owner_token,
+                ],
+                label_out,
+                api_name="label",
+            )
+        )
         for btn, value in ((self.relevant, "relevant"), (self.partly, "partly"), (self.not_relevant, "not")):
-            after_label(btn.click(_button(lh, value), [self.list_name, self.rank, self.category, self.note, s.annotator,
-                                                       s.session, self.auto, s.owner_token],
-                                  label_out, api_name=f"label_{value}"))  # fmt: skip
-        cur.then_show(self.undo.click(lh.undo, [s.annotator, s.session, s.owner_token],
-                                      [self.status, self.progress, self.list_name, self.rank, self.cursor],
-                                      api_name="undo"))  # fmt: skip
-        move_in, moved = [self.list_name, self.rank, s.session, self.unlabelled, s.annotator], [self.rank, self.cursor]
+            after_label(
+                btn.click(
+                    _button(lh, value),
+                    [
+                        self.list_name,
+                        self.rank,
+                        self.category,
+                        self.note,
+                        s.annotator,
+                        s.session,
+                        self.auto,
+                        s.owner_token,
+                    ],
+                    label_out,
+                    api_name=f"label_{value}",
+                )
+            )
+        cur.then_show(
+            self.undo.click(
+                lh.undo,
+                [s.annotator, s.session, s.owner_token],
+                [self.status, self.progress, self.list_name, self.rank, self.cursor],
+                api_name="undo",
+            )
+        )
+        move_in, moved = (
+            [self.list_name, self.rank, s.session, self.unlabelled, s.annotator],
+            [self.rank, self.cursor],
+        )
         cur.then_show(self.next.click(**cur.mine(_mover(lh, 1), move_in, moved), api_name="next_hit"))
         cur.then_show(self.prev.click(**cur.mine(_mover(lh, -1), move_in, moved), api_name="prev_hit"))
         cur.then_show(self.list_name.input(**cur.mine(_mover(lh, 0), move_in, moved), api_name="choose_list"))

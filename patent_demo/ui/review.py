@@ -76,15 +76,32 @@ class ReviewHandlers:
             summary, rows, when = self._evaluation(model_key(model, "drawing"), split)
             keys = ["patent_map", "subclass_map", "main_map", "hier_ndcg@10"]
             md = " · ".join(f"**{k}** {_fmt(summary[k])}" for k in keys if k in summary)
-            md += (f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on "
-                   f"{describe_protocol(self.wb, split)} · computed {when}, once per model and corpus")  # fmt: skip
+            md += (
+                f" · {summary['num_queries']} queries\n\n{self.wb.corpus_description()} · evaluated on "
+                f"{describe_protocol(self.wb, split)} · computed {when}, once per model and corpus"
+            )
             patents = len({r.query_patent for r in rows})
             if patents < FEW_PATENTS:
-                md = (f"⚠️ only {patents} query patents: with so few, patent, subclass and main-class mAP can coincide "
-                      f"and one query moves them a lot" + ("; choose *all figures* for a larger sample" if split != "all" else "")
-                      + "\n\n" + md)  # fmt: skip
-            table = [[r.query_patent, r.query_figure, r.locarno, round(r.subclass_ap, 3), round(r.patent_ap, 3),
-                      r.first_relevant_rank, " ".join(r.expected[:5]), " ".join(r.returned[:5])] for r in rows]  # fmt: skip
+                md = (
+                    f"⚠️ only {patents} query patents: with so few, patent, subclass and main-class mAP can coincide "
+                    f"and one query moves them a lot"
+                    + ("; choose *all figures* for a larger sample" if split != "all" else "")
+                    + "\n\n"
+                    + md
+                )
+            table = [
+                [
+                    r.query_patent,
+                    r.query_figure,
+                    r.locarno,
+                    round(r.subclass_ap, 3),
+                    round(r.patent_ap, 3),
+                    r.first_relevant_rank,
+                    " ".join(r.expected[:5]),
+                    " ".join(r.returned[:5]),
+                ]
+                for r in rows
+            ]
             figures = [r.query_figure for r in rows]
             return md, table, gr.update(choices=figures, value=figures[0] if figures else None)
         except Exception as err:  # noqa: BLE001
@@ -115,7 +132,11 @@ class ReviewHandlers:
 
         result = loop.read_results(loop.RESULTS)
         if result is None:
-            head, fig, rows = "No learning curve measured yet: `python -m train.loop_curves` (docs/loop.md).", None, []
+            head, fig, rows = (
+                "No learning curve measured yet: `python -m train.loop_curves` (docs/loop.md).",
+                None,
+                [],
+            )
         else:
             head, fig, rows = loop.summary_markdown(result), learning_curve(result), loop.curve_rows(result)
         text = loop.text_markdown(loop.read_results(loop.TEXT_RESULTS))
@@ -129,7 +150,9 @@ class ReviewHandlers:
         start = f"checkpoints/{parent.key}" if parent is not None and parent.path is not None else "zero-shot"
         out = f"checkpoints/{parent.key if parent is not None else 'hmcl'}-retrained"
         cmd = loop.retrain_command(self.store.name, start, Path(str(self.wb.corpus.root)).name, out)
-        cmd_md = (f"**Retrain from the label store** (the default drawing model's head, validation-chosen; the new "
-                  f"checkpoint lists here after a reload, with its parent, label count and figures), run where the "
-                  f"app runs, with the store's and the corpus's folders in front of their names:\n\n`{cmd}`")  # fmt: skip
+        cmd_md = (
+            f"**Retrain from the label store** (the default drawing model's head, validation-chosen; the new "
+            f"checkpoint lists here after a reload, with its parent, label count and figures), run where the "
+            f"app runs, with the store's and the corpus's folders in front of their names:\n\n`{cmd}`"
+        )
         return head, fig, rows, text, lineage, cmd_md

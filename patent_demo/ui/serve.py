@@ -90,8 +90,11 @@ def served_paths(workbench: Workbench, store: LabelStore | None = None) -> tuple
     from patent_demo.data.sources import IMAGE_SUFFIXES
 
     corpus, cache = workbench.corpus, workbench.config.cache_dir.resolve()
-    allowed = [Path(corpus.image_root).resolve(), Path(corpus.root).resolve() / THUMBS,
-               cache / "thumbs" / workbench.fingerprint]  # fmt: skip
+    allowed = [
+        Path(corpus.image_root).resolve(),
+        Path(corpus.root).resolve() / THUMBS,
+        cache / "thumbs" / workbench.fingerprint,
+    ]
     blocked = [  # the corpus's own files beside its drawings, and hidden folders (a build's state)
         f.resolve()
         for folder in {Path(corpus.root).resolve(), allowed[0]}
@@ -99,7 +102,9 @@ def served_paths(workbench: Workbench, store: LabelStore | None = None) -> tuple
         for f in folder.iterdir()
         if f.name.startswith(".") or f.is_file() and f.suffix.lower() not in IMAGE_SUFFIXES
     ]
-    on_the_way = {a for p in allowed for a in (p, *p.parents)}  # the cache folders that lead to an allowed one
+    on_the_way = {
+        a for p in allowed for a in (p, *p.parents)
+    }  # the cache folders that lead to an allowed one
     blocked += [f for f in cache.iterdir() if f not in on_the_way] if cache.is_dir() else []
     if store is not None:  # the database, its journal, kept query drawings, reports and exports
         db = store.path.resolve()
@@ -108,8 +113,13 @@ def served_paths(workbench: Workbench, store: LabelStore | None = None) -> tuple
     return [str(p) for p in allowed], sorted({str(p) for p in blocked})
 
 
-def launch_kwargs(workbench: Workbench, identity: Identity | None = None, store: LabelStore | None = None,
-                  sweeper: TempSweeper | None = None, uploads: Budget | None = None) -> dict:  # fmt: skip
+def launch_kwargs(
+    workbench: Workbench,
+    identity: Identity | None = None,
+    store: LabelStore | None = None,
+    sweeper: TempSweeper | None = None,
+    uploads: Budget | None = None,
+) -> dict:
     """Theme, CSS, keyboard script, the paths the UI may serve (``served_paths``), the upload limit
     (25 MB behind a login, 10 MB on an open server), the server's guard (``patent_demo.ui.guard``: login
     attempts, sessions, downloads, uploads, the temporary folder) and, with ``--annotators``, the login
@@ -126,14 +136,16 @@ def launch_kwargs(workbench: Workbench, identity: Identity | None = None, store:
             }
             if auth
             else {}
-        ),  # fmt: skip
+        ),
         "theme": gr.themes.Soft(),
         "css": CSS,
         "head": KEYS_JS % json.dumps(SHORTCUTS),
         "allowed_paths": allowed,
         "blocked_paths": blocked,
         "max_file_size": "25mb" if auth else f"{OPEN_UPLOAD_MB}mb",
-        "app_kwargs": {"middleware": [Middleware(Guard, identity=identity, sweeper=sweeper, uploads=uploads)]},
+        "app_kwargs": {
+            "middleware": [Middleware(Guard, identity=identity, sweeper=sweeper, uploads=uploads)]
+        },
     }
 
 
@@ -164,15 +176,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         store = LabelStore(labels_path)
     except StoreUnwritable as err:  # labels could never be stored: refuse to start, in one line
-        print(f"error: cannot start: {err.why} ({labels_path.name}); give a writable label database with "
-              "--labels (or PATENT_DEMO_LABELS)", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: cannot start: {err.why} ({labels_path.name}); give a writable label database with "
+            "--labels (or PATENT_DEMO_LABELS)",
+            file=sys.stderr,
+        )
         return 2
     wb = make_workbench(args)
     if args.export_labels:
         out = store.export_all(Path(args.export_labels), corpus=wb.corpus)
         n = {k: v for k, (_, v) in out.items()}
-        print(f"{store.count()} labels -> {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows, "
-              f"{n['dssdnet.jsonl']} DSSDNet rows, {n['disputed.jsonl']} disputed pairs in {args.export_labels}")  # fmt: skip
+        print(
+            f"{store.count()} labels -> {n['qrels.txt']} qrels lines, {n['hmcl.jsonl']} HMCL rows, "
+            f"{n['dssdnet.jsonl']} DSSDNet rows, {n['disputed.jsonl']} disputed pairs in {args.export_labels}"
+        )
         return 0
     try:
         identity = Identity.from_flags(args.annotators, args.admin, oauth=on_space_with_sign_in())

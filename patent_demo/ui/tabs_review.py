@@ -12,8 +12,16 @@ from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import QUEUE_HEADERS, LabelHandlers
 
 ERROR_WIDTHS = ["10%", "27%", "6%", "8%", "7%", "10%", "10%", "22%"]  # the error table fits 1366 px
-ERROR_HEADERS = ["query patent", "figure", "class", "subclass AP", "patent AP", "first same-subclass rank",
-                 "expected", "returned"]  # fmt: skip
+ERROR_HEADERS = [
+    "query patent",
+    "figure",
+    "class",
+    "subclass AP",
+    "patent AP",
+    "first same-subclass rank",
+    "expected",
+    "returned",
+]
 
 
 def map_tab(models: Models, h: Handlers, shared: Shared) -> list[gr.Dropdown]:
@@ -21,8 +29,9 @@ def map_tab(models: Models, h: Handlers, shared: Shared) -> list[gr.Dropdown]:
     with gr.Tab("Embedding map", id="map"):
         with gr.Row():
             left = gr.Dropdown(models.drawing, value=models.drawing_default, label="Left model")
-            right = gr.Dropdown(models.drawing, value=models.drawing[min(1, len(models.drawing) - 1)][1],
-                                label="Right model")  # fmt: skip
+            right = gr.Dropdown(
+                models.drawing, value=models.drawing[min(1, len(models.drawing) - 1)][1], label="Right model"
+            )
             dims = gr.Radio(["2-D", "3-D"], value="2-D", label="PCA")
             btn = gr.Button("Draw maps", variant="primary")
         status = gr.Markdown(
@@ -31,8 +40,10 @@ def map_tab(models: Models, h: Handlers, shared: Shared) -> list[gr.Dropdown]:
         with gr.Row():
             plot_left = gr.Plot(label="Left")
             plot_right = gr.Plot(label="Right")
-    btn.click(**shared.mine(h.embedding_maps, [left, right, dims, shared.session], [plot_left, plot_right, status]),
-              api_name="embedding_map")  # fmt: skip
+    btn.click(
+        **shared.mine(h.embedding_maps, [left, right, dims, shared.session], [plot_left, plot_right, status]),
+        api_name="embedding_map",
+    )
     return [left, right]
 
 
@@ -42,19 +53,33 @@ def errors_tab(models: Models, h: Handlers) -> list[gr.Dropdown]:
     with gr.Tab("Error analysis", id="errors"):
         with gr.Row():
             model = gr.Dropdown(models.drawing, value=models.drawing_default, label="Model")
-            split = gr.Radio([("test split", "test"), ("all figures", "all")], value="test", label="Queries",
-                             elem_id="e-split")  # fmt: skip
+            split = gr.Radio(
+                [("test split", "test"), ("all figures", "all")],
+                value="test",
+                label="Queries",
+                elem_id="e-split",
+            )
             btn = gr.Button("Evaluate", variant="primary", elem_id="e-btn")
         summary = gr.Markdown(elem_id="e-summary")
-        table = gr.Dataframe(headers=ERROR_HEADERS, label="Worst queries first", interactive=False, max_height=300,
-                             wrap=True, column_widths=ERROR_WIDTHS, elem_id="e-table")  # fmt: skip
+        table = gr.Dataframe(
+            headers=ERROR_HEADERS,
+            label="Worst queries first",
+            interactive=False,
+            max_height=300,
+            wrap=True,
+            column_widths=ERROR_WIDTHS,
+            elem_id="e-table",
+        )
         with gr.Row():
             fig = gr.Dropdown([], label="Query figure")
             model_a = gr.Dropdown(models.drawing, value=models.drawing_default, label="Model A")
             model_b = gr.Dropdown(models.drawing, value=models.drawing[-1][1], label="Model B")
             compare = gr.Button("Compare")
-        compared = gr.Markdown("Evaluate, pick a query figure and two models, then *Compare*: each model's "
-                               "top hits for that figure show below.", elem_id="e-cmp-md")  # fmt: skip
+        compared = gr.Markdown(
+            "Evaluate, pick a query figure and two models, then *Compare*: each model's "
+            "top hits for that figure show below.",
+            elem_id="e-cmp-md",
+        )
         with gr.Row():
             gallery_a = gr.Gallery(label="Model A", columns=4, height=260)
             gallery_b = gr.Gallery(label="Model B", columns=4, height=260)
@@ -82,11 +107,22 @@ def training_tab(h: Handlers) -> None:
     with gr.Tab("Training", id="training") as tab:
         md = gr.Markdown(elem_id="tr-summary")
         plot = gr.Plot(label="Learning curve on the test split (never labelled)", elem_id="tr-plot")
-        rows = gr.Dataframe(headers=loop.CURVE_HEADERS, label="Every point (test split)", interactive=False,
-                            wrap=True, max_height=320, elem_id="tr-rows")  # fmt: skip
+        rows = gr.Dataframe(
+            headers=loop.CURVE_HEADERS,
+            label="Every point (test split)",
+            interactive=False,
+            wrap=True,
+            max_height=320,
+            elem_id="tr-rows",
+        )
         text = gr.Markdown(elem_id="tr-text")
-        models = gr.Dataframe(headers=loop.LINEAGE_HEADERS, label="Retrained models beside their parents",
-                              interactive=False, wrap=True, elem_id="tr-models")  # fmt: skip
+        models = gr.Dataframe(
+            headers=loop.LINEAGE_HEADERS,
+            label="Retrained models beside their parents",
+            interactive=False,
+            wrap=True,
+            elem_id="tr-models",
+        )
         cmd = gr.Markdown(elem_id="tr-cmd")
     tab.select(h.training, None, [md, plot, rows, text, models, cmd], api_name="training")
 
@@ -102,23 +138,41 @@ def agreement_tab(lh: LabelHandlers, shared: Shared) -> None:
             )
             refresh = gr.Button("Refresh", variant="primary", elem_id="g-refresh", scale=0, min_width=120)
         report = gr.Markdown(elem_id="g-report")
-        queue = gr.Dataframe(headers=QUEUE_HEADERS, label="Disagreement queue (select a row to adjudicate it)",
-                             interactive=False, max_height=300, wrap=True, elem_id="g-queue")  # fmt: skip
+        queue = gr.Dataframe(
+            headers=QUEUE_HEADERS,
+            label="Disagreement queue (select a row to adjudicate it)",
+            interactive=False,
+            max_height=300,
+            wrap=True,
+            elem_id="g-queue",
+        )
         pair = gr.Markdown("Select a row of the queue.", elem_id="g-pair")
         with gr.Row():
-            qimg = gr.Image(label="Query drawing", type="pil", height=220, interactive=False, elem_id="g-qimg")
-            cimg = gr.Image(label="Candidate drawing", type="filepath", height=220, interactive=False,
-                            elem_id="g-cimg")  # fmt: skip
+            qimg = gr.Image(
+                label="Query drawing", type="pil", height=220, interactive=False, elem_id="g-qimg"
+            )
+            cimg = gr.Image(
+                label="Candidate drawing", type="filepath", height=220, interactive=False, elem_id="g-cimg"
+            )
         with gr.Row():
             qid = gr.Textbox(label="Query id", interactive=False, elem_id="g-qid", scale=1)
             cid = gr.Textbox(label="Candidate", interactive=False, elem_id="g-cid", scale=1)
-            label = gr.Radio([("relevant", "relevant"), ("partly", "partly"), ("not relevant", "not")],
-                             value=None, label="Adjudicated label", elem_id="g-label", scale=2)  # fmt: skip
+            label = gr.Radio(
+                [("relevant", "relevant"), ("partly", "partly"), ("not relevant", "not")],
+                value=None,
+                label="Adjudicated label",
+                elem_id="g-label",
+                scale=2,
+            )
             note = gr.Textbox(label="Note (optional)", elem_id="g-note", scale=2)
         btn = gr.Button("Adjudicate", variant="primary", elem_id="g-adjudicate")
         status = gr.Markdown(elem_id="g-status")
     refresh.click(lh.agreement, None, [report, queue], api_name="agreement")
     tab.select(lh.agreement, None, [report, queue], api_visibility="private")
     queue.select(lh.select_disagreement, None, [qid, cid, pair, qimg, cimg], api_name="select_disagreement")
-    btn.click(lh.adjudicate, [qid, cid, label, note, shared.annotator],
-              [status, report, queue, qid, cid, note, pair], api_name="adjudicate")  # fmt: skip
+    btn.click(
+        lh.adjudicate,
+        [qid, cid, label, note, shared.annotator],
+        [status, report, queue, qid, cid, note, pair],
+        api_name="adjudicate",
+    )

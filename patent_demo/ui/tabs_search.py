@@ -21,9 +21,20 @@ from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.ui.views import COMBINED_HEADERS, HIT_HEADERS, TEXT_HEADERS, esc
 from patent_demo.workbench import Workbench
 
-TEXT_IDS = {"bm25": "t-bm25", "dense": "t-dense", "hybrid": "t-hybrid", "dssdnet": "t-dss", "fused": "t-fused"}
-TEXT_SELECT_APIS = {"bm25": "select_bm25", "dense": "select_dense", "hybrid": "select_hybrid",
-                    "dssdnet": "select_dssdnet", "fused": "select_text_fused"}  # fmt: skip
+TEXT_IDS = {
+    "bm25": "t-bm25",
+    "dense": "t-dense",
+    "hybrid": "t-hybrid",
+    "dssdnet": "t-dss",
+    "fused": "t-fused",
+}
+TEXT_SELECT_APIS = {
+    "bm25": "select_bm25",
+    "dense": "select_dense",
+    "hybrid": "select_hybrid",
+    "dssdnet": "select_dssdnet",
+    "fused": "select_text_fused",
+}
 TEXT_TABLE_HEIGHT = 380  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
@@ -73,14 +84,28 @@ class DrawingTab:
                 gr.Markdown(f"⚠️ **{NO_DRAWINGS}**.", elem_id="d-none")
             with gr.Row():
                 with gr.Column(scale=1, min_width=260):
-                    file = gr.File(label="Query drawing (PNG, JPEG, TIFF)", type="filepath", elem_id="d-file",
-                                   height=120)  # fmt: skip
-                    examples = gr.Gallery(example_tiles, label="Examples (test split): click to use", columns=2,
-                                          height=280, allow_preview=False, elem_id="d-examples",
-                                          object_fit="contain")  # fmt: skip
-                    query = gr.Image(label="Query as searched", type="pil", height=180, interactive=False,
-                                     elem_id="d-query")  # fmt: skip
-                    model = gr.Dropdown(models.drawing, value=models.drawing_default, label="Model", elem_id="d-model")
+                    file = gr.File(
+                        label="Query drawing (PNG, JPEG, TIFF)", type="filepath", elem_id="d-file", height=120
+                    )
+                    examples = gr.Gallery(
+                        example_tiles,
+                        label="Examples (test split): click to use",
+                        columns=2,
+                        height=280,
+                        allow_preview=False,
+                        elem_id="d-examples",
+                        object_fit="contain",
+                    )
+                    query = gr.Image(
+                        label="Query as searched",
+                        type="pil",
+                        height=180,
+                        interactive=False,
+                        elem_id="d-query",
+                    )
+                    model = gr.Dropdown(
+                        models.drawing, value=models.drawing_default, label="Model", elem_id="d-model"
+                    )
                     k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
                     with gr.Row():
                         group = gr.Checkbox(value=True, label="group by patent", min_width=120)
@@ -89,22 +114,65 @@ class DrawingTab:
                     search = gr.Button("Search drawings", variant="primary", elem_id="d-search")
                     sheet = gr.Button("Split a sheet into figures and search each", elem_id="d-sheet")
                     crop_box = exam_ui.build_crop()
-                    views = gr.File(label="Whole application: several views at once", file_count="multiple",
-                                    type="filepath", elem_id="d-views", height=190)  # fmt: skip
-                    application = gr.Button("Search with all views (whole application)", elem_id="d-application")
+                    views = gr.File(
+                        label="Whole application: several views at once",
+                        file_count="multiple",
+                        type="filepath",
+                        elem_id="d-views",
+                        height=190,
+                    )
+                    application = gr.Button(
+                        "Search with all views (whole application)", elem_id="d-application"
+                    )
                 with gr.Column(scale=3):
                     status = gr.Markdown(elem_id="d-status")
                     # a grid without a preview: a click opens the hit in Document and Side by side
-                    gallery = gr.Gallery(label="Results", columns=5, height="auto", elem_id="d-gallery",
-                                         object_fit="contain", allow_preview=False)  # fmt: skip
-                    table = gr.Dataframe(headers=HIT_HEADERS, label="Hits (the cursor row is highlighted)",
-                                         interactive=False, max_height=420, elem_id="d-table", wrap=True,
-                                         column_widths=HIT_WIDTHS)  # fmt: skip
-                    sheet_img = gr.Image(label="Figures found on the sheet", type="pil", interactive=False,
-                                         height=300, elem_id="d-sheet-img", visible=False)  # fmt: skip
+                    gallery = gr.Gallery(
+                        label="Results",
+                        columns=5,
+                        height="auto",
+                        elem_id="d-gallery",
+                        object_fit="contain",
+                        allow_preview=False,
+                    )
+                    table = gr.Dataframe(
+                        headers=HIT_HEADERS,
+                        label="Hits (the cursor row is highlighted)",
+                        interactive=False,
+                        max_height=420,
+                        elem_id="d-table",
+                        wrap=True,
+                        column_widths=HIT_WIDTHS,
+                    )
+                    sheet_img = gr.Image(
+                        label="Figures found on the sheet",
+                        type="pil",
+                        interactive=False,
+                        height=300,
+                        elem_id="d-sheet-img",
+                        visible=False,
+                    )
         paths = [str(wb.corpus.image_path(f)) for _, f in example_figs]
-        return cls(file, examples, paths, query, model, k, group, crop, locarno, search, sheet, crop_box, views,
-                   application, status, gallery, table, sheet_img)  # fmt: skip
+        return cls(
+            file,
+            examples,
+            paths,
+            query,
+            model,
+            k,
+            group,
+            crop,
+            locarno,
+            search,
+            sheet,
+            crop_box,
+            views,
+            application,
+            status,
+            gallery,
+            table,
+            sheet_img,
+        )
 
     def wire(self, cur: Cursor, h: Handlers, ex: exam_ui.ExaminerHandlers, ext: exam_ui.ExaminerTabs) -> None:
         """Examples, the query preview, the three searches and the crop box; a click on a hit opens it in
@@ -113,17 +181,48 @@ class DrawingTab:
         self.examples.select(_example_picker(self.example_paths), None, self.file, api_name=False)
         self.file.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
         self.crop.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
-        cur.then_show(self.search.click(**cur.mine(h.search_drawing, [self.file, self.model, self.k, self.group,
-                                                                       self.crop, self.locarno, s.annotator, s.filters,
-                                                                       s.session, s.crop_state],
-                                                   [*results, *cur.searched]), api_name="search_drawing"))  # fmt: skip
-        cur.then_show(self.application.click(**cur.mine(h.search_application, [self.views, self.model, self.k, self.crop,
-                                                                                 s.annotator, s.filters, s.session],
-                                                        [*results, *cur.searched]), api_name="search_application"))  # fmt: skip
+        cur.then_show(
+            self.search.click(
+                **cur.mine(
+                    h.search_drawing,
+                    [
+                        self.file,
+                        self.model,
+                        self.k,
+                        self.group,
+                        self.crop,
+                        self.locarno,
+                        s.annotator,
+                        s.filters,
+                        s.session,
+                        s.crop_state,
+                    ],
+                    [*results, *cur.searched],
+                ),
+                api_name="search_drawing",
+            )
+        )
+        cur.then_show(
+            self.application.click(
+                **cur.mine(
+                    h.search_application,
+                    [self.views, self.model, self.k, self.crop, s.annotator, s.filters, s.session],
+                    [*results, *cur.searched],
+                ),
+                api_name="search_application",
+            )
+        )
         exam_ui.wire_crop(self.crop_box, self.file, s.crop_state)
-        cur.then_show(self.sheet.click(**cur.mine(ex.search_sheet, [self.file, s.crop_state, self.model, self.k,
-                                                                     s.annotator, s.filters, s.session],
-                                                  [*results, self.sheet_img, *cur.searched]), api_name="search_sheet"))  # fmt: skip
+        cur.then_show(
+            self.sheet.click(
+                **cur.mine(
+                    ex.search_sheet,
+                    [self.file, s.crop_state, self.model, self.k, s.annotator, s.filters, s.session],
+                    [*results, self.sheet_img, *cur.searched],
+                ),
+                api_name="search_sheet",
+            )
+        )
         hit_in = [s.session, self.file, s.crop_state, self.crop]
         opened = [ext.doc_html, ext.doc_gallery, ext.doc_id, ext.sbs_query, ext.sbs_hit, ext.sbs_md]
         self.gallery.select(**cur.mine(ex.open_drawing_hit, hit_in, opened), api_name="open_drawing_hit")
@@ -155,36 +254,66 @@ class TextTab:
         with gr.Tab("Text search", id="text"):
             with gr.Row():
                 with gr.Column(scale=3):
-                    text = gr.Textbox(label="Abstract, or a search", lines=5, elem_id="t-text",
-                                      placeholder="Paste the abstract (or a claim) of the application")  # fmt: skip
+                    text = gr.Textbox(
+                        label="Abstract, or a search",
+                        lines=5,
+                        elem_id="t-text",
+                        placeholder="Paste the abstract (or a claim) of the application",
+                    )
                     # a Markdown line, not the box's info (which eats the * of truncat* as emphasis)
                     gr.Markdown(f"<small>{esc(SYNTAX_HELP)}</small>", elem_id="t-syntax")
                     search = gr.Button("Search texts", variant="primary", elem_id="t-search")
                 with gr.Column(scale=1, min_width=220):
                     codes = gr.Textbox(label="Query codes (optional)", placeholder="06-01; A47C 7/02")
-                    model = gr.Dropdown(models.text, value=wb.default_text_model().key, label="Re-ranker",
-                                        elem_id="t-model")  # the checkpoint of the corpus's scheme  # fmt: skip
+                    model = gr.Dropdown(
+                        models.text, value=wb.default_text_model().key, label="Re-ranker", elem_id="t-model"
+                    )  # the checkpoint of the corpus's scheme
                     k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
             status = gr.Markdown(elem_id="t-status")
             first = default_text_list()
             with gr.Row(equal_height=True):
-                show = gr.Radio([(n + (" (default)" if n == first else ""), n) for n in (first, *(x for x in TEXT_LISTS if x != first))],
-                                value=first, label="List shown (the cursor labels its hits)", elem_id="t-show",
-                                scale=1, min_width=480)  # fmt: skip
+                show = gr.Radio(
+                    [
+                        (n + (" (default)" if n == first else ""), n)
+                        for n in (first, *(x for x in TEXT_LISTS if x != first))
+                    ],
+                    value=first,
+                    label="List shown (the cursor labels its hits)",
+                    elem_id="t-show",
+                    scale=1,
+                    min_width=480,
+                )
                 with gr.Column(scale=1):
                     figures = gr.Markdown(lh.list_figures(None, first), elem_id="t-figures")
             # one list at a time, full width (title and snippet readable); show() follows the cursor's list
             with gr.Column(elem_classes=["text-lists"]):  # on a phone: scrolls sideways, the columns readable
-                tables = {n: gr.Dataframe(headers=TEXT_HEADERS, datatype=TEXT_TYPES, wrap=True, interactive=False,
-                                          label=TITLES[n], show_label=False, elem_id=TEXT_IDS[n], column_widths=TEXT_WIDTHS,
-                                          max_height=TEXT_TABLE_HEIGHT, visible=n == first, elem_classes=["text-list"])
-                          for n in TEXT_LISTS}  # fmt: skip
-            with gr.Accordion("Why the cursor hit ranks here: its first-stage ranks; for DSSDNet the gate, t and "
-                              "the score's parts", open=False, elem_id="t-why"):  # fmt: skip
+                tables = {
+                    n: gr.Dataframe(
+                        headers=TEXT_HEADERS,
+                        datatype=TEXT_TYPES,
+                        wrap=True,
+                        interactive=False,
+                        label=TITLES[n],
+                        show_label=False,
+                        elem_id=TEXT_IDS[n],
+                        column_widths=TEXT_WIDTHS,
+                        max_height=TEXT_TABLE_HEIGHT,
+                        visible=n == first,
+                        elem_classes=["text-list"],
+                    )
+                    for n in TEXT_LISTS
+                }
+            with gr.Accordion(
+                "Why the cursor hit ranks here: its first-stage ranks; for DSSDNet the gate, t and "
+                "the score's parts",
+                open=False,
+                elem_id="t-why",
+            ):
                 with gr.Row():  # side by side on a laptop, the plot above the text on a phone
                     gate = gr.Plot(label="Gate activations (a DSSDNet hit)", elem_id="t-gate", min_width=320)
-                    explain = gr.Markdown("Select a DSSDNet candidate to see why it moved.", elem_id="t-explain",
-                                          min_width=320)  # fmt: skip
+                    explain = gr.Markdown(
+                        "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain", min_width=320
+                    )
         return cls(text, search, codes, model, k, status, first, show, figures, tables, gate, explain)
 
     def search_chain(self, cur: Cursor, h: Handlers, start, api: bool = True):
@@ -197,19 +326,45 @@ class TextTab:
         def named(name: str) -> str | bool:
             return name if api else False
 
-        bm25_first = start(**cur.mine(h.search_bm25, [*query, s.filters, s.session],
-                                      [t["bm25"], t["dssdnet"], t["fused"], self.status, s.session]),
-                           api_name=named("search_bm25"))  # fmt: skip
-        dense_next = bm25_first.then(h.search_dense, [*query, s.filters], [t["dense"], t["hybrid"], self.status],
-                                     api_name=named("search_dense"))  # fmt: skip
-        every_list = dense_next.then(**cur.mine(h.search_text, [*query, s.annotator, s.filters, s.session],
-                                                [t["bm25"], t["dssdnet"], self.status, *cur.searched]),
-                                     api_name=named("search_text"))  # fmt: skip
-        cur.then_show(every_list.then(**cur.mine(h.fused_table, [s.session, s.annotator], [t["fused"]]),
-                                      api_name=named("fused_text")))  # fmt: skip
+        bm25_first = start(
+            **cur.mine(
+                h.search_bm25,
+                [*query, s.filters, s.session],
+                [t["bm25"], t["dssdnet"], t["fused"], self.status, s.session],
+            ),
+            api_name=named("search_bm25"),
+        )
+        dense_next = bm25_first.then(
+            h.search_dense,
+            [*query, s.filters],
+            [t["dense"], t["hybrid"], self.status],
+            api_name=named("search_dense"),
+        )
+        every_list = dense_next.then(
+            **cur.mine(
+                h.search_text,
+                [*query, s.annotator, s.filters, s.session],
+                [t["bm25"], t["dssdnet"], self.status, *cur.searched],
+            ),
+            api_name=named("search_text"),
+        )
+        cur.then_show(
+            every_list.then(
+                **cur.mine(h.fused_table, [s.session, s.annotator], [t["fused"]]),
+                api_name=named("fused_text"),
+            )
+        )
 
-    def wire(self, cur: Cursor, h: Handlers, lh: LabelHandlers, ex: exam_ui.ExaminerHandlers,
-             ext: exam_ui.ExaminerTabs, rank: gr.Number, unlabelled: gr.Checkbox) -> None:  # fmt: skip
+    def wire(
+        self,
+        cur: Cursor,
+        h: Handlers,
+        lh: LabelHandlers,
+        ex: exam_ui.ExaminerHandlers,
+        ext: exam_ui.ExaminerTabs,
+        rank: gr.Number,
+        unlabelled: gr.Checkbox,
+    ) -> None:
         """The search, the list shown, and a click on a hit: its record opens in Document and Side by side
         and the cursor moves to it; ``/explain`` explains a DSSDNet hit by its rank (the label panel's)."""
         s = cur.shared
@@ -218,16 +373,27 @@ class TextTab:
         for name, table in self.tables.items():
             table.select(**cur.mine(ex.opener(name), [s.session], opened), api_name=f"open_{name}_hit")
             cur.select(table, name, TEXT_SELECT_APIS[name])
-        gr.Button(visible=False).click(**cur.mine(lh.explain, [s.session, rank], [self.gate, self.explain]),
-                                       api_name="explain")  # fmt: skip
+        gr.Button(visible=False).click(
+            **cur.mine(lh.explain, [s.session, rank], [self.gate, self.explain]), api_name="explain"
+        )
 
-        def show_list(list_name, session, unlabelled, annotator, request: gr.Request,
-                      profile: gr.OAuthProfile | None = None):  # fmt: skip
+        def show_list(
+            list_name,
+            session,
+            unlabelled,
+            annotator,
+            request: gr.Request,
+            profile: gr.OAuthProfile | None = None,
+        ):
             """The Text tab's list choice: that list is shown and the cursor moves to its first hit."""
             return list_name, *lh.move(list_name, 1, 0, session, unlabelled, annotator, request, profile)
 
-        cur.then_show(self.show.input(**cur.mine(show_list, [self.show, s.session, unlabelled, s.annotator],
-                                                 cur.picked), api_name="show_list"))  # fmt: skip
+        cur.then_show(
+            self.show.input(
+                **cur.mine(show_list, [self.show, s.session, unlabelled, s.annotator], cur.picked),
+                api_name="show_list",
+            )
+        )
 
 
 @dataclass
@@ -257,29 +423,54 @@ class CombinedTab:
                     search = gr.Button("Search both", variant="primary", elem_id="c-search")
             status = gr.Markdown()
             heads = COMBINED_HEADERS
-            look = {"interactive": False, "wrap": True, "column_widths": COMBINED_WIDTHS, "max_height": 420,
-                    "min_width": 720}  # side by side only where each list gets 720 px
+            look = {
+                "interactive": False,
+                "wrap": True,
+                "column_widths": COMBINED_WIDTHS,
+                "max_height": 420,
+                "min_width": 720,
+            }  # side by side only where each list gets 720 px
             with gr.Row():
                 hm = gr.Dataframe(headers=heads, label="HMCL (drawing)", elem_id="c-hm", **look)
-                text_list = gr.Dataframe(headers=heads, label=f"{TITLES[first]} (text: the default list)",
-                                         elem_id="c-list", **look)  # fmt: skip
+                text_list = gr.Dataframe(
+                    headers=heads, label=f"{TITLES[first]} (text: the default list)", elem_id="c-list", **look
+                )
                 rrf = gr.Dataframe(headers=heads, label="Fused (RRF)", elem_id="c-rrf", **look)
         return cls(file, text, codes, k, search, status, hm, text_list, rrf)
 
-    def wire(self, cur: Cursor, h: Handlers, lh: LabelHandlers, drawing_model: gr.Dropdown,
-             text_model: gr.Dropdown) -> None:  # fmt: skip
+    def wire(
+        self, cur: Cursor, h: Handlers, lh: LabelHandlers, drawing_model: gr.Dropdown, text_model: gr.Dropdown
+    ) -> None:
         """The search (with the Drawing and Text tabs' models) and a click on a hit of each list."""
         s = cur.shared
-        cur.then_show(self.search.click(**cur.mine(h.search_combined, [self.file, self.text, self.codes, drawing_model,
-                                                                        text_model, self.k, s.annotator, s.filters,
-                                                                        s.session],
-                                                   [self.hm, self.text_list, self.rrf, self.status, *cur.searched]),
-                                        api_name="search_combined"))  # fmt: skip
+        cur.then_show(
+            self.search.click(
+                **cur.mine(
+                    h.search_combined,
+                    [
+                        self.file,
+                        self.text,
+                        self.codes,
+                        drawing_model,
+                        text_model,
+                        self.k,
+                        s.annotator,
+                        s.filters,
+                        s.session,
+                    ],
+                    [self.hm, self.text_list, self.rrf, self.status, *cur.searched],
+                ),
+                api_name="search_combined",
+            )
+        )
         cur.select(self.hm, "hmcl", "select_combined_hmcl")
         cur.select(self.rrf, "rrf", "select_combined_rrf")
 
         def select_combined_text(session, evt: Selection):  # the Combined tab's text list: the default one
             return lh.select((session or {}).get("text_list") or default_text_list(), session, evt)
 
-        cur.then_show(self.text_list.select(**cur.mine(select_combined_text, [s.session], cur.picked),
-                                            api_name="select_combined_text"))  # fmt: skip
+        cur.then_show(
+            self.text_list.select(
+                **cur.mine(select_combined_text, [s.session], cur.picked), api_name="select_combined_text"
+            )
+        )

@@ -24,8 +24,17 @@ from patent_demo.workbench import Workbench
 BADGES = {"relevant": "✓ relevant (2)", "partly": "◐ partly (1)", "not": "✗ not relevant (0)"}
 # every hit table shows the publication date (what a prior-art cut-off is checked against)
 HIT_HEADERS = ["rank", "patent", "view", "class", "class title", "title", "published", "score", "label"]
-TEXT_HEADERS = ["rank", "move", "patent", "class", "title", "published", "score", "snippet (BM25 words marked)",
-                "label"]  # fmt: skip
+TEXT_HEADERS = [
+    "rank",
+    "move",
+    "patent",
+    "class",
+    "title",
+    "published",
+    "score",
+    "snippet (BM25 words marked)",
+    "label",
+]
 COMBINED_HEADERS = ["rank", "patent", "class", "title", "published", "score", "label"]
 DRAWING_KINDS = ("image", "application")  # query kinds whose hits the drawing tab's grid and table show
 CURSOR_STYLE = "background-color: #ffe9a8; font-weight: 600"
@@ -95,12 +104,32 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
         p = corpus[row["id"]]
         score, published = round(float(row["score"]), 4), publication_date(p)
         if kind in DRAWING_KINDS:
-            rows.append([r, p.id, row.get("view", ""), class_code(p, kind), row.get("locarno_title", ""), p.title,
-                         published, score])  # fmt: skip
+            rows.append(
+                [
+                    r,
+                    p.id,
+                    row.get("view", ""),
+                    class_code(p, kind),
+                    row.get("locarno_title", ""),
+                    p.title,
+                    published,
+                    score,
+                ]
+            )
         elif kind == "text":
             e = row.get("extras") or {}
-            rows.append([r, rank_move(list_name, e, r), p.id, class_code(p, kind), p.title, published, score,
-                         e.get("snippet", "")])  # fmt: skip
+            rows.append(
+                [
+                    r,
+                    rank_move(list_name, e, r),
+                    p.id,
+                    class_code(p, kind),
+                    p.title,
+                    published,
+                    score,
+                    e.get("snippet", ""),
+                ]
+            )
         else:
             rows.append([r, p.id, class_code(p, kind), p.title, published, score])
     return rows
@@ -112,19 +141,27 @@ def shown_text_list(list_name: Any) -> str:
 
 
 def _moved(list_name: str, extra: dict, rank: int) -> str:
-    """" (hybrid pool rank 33, ↑ 32)": where the hit was in the list it is compared with, and the move."""
+    """ " (hybrid pool rank 33, ↑ 32)": where the hit was in the list it is compared with, and the move."""
     if list_name not in MOVE_FROM:
         return ""
     before = extra.get(MOVE_FROM[list_name][0])
     return f" ({MOVE_FROM[list_name][1]} rank {'–' if before is None else before}, {rank_move(list_name, extra, rank) or '–'})"
 
 
-def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, str], cursor_rank: int | None,
-                unlabelled_only: bool = False):  # fmt: skip
+def table_value(
+    wb: Workbench,
+    session: dict,
+    list_name: str,
+    judged: dict[str, str],
+    cursor_rank: int | None,
+    unlabelled_only: bool = False,
+):
     """A result table with the label badge column, the cursor row highlighted (a pandas Styler)."""
     import pandas as pd
 
-    headers = {**dict.fromkeys(DRAWING_KINDS, HIT_HEADERS), "text": TEXT_HEADERS}.get(session.get("kind"), COMBINED_HEADERS)
+    headers = {**dict.fromkeys(DRAWING_KINDS, HIT_HEADERS), "text": TEXT_HEADERS}.get(
+        session.get("kind"), COMBINED_HEADERS
+    )
     ids = [row["id"] for row in session["lists"].get(list_name) or []]
     rows = []
     for row, pid in zip(hit_rows(wb, session, list_name), ids, strict=True):
@@ -135,7 +172,9 @@ def table_value(wb: Workbench, session: dict, list_name: str, judged: dict[str, 
     if cursor_rank is None or frame.empty:
         return frame
     hot = frame["rank"] == cursor_rank
-    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1).format({"score": str})  # fmt: skip
+    return frame.style.apply(lambda r: [CURSOR_STYLE if hot[r.name] else ""] * len(r), axis=1).format(
+        {"score": str}
+    )
 
 
 def gallery_items(

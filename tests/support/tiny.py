@@ -143,7 +143,12 @@ def make_workbench(tmp: Path, checkpoint_dirs=(), **cfg) -> tuple[Workbench, Pix
     enc = PixelEncoder()
     rr = tiny_reranker()
     config = WorkbenchConfig(cache_dir=tmp / "cache", checkpoint_dirs=tuple(checkpoint_dirs), **cfg)
-    wb = Workbench(config, corpus=corpus, drawing_encoder_factory=lambda spec: enc,
-                   reranker_factory=lambda spec: rr, progress=False,
-                   text_encoder_factory=lambda: (HashTextEncoder(), HybridSettings("minmax", 0.5, 1000)))  # fmt: skip
+    wb = Workbench(
+        config,
+        corpus=corpus,
+        drawing_encoder_factory=lambda spec: enc,
+        reranker_factory=lambda spec: rr,
+        progress=False,
+        text_encoder_factory=lambda: (HashTextEncoder(), HybridSettings("minmax", 0.5, 1000)),
+    )
     return wb, enc

@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--scored-pairs",
         help="human-scored phrase pairs, the USPPM CSV (id, anchor, target, context, title, label); needs --scored-split",
     )
-    src.add_argument("--scored-split", help="the committed anchor split of --scored-pairs (splits/usppm.json)")
+    src.add_argument(
+        "--scored-split", help="the committed anchor split of --scored-pairs (splits/usppm.json)"
+    )
     src.add_argument(
         "--no-context",
         action="store_true",
@@ -195,7 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["constant", "linear"],
         help="learning rate: constant, or linear warm-up over --warmup of the steps then linear decay to 0",
     )
-    o.add_argument("--warmup", type=float, default=0.1, help="--schedule linear: share of the steps warming up")
+    o.add_argument(
+        "--warmup", type=float, default=0.1, help="--schedule linear: share of the steps warming up"
+    )
     o.add_argument(
         "--select-on",
         default="loss",

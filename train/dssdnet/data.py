@@ -128,7 +128,9 @@ def scored_task(path: str | os.PathLike, split_file: str | os.PathLike, context:
         else:
             unknown.add(r.anchor)
     if unknown:
-        raise SystemExit(f"{len(unknown)} anchor(s) of {path} are in no split of {split_file}, e.g. {sorted(unknown)[0]!r}")
+        raise SystemExit(
+            f"{len(unknown)} anchor(s) of {path} are in no split of {split_file}, e.g. {sorted(unknown)[0]!r}"
+        )
     t = domain_sensitive_t(rows["train"])
     pairs = {s: to_pairs(rows[s], context, t if s == "train" else None) for s in SPLITS}
     return ScoreTask(rows, pairs, context)
@@ -254,7 +256,9 @@ def training_data(args) -> TrainingData:
         raise SystemExit("give one of --tsv, --labels and --scored-pairs")
     if args.scored_pairs:
         if not args.scored_split:
-            raise SystemExit("--scored-pairs needs --scored-split (splits/usppm.json: python -m train.text.split --scored-pairs CSV)")
+            raise SystemExit(
+                "--scored-pairs needs --scored-split (splits/usppm.json: python -m train.text.split --scored-pairs CSV)"
+            )
         task = scored_task(args.scored_pairs, args.scored_split, context=not args.no_context)
         order = np.random.default_rng(VAL_PAIR_SEED + 1).permutation(len(task.pairs["val"]))
         val = [task.pairs["val"][int(i)] for i in order]
@@ -284,9 +288,15 @@ def training_data(args) -> TrainingData:
         rows = guarded_rows(args, library, ctask)
         guard = rows[1]
         train_task = jsonl_task(
-            args.labels, library, args.domain_scheme, args.domain_level, args.val_fraction, pair_test,
-            args.seed, rows=rows[0],
-        )  # fmt: skip
+            args.labels,
+            library,
+            args.domain_scheme,
+            args.domain_level,
+            args.val_fraction,
+            pair_test,
+            args.seed,
+            rows=rows[0],
+        )
     if train_task is not None:
         fixed, val = train_task.pairs["train"], list(train_task.pairs["val"])
     else:
@@ -379,16 +389,21 @@ def eval_description(args, task, split: str) -> dict:
     if isinstance(task, ScoreTask):
         return {
             "protocol": "Pearson and Spearman of the re-ranker's score against the human scores of the split's anchors (never trained on)",
-            "split": split, "pairs": len(task.pairs[split]), "anchors": len({p.qid for p in task.pairs[split]}),
+            "split": split,
+            "pairs": len(task.pairs[split]),
+            "anchors": len({p.qid for p in task.pairs[split]}),
             "context": task.context,
-        }  # fmt: skip
+        }
     if isinstance(task, CorpusTask):
         k_first = min(args.k_first, len(task.library))
         return {
             "protocol": "BM25 (title + abstract, k1 1.2, b 0.75) top k_first per query, the query patent excluded; the first k_rerank re-ranked, the rest in BM25 order",
-            "split": split, "queries": len(task.queries[split]), "library": len(task.library),
-            "k_first": k_first, "k_rerank": k_first if args.k_rerank is None else min(args.k_rerank, k_first),
-        }  # fmt: skip
+            "split": split,
+            "queries": len(task.queries[split]),
+            "library": len(task.library),
+            "k_first": k_first,
+            "k_rerank": k_first if args.k_rerank is None else min(args.k_rerank, k_first),
+        }
     if task is None:
         return {}
     return {
@@ -400,7 +415,10 @@ def eval_description(args, task, split: str) -> dict:
 
 def fmt(m: dict) -> str:
     if "pearson" in m:
-        return " ".join(f"{k}={m[k]:.4f}" for k in ("pearson", "spearman") if m.get(k) is not None) + f" (pairs={m.get('pairs')})"
+        return (
+            " ".join(f"{k}={m[k]:.4f}" for k in ("pearson", "spearman") if m.get(k) is not None)
+            + f" (pairs={m.get('pairs')})"
+        )
     keys = [k for k in m if k.split("@")[0] in ("recall", "map", "map_retrieved", "ndcg")]
     return " ".join(f"{k}={m[k]:.4f}" for k in keys) + f" (n={m.get('num_queries')})"
 
@@ -429,7 +447,9 @@ class FeatureCache:
         self.train_layers = min(train_layers, n_layers)
         self.boundary = n_layers - self.train_layers  # frozen layers below the cached states
         cfg = model.config
-        tag = hashlib.sha1(f"{cfg.base}|{cfg.base_path}|{cfg.max_length}|{cfg.pooling}".encode()).hexdigest()[:12]
+        tag = hashlib.sha1(f"{cfg.base}|{cfg.base_path}|{cfg.max_length}|{cfg.pooling}".encode()).hexdigest()[
+            :12
+        ]
         self.path = Path(folder) / f"features-{tag}.pt" if folder and self.train_layers == 0 else None
         shared = _SHARED.setdefault((tag, self.train_layers, str(self.path)), {"index": {}, "rows": []})
         self.index: dict[str, int] = shared["index"]

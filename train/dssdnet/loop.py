@@ -33,7 +33,11 @@ log = logging.getLogger("train.dssdnet")
 def lr_schedule(optimizer, args, pairs_per_epoch: int, world: int) -> torch.optim.lr_scheduler.LambdaLR:
     """``--schedule``: constant, or linear warm-up over ``--warmup`` of the run's steps and linear decay to 0."""
     steps_per_epoch = max(1, math.ceil(pairs_per_epoch / max(1, world) / args.batch_size))
-    total = steps_per_epoch * args.epochs if args.max_steps is None else min(args.max_steps, steps_per_epoch * args.epochs)
+    total = (
+        steps_per_epoch * args.epochs
+        if args.max_steps is None
+        else min(args.max_steps, steps_per_epoch * args.epochs)
+    )
     warm = max(1, int(round(args.warmup * total)))
     if args.schedule == "constant":
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
@@ -191,12 +195,17 @@ def fit(run: Training, args, start: Progress, metrics: dict, started: float) -> 
                 running[k] = running.get(k, 0.0) + float(v.detach())
             if step % args.log_every == 0:
                 log.info(
-                    "epoch %d step %d loss %.4f %s", epoch, step, float(total.detach()),
+                    "epoch %d step %d loss %.4f %s",
+                    epoch,
+                    step,
+                    float(total.detach()),
                     " ".join(f"{k}={float(v.detach()):.4f}" for k, v in losses.items()),
-                )  # fmt: skip
+                )
             if args.max_steps is not None and step >= args.max_steps:
                 break
-        val_loss = validation_loss(model, loss_fn, run.val_pairs, args.batch_size, run.device, args.precision, cache)
+        val_loss = validation_loss(
+            model, loss_fn, run.val_pairs, args.batch_size, run.device, args.precision, cache
+        )
         extra = {}
         if args.select_on == "pearson":
             model.eval()
@@ -223,9 +232,16 @@ def fit(run: Training, args, start: Progress, metrics: dict, started: float) -> 
             best_weights = {n: p.detach().clone() for n, p in model.named_parameters() if n in trainable}
         else:
             bad_epochs += 1
-        log.info("epoch %d: val loss %.4f%s (selection %.4f, best %.4f, %d epoch(s) without improvement), %.0f s",
-                 epoch + 1, val_loss, "".join(f", {k} {v:.4f}" for k, v in extra.items()), val, best_val, bad_epochs,
-                 time.perf_counter() - started)  # fmt: skip
+        log.info(
+            "epoch %d: val loss %.4f%s (selection %.4f, best %.4f, %d epoch(s) without improvement), %.0f s",
+            epoch + 1,
+            val_loss,
+            "".join(f", {k} {v:.4f}" for k, v in extra.items()),
+            val,
+            best_val,
+            bad_epochs,
+            time.perf_counter() - started,
+        )
         if rank == 0:
             current = {n: p.detach().cpu().clone() for n, p in model.named_parameters() if n in trainable}
             checkpoint.save_train_state(
@@ -256,4 +272,6 @@ def fit(run: Training, args, start: Progress, metrics: dict, started: float) -> 
             stop_reason = "time budget"
             break
     train_seconds, train_cpu_seconds = time.perf_counter() - train_started, time.process_time() - train_cpu
-    return FitResult(step, best_val, best_weights, history, stop_reason, train_seconds, train_cpu_seconds, epoch)
+    return FitResult(
+        step, best_val, best_weights, history, stop_reason, train_seconds, train_cpu_seconds, epoch
+    )

@@ -79,8 +79,14 @@ def _tiny_base(out: Path) -> str:
         tok = AutoTokenizer.from_pretrained(resolve_base_path(RerankerConfig()), local_files_only=True)
         tok.save_pretrained(str(path))
         torch.manual_seed(1234)
-        cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+        cfg = BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
         hf_logging.disable_progress_bar()
         BertModel(cfg, add_pooling_layer=False).save_pretrained(str(path))
         hf_logging.enable_progress_bar()
@@ -89,7 +95,14 @@ def _tiny_base(out: Path) -> str:
     return str(path.resolve())
 
 
-LOSS_OFF = {"inf": ("ds", "di"), "orth": ("orth",), "rec": ("rec",), "t": ("t",), "mr": ("mr",), "pr": ("pr",)}
+LOSS_OFF = {
+    "inf": ("ds", "di"),
+    "orth": ("orth",),
+    "rec": ("rec",),
+    "t": ("t",),
+    "mr": ("mr",),
+    "pr": ("pr",),
+}
 
 
 def build_model(args, scheme: str, alpha: float | None) -> Reranker:
@@ -182,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
             log.warning(
                 "every training pair has the same domain label (%s of %d pairs known, t = %s): the domain "
                 "loss has nothing to balance and t carries no signal; alpha set to %s (pass --alpha to change)",
-                len(ts), len(first_pairs), ts[0] if ts else "unknown", DEFAULT_ALPHA,
-            )  # fmt: skip
+                len(ts),
+                len(first_pairs),
+                ts[0] if ts else "unknown",
+                DEFAULT_ALPHA,
+            )
 
     # model
     torch.manual_seed(args.seed)
@@ -192,9 +208,18 @@ def main(argv: list[str] | None = None) -> int:
         if model.config.domain_scheme != scheme and variant != "BERT(C)":
             # a new task (e.g. scored phrase pairs -> citations): t means the new task's domain overlap,
             # so the scheme is the task's and alpha is balanced over its training pairs
-            alpha = args.alpha if args.alpha is not None else domain_alpha([p.t for p in first_pairs], constant="default")
-            log.info("fine-tuning a %s checkpoint on a %s task: domain scheme %s, alpha %.4f",
-                     model.config.domain_scheme, scheme, scheme, alpha)  # fmt: skip
+            alpha = (
+                args.alpha
+                if args.alpha is not None
+                else domain_alpha([p.t for p in first_pairs], constant="default")
+            )
+            log.info(
+                "fine-tuning a %s checkpoint on a %s task: domain scheme %s, alpha %.4f",
+                model.config.domain_scheme,
+                scheme,
+                scheme,
+                alpha,
+            )
             model.config.domain_scheme = scheme
             model.config.loss.alpha = alpha
         if args.max_length:  # a new task may need another token budget (phrases -> abstracts)
@@ -221,9 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     scheduler = lr_schedule(optimizer, args, len(first_pairs), world)
     n_trainable = sum(p.numel() for p in heads + enc)
     run_name = f"{args.variant}-{Path(model.config.base).name}-L{args.train_layers}-lr{args.lr:g}-b{args.batch_size}-s{args.seed}"
-    log.info("[%s] %d train pairs/epoch, %d val pairs, scheme %s, alpha %s, %s trainable parameters, device %s, "
-             "world %d, cache %s", run_name, len(first_pairs), len(val_pairs), scheme, alpha, f"{n_trainable:,}",
-             device, world, "off" if cache is None else f"after {cache.boundary} frozen layers")  # fmt: skip
+    log.info(
+        "[%s] %d train pairs/epoch, %d val pairs, scheme %s, alpha %s, %s trainable parameters, device %s, "
+        "world %d, cache %s",
+        run_name,
+        len(first_pairs),
+        len(val_pairs),
+        scheme,
+        alpha,
+        f"{n_trainable:,}",
+        device,
+        world,
+        "off" if cache is None else f"after {cache.boundary} frozen layers",
+    )
 
     start = Progress(history=[])
     metrics: dict = {}
@@ -245,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
             best_weights=dict(state["best"]) if "best" in state else None,
         )
         metrics = {k: v for k, v in checkpoint.load_metrics(out).items() if k in ("before", "bm25", "splits")}
-        log.info("resumed from epoch %d, step %d, best val loss %.4f", start.epoch, start.step, start.best_val)
+        log.info(
+            "resumed from epoch %d, step %d, best val loss %.4f", start.epoch, start.step, start.best_val
+        )
     train_model = model
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(
@@ -270,10 +307,22 @@ def main(argv: list[str] | None = None) -> int:
 
     # the epochs
     training = Training(
-        model=model, train_model=train_model, loss_fn=loss_fn, optimizer=optimizer, scheduler=scheduler,
-        params=heads + enc, cache=cache, scorer=scorer, eval_task=eval_task, epoch_pairs=epoch_pairs,
-        val_pairs=val_pairs, out=out, device=device, rank=rank, world=world,
-    )  # fmt: skip
+        model=model,
+        train_model=train_model,
+        loss_fn=loss_fn,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        params=heads + enc,
+        cache=cache,
+        scorer=scorer,
+        eval_task=eval_task,
+        epoch_pairs=epoch_pairs,
+        val_pairs=val_pairs,
+        out=out,
+        device=device,
+        rank=rank,
+        world=world,
+    )
     fitted = fit(training, args, start, metrics, started)
     step, best_val, history, stop_reason = fitted.step, fitted.best_val, fitted.history, fitted.stop_reason
 
@@ -293,16 +342,31 @@ def main(argv: list[str] | None = None) -> int:
             if cache is not None:
                 cache.save()
         metrics.update(
-            history=history, best_val_loss=best_val, stop_reason=stop_reason, epochs_run=len(history), steps=step,
-            train_seconds=round(fitted.train_seconds, 1), train_cpu_seconds=round(fitted.train_cpu_seconds, 1),
-            total_seconds=round(time.perf_counter() - started, 1), cpu_seconds=round(time.process_time() - cpu_started, 1),
-            map_definitions=MAP_DEFINITIONS, evaluation=data.eval_description(args, eval_task, headline),
-        )  # fmt: skip
+            history=history,
+            best_val_loss=best_val,
+            stop_reason=stop_reason,
+            epochs_run=len(history),
+            steps=step,
+            train_seconds=round(fitted.train_seconds, 1),
+            train_cpu_seconds=round(fitted.train_cpu_seconds, 1),
+            total_seconds=round(time.perf_counter() - started, 1),
+            cpu_seconds=round(time.process_time() - cpu_started, 1),
+            map_definitions=MAP_DEFINITIONS,
+            evaluation=data.eval_description(args, eval_task, headline),
+        )
         train_info = {
-            "run_name": run_name, "args": vars(args), "variant": variant, "alpha": alpha, "domain_scheme": scheme,
-            "train_pairs_per_epoch": len(first_pairs), "val_pairs": len(val_pairs), "trainable_parameters": n_trainable,
-            "world_size": world, "device": str(device), "torch_threads": torch.get_num_threads(),
-        }  # fmt: skip
+            "run_name": run_name,
+            "args": vars(args),
+            "variant": variant,
+            "alpha": alpha,
+            "domain_scheme": scheme,
+            "train_pairs_per_epoch": len(first_pairs),
+            "val_pairs": len(val_pairs),
+            "trainable_parameters": n_trainable,
+            "world_size": world,
+            "device": str(device),
+            "torch_threads": torch.get_num_threads(),
+        }
         if train_task is not None and args.labels:
             train_info["num_labels"] = sum(len(v) for v in train_task.pairs.values())
             train_info["labels"] = td.guard
@@ -315,8 +379,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not args.keep_state and (out / checkpoint.STATE).exists():
             (out / checkpoint.STATE).unlink()
-        log.info("wrote %s (%.1f MB) in %.0f s; stopped by %s", out, checkpoint.size_bytes(out) / 1e6,
-                 time.perf_counter() - started, stop_reason)  # fmt: skip
+        log.info(
+            "wrote %s (%.1f MB) in %.0f s; stopped by %s",
+            out,
+            checkpoint.size_bytes(out) / 1e6,
+            time.perf_counter() - started,
+            stop_reason,
+        )
     if world > 1:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()

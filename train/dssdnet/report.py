@@ -108,15 +108,21 @@ def report(run_dirs: list[Path], qrels: dict, n_boot: int) -> dict:
         per_seed.append(
             {"run": str(d), "weight": weight, "k_rerank": k_rerank, "tuning": rows, "test": seed_metrics}
         )
-        log.info("%s: BM25 weight %.2f (val); test %s", d, weight,
-                 {n: round(m["ndcg@10"], 4) for n, m in seed_metrics.items()})  # fmt: skip
+        log.info(
+            "%s: BM25 weight %.2f (val); test %s",
+            d,
+            weight,
+            {n: round(m["ndcg@10"], 4) for n, m in seed_metrics.items()},
+        )
     out = {"seeds": len(run_dirs), "queries": len(per_query["bm25"][0]), "lists": {}, "bootstrap_vs_bm25": {}}
     for name in LISTS:
         out["lists"][name] = {
-            m: [statistics.fmean(s["test"][name][m] for s in per_seed),
-                statistics.stdev(s["test"][name][m] for s in per_seed) if len(per_seed) > 1 else 0.0]
+            m: [
+                statistics.fmean(s["test"][name][m] for s in per_seed),
+                statistics.stdev(s["test"][name][m] for s in per_seed) if len(per_seed) > 1 else 0.0,
+            ]
             for m in METRICS
-        }  # fmt: skip
+        }
     qids = sorted(per_query["bm25"][0])
     for name in ("dssdnet", "fused"):
         out["bootstrap_vs_bm25"][name] = {}
@@ -138,8 +144,15 @@ def main(argv: list[str] | None = None) -> int:
     data_argv = args.data[1:] if args.data[:1] == ["--"] else args.data
     targs = train_args([*data_argv, "--out", "unused"])
     library, qrels = dssdnet_data.load_library(targs)
-    task = corpus_task(library, qrels, targs.domain_scheme, targs.domain_level, targs.val_fraction,
-                                    targs.test_fraction if targs.test_fraction is not None else 0.3, targs.max_queries)  # fmt: skip
+    task = corpus_task(
+        library,
+        qrels,
+        targs.domain_scheme,
+        targs.domain_level,
+        targs.val_fraction,
+        targs.test_fraction if targs.test_fraction is not None else 0.3,
+        targs.max_queries,
+    )
     result = report([Path(d) for d in args.runs], task.qrels, args.bootstrap)
     command = shlex.join(["python", "-m", "train.dssdnet.report", *argv])
     result["command"] = command
@@ -176,9 +189,15 @@ def ship(result: dict, out: Path, command: str) -> Path:
     config["scheme"] = config["model"]["domain_scheme"]
     checkpoint.write_json(out / checkpoint.CONFIG, config)
     metrics = checkpoint.load_metrics(src)
-    metrics["fusion"] = {"weight": best["weight"], "tuned_on": "val", "objective": list(FUSION_METRICS),
-                         "test": best["test"], "report": command, "selected_from": [s["run"] for s in result["per_seed"]],
-                         "selected_by": "validation nDCG@10 of the re-ranked list"}  # fmt: skip
+    metrics["fusion"] = {
+        "weight": best["weight"],
+        "tuned_on": "val",
+        "objective": list(FUSION_METRICS),
+        "test": best["test"],
+        "report": command,
+        "selected_from": [s["run"] for s in result["per_seed"]],
+        "selected_by": "validation nDCG@10 of the re-ranked list",
+    }
     checkpoint.write_json(out / checkpoint.METRICS, metrics)
     log.info("shipped %s as %s (BM25 weight %.2f)", src, out, best["weight"])
     return out
@@ -239,11 +258,17 @@ def ladder_aggregate(out: Path, datasets, variants, seeds) -> dict:
             keys = [k for k in ms[0]["after"] if "@" in k]
             entry["variants"][v] = {k: list(mean_std([m["after"][k] for m in ms])) for k in keys}
             entry["runs"][v] = [
-                {"seed": int(p.name.removeprefix("seed")), "after": m["after"], "epochs": m.get("epochs_run"),
-                 "stop_reason": m.get("stop_reason"), "train_seconds": m.get("train_seconds"), "cpu_seconds": m.get("cpu_seconds"),
-                 "command": (p / checkpoint.COMMAND).read_text(encoding="utf-8").strip()}
+                {
+                    "seed": int(p.name.removeprefix("seed")),
+                    "after": m["after"],
+                    "epochs": m.get("epochs_run"),
+                    "stop_reason": m.get("stop_reason"),
+                    "train_seconds": m.get("train_seconds"),
+                    "cpu_seconds": m.get("cpu_seconds"),
+                    "command": (p / checkpoint.COMMAND).read_text(encoding="utf-8").strip(),
+                }
                 for p, m in zip(paths, ms, strict=True)
-            ]  # fmt: skip
+            ]
         result[ds] = entry
     return result
 

@@ -31,7 +31,9 @@ from patent_demo.reports.rerank import VARIANTS, scored_markdown
 from patent_demo.text.scored import biencoder_scores, bootstrap_correlation_diff, correlations
 
 log = logging.getLogger("train.dssdnet.scored")
-USPPM = "../shared/data/usppm_phrase_matching/train.csv"  # relative to the repository, as every command is run
+USPPM = (
+    "../shared/data/usppm_phrase_matching/train.csv"  # relative to the repository, as every command is run
+)
 SPLIT = "splits/usppm.json"
 TARGET = 0.78  # Pearson on anchors never trained on
 
@@ -60,7 +62,9 @@ def _scores(path: Path, split: str, ids: list[str]) -> np.ndarray:
     return np.asarray([by_id[i] for i in ids], dtype=np.float64)
 
 
-def report(main_runs: list[Path], ablation: dict[str, list[Path]], csv: str, split_file: str, n_boot: int) -> dict:
+def report(
+    main_runs: list[Path], ablation: dict[str, list[Path]], csv: str, split_file: str, n_boot: int
+) -> dict:
     truth, task = split_truth(csv, split_file)
     out: dict = {"data": str(csv), "split_file": str(split_file), "target_pearson": TARGET, "splits": {}}
     for s in SPLITS:
@@ -75,9 +79,11 @@ def report(main_runs: list[Path], ablation: dict[str, list[Path]], csv: str, spl
             entry["main"] = {
                 **{m: _mean_std([r[m] for r in per_seed]) for m in ("pearson", "spearman")},
                 "seeds": per_seed,
-                "minus_biencoder": {m: bootstrap_correlation_diff(mean_scores, base, labels, groups, m, n_boot)
-                                    for m in ("pearson", "spearman")},
-            }  # fmt: skip
+                "minus_biencoder": {
+                    m: bootstrap_correlation_diff(mean_scores, base, labels, groups, m, n_boot)
+                    for m in ("pearson", "spearman")
+                },
+            }
         ref = [_scores(p, s, ids) for p in ablation.get("dssdnet", [])]
         entry["ablation"] = {}
         for v, paths in ablation.items():
@@ -86,8 +92,9 @@ def report(main_runs: list[Path], ablation: dict[str, list[Path]], csv: str, spl
             sc = [_scores(p, s, ids) for p in paths]
             row = {m: _mean_std([correlations(x, labels)[m] for x in sc]) for m in ("pearson", "spearman")}
             if ref and v != "dssdnet":
-                row["minus_dssdnet"] = bootstrap_correlation_diff(np.mean(sc, axis=0), np.mean(ref, axis=0), labels,
-                                                                  groups, "pearson", n_boot)  # fmt: skip
+                row["minus_dssdnet"] = bootstrap_correlation_diff(
+                    np.mean(sc, axis=0), np.mean(ref, axis=0), labels, groups, "pearson", n_boot
+                )
             entry["ablation"][v] = row
         out["splits"][s] = entry
     out["main_runs"] = [_run_info(p) for p in main_runs]
@@ -104,8 +111,13 @@ def _mean_std(values: list[float]) -> list[float]:
 
 def _run_info(path: Path) -> dict:
     m = checkpoint.load_metrics(path)
-    return {"dir": str(path), "epochs": m.get("epochs_run"), "train_seconds": m.get("train_seconds"),
-            "history": m.get("history"), "command": (path / checkpoint.COMMAND).read_text(encoding="utf-8").strip()}  # fmt: skip
+    return {
+        "dir": str(path),
+        "epochs": m.get("epochs_run"),
+        "train_seconds": m.get("train_seconds"),
+        "history": m.get("history"),
+        "command": (path / checkpoint.COMMAND).read_text(encoding="utf-8").strip(),
+    }
 
 
 def compare_scores(a: str, b: str, csv: str, n_boot: int) -> dict:
@@ -120,8 +132,15 @@ def compare_scores(a: str, b: str, csv: str, n_boot: int) -> dict:
     ids = ra["ids"]
     x, y = np.asarray(ra["scores"]), np.asarray([by_id[i] for i in ids])
     labels, groups = [rows[i].label for i in ids], [rows[i].anchor for i in ids]
-    return {"a": ra.get("model", a), "b": rb.get("model", b), "pairs": len(ids), "anchors": len(set(groups)),
-            "a_minus_b": {m: bootstrap_correlation_diff(x, y, labels, groups, m, n_boot) for m in ("pearson", "spearman")}}  # fmt: skip
+    return {
+        "a": ra.get("model", a),
+        "b": rb.get("model", b),
+        "pairs": len(ids),
+        "anchors": len(set(groups)),
+        "a_minus_b": {
+            m: bootstrap_correlation_diff(x, y, labels, groups, m, n_boot) for m in ("pearson", "spearman")
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,14 +149,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=USPPM, help="the scored-pair CSV")
     p.add_argument("--split", default=SPLIT, help="its committed anchor split")
     p.add_argument("--out", default="runs/usppm-ablation", help="folder of the ablation runs")
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), help="ablation rows")
+    p.add_argument(
+        "--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), help="ablation rows"
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds of the ablation runs")
-    p.add_argument("--main", nargs="*", default=[], help="the full-budget runs reported as the model, one per seed")
+    p.add_argument(
+        "--main", nargs="*", default=[], help="the full-budget runs reported as the model, one per seed"
+    )
     p.add_argument("--aggregate-only", action="store_true", help="do not train; report the finished runs")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--table", default=None, help="write <table>.md and <table>.json")
-    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), default=None,
-                   help="do not train: A minus B on the pairs both scored (two evaluate text --pairs --json files)")
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A.json", "B.json"),
+        default=None,
+        help="do not train: A minus B on the pairs both scored (two evaluate text --pairs --json files)",
+    )
     p.add_argument("extra", nargs=argparse.REMAINDER, help="after '--': flags passed to every ablation run")
     args = p.parse_args(argv)
     if args.compare:
@@ -160,13 +188,30 @@ def main(argv: list[str] | None = None) -> int:
                 if finished(path):
                     log.info("%s: done, reused", path)
                     continue
-                run_args = ["--scored-pairs", args.data, "--scored-split", args.split, *VARIANTS[v][1], "--seed", str(seed),
-                            "--eval-splits", "val", "test", "--no-eval-before", "--write-run", "--out", str(path), *extra]  # fmt: skip
+                run_args = [
+                    "--scored-pairs",
+                    args.data,
+                    "--scored-split",
+                    args.split,
+                    *VARIANTS[v][1],
+                    "--seed",
+                    str(seed),
+                    "--eval-splits",
+                    "val",
+                    "test",
+                    "--no-eval-before",
+                    "--write-run",
+                    "--out",
+                    str(path),
+                    *extra,
+                ]
                 log.info("[%s] %s", v, shlex.join(run_args))
                 t0 = time.perf_counter()
                 dssdnet.main(run_args)
                 log.info("[%s] %.0f s", v, time.perf_counter() - t0)
-    ablation = {v: [run_dir(out, v, s) for s in args.seeds if finished(run_dir(out, v, s))] for v in args.variants}
+    ablation = {
+        v: [run_dir(out, v, s) for s in args.seeds if finished(run_dir(out, v, s))] for v in args.variants
+    }
     result = report([Path(m) for m in args.main], ablation, args.data, args.split, args.bootstrap)
     command = shlex.join(["python", "-m", "train.dssdnet.scored", *argv])
     result["command"] = command

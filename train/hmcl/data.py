@@ -212,19 +212,37 @@ SOURCES = ("uspc", "deeppatent2", "generated")  # the cached-feature sources (``
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     """The ``train.hmcl`` options of the training drawings: ``--sources``, their folders and the corpus."""
     a = p.add_argument
-    a("--sources", nargs="+", choices=("corpus", *SOURCES), default=["corpus"],
-      help="training drawings: corpus (--corpus or the demo corpus, end to end on images) or any of uspc, "
-           "deeppatent2, generated (cached frozen trunk, validated on --redbook)")  # fmt: skip
+    a(
+        "--sources",
+        nargs="+",
+        choices=("corpus", *SOURCES),
+        default=["corpus"],
+        help="training drawings: corpus (--corpus or the demo corpus, end to end on images) or any of uspc, "
+        "deeppatent2, generated (cached frozen trunk, validated on --redbook)",
+    )
     a("--uspc", default=f"{DATA}/design_patents_2007_uspc_macaulay", help="USPC 2007 drawings folder")
     a("--deeppatent2", default=f"{DATA}/deeppatent2_techdrawfinder_samples", help="DeepPatent2 folder")
-    a("--redbook", default=f"{DATA}/impact_design_patent_samples", help="Red Book validation folder (cached feed)")  # fmt: skip
+    a(
+        "--redbook",
+        default=f"{DATA}/impact_design_patent_samples",
+        help="Red Book validation folder (cached feed)",
+    )
     a("--demo-figures", type=int, default=3, help="figures per generated patent in the cached feed (0: all)")
     a("--max-per-source", type=int, default=0, help="cached feed: at most N drawings of each source (0: all)")
-    a("--corpus", default=None, help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus")  # fmt: skip
+    a(
+        "--corpus",
+        default=None,
+        help="corpus directory (manifest.jsonl + splits.json); default: the demo corpus",
+    )
     a("--demo-patents", type=int, default=400, help="patents of the generated demo corpus (without --corpus)")
     a("--demo-seed", type=int, default=0, help="seed of the generated demo corpus")
     a("--demo-size", type=int, default=256, help="drawing size in pixels of the generated demo corpus")
-    a("--demo-types", type=int, default=None, help="number of object types of the demo corpus (default: by size)")  # fmt: skip
+    a(
+        "--demo-types",
+        type=int,
+        default=None,
+        help="number of object types of the demo corpus (default: by size)",
+    )
     a("--cache-dir", default="cache", help="where the generated demo corpus is cached")
     a("--train-split", default="train", help="split to train on")
 
@@ -236,8 +254,11 @@ def sources_of(args: argparse.Namespace) -> list[DrawingSource]:
         if name in ("uspc", "deeppatent2"):
             out.append(FolderSource(getattr(args, name), name))
         elif name == "generated":
-            out.append(GeneratedSource(args.cache_dir, args.demo_patents, args.demo_seed, args.demo_size,
-                                       args.demo_figures))  # fmt: skip
+            out.append(
+                GeneratedSource(
+                    args.cache_dir, args.demo_patents, args.demo_seed, args.demo_size, args.demo_figures
+                )
+            )
         else:
             raise ValueError(f"unknown drawing source {name!r}")
     return out
@@ -272,8 +293,14 @@ def load_corpus(args: argparse.Namespace) -> Corpus:
         / f"democorpus-n{args.demo_patents}-t{args.demo_types}-s{args.demo_seed}-{args.demo_size}px"
     )
     if not (root / "democorpus.json").is_file():
-        build_corpus(root, patents=args.demo_patents, seed=args.demo_seed, size=args.demo_size, workers=1,
-                     n_types=args.demo_types)  # fmt: skip
+        build_corpus(
+            root,
+            patents=args.demo_patents,
+            seed=args.demo_seed,
+            size=args.demo_size,
+            workers=1,
+            n_types=args.demo_types,
+        )
     return Corpus.load(root, validate=False, name="democorpus")
 
 
@@ -318,9 +345,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "with_subclass_mate": sum(1 for q in splits[name] if subs[classes[q][1]] > 1),
             "with_main_mate": sum(1 for q in splits[name] if mains[classes[q][0]] > 1),
         }
-    doc = {"rule": RULE.format(seed=args.seed), "seed": args.seed, "source": "design_patents_2007_uspc_macaulay",
-           "command": "python -m train.hmcl.data " + " ".join(sys.argv[1:] if argv is None else argv),
-           "stats": stats, **splits}  # fmt: skip
+    doc = {
+        "rule": RULE.format(seed=args.seed),
+        "seed": args.seed,
+        "source": "design_patents_2007_uspc_macaulay",
+        "command": "python -m train.hmcl.data " + " ".join(sys.argv[1:] if argv is None else argv),
+        "stats": stats,
+        **splits,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(stats))

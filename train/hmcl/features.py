@@ -140,8 +140,15 @@ def view_cache(
 
 
 def _source_views(tower, items, train_tf, views, scan, cache_dir, tag) -> torch.Tensor:
-    parts = {"items": [it.path for it in items], "views": views, "size": train_tf.size,
-             "augment": repr(train_tf.augment), "scan": repr(scan), "cut": tower.cut_key, **tag}  # fmt: skip
+    parts = {
+        "items": [it.path for it in items],
+        "views": views,
+        "size": train_tf.size,
+        "augment": repr(train_tf.augment),
+        "scan": repr(scan),
+        "cut": tower.cut_key,
+        **tag,
+    }
     path = Path(cache_dir) / f"views-{items[0].source}-{_key(parts)}.pt"
     if path.is_file():
         return torch.load(path)
@@ -151,13 +158,23 @@ def _source_views(tower, items, train_tf, views, scan, cache_dir, tag) -> torch.
             log.info("deriving %s from %s", path, base)
             f = torch.load(base)
             flat = f.flatten(0, 1)
-            out = torch.cat([tower.advance(flat[i : i + 256].float(), earlier).to(torch.float16)
-                             for i in range(0, flat.shape[0], 256)])  # fmt: skip
+            out = torch.cat(
+                [
+                    tower.advance(flat[i : i + 256].float(), earlier).to(torch.float16)
+                    for i in range(0, flat.shape[0], 256)
+                ]
+            )
             out = out.view(f.shape[0], f.shape[1], *out.shape[1:])
             _save(out, path)
             return out
-    log.info("caching %d views of %d %s drawings at %d px -> %s", views, len(items), items[0].source,
-             train_tf.size, path)  # fmt: skip
+    log.info(
+        "caching %d views of %d %s drawings at %d px -> %s",
+        views,
+        len(items),
+        items[0].source,
+        train_tf.size,
+        path,
+    )
     chunks = []
     for start in range(0, len(items), 64):
         tensors = []
@@ -221,25 +238,59 @@ def add_cached_arguments(p: argparse.ArgumentParser) -> None:
     """The ``train.hmcl`` options of the cached feed: cached views, scan-like augmentations, validation sizes."""
     a = p.add_argument
     a("--views", type=int, default=4, help="cached feed: augmented views cached per training drawing")
-    a("--scan", nargs="*", default=[], choices=[*SCAN_CHOICES, "all"],
-      help="cached feed: scan-like augmentations of the generated drawings")  # fmt: skip
+    a(
+        "--scan",
+        nargs="*",
+        default=[],
+        choices=[*SCAN_CHOICES, "all"],
+        help="cached feed: scan-like augmentations of the generated drawings",
+    )
     a("--scan-prob", type=float, default=0.5, help="probability of each --scan augmentation")
-    a("--init-projection", choices=("package", "whiten"), default="package",
-      help="cached feed: the image projection's start: as created (package), or the whitening of the training "
-           "drawings' pooled features (needs --train-blocks 0)")  # fmt: skip
-    a("--eval-before", action="store_true", help="cached feed: also validate the pretrained encoder (zero_shot)")  # fmt: skip
-    a("--eval-sizes", type=int, nargs="*", default=[160, 224],
-      help="cached feed: also validate at these input sizes (weights trained at one size apply at any)")  # fmt: skip
-    a("--serve-size", type=int, default=0,
-      help="cached feed: input size the checkpoint is used at (one of --eval-sizes; 0: --image-size)")  # fmt: skip
-    a("--default", action="store_true",
-      help='mark the checkpoint as the app\'s default drawing model ("default": true in config.json)')  # fmt: skip
+    a(
+        "--init-projection",
+        choices=("package", "whiten"),
+        default="package",
+        help="cached feed: the image projection's start: as created (package), or the whitening of the training "
+        "drawings' pooled features (needs --train-blocks 0)",
+    )
+    a(
+        "--eval-before",
+        action="store_true",
+        help="cached feed: also validate the pretrained encoder (zero_shot)",
+    )
+    a(
+        "--eval-sizes",
+        type=int,
+        nargs="*",
+        default=[160, 224],
+        help="cached feed: also validate at these input sizes (weights trained at one size apply at any)",
+    )
+    a(
+        "--serve-size",
+        type=int,
+        default=0,
+        help="cached feed: input size the checkpoint is used at (one of --eval-sizes; 0: --image-size)",
+    )
+    a(
+        "--default",
+        action="store_true",
+        help='mark the checkpoint as the app\'s default drawing model ("default": true in config.json)',
+    )
 
 
 def check_cached_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Reject options of the end-to-end feed and too few cached views (``parser.error``)."""
-    given = [f for f, v in (("--corpus", args.corpus), ("--labels", args.labels), ("--init-from", args.init_from),
-                            ("--resume", args.resume), ("--epochs", args.epochs)) if v]  # fmt: skip
+    given = [
+        f
+        for f, v in (
+            ("--corpus", args.corpus),
+            ("--labels", args.labels),
+            ("--init-from", args.init_from),
+            ("--resume", args.resume),
+            ("--epochs", args.epochs),
+        )
+        if v
+    ]
     if given:
         parser.error(f"{', '.join(given)}: only with --sources corpus (the end-to-end feed)")
     if args.views < 2:
@@ -359,8 +410,14 @@ def run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) -> 
 
     val_corpus, val_items = RedBookSource(args.redbook).load()
     val_feats = eval_cache(tower, val_items, eval_tf, cache_dir, tag)
-    metrics: dict = {"validation": {"corpus": str(args.redbook), "protocol": "all", "pages": len(val_items),
-                                    "patents": len(val_corpus)}}  # fmt: skip
+    metrics: dict = {
+        "validation": {
+            "corpus": str(args.redbook),
+            "protocol": "all",
+            "pages": len(val_items),
+            "patents": len(val_corpus),
+        }
+    }
     if args.eval_before or args.steps == 0:
         metrics["zero_shot"] = validate(tower, val_feats, val_corpus, args.eval_k)
         log.info("zero-shot %d px: %s", args.image_size, brief(metrics["zero_shot"]))
@@ -373,8 +430,9 @@ def run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) -> 
     overlap = {it.patent for it in items} & {it.patent for it in val_items}
     if overlap:
         raise SystemExit(f"training and validation share patents {sorted(overlap)[:5]}")
-    feats = view_cache(tower, items, train_tf, args.views, ScanConfig.of(args.scan, args.scan_prob),
-                       cache_dir, tag)  # fmt: skip
+    feats = view_cache(
+        tower, items, train_tf, args.views, ScanConfig.of(args.scan, args.scan_prob), cache_dir, tag
+    )
     if args.init_projection == "whiten":
         whiten_projection(tower, feats)
         log.info("projection initialised by whitening the training drawings' pooled features")
@@ -392,14 +450,27 @@ def run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) -> 
     main_of = torch.tensor([main_vocab.get(it.main, -1) for it in first])
     item_patent = torch.tensor([pindex[it.patent] for it in items])
     by_source = {s: sum(it.source == s for it in items) for s in SOURCES}
-    log.info("training drawings %s, %d patents, %d subclasses, %d main classes; validation %d pages of %d "
-             "patents", by_source, len(patents), len(sub_vocab), len(main_vocab), len(val_items),
-             len(val_corpus))  # fmt: skip
+    log.info(
+        "training drawings %s, %d patents, %d subclasses, %d main classes; validation %d pages of %d patents",
+        by_source,
+        len(patents),
+        len(sub_vocab),
+        len(main_vocab),
+        len(val_items),
+        len(val_corpus),
+    )
 
     sampler = HierarchicalBatchSampler(
-        patents, [it.subclass for it in first], [it.main for it in first], per_patent, args.batch_patents, 2,
-        args.subclass_fraction, args.main_fraction, seed=args.seed,
-    )  # fmt: skip
+        patents,
+        [it.subclass for it in first],
+        [it.main for it in first],
+        per_patent,
+        args.batch_patents,
+        2,
+        args.subclass_fraction,
+        args.main_fraction,
+        seed=args.seed,
+    )
     text_feats, text_proj = None, None
     if args.text_weight > 0:
         texts = [it.text for it in first]
@@ -432,16 +503,28 @@ def run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) -> 
                 yield Step((f, pat, sub_of[pat], main_of[pat], tf), {"text_mask": mask}, f.shape[0])
                 step += 1
 
-    done = fit(module, steps(), optimizer, scheduler, total=args.steps, grad_clip=args.grad_clip,
-               log_every=args.log_every)  # fmt: skip
+    done = fit(
+        module,
+        steps(),
+        optimizer,
+        scheduler,
+        total=args.steps,
+        grad_clip=args.grad_clip,
+        log_every=args.log_every,
+    )
     step, last, epoch, train_seconds = done.step, done.last, epochs[0], done.seconds
     metrics["real_validation"] = validate(tower, val_feats, val_corpus, args.eval_k)
     metrics["real_validation_at"] = validate_sizes(
         tower, eval_tf, val_corpus, val_items, args, cache_dir, tag
     )
     log.info("after %d steps (%.0f s): %s", step, train_seconds, brief(metrics["real_validation"]))
-    metrics["train"] = {"steps": step, "train_seconds": round(train_seconds, 1), "final_losses": last,
-                        "wall_seconds": round(time.time() - t_start, 1), "epochs": epoch}  # fmt: skip
+    metrics["train"] = {
+        "steps": step,
+        "train_seconds": round(train_seconds, 1),
+        "final_losses": last,
+        "wall_seconds": round(time.time() - t_start, 1),
+        "epochs": epoch,
+    }
     served = metrics["real_validation"]
     if args.serve_size and args.serve_size != args.image_size:
         if str(args.serve_size) not in metrics["real_validation_at"]:
@@ -465,7 +548,7 @@ def run(args: argparse.Namespace, argv: list[str], name: str, run_dir: Path) -> 
             "patents": len(patents),
             "train_figures": len(items),
             "validation": metrics["validation"],
-        },  # fmt: skip
+        },
         "real_validation": validation_summary(served, REDBOOK_NAME, args.serve_size or args.image_size),
         "real_validation_at": summaries_at(metrics["real_validation_at"]),
         **({"default": True} if args.default else {}),

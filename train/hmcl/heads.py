@@ -72,9 +72,21 @@ from train.hmcl.loop import Step, fit
 
 log = logging.getLogger("train.hmcl.heads")
 PROG = "train.hmcl.heads"
-VARIANTS = ("zero-shot", "pca-whiten", "lda-subclass", "lda-main", "cl", "hmcl-paper", "hmcl-level",
-            "hmcl-paper-text", "hmcl-level-text", "hmcl-paper-shuffled", "hmcl-level-shuffled",
-            "hmcl-paper-mix", "hmcl-level-mix")  # fmt: skip
+VARIANTS = (
+    "zero-shot",
+    "pca-whiten",
+    "lda-subclass",
+    "lda-main",
+    "cl",
+    "hmcl-paper",
+    "hmcl-level",
+    "hmcl-paper-text",
+    "hmcl-level-text",
+    "hmcl-paper-shuffled",
+    "hmcl-level-shuffled",
+    "hmcl-paper-mix",
+    "hmcl-level-mix",
+)
 FITTED = ("pca-whiten", "lda-subclass", "lda-main")
 
 
@@ -92,16 +104,38 @@ def build_parser() -> argparse.ArgumentParser:
     a("--lr", type=float, default=1e-3, help="AdamW learning rate")
     a("--weight-decay", type=float, default=1e-4, help="AdamW weight decay")
     a("--tau", type=float, default=0.1, help="temperature of Eq. 4")
-    a("--weights", type=float, nargs=3, default=HMCLWeights().as_tuple(), metavar=("S_P", "S_S", "S_M"),
-      help="Eq. 2 weights: same patent, same subclass, same main class")  # fmt: skip
-    a("--hierarchy", choices=("uspc", "locarno", "both"), default="uspc",
-      help="the classes HMCL trains on: USPC, the Locarno classes derived from the titles (--locarno-labels), "
-           "or both (a pair's relevance is the higher of the two)")  # fmt: skip
-    a("--locarno-labels", default="splits/uspc2007_locarno.json", help="derived Locarno labels (train.hmcl.labels)")
-    a("--select-on", choices=("uspc", "redbook"), default="uspc",
-      help="where the step (and a -mix variant's trunk weight) is chosen: USPC val, or the Red Book pages "
-           "(Locarno validation: every page against all others; patent + subclass + main mAP)")  # fmt: skip
-    a("--redbook", default="../shared/data/impact_design_patent_samples", help="the Red Book validation patents")
+    a(
+        "--weights",
+        type=float,
+        nargs=3,
+        default=HMCLWeights().as_tuple(),
+        metavar=("S_P", "S_S", "S_M"),
+        help="Eq. 2 weights: same patent, same subclass, same main class",
+    )
+    a(
+        "--hierarchy",
+        choices=("uspc", "locarno", "both"),
+        default="uspc",
+        help="the classes HMCL trains on: USPC, the Locarno classes derived from the titles (--locarno-labels), "
+        "or both (a pair's relevance is the higher of the two)",
+    )
+    a(
+        "--locarno-labels",
+        default="splits/uspc2007_locarno.json",
+        help="derived Locarno labels (train.hmcl.labels)",
+    )
+    a(
+        "--select-on",
+        choices=("uspc", "redbook"),
+        default="uspc",
+        help="where the step (and a -mix variant's trunk weight) is chosen: USPC val, or the Red Book pages "
+        "(Locarno validation: every page against all others; patent + subclass + main mAP)",
+    )
+    a(
+        "--redbook",
+        default="../shared/data/impact_design_patent_samples",
+        help="the Red Book validation patents",
+    )
     a("--text-weight", type=float, default=0.2, help="lambda of the text term (Eq. 5) in the -text variants")
     a("--shrinkage", type=float, default=0.5, help="LDA covariance shrinkage")
     a("--bootstrap", type=int, default=2000, help="bootstrap resamples")
@@ -116,9 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
     a("--ship", default=None, help="write the best-on-val run of --ship-variant as a checkpoint here")
     a("--ship-variant", default=None, help="variant to ship (default: the best on val of the trained ones)")
     a("--save-heads", default=None, help="save every run's head here (for --merge)")
-    a("--merge", nargs="+", default=None, metavar="JSON",
-      help="merge result files of parallel runs (their heads in --save-heads) instead of training; with --ship "
-           "the best-on-val run over all of them is shipped")  # fmt: skip
+    a(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="merge result files of parallel runs (their heads in --save-heads) instead of training; with --ship "
+        "the best-on-val run over all of them is shipped",
+    )
     return p
 
 
@@ -149,7 +188,11 @@ def pair_levels(tr: Split, hierarchy: str, shuffle: torch.Generator | None = Non
     """``[n, n]`` closest class level two train patents share (``LEVEL_MARKS``: subclass, main; 0 none), the higher
     over the hierarchies trained on (``uspc``, ``locarno``: the derived labels, ``both``); the diagonal 0.
     With ``shuffle`` the labels of each hierarchy are permuted over the patents (the control)."""
-    hierarchies = {"uspc": [(tr.sub, tr.main)], "locarno": [tr.locarno], "both": [(tr.sub, tr.main), tr.locarno]}
+    hierarchies = {
+        "uspc": [(tr.sub, tr.main)],
+        "locarno": [tr.locarno],
+        "both": [(tr.sub, tr.main), tr.locarno],
+    }
     levels = []
     for sub, main in hierarchies[hierarchy]:
         if shuffle is not None:
@@ -222,8 +265,11 @@ def train_head(variant: str, seed: int, tr: Split, va: Split, args, text: torch.
 # -- the run -------------------------------------------------------------------------------------------------
 def summarise(values: list[float]) -> dict:
     v = np.array([np.nan if x is None else x for x in values], dtype=np.float64)
-    return {"mean": float(np.nanmean(v)), "std": float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0,
-            "values": [float(x) for x in v]}  # fmt: skip
+    return {
+        "mean": float(np.nanmean(v)),
+        "std": float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0,
+        "values": [float(x) for x in v],
+    }
 
 
 def run(args) -> dict:
@@ -240,11 +286,16 @@ def run(args) -> dict:
     if args.select_on == "redbook":  # Locarno validation: the Red Book pages choose the step and the weight
         va = RedBookSplit(args.redbook, args.image_size, args.cache_dir)
     text = title_features(tr.titles) if any(v.endswith("-text") for v in args.variants) else None
-    results: dict = {"setup": {"corpus": str(corpus.root), "image_size": args.image_size, "views": args.views,
-                               "splits": {n: len(s.patents) for n, s in
-                                          (("train", tr), ("val", va), ("test", te))},
-                               "args": {k: v for k, v in vars(args).items() if k not in ("out", "ship")}},
-                     "variants": {}}  # fmt: skip
+    results: dict = {
+        "setup": {
+            "corpus": str(corpus.root),
+            "image_size": args.image_size,
+            "views": args.views,
+            "splits": {n: len(s.patents) for n, s in (("train", tr), ("val", va), ("test", te))},
+            "args": {k: v for k, v in vars(args).items() if k not in ("out", "ship")},
+        },
+        "variants": {},
+    }
     if args.no_test:  # exploration: score val twice, never test
         te = va
     zs_val, zs_test = evaluate(va, None), evaluate(te, None)
@@ -262,38 +313,77 @@ def run(args) -> dict:
                 head = lda(
                     tr.clean, tr.sub if variant == "lda-subclass" else tr.main, args.dim, args.shrinkage
                 )
-            runs.append({"seed": None, "val": evaluate(va, head), "test": evaluate(te, head), "head": head,
-                         "step": 0})  # fmt: skip
+            runs.append(
+                {"seed": None, "val": evaluate(va, head), "test": evaluate(te, head), "head": head, "step": 0}
+            )
         else:
             for seed in args.seeds:
                 best = train_head(variant, seed, tr, va, args, text)
-                runs.append({"seed": seed, "val": best["val"], "test": evaluate(te, best["head"], alpha=best["alpha"]),
-                             "head": best["head"], "step": best["step"], "curve": best["curve"],
-                             "alpha": best["alpha"]})  # fmt: skip
+                runs.append(
+                    {
+                        "seed": seed,
+                        "val": best["val"],
+                        "test": evaluate(te, best["head"], alpha=best["alpha"]),
+                        "head": best["head"],
+                        "step": best["step"],
+                        "curve": best["curve"],
+                        "alpha": best["alpha"],
+                    }
+                )
         heads[variant] = runs
         entry = {"runs": [], "val": {}, "test": {}, "test_vs_zero_shot": {}}
         for r in runs:
-            boot = {k: paired_bootstrap(r["test"]["per_query"][k], zs_test["per_query"][k],
-                                        n_boot=args.bootstrap, seed=0) for k in KEYS}  # fmt: skip
-            entry["runs"].append({"seed": r["seed"], "best_step": r["step"], "curve": r.get("curve"), "alpha": r.get("alpha"),
-                                  "val": r["val"]["metrics"], "test": r["test"]["metrics"],
-                                  "test_vs_zero_shot": boot})  # fmt: skip
+            boot = {
+                k: paired_bootstrap(
+                    r["test"]["per_query"][k], zs_test["per_query"][k], n_boot=args.bootstrap, seed=0
+                )
+                for k in KEYS
+            }
+            entry["runs"].append(
+                {
+                    "seed": r["seed"],
+                    "best_step": r["step"],
+                    "curve": r.get("curve"),
+                    "alpha": r.get("alpha"),
+                    "val": r["val"]["metrics"],
+                    "test": r["test"]["metrics"],
+                    "test_vs_zero_shot": boot,
+                }
+            )
         for where in ("val", "test"):
             keys = [k for k in (*KEYS, "patent_map") if runs[0][where]["metrics"].get(k) is not None]
             entry[where] = {k: summarise([r[where]["metrics"][k] for r in runs]) for k in keys}
-        entry["test_vs_zero_shot"] = {k: summarise([r["test_vs_zero_shot"][k]["diff"] for r in entry["runs"]])
-                                      for k in KEYS}  # fmt: skip
+        entry["test_vs_zero_shot"] = {
+            k: summarise([r["test_vs_zero_shot"][k]["diff"] for r in entry["runs"]]) for k in KEYS
+        }
         results["variants"][variant] = entry
         v, t = entry["val"], entry["test"]
         if args.no_test:
-            log.info("%-16s val sub %.3f±%.3f main %.3f±%.3f hier %.3f steps %s (%.0fs)", variant,
-                     v["subclass_map"]["mean"], v["subclass_map"]["std"], v["main_map"]["mean"], v["main_map"]["std"],
-                     v["hier_ndcg@10"]["mean"], [r["step"] for r in runs], time.perf_counter() - t0)  # fmt: skip
+            log.info(
+                "%-16s val sub %.3f±%.3f main %.3f±%.3f hier %.3f steps %s (%.0fs)",
+                variant,
+                v["subclass_map"]["mean"],
+                v["subclass_map"]["std"],
+                v["main_map"]["mean"],
+                v["main_map"]["std"],
+                v["hier_ndcg@10"]["mean"],
+                [r["step"] for r in runs],
+                time.perf_counter() - t0,
+            )
             continue
-        log.info("%-16s val sub %.3f main %.3f hier %.3f | test sub %.3f±%.3f main %.3f±%.3f hier %.3f (%.0fs)",
-                 variant, v["subclass_map"]["mean"], v["main_map"]["mean"], v["hier_ndcg@10"]["mean"],
-                 t["subclass_map"]["mean"], t["subclass_map"]["std"], t["main_map"]["mean"], t["main_map"]["std"],
-                 t["hier_ndcg@10"]["mean"], time.perf_counter() - t0)  # fmt: skip
+        log.info(
+            "%-16s val sub %.3f main %.3f hier %.3f | test sub %.3f±%.3f main %.3f±%.3f hier %.3f (%.0fs)",
+            variant,
+            v["subclass_map"]["mean"],
+            v["main_map"]["mean"],
+            v["hier_ndcg@10"]["mean"],
+            t["subclass_map"]["mean"],
+            t["subclass_map"]["std"],
+            t["main_map"]["mean"],
+            t["main_map"]["std"],
+            t["hier_ndcg@10"]["mean"],
+            time.perf_counter() - t0,
+        )
     if args.no_test:
         for entry in results["variants"].values():
             entry.pop("test")
@@ -333,8 +423,13 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
 
     def summary(where: str) -> dict:
         m = chosen[where]["metrics"]
-        return {"corpus": f"uspc2007 (split {where}, every drawing against all others of it)", "protocol": "all",
-                "image_size": size, "num_queries": m.get("num_queries"), "metrics": m}  # fmt: skip
+        return {
+            "corpus": f"uspc2007 (split {where}, every drawing against all others of it)",
+            "protocol": "all",
+            "image_size": size,
+            "num_queries": m.get("num_queries"),
+            "metrics": m,
+        }
 
     figures = {
         "uspc_val_zero_shot": zs and {k: zs["val"][k]["mean"] for k in KEYS},
@@ -345,13 +440,29 @@ def ship(directory: str, variant: str, chosen: dict, results: dict, argv: list[s
     model = {"name": HEAD_ENCODER, "image_size": results["setup"]["image_size"]}
     if chosen.get("alpha") is not None:
         model["trunk_mix"] = chosen["alpha"]
-    config = {"kind": "hmcl", "model": model,
-              "base": "default", "delta": True, "default": True, "scheme": "uspc",
-              "train": {"script": PROG, "variant": variant, "loss": loss, "seed": chosen["seed"],
-                        "best_step": chosen["step"], "trunk_mix": chosen.get("alpha"), "s_p": s_p, "s_s": 0.0 if loss == "cl" else s_s,
-                        "s_m": 0.0 if loss == "cl" else s_m, "data": "USPC 2007 train split (splits/uspc2007.json)",
-                        "chosen_on": "USPC val (subclass_map + main_map)", **results["setup"]["args"]},
-              "uspc": figures}  # fmt: skip
+    config = {
+        "kind": "hmcl",
+        "model": model,
+        "base": "default",
+        "delta": True,
+        "default": True,
+        "scheme": "uspc",
+        "train": {
+            "script": PROG,
+            "variant": variant,
+            "loss": loss,
+            "seed": chosen["seed"],
+            "best_step": chosen["step"],
+            "trunk_mix": chosen.get("alpha"),
+            "s_p": s_p,
+            "s_s": 0.0 if loss == "cl" else s_s,
+            "s_m": 0.0 if loss == "cl" else s_m,
+            "data": "USPC 2007 train split (splits/uspc2007.json)",
+            "chosen_on": "USPC val (subclass_map + main_map)",
+            **results["setup"]["args"],
+        },
+        "uspc": figures,
+    }
     metrics = {"validation": {"uspc": summary("val")}, "test": {"uspc": summary("test")}, "uspc": figures}
     save_checkpoint(directory, state, config, metrics=metrics, command=["python", "-m", *argv])
 
@@ -364,8 +475,10 @@ def save_heads(directory: str, heads: dict) -> None:
         for r in runs:
             if r["head"] is not None:
                 w, b = r["head"]
-                save_file({"weight": w.contiguous(), "bias": b.contiguous()},
-                          str(Path(directory) / f"{variant}-{r['seed']}.safetensors"))  # fmt: skip
+                save_file(
+                    {"weight": w.contiguous(), "bias": b.contiguous()},
+                    str(Path(directory) / f"{variant}-{r['seed']}.safetensors"),
+                )
 
 
 def merge(args, argv: list[str]) -> dict:
@@ -374,8 +487,12 @@ def merge(args, argv: list[str]) -> dict:
     from safetensors.torch import load_file
 
     parts = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge]
-    results = {"setup": parts[0]["setup"], "zero_shot_flip": parts[0].get("zero_shot_flip"), "variants": {},
-               "commands": [p["command"] for p in parts]}  # fmt: skip
+    results = {
+        "setup": parts[0]["setup"],
+        "zero_shot_flip": parts[0].get("zero_shot_flip"),
+        "variants": {},
+        "commands": [p["command"] for p in parts],
+    }
     for part in parts:
         for name, entry in part["variants"].items():
             results["variants"].setdefault(name, entry)
@@ -383,11 +500,22 @@ def merge(args, argv: list[str]) -> dict:
         name = best_variant(results["variants"], args.ship_variant)
         run_ = max(results["variants"][name]["runs"], key=lambda r: selection_score({"metrics": r["val"]}))
         t = load_file(str(Path(args.save_heads) / f"{name}-{run_['seed']}.safetensors"))
-        chosen = {"head": (t["weight"], t["bias"]), "seed": run_["seed"], "step": run_["best_step"], "alpha": run_.get("alpha"),
-                  "val": {"metrics": run_["val"]}, "test": {"metrics": run_["test"]}}  # fmt: skip
+        chosen = {
+            "head": (t["weight"], t["bias"]),
+            "seed": run_["seed"],
+            "step": run_["best_step"],
+            "alpha": run_.get("alpha"),
+            "val": {"metrics": run_["val"]},
+            "test": {"metrics": run_["test"]},
+        }
         ship(args.ship, name, chosen, results, [PROG, *argv])
-        results["shipped"] = {"dir": args.ship, "variant": name, "seed": run_["seed"], "val": run_["val"],
-                              "test": run_["test"]}  # fmt: skip
+        results["shipped"] = {
+            "dir": args.ship,
+            "variant": name,
+            "seed": run_["seed"],
+            "val": run_["val"],
+            "test": run_["test"],
+        }
     results["command"] = (
         f"python -m {PROG} " + " ".join(argv) + " (merging: " + "; ".join(results["commands"]) + ")"
     )
@@ -413,8 +541,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.ship:
         variant, chosen = choose_ship(results, args.ship_variant)
         ship(args.ship, variant, chosen, results, [PROG, *argv])
-        results["shipped"] = {"dir": args.ship, "variant": variant, "seed": chosen["seed"],
-                              "val": chosen["val"]["metrics"], "test": chosen["test"]["metrics"]}  # fmt: skip
+        results["shipped"] = {
+            "dir": args.ship,
+            "variant": variant,
+            "seed": chosen["seed"],
+            "val": chosen["val"]["metrics"],
+            "test": chosen["test"]["metrics"],
+        }
         log.info("shipped %s seed %s to %s", variant, chosen["seed"], args.ship)
     results.pop("_heads")
     results.pop("_splits")

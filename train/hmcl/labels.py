@@ -69,8 +69,11 @@ def read_grants(data: Path = DATA) -> list[Grant]:
 def read_products(data: Path = DATA) -> tuple[list[str], list[str]]:
     """WIPO product indications (label, Locarno main class), without the synthetic "Miscellaneous" rows."""
     seed = json.loads((data / PRODUCTS).read_text(encoding="utf-8"))
-    rows = [(p["label"], f"{int(p['main_class_value'].split('_')[1]):02d}") for p in seed["subclasses"]
-            if p["label"].strip().lower() != "miscellaneous"]  # fmt: skip
+    rows = [
+        (p["label"], f"{int(p['main_class_value'].split('_')[1]):02d}")
+        for p in seed["subclasses"]
+        if p["label"].strip().lower() != "miscellaneous"
+    ]
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
@@ -80,7 +83,9 @@ def read_uspc(data: Path = DATA) -> list[tuple[str, int, str]]:
     with open(data / USPC, encoding="utf-8", newline="") as fh:
         for row in csv.reader(fh, delimiter="\t"):
             if len(row) >= 3:
-                out.append((row[0].strip(), int(re.match(r"D\s*(\d+)", row[1].strip()).group(1)), row[2].strip()))
+                out.append(
+                    (row[0].strip(), int(re.match(r"D\s*(\d+)", row[1].strip()).group(1)), row[2].strip())
+                )
     return out
 
 
@@ -106,7 +111,9 @@ class Deriver:
                 out.append((str(prod), False))
         return out
 
-    def subclasses(self, titles_emb: np.ndarray, mains: Sequence[str], leave_out: Sequence[int] | None = None):
+    def subclasses(
+        self, titles_emb: np.ndarray, mains: Sequence[str], leave_out: Sequence[int] | None = None
+    ):
         """Per title: (nearest grant's subclass among the grants of its main class, cosine); ``("", 0.0)``
         when no grant has that main class. ``leave_out[i]`` is a grant row title ``i`` may not use."""
         sims = titles_emb @ self.g.T
@@ -135,9 +142,16 @@ class Deriver:
         curve = []
         for th in THRESHOLDS:
             kept = sim >= th
-            curve.append({"threshold": th, "coverage": float(kept.mean()),
-                          "accuracy": float(sub_ok[kept].mean()) if kept.any() else None})  # fmt: skip
-        chosen = next((c for c in curve if c["accuracy"] is not None and c["accuracy"] >= MIN_ACCURACY), curve[-1])
+            curve.append(
+                {
+                    "threshold": th,
+                    "coverage": float(kept.mean()),
+                    "accuracy": float(sub_ok[kept].mean()) if kept.any() else None,
+                }
+            )
+        chosen = next(
+            (c for c in curve if c["accuracy"] is not None and c["accuracy"] >= MIN_ACCURACY), curve[-1]
+        )
         product_main = self.p_main[(self.g @ self.p.T).argmax(1)]
         return {
             "grants": len(self.grants),
@@ -158,9 +172,15 @@ class Deriver:
         emb = self.embed([t for _, _, t in drawings])
         mains = self.mains(emb, [c for _, c, _ in drawings])
         subs = self.subclasses(emb, [m for m, _ in mains])
-        return {pid: {"main": m, "confirmed": bool(c), "subclass": s if sim >= threshold else "",
-                      "similarity": round(sim, 4)}
-                for (pid, _, _), (m, c), (s, sim) in zip(drawings, mains, subs, strict=True)}  # fmt: skip
+        return {
+            pid: {
+                "main": m,
+                "confirmed": bool(c),
+                "subclass": s if sim >= threshold else "",
+                "similarity": round(sim, 4),
+            }
+            for (pid, _, _), (m, c), (s, sim) in zip(drawings, mains, subs, strict=True)
+        }
 
 
 def minilm_embed():
@@ -203,10 +223,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "labels": labels,
     }
     Path(args.out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"grants: main {check['main_accuracy']:.3f} (confirmed {check['main_confirmed_accuracy']:.3f} on "
-          f"{check['main_confirmed_coverage']:.0%}), subclass at cosine >= {check['threshold']}: "
-          f"{check['subclass_kept_accuracy']:.3f} on {check['subclass_kept_coverage']:.0%} (all: "
-          f"{check['subclass_accuracy_all']:.3f})")  # fmt: skip
+    print(
+        f"grants: main {check['main_accuracy']:.3f} (confirmed {check['main_confirmed_accuracy']:.3f} on "
+        f"{check['main_confirmed_coverage']:.0%}), subclass at cosine >= {check['threshold']}: "
+        f"{check['subclass_kept_accuracy']:.3f} on {check['subclass_kept_coverage']:.0%} (all: "
+        f"{check['subclass_accuracy_all']:.3f})"
+    )
     print(f"drawings: {len(labels)}, main confirmed {confirmed}, subclass kept {kept} -> {args.out}")
     return 0
 

@@ -60,11 +60,22 @@ def cosine_schedule(optimizer, total: int, args) -> torch.optim.lr_scheduler.Lam
 def add_loss_arguments(p: argparse.ArgumentParser) -> None:
     """The ``train.hmcl`` options of :class:`TrainModule`'s losses."""
     a = p.add_argument
-    a("--loss", choices=("hmcl", "cl"), default="hmcl", help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)")  # fmt: skip
+    a(
+        "--loss",
+        choices=("hmcl", "cl"),
+        default="hmcl",
+        help="hmcl (Eqs. 2-4) or plain contrastive cl (Eq. 1)",
+    )
     a("--text-weight", type=float, default=0.2, help="lambda of the image-text term (Eq. 5); 0 disables it")
     a("--tau", type=float, default=0.1, help="temperature of the contrastive losses")
-    a("--weights", type=float, nargs=3, default=list(HMCLWeights().as_tuple()), metavar=("S_P", "S_S", "S_M"),
-      help="HMCL relevance of same patent, same subclass, same main class (Eq. 2)")  # fmt: skip
+    a(
+        "--weights",
+        type=float,
+        nargs=3,
+        default=list(HMCLWeights().as_tuple()),
+        metavar=("S_P", "S_S", "S_M"),
+        help="HMCL relevance of same patent, same subclass, same main class (Eq. 2)",
+    )
 
 
 def add_optimiser_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,8 +83,12 @@ def add_optimiser_arguments(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
     a("--lr", type=float, default=3e-4, help="peak learning rate of AdamW")
     a("--weight-decay", type=float, default=0.05, help="AdamW weight decay (matrices and convolutions only)")
-    a("--warmup-steps", type=int, default=None,
-      help="linear warm-up steps before the cosine decay (default 30; cached feed 20)")  # fmt: skip
+    a(
+        "--warmup-steps",
+        type=int,
+        default=None,
+        help="linear warm-up steps before the cosine decay (default 30; cached feed 20)",
+    )
     a("--min-lr-ratio", type=float, default=0.05, help="final learning rate as a fraction of --lr")
     a("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this value (0: off)")
 
@@ -129,8 +144,15 @@ class TrainModule(nn.Module):
     """Encoder + losses in one module so DDP synchronises every trainable parameter (the text term's
     logit scale included). ``forward`` returns the dict of ``*_loss`` terms."""
 
-    def __init__(self, model: nn.Module, loss: str, tau: float, weights: Sequence[float], text_weight: float,
-                 text_proj: nn.Module | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: nn.Module,
+        loss: str,
+        tau: float,
+        weights: Sequence[float],
+        text_weight: float,
+        text_proj: nn.Module | None,
+    ) -> None:
         super().__init__()
         self.model = model
         self.loss = loss
@@ -142,10 +164,17 @@ class TrainModule(nn.Module):
         self.text_proj = text_proj
         self.text = ImageTextLoss(weight=text_weight) if text_weight > 0 else None
 
-    def forward(self, images: torch.Tensor, patent_ids: torch.Tensor, subclass_ids: torch.Tensor,
-                main_ids: torch.Tensor, text_features: torch.Tensor | None = None, h: torch.Tensor | None = None,
-                negative_mask: torch.Tensor | None = None,
-                text_mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+    def forward(
+        self,
+        images: torch.Tensor,
+        patent_ids: torch.Tensor,
+        subclass_ids: torch.Tensor,
+        main_ids: torch.Tensor,
+        text_features: torch.Tensor | None = None,
+        h: torch.Tensor | None = None,
+        negative_mask: torch.Tensor | None = None,
+        text_mask: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
         """``images [B, 3, S, S]`` (or cached trunk outputs), ids ``[B]``; an explicit ``h [B, B]`` (Eq. 2
         weights with label overrides) and ``negative_mask [B, B]`` replace the ids' weights; ``text_mask
         [B]`` selects the items that have a text for the image-text term (Eq. 5)."""

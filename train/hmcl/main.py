@@ -119,13 +119,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--tiny", action="store_true", help="a tiny run for tests: tiny corpus, small images, few steps")
     # model
-    a("--model", "--encoder", dest="encoder", default="lite-clip",
-      help="the architecture: an encoder name from patent_demo/configs/encoders.json (--encoder: deprecated alias)")  # fmt: skip
-    a("--pretrained", default="default", help="base weights: 'default' (registry source), a file, or a hub tag")  # fmt: skip
+    a(
+        "--model",
+        "--encoder",
+        dest="encoder",
+        default="lite-clip",
+        help="the architecture: an encoder name from patent_demo/configs/encoders.json (--encoder: deprecated alias)",
+    )
+    a(
+        "--pretrained",
+        default="default",
+        help="base weights: 'default' (registry source), a file, or a hub tag",
+    )
     a("--image-size", type=int, default=128, help="input size S of the vision tower (drawings become S x S)")
     a("--train-blocks", type=int, default=3, help="train the last N vision blocks plus the projections")
-    a("--init-from", default=None,
-      help="fine-tune from this HMCL checkpoint (its encoder, base weights and image size); the new one gets version + 1")  # fmt: skip
+    a(
+        "--init-from",
+        default=None,
+        help="fine-tune from this HMCL checkpoint (its encoder, base weights and image size); the new one gets version + 1",
+    )
     # data
     add_source_arguments(p)
     a("--eval-splits", nargs="*", default=["val", "test"], help="splits evaluated before and after training")
@@ -140,10 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
     a("--workers", type=int, default=0, help="DataLoader worker processes (0: load in the training process)")
     # loss
     add_loss_arguments(p)
-    a("--pairs", choices=("views", "figures"), default="figures",
-      help="a positive pair: two augmented views of one figure, or two figures of one patent")  # fmt: skip
-    a("--shuffle-labels", action="store_true",
-      help="control: permute Locarno subclasses across training patents (class sizes kept); evaluate on true labels")  # fmt: skip
+    a(
+        "--pairs",
+        choices=("views", "figures"),
+        default="figures",
+        help="a positive pair: two augmented views of one figure, or two figures of one patent",
+    )
+    a(
+        "--shuffle-labels",
+        action="store_true",
+        help="control: permute Locarno subclasses across training patents (class sizes kept); evaluate on true labels",
+    )
     a("--subclass-fraction", type=float, default=0.5, help="share of a batch drawn from one subclass")
     add_label_arguments(p)
     a("--main-fraction", type=float, default=0.25, help="further share of a batch drawn from that main class")
@@ -151,18 +170,35 @@ def build_parser() -> argparse.ArgumentParser:
     a("--seed", type=int, default=0, help="seed of sampling, augmentation and label shuffling")
     a("--steps", type=int, default=300, help="optimiser steps (ignored when --epochs is given)")
     a("--epochs", type=int, default=None, help="train for this many passes of the sampler instead of --steps")
-    a("--batch-patents", type=int, default=None,
-      help="P patents per batch (2P embeddings), per process (default 24; cached feed 32)")  # fmt: skip
+    a(
+        "--batch-patents",
+        type=int,
+        default=None,
+        help="P patents per batch (2P embeddings), per process (default 24; cached feed 32)",
+    )
     add_optimiser_arguments(p)
     a("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     a("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice; cached feed 1)")
     # output
-    a("--out", default=None, help="parent directory of the run directory (default runs; cached feed runs/real)")  # fmt: skip
+    a(
+        "--out",
+        default=None,
+        help="parent directory of the run directory (default runs; cached feed runs/real)",
+    )
     a("--name", default=None, help="run name (default: built from the key hyperparameters)")
     a("--resume", action="store_true", help="continue the run in <out>/<name> from its state.pt")
-    a("--stop-after-steps", type=int, default=0,
-      help="end this invocation after N steps, saving checkpoint and state (for time-limited jobs; --resume continues)")  # fmt: skip
-    a("--save-every", type=int, default=0, help="also write the checkpoint every N steps (0: only at the end)")  # fmt: skip
+    a(
+        "--stop-after-steps",
+        type=int,
+        default=0,
+        help="end this invocation after N steps, saving checkpoint and state (for time-limited jobs; --resume continues)",
+    )
+    a(
+        "--save-every",
+        type=int,
+        default=0,
+        help="also write the checkpoint every N steps (0: only at the end)",
+    )
     a("--log-every", type=int, default=None, help="log the loss every N steps (default 10; cached feed 25)")
     return p
 
@@ -193,8 +229,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             "--sources: corpus trains end to end; it does not mix with the cached sources "
             + " ".join(SOURCES)
         )
-    for key, images, cached in (("batch_patents", 24, 32), ("warmup_steps", 30, 20), ("threads", None, 1),
-                                ("out", "runs", "runs/real"), ("log_every", 10, 25)):  # fmt: skip
+    for key, images, cached in (
+        ("batch_patents", 24, 32),
+        ("warmup_steps", 30, 20),
+        ("threads", None, 1),
+        ("out", "runs", "runs/real"),
+        ("log_every", 10, 25),
+    ):
         if getattr(args, key) is None:
             setattr(args, key, cached if args.cached else images)
     if args.cached:
@@ -324,20 +365,40 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
     k = 2 if args.pairs == "figures" else 1
     views = 1 if args.pairs == "figures" else 2
     sampler = HierarchicalBatchSampler(
-        [p.id for p in train_patents], subclasses, mains, per_patent, args.batch_patents, k,
-        args.subclass_fraction, args.main_fraction, seed=args.seed, rank=rank, world_size=world,
-    )  # fmt: skip
+        [p.id for p in train_patents],
+        subclasses,
+        mains,
+        per_patent,
+        args.batch_patents,
+        k,
+        args.subclass_fraction,
+        args.main_fraction,
+        seed=args.seed,
+        rank=rank,
+        world_size=world,
+    )
     total = args.epochs * len(sampler) if args.epochs else args.steps
     start = int(state["step"]) if state else 0
     dataset = TrainFigures(corpus, figures, train_tf, views, cache_side=max(args.image_size * 3 // 2, 64))
     batches = StepBatches(sampler, total, start, args.seed, rank)
     if labels is not None:
-        batches = LabelBatches(batches, labels.groups, args.label_groups, args.label_positives,
-                               args.label_negatives, args.seed, rank)  # fmt: skip
+        batches = LabelBatches(
+            batches,
+            labels.groups,
+            args.label_groups,
+            args.label_positives,
+            args.label_negatives,
+            args.seed,
+            rank,
+        )
     loader = DataLoader(
-        dataset, batch_sampler=batches, collate_fn=collate,
-        num_workers=args.workers, pin_memory=device.type == "cuda", persistent_workers=False,
-    )  # fmt: skip
+        dataset,
+        batch_sampler=batches,
+        collate_fn=collate,
+        num_workers=args.workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=False,
+    )
 
     text_features, text_proj, has_text = None, None, None
     if args.text_weight > 0:
@@ -384,11 +445,23 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
             "delta": True,
             "trained_parameters": trainable,
             "run_name": name,
-            "train": {**vars(args), "s_p": args.weights[0], "s_s": args.weights[1], "s_m": args.weights[2],
-                      "world_size": world, "steps_total": total, "step": step},
-            "corpus": {"root": str(corpus.root), "name": corpus.name, "patents": len(corpus),
-                       "train_patents": len(train_patents), "train_figures": len(figures)},
-        }  # fmt: skip
+            "train": {
+                **vars(args),
+                "s_p": args.weights[0],
+                "s_s": args.weights[1],
+                "s_m": args.weights[2],
+                "world_size": world,
+                "steps_total": total,
+                "step": step,
+            },
+            "corpus": {
+                "root": str(corpus.root),
+                "name": corpus.name,
+                "patents": len(corpus),
+                "train_patents": len(train_patents),
+                "train_figures": len(figures),
+            },
+        }
         train_state = {
             "step": step,
             "optimizer": optimizer.state_dict(),
@@ -439,9 +512,19 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
             save(step, final=False)
         return bool(args.stop_after_steps and step - start >= args.stop_after_steps and step < total)
 
-    done = fit(module, steps(), optimizer, scheduler, total=total, start=start, grad_clip=args.grad_clip,
-               log_every=args.log_every, forward=wrapped, autocast="cuda" if device.type == "cuda" else None,
-               after_step=after_step)  # fmt: skip
+    done = fit(
+        module,
+        steps(),
+        optimizer,
+        scheduler,
+        total=total,
+        start=start,
+        grad_clip=args.grad_clip,
+        log_every=args.log_every,
+        forward=wrapped,
+        autocast="cuda" if device.type == "cuda" else None,
+        after_step=after_step,
+    )
     step, seen, last, train_seconds = done.step, done.seen, done.last, done.seconds
 
     if rank == 0:
@@ -453,10 +536,23 @@ def _train(args, argv, name, run_dir: Path, device: torch.device, rank: int, wor
         else:
             log.info("stopped at step %d of %d; continue with --resume", step, total)
         runs = metrics.get("train", {}).get("segments", [])
-        runs.append({"from_step": start, "to_step": step, "seconds": round(train_seconds, 2), "images": seen,
-                     "final_losses": last, "device": str(device), "world_size": world})  # fmt: skip
-        metrics["train"] = {"steps": step, "segments": runs, "train_seconds": round(sum(r["seconds"] for r in runs), 2),
-                            "wall_seconds_last": round(time.time() - t_start, 2)}  # fmt: skip
+        runs.append(
+            {
+                "from_step": start,
+                "to_step": step,
+                "seconds": round(train_seconds, 2),
+                "images": seen,
+                "final_losses": last,
+                "device": str(device),
+                "world_size": world,
+            }
+        )
+        metrics["train"] = {
+            "steps": step,
+            "segments": runs,
+            "train_seconds": round(sum(r["seconds"] for r in runs), 2),
+            "wall_seconds_last": round(time.time() - t_start, 2),
+        }
         save(step, final=True)
     return 0
 

@@ -159,8 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             qv = enc.forward([text[q] for _, q, _ in batch])
             dv = enc.forward([text[d] for d in docs])
             logits = args.scale * qv @ dv.T
-            mask = torch.tensor([[j != i and docs[j] in relevant[q] for j in range(len(docs))]
-                                 for i, (_, q, _) in enumerate(batch)])  # fmt: skip
+            mask = torch.tensor(
+                [
+                    [j != i and docs[j] in relevant[q] for j in range(len(docs))]
+                    for i, (_, q, _) in enumerate(batch)
+                ]
+            )
             logits = logits.masked_fill(mask, -1e4)
             loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
             opt.zero_grad()
@@ -176,8 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             )
     model.eval()
     enc.max_length = MAX_LENGTH  # the index and the queries are encoded as the packaged model's are
-    config = {"train": {k: v for k, v in vars(args).items()}, "pairs": len(pairs),
-              "pairs_by_kind": {k: sum(1 for p in pairs if p[0] == k) for k in ("cite", "family")}}  # fmt: skip
+    config = {
+        "train": {k: v for k, v in vars(args).items()},
+        "pairs": len(pairs),
+        "pairs_by_kind": {k: sum(1 for p in pairs if p[0] == k) for k in ("cite", "family")},
+    }
     out = Path(args.out)
     enc.save(out, config=config, metrics={"train_log": log, "train_seconds": round(time.time() - start, 1)})
     (out / "command.txt").write_text(
@@ -186,8 +193,22 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.tiny or args.no_eval):
         from train.text.evaluate import main as eval_main
 
-        eval_main(["--corpus", args.corpus, "--split-file", args.split_file, "--encoder", str(out),
-                   "--cache-dir", args.cache_dir, "--threads", str(args.threads), "--out", str(out / "eval.json")])  # fmt: skip
+        eval_main(
+            [
+                "--corpus",
+                args.corpus,
+                "--split-file",
+                args.split_file,
+                "--encoder",
+                str(out),
+                "--cache-dir",
+                args.cache_dir,
+                "--threads",
+                str(args.threads),
+                "--out",
+                str(out / "eval.json"),
+            ]
+        )
         ev = json.loads((out / "eval.json").read_text())
         metrics = json.loads((out / "metrics.json").read_text())
         metrics.update(

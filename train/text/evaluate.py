@@ -71,8 +71,13 @@ def evaluate_stage(stage: FirstStage, corpus: Corpus, qrels: dict, depth: int = 
     from patent_demo.text.hybrid import hybrid_run
 
     runs = {s: split_runs(stage, corpus, sorted(qrels[s]), depth) for s in ("val", "test")}
-    settings, grid = tune_hybrid(runs["val"]["bm25"], runs["val"]["dense"], qrels["val"], depth=depth,
-                                 tuned_on="validation queries, MAP@10")  # fmt: skip
+    settings, grid = tune_hybrid(
+        runs["val"]["bm25"],
+        runs["val"]["dense"],
+        qrels["val"],
+        depth=depth,
+        tuned_on="validation queries, MAP@10",
+    )
     out = {"hybrid": settings.to_dict(), "hybrid_grid": grid, "splits": {}}
     for s in ("val", "test"):
         lists = {**runs[s], "hybrid": hybrid_run(runs[s]["bm25"], runs[s]["dense"], settings)}
@@ -109,13 +114,19 @@ def main(argv: list[str] | None = None) -> int:
 
     _, qrels = load_split(corpus, args.split_file)
     encoder = TextEncoder(args.encoder, precision=args.precision)
-    dense = cached_dense_index(encoder, corpus.patents, Path(args.cache_dir) / "dense" / corpus_fingerprint(corpus),
-                               progress=True)  # fmt: skip
+    dense = cached_dense_index(
+        encoder, corpus.patents, Path(args.cache_dir) / "dense" / corpus_fingerprint(corpus), progress=True
+    )
     stage = FirstStage(BM25Index.build(corpus.patents), dense, encoder)
     result = evaluate_stage(stage, corpus, qrels, args.depth)
-    result.update(encoder=args.encoder or "minilm-l6 (packaged, untrained)", precision=encoder.precision,
-                  split_file=args.split_file, corpus=str(args.corpus), seconds=round(time.time() - start, 1),
-                  command="python -m train.text.evaluate " + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
+    result.update(
+        encoder=args.encoder or "minilm-l6 (packaged, untrained)",
+        precision=encoder.precision,
+        split_file=args.split_file,
+        corpus=str(args.corpus),
+        seconds=round(time.time() - start, 1),
+        command="python -m train.text.evaluate " + " ".join(argv if argv is not None else sys.argv[1:]),
+    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for s in ("val", "test"):

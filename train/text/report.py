@@ -19,7 +19,9 @@ from patent_demo.reports.text import markdown, report, rerank_summary
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--untrained", required=True, help="train.text.evaluate JSON of the packaged MiniLM")
-    p.add_argument("--finetuned", nargs="*", default=[], help="train.text.evaluate JSON of each fine-tuned seed")
+    p.add_argument(
+        "--finetuned", nargs="*", default=[], help="train.text.evaluate JSON of each fine-tuned seed"
+    )
     p.add_argument(
         "--rerank", nargs="*", default=[], help="train.text.rerank_eval JSON (a DSSDNet on the hybrid pool)"
     )

@@ -41,18 +41,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", required=True, help="the built cs3245 corpus")
     p.add_argument("--split-file", required=True, help="the committed split")
     p.add_argument("--checkpoint", required=True, help="a DSSDNet checkpoint")
-    p.add_argument("--text-corpus", default="../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl",
-                   help="the JSONL the checkpoint was trained from (to find its training queries)")  # fmt: skip
+    p.add_argument(
+        "--text-corpus",
+        default="../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl",
+        help="the JSONL the checkpoint was trained from (to find its training queries)",
+    )
     p.add_argument("--k-rerank", type=int, default=100, help="hybrid candidates re-ranked (the app's depth)")
-    p.add_argument("--depths", type=int, nargs="*", default=[],
-                   help="shallower re-rank depths scored from the same (pointwise) re-ranker scores, each with its "
-                        "own fusion weight tuned on validation")  # fmt: skip
+    p.add_argument(
+        "--depths",
+        type=int,
+        nargs="*",
+        default=[],
+        help="shallower re-rank depths scored from the same (pointwise) re-ranker scores, each with its "
+        "own fusion weight tuned on validation",
+    )
     p.add_argument("--cache-dir", default="cache", help="the dense index cache")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--write-fusion", action="store_true", help="record the tuned weight in the checkpoint")
-    p.add_argument("--write-depth", action="store_true",
-                   help="record in the checkpoint the shallowest of --depths that loses nothing on validation "
-                        "(the app re-ranks to it) with its tuned fusion weight")  # fmt: skip
+    p.add_argument(
+        "--write-depth",
+        action="store_true",
+        help="record in the checkpoint the shallowest of --depths that loses nothing on validation "
+        "(the app re-ranks to it) with its tuned fusion weight",
+    )
     p.add_argument("--out", required=True, help="the JSON to write")
     args = p.parse_args(argv)
     import torch
@@ -86,8 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     stage = FirstStage(BM25Index.build(corpus.patents), dense, enc, load_hybrid_settings())
     rr = default_reranker(read_checkpoint_spec(Path(args.checkpoint)))
-    out = {"checkpoint": args.checkpoint, "precision": rr.precision, "k_rerank": args.k_rerank, "splits": {},
-           "seen": seen_note}  # fmt: skip
+    out = {
+        "checkpoint": args.checkpoint,
+        "precision": rr.precision,
+        "k_rerank": args.k_rerank,
+        "splits": {},
+        "seen": seen_note,
+    }
     runs = {}
     for s in ("val", "test"):
         qids = [q for q in split[s] if q not in seen]
@@ -108,31 +124,50 @@ def main(argv: list[str] | None = None) -> int:
 
     val_runs, val_qrels = runs["val"]
     weight, grid = tune_fusion_weight(val_runs["hybrid"], head(val_runs["dssdnet"]), val_qrels)
-    out["fusion"] = {"weight": weight, "pool": "hybrid", "k_rerank": args.k_rerank, "grid": grid,
-                     "tuned_on": f"{len(val_qrels)} validation queries of {args.split_file} unseen by the checkpoint"}  # fmt: skip
+    out["fusion"] = {
+        "weight": weight,
+        "pool": "hybrid",
+        "k_rerank": args.k_rerank,
+        "grid": grid,
+        "tuned_on": f"{len(val_qrels)} validation queries of {args.split_file} unseen by the checkpoint",
+    }
     for s, (r, qrels) in runs.items():
         lists = {**r, "fused": fuse_run(r["hybrid"], head(r["dssdnet"]), weight, rank_key="pool_rank")}
         out["splits"][s] = {
             "queries": sorted(qrels),
-            "summary": {n: {m: evaluate_run(x, qrels, (10, 100))[m] for m in SUMMARY} for n, x in lists.items()},
-            "per_query": {n: {m: [per_query_metrics(x, qrels, (10, 100))[q][m] for q in sorted(qrels)] for m in SUMMARY}
-                          for n, x in lists.items()},
-        }  # fmt: skip
+            "summary": {
+                n: {m: evaluate_run(x, qrels, (10, 100))[m] for m in SUMMARY} for n, x in lists.items()
+            },
+            "per_query": {
+                n: {m: [per_query_metrics(x, qrels, (10, 100))[q][m] for q in sorted(qrels)] for m in SUMMARY}
+                for n, x in lists.items()
+            },
+        }
         for n, m in out["splits"][s]["summary"].items():
             print(s, n.ljust(8), "  ".join(f"{k} {v:.3f}" for k, v in m.items()))
     out["depths"] = {}
     for d in sorted({d for d in args.depths if 0 < d < args.k_rerank}):
-        cut = {s: {q: _head_at(res, r["hybrid"][q], d) for q, res in head(r["dssdnet"]).items()}
-               for s, (r, _) in runs.items()}  # fmt: skip
+        cut = {
+            s: {q: _head_at(res, r["hybrid"][q], d) for q, res in head(r["dssdnet"]).items()}
+            for s, (r, _) in runs.items()
+        }
         w, _ = tune_fusion_weight(val_runs["hybrid"], cut["val"], val_qrels)
         entry = {"fusion_weight": w, "splits": {}}
         for s, (r, qrels) in runs.items():
-            lists = {"dssdnet": {q: merge_head(r["hybrid"][q], h, "pool_rank") for q, h in cut[s].items()},
-                     "fused": fuse_run(r["hybrid"], cut[s], w, rank_key="pool_rank")}  # fmt: skip
-            entry["splits"][s] = {n: {m: evaluate_run(x, qrels, (10, 100))[m] for m in SUMMARY} for n, x in lists.items()}
+            lists = {
+                "dssdnet": {q: merge_head(r["hybrid"][q], h, "pool_rank") for q, h in cut[s].items()},
+                "fused": fuse_run(r["hybrid"], cut[s], w, rank_key="pool_rank"),
+            }
+            entry["splits"][s] = {
+                n: {m: evaluate_run(x, qrels, (10, 100))[m] for m in SUMMARY} for n, x in lists.items()
+            }
         out["depths"][str(d)] = entry
-        print(f"depth {d}: fusion weight {w};", "; ".join(
-            f"{s} {n} map@10 {v['map@10']:.3f}" for s, e in entry["splits"].items() for n, v in e.items()))  # fmt: skip
+        print(
+            f"depth {d}: fusion weight {w};",
+            "; ".join(
+                f"{s} {n} map@10 {v['map@10']:.3f}" for s, e in entry["splits"].items() for n, v in e.items()
+            ),
+        )
     out["command"] = "python -m train.text.rerank_eval " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
@@ -166,17 +201,26 @@ def record(checkpoint: Path, out: dict, depth: int, rerank_depth: bool = False) 
     as the one the app re-ranks to (``rerank_depth``: the depth, the rule, the queries it was chosen on)."""
     path = checkpoint / "metrics.json"
     metrics = json.loads(path.read_text(encoding="utf-8"))
-    weight = out["fusion"]["weight"] if depth == out["k_rerank"] else out["depths"][str(depth)]["fusion_weight"]
+    weight = (
+        out["fusion"]["weight"] if depth == out["k_rerank"] else out["depths"][str(depth)]["fusion_weight"]
+    )
     tuned_on, command = out["fusion"]["tuned_on"], out["command"]
     metrics.setdefault("fusion_pools", {})[f"hybrid@{depth}"] = {
-        "weight": weight, "pool": "hybrid", "k_rerank": depth, "tuned_on": tuned_on, "command": command,
-    }  # fmt: skip
+        "weight": weight,
+        "pool": "hybrid",
+        "k_rerank": depth,
+        "tuned_on": tuned_on,
+        "command": command,
+    }
     if rerank_depth:
         metrics["rerank_depth"] = {
-            "depth": depth, "full_depth": out["k_rerank"], "chosen_on": tuned_on, "command": command,
+            "depth": depth,
+            "full_depth": out["k_rerank"],
+            "chosen_on": tuned_on,
+            "command": command,
             "rule": "the shallowest depth whose validation MAP@10 of the re-ranked and the fused lists is at least "
-                    "the full depth's",
-        }  # fmt: skip
+            "the full depth's",
+        }
     path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
 
 

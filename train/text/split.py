@@ -57,8 +57,13 @@ def draw_scored_split(path: str, fractions=(0.7, 0.15, 0.15), seed: int = 0) -> 
         "anchors": {s: len(v) for s, v in out.items()},
         "rows": {s: sum(count[a] for a in v) for s, v in out.items()},
     }
-    return {"rule": SCORED_RULE, "fractions": list(fractions), "seed": seed, "stats": stats,
-            **{s: sorted(v) for s, v in out.items()}}  # fmt: skip
+    return {
+        "rule": SCORED_RULE,
+        "fractions": list(fractions),
+        "seed": seed,
+        "stats": stats,
+        **{s: sorted(v) for s, v in out.items()},
+    }
 
 
 def draw_split(
@@ -83,11 +88,14 @@ def draw_split(
         "test_relevant_that_are_train_queries": len(test_rel & set(out["train"])),
     }
     return {
-        "rule": RULE, "fractions": list(fractions), "seed": seed, "stats": stats,
+        "rule": RULE,
+        "fractions": list(fractions),
+        "seed": seed,
+        "stats": stats,
         **{s: sorted(v) for s, v in out.items()},
         "family": {q: fam[q] for q in queries if fam[q] != q or len(members[fam[q]]) > 1},
         "split_of_family": {f: split_of[members[f][0]] for f in sorted(members)},
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

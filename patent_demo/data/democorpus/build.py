@@ -282,8 +282,9 @@ def build_corpus(
         records = [_work(j) for j in jobs]
     splits = {s: [p.id for p in plans if p.split == s] for s in SPLIT_FRACTIONS}
     meta = {"source": "democorpus", "source_label": "generated demo corpus", "generated": True, "seed": seed}
-    corpus = Corpus(root=root, patents=records, splits=splits, qrels=make_qrels(records), name="democorpus",
-                    meta=meta)  # fmt: skip
+    corpus = Corpus(
+        root=root, patents=records, splits=splits, qrels=make_qrels(records), name="democorpus", meta=meta
+    )
     corpus.save(root)
     queries, gallery = retrieval_protocol(corpus)
     protocol = {

@@ -63,14 +63,43 @@ def normalize_patent_id(number: str, country: str = "US") -> str:
 # -- view labels from figure descriptions --------------------------------------------------------------
 
 _VIEW_WORDS = {
-    "front": "front", "rear": "rear", "back": "rear", "left": "left", "right": "right",
-    "top": "top", "upper": "top", "bottom": "bottom", "lower": "bottom", "underside": "bottom",
-    "side": "side", "end": "end", "perspective": "perspective", "isometric": "perspective",
-    "exploded": "exploded", "sectional": "section", "section": "section", "cross": "section",
-    "enlarged": "enlarged", "detail": "enlarged", "partial": "partial",
-}  # fmt: skip
-_VIEW_ORDER = ["exploded", "partial", "enlarged", "front", "rear", "left", "right", "top", "bottom",
-               "side", "end", "perspective", "section"]  # fmt: skip
+    "front": "front",
+    "rear": "rear",
+    "back": "rear",
+    "left": "left",
+    "right": "right",
+    "top": "top",
+    "upper": "top",
+    "bottom": "bottom",
+    "lower": "bottom",
+    "underside": "bottom",
+    "side": "side",
+    "end": "end",
+    "perspective": "perspective",
+    "isometric": "perspective",
+    "exploded": "exploded",
+    "sectional": "section",
+    "section": "section",
+    "cross": "section",
+    "enlarged": "enlarged",
+    "detail": "enlarged",
+    "partial": "partial",
+}
+_VIEW_ORDER = [
+    "exploded",
+    "partial",
+    "enlarged",
+    "front",
+    "rear",
+    "left",
+    "right",
+    "top",
+    "bottom",
+    "side",
+    "end",
+    "perspective",
+    "section",
+]
 _VIEW_PHRASE = re.compile(
     r"\b(?:is|are|shows|illustrates|depicts)\s+(?:an?\s+|the\s+)?(?P<phrase>[^;.]*?)\bviews?\b"
     r"(?:\s+(?P<more>[a-z]+(?:\s+[a-z]+)?)\s+views?\b)?",  # "a top view perspective view": both words
@@ -218,7 +247,10 @@ def parties(bib: ET.Element) -> tuple[list[str], list[str], list[str]]:
     inventors, applicants = [], []
     for el in bib.iterfind("us-parties/inventors/inventor"):
         inventors.append(_name(el.find("addressbook")))
-    for el in [*bib.iterfind("us-parties/us-applicants/us-applicant"), *bib.iterfind("parties/applicants/applicant")]:
+    for el in [
+        *bib.iterfind("us-parties/us-applicants/us-applicant"),
+        *bib.iterfind("parties/applicants/applicant"),
+    ]:
         name = _name(el.find("addressbook"))
         (inventors if el.get("app-type") == "applicant-inventor" else applicants).append(name)
     for el in bib.iterfind("parties/inventors/inventor"):
@@ -375,8 +407,11 @@ def load_grant_xml(
             patents[patent.id] = patent
     report.loaded = len(patents)
     log.info("grant XML %s: %s", name or files[0].parent, report.summary())
-    return Corpus(root=Path(root) if root is not None else files[0].parent, patents=list(patents.values()),
-                  name=name or files[0].parent.name)  # fmt: skip
+    return Corpus(
+        root=Path(root) if root is not None else files[0].parent,
+        patents=list(patents.values()),
+        name=name or files[0].parent.name,
+    )
 
 
 def _pages_in_folder(xml_path: Path, root_el: ET.Element) -> list[Path]:
