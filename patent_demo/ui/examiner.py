@@ -25,14 +25,14 @@ from patent_demo.document import document_html, document_view
 from patent_demo.filters import FILTER_KEYS, Filters
 from patent_demo.imageio import load_drawing
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
-from patent_demo.labels.sessions import add_list, new_session, record_search
-from patent_demo.labels.store import LabelStore, image_query_id
+from patent_demo.labels.sessions import record_search
+from patent_demo.labels.store import LabelStore
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
 from patent_demo.search import drawing_scope
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.ui.events import Shared
-from patent_demo.ui.handlers import drawing_answer, drawing_failed, emptied
+from patent_demo.ui.handlers import drawing_answer, drawing_failed, drawing_session, emptied
 from patent_demo.ui.inputs import (
     TRACK_TQDM,
     BadInput,
@@ -265,12 +265,10 @@ class ExaminerHandlers:
             )
             for h in res.hits:
                 h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
-            sha, rel = self.store.stage_query_image(data, Path(file).suffix.lower() or ".png", sha=req.sha)
-            session = new_session(
-                "image", image_query_id(sha), previous, image_sha=sha, image_file=rel, patent_id=own_patent
+            suffix = Path(file).suffix.lower() or ".png"
+            session = drawing_session(
+                self.store, "image", data, suffix, res.hits, spec, previous, sha=req.sha, patent_id=own_patent
             )
-            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
-            session["model"] = spec.key
             who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
             record_search(session, "drawing sheet", Path(file).name, spec.label, f.describe(), who, notes)
             if previous and previous.get("image_file"):

@@ -81,6 +81,30 @@ def failed_tail(session: dict) -> tuple:
     return session, gr.update(), 1, "No results: the search failed.", gr.update()
 
 
+def drawing_session(
+    store: LabelStore,
+    kind: str,
+    image: bytes,
+    suffix: str,
+    hits,
+    spec,
+    previous: dict | None,
+    *,
+    query_id: str = "",
+    sha: str = "",
+    patent_id: str = "",
+) -> dict:
+    """A new labelling session of a drawing query (``kind`` image or application): the query image staged in
+    the store (``sha`` when the request has it), the hits as the ``hmcl`` list of model ``spec``."""
+    sha, rel = store.stage_query_image(image, suffix, sha=sha)
+    session = new_session(
+        kind, query_id or image_query_id(sha), previous, image_sha=sha, image_file=rel, patent_id=patent_id
+    )
+    add_list(session, "hmcl", hits, spec.checkpoint_id)
+    session["model"] = spec.key
+    return session
+
+
 def drawing_answer(wb: Workbench, store: LabelStore, session: dict, status: str, who: str, *extra) -> tuple:
     """A drawing search's outputs: grid, status line, hit table with the cursor row, ``extra`` (the sheet's
     figures), then ``cursor_tail``."""
@@ -202,18 +226,19 @@ class Handlers(ReviewHandlers):
             )
             res = self.wb.search_drawing(req)
             spec, cropped, notes = self.wb.model(req.model, "drawing"), req.image is not data, res.notes
-            sha, rel = self.store.stage_query_image(req.image, ".png" if cropped else suffix, sha=req.sha)
-            session = new_session(
+            suffix = ".png" if cropped else suffix
+            session = drawing_session(
+                self.store,
                 "image",
-                image_query_id(sha),
+                req.image,
+                suffix,
+                res.hits,
+                spec,
                 previous,
-                image_sha=sha,
-                image_file=rel,
+                sha=req.sha,
                 patent_id=res.query_patent_id,
             )
-            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
             session["embedding"] = res.query_embedding.tolist()
-            session["model"] = spec.key
             self._replace(previous)
             who = self._who(annotator, request, profile)
             what = Path(file).name + (" (a crop of it)" if cropped else "")
@@ -272,18 +297,17 @@ class Handlers(ReviewHandlers):
             spec = self.wb.model(req.model, "drawing")
             for h in res.hits:  # a hit is the whole patent; its tile shows the figure closest to the views
                 h.view = "all views" + (f" · shown: {h.view}" if h.view else "")
-            sha, rel = self.store.stage_query_image(views_sheet(views), ".png")
-            query_id = application_query_id(list(req.shas))
-            session = new_session(
+            session = drawing_session(
+                self.store,
                 "application",
-                query_id,
+                views_sheet(views),
+                ".png",
+                res.hits,
+                spec,
                 previous,
-                image_sha=sha,
-                image_file=rel,
+                query_id=application_query_id(list(req.shas)),
                 patent_id=res.query_patent_id,
             )
-            add_list(session, "hmcl", res.hits, spec.checkpoint_id)
-            session["model"] = spec.key
             self._replace(previous)
             who = self._who(annotator, request, profile)
             names = ", ".join(Path(name).name for name, _, _ in uploads)

@@ -55,14 +55,17 @@ def upload(file: Any, what: str = "a drawing (PNG, JPEG or TIFF)") -> tuple[str,
     path = Path(file)
     if not path.is_file():
         raise BadInput(f"the uploaded file {path.name} is gone: upload it again")
-    return file, path.read_bytes(), path.suffix.lower() or ".png"
+    data = path.read_bytes()
+    if not data:
+        raise BadInput(f"{path.name} is empty (0 bytes): upload the file again")
+    return file, data, path.suffix.lower() or ".png"
 
 
 def cropped_query(upload: bytes | str | None, crop) -> tuple[bytes, bool]:
     """The query bytes: the examiner's crop (the crop box's image, ``examiner.crop_box``) when there is one,
     else the upload as it is (its bytes, or the file read; so a corpus drawing is still recognised).
     ``(bytes, cropped)``."""
-    if not upload:
+    if upload is None or upload == "":
         raise BadInput("upload a drawing (PNG, JPEG or TIFF) or pick an example first")
     if isinstance(crop, Image.Image):
         buf = io.BytesIO()
