@@ -182,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, call in cases:
         runs = [measured(call) for _ in range(1 if name in once else max(1, args.repeat))]
         out = runs[0][0]
-        cpu, peak = min(c["cpu_s"] for _, c in runs), min(c["peak_mb"] for _, c in runs)
+        cpu, peak = (
+            min(c["cpu_s"] for _, c in runs),
+            max(0.0, min(c["peak_mb"] for _, c in runs)),
+        )  # a peak below the start reads as 0
         answer = " ".join(str(out).split())
         answer = answer if len(answer) <= 90 else answer[:89] + "…"
         print(f"| {name} | {cpu:.2f} | {peak:.0f} | {answer.replace('|', '/')} |", flush=True)
