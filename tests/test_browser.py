@@ -44,6 +44,8 @@ def test_drawing_search_and_keyboard_labels(browser, server):
     # k = 10 (the default), one per patent, as a grid
     assert page.locator("#d-gallery .thumbnail-lg").count() == 10
     assert "in the query's subclass 06-03" in page.locator("#d-status").inner_text()
+    # the events chained after the search (the cursor, the label panel) finish: no output is left pending (faded)
+    page.wait_for_function("document.querySelectorAll('.pending').length === 0", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "drawing-1366.png"), full_page=True)
 
     before = store.count()
