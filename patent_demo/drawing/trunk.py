@@ -8,13 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from patent_demo.atomic import atomic_write
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.encoders import trunk_mix
 from patent_demo.drawing.evaluate import score_embeddings
@@ -28,11 +28,9 @@ MIX_GRID = tuple(i / 10 for i in range(11))  # the trunk's weight in a -mix head
 KEYS = ("subclass_map", "main_map", "hier_ndcg@10", "subclass_ndcg@10", "main_ndcg@10")
 
 
-def _save(obj, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+def save_tensors(obj, path: Path) -> None:
+    """``torch.save`` of ``obj`` to ``path``, written whole or not at all (a feature cache)."""
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
 
 
 # -- trunk features ------------------------------------------------------------------------------------------
@@ -56,7 +54,7 @@ def redbook_features(corpus: Corpus, items: list, size: int, cache_dir: str | Pa
         clean.append(trunk(x))
         flip.append(trunk(torch.flip(x, dims=[3])))
     out = {"clean": torch.cat(clean), "flip": torch.cat(flip)}
-    _save(out, path)
+    save_tensors(out, path)
     return out["clean"], out["flip"]
 
 

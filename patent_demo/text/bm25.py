@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
+from patent_demo.atomic import atomic_json
 from patent_demo.results import Results
 
 # bm25s sets its own logger to DEBUG; once any handler exists its progress notes would reach the console.
@@ -289,15 +289,7 @@ class BM25Index:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.retriever.save(str(directory), show_progress=False)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{PARAMS_FILE}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.params(), fh, indent=1)
-            os.replace(tmp, directory / PARAMS_FILE)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_json(directory / PARAMS_FILE, self.params(), private=True, indent=1)
         return directory
 
     @classmethod

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patent_demo.atomic import atomic_json
 from patent_demo.data.corpus import Patent
 from patent_demo.digests import weights_digest
 from patent_demo.index.dense import DenseIndex
@@ -171,9 +172,7 @@ class TextEncoder:
             **(config or {}),
         }
         for name, obj in (("config.json", meta), ("metrics.json", metrics or {})):
-            tmp = directory / f".{name}.tmp"
-            tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            os.replace(tmp, directory / name)
+            atomic_json(directory / name, obj, indent=1, sort_keys=True)
         return directory
 
 

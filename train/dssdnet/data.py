@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ import numpy as np
 import torch
 
 from patent_demo import checkpoint
+from patent_demo.atomic import atomic_write
 from patent_demo.data.corpus import Corpus
 from patent_demo.metrics import evaluate_run
 from patent_demo.results import Results
@@ -523,11 +523,8 @@ class FeatureCache:
     def save(self) -> None:
         if self.path is None or not self.new:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        torch.save({"keys": list(self.index), "features": torch.stack(self.rows)}, tmp)
-        os.replace(tmp, self.path)
+        cache = {"keys": list(self.index), "features": torch.stack(self.rows)}
+        atomic_write(self.path, lambda tmp: torch.save(cache, tmp), private=True)
         self.new = 0
 
 

@@ -46,6 +46,7 @@ from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, val
 from patent_demo.drawing.finetune import KIND, SplitTower, set_trainable, text_tower_features
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig, scan_like
+from patent_demo.drawing.trunk import save_tensors
 from patent_demo.imageio import load_drawing
 from train.hmcl.data import SOURCES, Item, RedBookSource, shuffle_hierarchy, training_items
 from train.hmcl.loop import Step, TrainModule, cosine_schedule, fit, make_optimizer
@@ -165,7 +166,7 @@ def _source_views(tower, items, train_tf, views, scan, cache_dir, tag) -> torch.
                 ]
             )
             out = out.view(f.shape[0], f.shape[1], *out.shape[1:])
-            _save(out, path)
+            save_tensors(out, path)
             return out
     log.info(
         "caching %d views of %d %s drawings at %d px -> %s",
@@ -189,15 +190,8 @@ def _source_views(tower, items, train_tf, views, scan, cache_dir, tag) -> torch.
         if start // 64 % 5 == 4:
             log.info("  %d / %d drawings", min(start + 64, len(items)), len(items))
     out = torch.cat(chunks)
-    _save(out, path)
+    save_tensors(out, path)
     return out
-
-
-def _save(tensor: torch.Tensor, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(tensor, tmp)
-    os.replace(tmp, path)
 
 
 def eval_cache(
@@ -211,7 +205,7 @@ def eval_cache(
     log.info("caching %d validation pages at %d px -> %s", len(items), eval_tf.size, path)
     tensors = [eval_tf(load_drawing(it.path)) for it in items]
     out = _prefix_batches(tower, tensors, torch.float32)
-    _save(out, path)
+    save_tensors(out, path)
     return out
 
 
@@ -224,7 +218,7 @@ def text_cache(model: nn.Module, tokenizer, texts: list[str], cache_dir: str | o
         return torch.load(path), proj
     log.info("encoding %d patent texts with the frozen text tower -> %s", len(texts), path)
     features, proj = text_tower_features(model, tokenizer, texts)
-    _save(features, path)
+    save_tensors(features, path)
     return features, proj
 
 
