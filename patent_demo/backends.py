@@ -52,7 +52,7 @@ from patent_demo.index.dense import DenseIndex
 from patent_demo.results import Results
 
 BACKENDS = ("faiss", "qdrant")
-QDRANT_INSTALL = "pip install qdrant-client==1.20.0"
+QDRANT_INSTALL = "pip install '.[qdrant]' (qdrant-client==1.20.0, an optional extra)"
 DEFAULT_TIMEOUT = 5.0  # seconds a request to a Qdrant server may take before the app says so
 PUSH_BATCH = 512
 TIES = 8  # extra hits fetched so that equal scores are ordered by corpus row, as FAISS orders them
@@ -213,13 +213,21 @@ _CLIENTS: dict[str, object] = {}  # embedded Qdrant locks its folder: one client
 _CLIENTS_LOCK = threading.Lock()
 
 
+def require_qdrant() -> None:
+    """Raise ``BackendUnavailable`` saying how to install it when ``qdrant-client`` (the optional extra
+    ``qdrant``) is missing; the app checks this at start, the CLI when it opens the backend."""
+    try:
+        import qdrant_client  # noqa: F401
+    except ImportError:
+        raise BackendUnavailable(f"the qdrant backend needs qdrant-client: {QDRANT_INSTALL}") from None
+
+
 def qdrant_client(url: str | None = None, path: str | Path | None = None, timeout: float = DEFAULT_TIMEOUT):
     """A ``QdrantClient``: of the server at ``url`` (with the API key in ``QDRANT_API_KEY``, if set), else
     embedded in the folder ``path`` (one client per folder)."""
-    try:
-        from qdrant_client import QdrantClient
-    except ImportError:
-        raise ImportError(f"the qdrant backend needs qdrant-client: {QDRANT_INSTALL}") from None
+    require_qdrant()
+    from qdrant_client import QdrantClient
+
     key = f"url:{url}" if url else f"path:{Path(path).resolve()}"
     with _CLIENTS_LOCK:
         if not _CLIENTS:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from patent_demo.backends import BackendUnavailable, require_qdrant
 from patent_demo.data.corpus import CorpusError
 from patent_demo.labels.store import LabelStore, StoreUnwritable
 from patent_demo.ui.access import Identity
@@ -182,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.backend == "qdrant":
+        try:
+            require_qdrant()
+        except BackendUnavailable as err:  # the optional extra is missing: say how to get it, in one line
+            print(f"error: cannot start: {err}", file=sys.stderr)
+            return 2
     wb = make_workbench(args)
     if args.export_labels:
         out = store.export_all(Path(args.export_labels), corpus=wb.corpus)
