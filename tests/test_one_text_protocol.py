@@ -1,5 +1,5 @@
-"""One text-evaluation protocol: a corpus built with the committed query split (``splits/cs3245_text.json``)
-saves the file's queries in their splits, so ``patent-demo evaluate text --corpus`` (the corpus's saved test
+"""One text-evaluation protocol: ``patent-demo corpus build`` of the cs3245 source, with no ``--splits``, takes
+the committed query split (``splits/cs3245_text.json``) and saves the file's queries in their splits, so ``patent-demo evaluate text --corpus`` (the corpus's saved test
 split) and ``--split-file splits/cs3245_text.json --split test`` (what ``docs/results_text.md`` and ``train``
 score) evaluate the same queries and give the same figures; the rule that merges a query split into the
 corpus's family splits, on a hand-worked case.
@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from patent_demo.cli import main as cli_main
-from patent_demo.data.build import build_corpus
 from patent_demo.data.corpus import Corpus
 from patent_demo.data.splits import is_query_split, with_query_splits
 from tests.conftest import require_shared
@@ -39,8 +38,33 @@ def test_query_split_fixes_query_families_and_keeps_the_draw_elsewhere():
 def cs3245(tmp_path_factory):
     src = require_shared("cs3245_patsnap_corpus_qrels")
     out = tmp_path_factory.mktemp("cs3245") / "corpus"
-    build_corpus("text", src, out, splits_file=SPLIT, progress=False)
+    assert cli_main(["corpus", "build", "--source", "text", str(src), "--out", str(out), "--quiet"]) == 0
     return Corpus.load(out)
+
+
+def test_the_cli_build_names_the_committed_split_and_none_draws_by_family(cs3245, tmp_path, capsys):
+    rule = json.loads((cs3245.root / "corpus.json").read_text(encoding="utf-8"))["splits"]
+    assert rule["by"] == "file" and rule["file"].endswith("splits/cs3245_text.json")
+    src = require_shared("cs3245_patsnap_corpus_qrels")
+    out = tmp_path / "drawn"
+    assert (
+        cli_main(
+            [
+                "corpus",
+                "build",
+                "--source",
+                "text",
+                str(src),
+                "--out",
+                str(out),
+                "--quiet",
+                "--splits",
+                "none",
+            ]
+        )
+        == 0
+    )
+    assert "by family" in capsys.readouterr().out
 
 
 def test_corpus_saved_split_holds_the_committed_queries(cs3245):

@@ -56,7 +56,9 @@ def add_parser(sub) -> None:
         default=None,
         metavar="FILE",
         help="a committed split file (JSON train/val/test id lists, e.g. splits/uspc2007.json) "
-        "saved instead of drawing a split by family",
+        "saved instead of drawing a split by family; default: the committed file of a known source "
+        "(splits/cs3245_text.json for cs3245_patsnap_corpus_qrels, splits/uspc2007.json for "
+        "design_patents_2007_uspc_macaulay) when it matches the corpus; 'none' draws by family",
     )
     b.add_argument("--thumb-size", type=int, default=384, help="longer side of the thumbnails in pixels")
     b.add_argument("--workers", type=int, default=1, help="processes writing thumbnails (default 1)")
@@ -89,9 +91,13 @@ def add_parser(sub) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from patent_demo.data.build import build_corpus
+    from functools import partial
 
-    summary = build_corpus(
+    from patent_demo.data.build import BuildError, build_corpus
+    from patent_demo.data.real import committed_splits
+
+    build = partial(
+        build_corpus,
         args.source,
         args.src,
         args.out,
@@ -104,8 +110,16 @@ def run_build(args: argparse.Namespace) -> int:
         workers=args.workers,
         progress=not args.quiet,
         restart=args.restart,
-        splits_file=args.splits,
     )
+    if args.splits is None and (known := committed_splits(args.source, args.src)) is not None:
+        try:  # the committed split of this source: every tool scores the same queries
+            summary = build(splits_file=known)
+        except BuildError as err:
+            if "does not match the corpus" not in str(err):
+                raise
+            summary = build()  # a subset, or other data than the file's: split by family
+    else:
+        summary = build(splits_file=None if args.splits in (None, "none") else args.splits)
     print(summary.to_text())
     if args.split_sheets:
         from patent_demo.data.corpus import Corpus

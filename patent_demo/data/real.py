@@ -74,6 +74,21 @@ PARTS = (
 )
 
 
+def committed_splits(
+    kind: str, src: str | os.PathLike, splits_dir: str | os.PathLike = REPO_SPLITS
+) -> Path | None:
+    """The committed split file of a source the real corpus knows (``src`` ends with a part's folder and is
+    built as that part's kind), or None: ``patent-demo corpus build`` uses it when no ``--splits`` is given,
+    so a corpus built by hand scores the queries every other tool scores."""
+    tail = Path(src).resolve().parts
+    for part in PARTS:
+        folder = Path(part.folder).parts
+        if part.splits and part.kind == kind and tail[-len(folder) :] == folder:
+            found = Path(splits_dir) / part.splits
+            return found if found.is_file() else None
+    return None
+
+
 def available_parts(data: str | os.PathLike) -> list[Part]:
     """The parts whose source folder is in ``data`` (none: no real data here)."""
     return [p for p in PARTS if (Path(data) / p.folder).is_dir()]
