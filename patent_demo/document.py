@@ -33,8 +33,8 @@ def publication_number(patent: Patent) -> str:
     if m.group("cc") == "US":
         digits = digits.lstrip("0") or "0"
     kind = m.group("kind") or (patent.kind_code or "")
-    if m.group("cc") == "US" and m.group("series") == "D" and kind.startswith("S"):
-        kind = "S"  # US design patents print kind S (S1 in the grant XML)
+    if m.group("cc") == "US" and m.group("series") == "D" and (kind.startswith("S") or not kind):
+        kind = "S"  # US design patents print kind S (S1 in the grant XML), a table without kinds included
     return f"{m.group('cc')}{m.group('series') or ''}{digits}{kind}"
 
 
@@ -60,7 +60,8 @@ def register_links(patent: Patent) -> list[tuple[str, str]]:
 
 def code_title(scheme: str, code: str, table=None) -> str:
     """The English title of a code (Locarno, IPC/CPC) from ``table`` (``titles.corpus_titles``) or the
-    built-in tables; ``""`` when unknown; for USPC ``titles.USPC_NO_TITLE`` (no table of its titles here)."""
+    built-in tables; ``""`` when unknown; for USPC the design class's title (``titles.uspc_title``), else
+    ``titles.USPC_NO_TITLE``."""
     from patent_demo import titles
 
     try:
@@ -69,7 +70,7 @@ def code_title(scheme: str, code: str, table=None) -> str:
         if scheme in ("ipc", "cpc"):
             return titles.ipc_title(code, table)
         if scheme == "uspc":
-            return titles.USPC_NO_TITLE
+            return titles.uspc_title(code) or titles.USPC_NO_TITLE
     except (KeyError, ValueError):
         return ""
     return ""
@@ -113,6 +114,10 @@ class DocumentView:
     cites: list[tuple[str, str]] = field(default_factory=list)  # the cited references in the corpus
     cited_by: list[tuple[str, str]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
+    number: str = ""  # the publication number as registers write it (``publication_number``)
+    npl: list[tuple[str, bool]] = field(
+        default_factory=list
+    )  # non-patent literature cited: (text, by examiner)
 
 
 def family_members(patent: Patent, corpus: Corpus) -> list[str]:
@@ -176,6 +181,8 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
         cites=titled(p.citations),
         cited_by=titled(cited_by),
         links=register_links(p),
+        number=publication_number(p),
+        npl=[(c.get("text", ""), bool(c.get("examiner"))) for c in p.extra.get("npl_citations", [])],
     )
 
 
@@ -195,6 +202,7 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
 
     parts = [f"<h3>{e(view.id)} · {text(view.title)}</h3>"]
     meta = [
+        *([f"cite as <b>{e(view.number)}</b>"] if view.number else []),
         f"{e(view.kind)} patent",
         *([f"office {e(view.office)}"] if view.office else []),
         *([f"kind {e(view.kind_code)}"] if view.kind_code else []),
@@ -252,6 +260,11 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
     if view.same_text:
         parts.append(f"<p><b>Same text (not family):</b> {ids(view.same_text)}</p>")
     parts.append(references_html(view.references))
+    if view.npl:
+        items = "".join(f"<li>{e(t)}{'*' if ex else ''}</li>" for t, ex in view.npl)
+        parts.append(
+            f"<div class='record-npl'><p><b>Non-patent literature cited:</b> {len(view.npl)}</p><ul>{items}</ul></div>"
+        )
     parts.append(f"<p><b>Cited by (in the corpus):</b> {ids(view.cited_by)}</p>")
     return "\n".join(parts)
 

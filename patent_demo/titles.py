@@ -5,8 +5,9 @@ A built-in table covers the 32 Locarno main classes with their subclasses (``dat
 the IPC sections and the IPC subclasses the demo uses; ``load_titles`` reads a fuller table (TSV or
 JSON, Locarno and IPC codes together) that ``locarno_title`` / ``ipc_title`` take instead. A corpus may
 carry its own table (``titles.tsv`` beside its manifest, which ``patent_demo.data.real`` writes from the
-IPC scheme in the data folder): ``corpus_titles`` is the built-in table with it on top. USPC has no title
-table here (``USPC_NO_TITLE``). Codes are parsed with :mod:`patent_demo.taxonomy`.
+IPC scheme in the data folder): ``corpus_titles`` is the built-in table with it on top. For USPC the
+built-in table holds the titles of the design classes (D1 … D34, D99; ``uspc_title``); other USPC classes
+and every subclass have no title here (``USPC_NO_TITLE``). Codes are parsed with :mod:`patent_demo.taxonomy`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,48 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from patent_demo.taxonomy import IPC, Locarno, normalize, parse_ipc, parse_locarno
+from patent_demo.taxonomy import IPC, Locarno, normalize, parse_ipc, parse_locarno, parse_uspc
 
 _DATA = Path(__file__).resolve().parent / "data"
 CORPUS_TITLES = "titles.tsv"  # a corpus's own title table, beside its manifest
 USPC_NO_TITLE = "title not available offline (no USPC title table in the data)"
+
+# The US design classes as the USPTO's Manual of Classification names them (D31 and D33 are not in use).
+USPC_DESIGN_CLASSES = {
+    "D1": "Edible products",
+    "D2": "Apparel and haberdashery",
+    "D3": "Travel goods, personal belongings, and storage or carrying articles",
+    "D4": "Brushware",
+    "D5": "Textile or paper yard goods; sheet material",
+    "D6": "Furnishings",
+    "D7": "Equipment for preparing or serving food or drink not elsewhere specified",
+    "D8": "Tools and hardware",
+    "D9": "Packages and containers for goods",
+    "D10": "Measuring, testing, or signalling instruments",
+    "D11": "Jewelry, symbolic insignia, and ornaments",
+    "D12": "Transportation",
+    "D13": "Equipment for production, distribution, or transformation of energy",
+    "D14": "Recording, communication, or information retrieval equipment",
+    "D15": "Machines not elsewhere specified",
+    "D16": "Photography and optical equipment",
+    "D17": "Musical instruments",
+    "D18": "Printing and office machinery",
+    "D19": "Office supplies; artists' and teachers' materials",
+    "D20": "Sales and advertising equipment",
+    "D21": "Games, toys, and sports goods",
+    "D22": "Arms, pyrotechnics, hunting and fishing equipment",
+    "D23": "Environmental heating and cooling; fluid handling and sanitary equipment",
+    "D24": "Medical and laboratory equipment",
+    "D25": "Building units and construction elements",
+    "D26": "Lighting",
+    "D27": "Tobacco and smokers' supplies",
+    "D28": "Cosmetic products and toilet articles",
+    "D29": "Equipment for safety, protection, and rescue",
+    "D30": "Animal husbandry",
+    "D32": "Washing, cleaning, or drying machines",
+    "D34": "Material or article handling equipment",
+    "D99": "Miscellaneous",
+}
 
 _IPC_SECTION_TITLES = {
     "A": "Human necessities",
@@ -121,6 +159,16 @@ def ipc_title(code: Any, titles: Mapping[str, str] | None = None) -> str:
         parsed = parse_ipc(key, "cpc")
         candidates += [parsed.group, parsed.subclass]
     return next((table[c] for c in candidates if c in table), "")
+
+
+def uspc_title(code: Any) -> str:
+    """The title of a US design class for a USPC code (``"D28/47"`` → ``"Cosmetic products and toilet
+    articles"``, the class's: subclass titles are not held here); ``""`` for a utility class or a code that
+    does not parse."""
+    try:
+        return USPC_DESIGN_CLASSES.get(parse_uspc(code).cls, "")
+    except ValueError:
+        return ""
 
 
 _CODE_COLUMNS = ("code", "symbol", "subclass", "class", "main_class", "section")

@@ -4,8 +4,9 @@ links from real numbers, escaped HTML with BM25-matched words marked."""
 from __future__ import annotations
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
-from patent_demo.document import document_html, document_view, publication_number, register_links
+from patent_demo.document import code_title, document_html, document_view, publication_number, register_links
 from patent_demo.text.bm25 import BM25Index
+from patent_demo.titles import USPC_NO_TITLE
 from tests.conftest import require_shared
 
 
@@ -67,10 +68,9 @@ def test_real_grant_record():
 
 def test_red_book_record_shows_what_an_examiner_cites():
     """USD0907292 as the Red Book grant prints it: inventors, applicant, assignee, application number and
-    date, publication date, every code with a title (USPC: said to be unavailable), the figure descriptions
+    date, publication date, every code with a title (USPC: the design class's), the figure descriptions
     as figures with the view each names (not under "Abstract"), and all 63 cited references."""
     from patent_demo.data.loaders.uspto import load_redbook
-    from patent_demo.titles import USPC_NO_TITLE
 
     corpus = load_redbook(require_shared("impact_design_patent_samples") / "patents")
     v = document_view(corpus, "USD0907292")
@@ -78,8 +78,9 @@ def test_red_book_record_shows_what_an_examiner_cites():
     assert (v.applicants, v.assignees, v.application) == (["BIC-VIOLEX SA"], ["BIC-VIOLEX SA"], "29/680,800")
     assert v.codes == [
         ("locarno", "28-03", "Toilet articles and beauty equipment"),
-        ("uspc", "D28/47", USPC_NO_TITLE),
+        ("uspc", "D28/47", "Cosmetic products and toilet articles"),
     ]
+    assert v.number == "USD907292S" and "cite as <b>USD907292S</b>" in document_html(v)
     assert v.described[2] == ("FIG. 3", "top perspective", "FIG. 3 is a top view perspective view thereof;")
     assert len(v.references) == 63 and v.references[0] == ("US04621424", "", False, False)
     assert ("USD0633254", "", False, True) in v.references  # cited by the examiner
@@ -95,6 +96,35 @@ def test_red_book_record_shows_what_an_examiner_cites():
         "<span class='record-ref'>USD0633254*</span>",
     ):
         assert row in page
+
+
+def test_a_red_book_record_lists_its_non_patent_literature_too():
+    """USD0917866 cites 56 references as printed: 44 patent documents and 12 non-patent ones (catalogues);
+    the record lists all 56, the non-patent ones as printed."""
+    from patent_demo.data.loaders.uspto import load_redbook
+
+    corpus = load_redbook(require_shared("impact_design_patent_samples") / "patents")
+    v = document_view(corpus, "USD0917866")
+    assert (len(v.references), len(v.npl)) == (44, 12)
+    assert v.npl[0] == (
+        "Nike Footwear Catalog, 1985 Footwear, p. 5, published Nov. 1983, Nike, Inc., USA.",
+        False,
+    )
+    page = document_html(v)
+    assert "<b>Non-patent literature cited:</b> 12" in page and "<li>Nike Footwear Catalog, 1987 Fall" in page
+
+
+def test_a_uspc_2007_drawing_record_is_citable(tmp_path):
+    """A drawing of the USPC 2007 table (id, class, title; no kind code, no date): its number as registers
+    write it (kind S), its register links and its design class's title."""
+    corpus = Corpus(
+        tmp_path, [Patent("USD0534331", kind="design", title="Pet chew", codes={"uspc": ["D1/121"]})]
+    )
+    v = document_view(corpus, "USD0534331")
+    assert v.number == "USD534331S"
+    assert v.links[1] == ("Google Patents", "https://patents.google.com/patent/USD534331S/en")
+    assert v.codes == [("uspc", "D1/121", "Edible products")]
+    assert code_title("uspc", "D99/1") == "Miscellaneous" and code_title("uspc", "297/217.1") == USPC_NO_TITLE
 
 
 def test_references_in_the_corpus_open_their_record_and_ipc_titles_come_from_the_corpus_table(tmp_path):

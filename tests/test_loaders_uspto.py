@@ -120,7 +120,11 @@ def test_parse_grant_utility_with_entities_cpc_and_citations():
     assert p.codes == {"ipc": ["A47C 7/02"], "cpc": ["B26B 21/4012"]}
     assert p.date == "2013-04-16"
     assert p.citations == ["USD0428532", "EP0123456"]
-    assert p.extra == {"cited_by_examiner": ["USD0428532"], "application_number": "1"}
+    assert p.extra == {
+        "cited_by_examiner": ["USD0428532"],
+        "npl_citations": [{"text": "A journal article", "examiner": False}],
+        "application_number": "1",
+    }
     assert (p.country, p.kind_code) == ("US", "B2")
 
 

@@ -309,9 +309,12 @@ def parse_grant(
     cpc = [_structured(e) for e in bib.iterfind("classifications-cpc//classification-cpc")]
     codes = codes_dict(report, locarno=locarno, ipc=ipc, cpc=cpc, uspc=uspc)
 
-    citations, by_examiner = [], []
+    citations, by_examiner, npl = [], [], []
     for cit in bib.findall("us-references-cited/us-citation") + bib.findall("references-cited/citation"):
         doc = cit.find("patcit/document-id")
+        other = _text(cit.find("nplcit/othercit"))
+        if other:  # non-patent literature: kept as printed, with who cited it
+            npl.append({"text": other[:1000], "examiner": "examiner" in cit.findtext("category", "")})
         if doc is None or not doc.findtext("doc-number"):
             continue
         cid = normalize_patent_id(doc.findtext("doc-number", ""), doc.findtext("country", "US"))
@@ -332,6 +335,8 @@ def parse_grant(
         extra["drawing_notes"] = notes
     if by_examiner:
         extra["cited_by_examiner"] = by_examiner
+    if npl:
+        extra["npl_citations"] = npl
     appl_no = appl.findtext("document-id/doc-number", "").strip() if appl is not None else ""
     if appl_no:
         extra["application_number"] = appl_no
