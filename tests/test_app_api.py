@@ -92,13 +92,19 @@ def test_search_text_lists_and_movement(client, server):
     from patent_demo.text.hybrid import default_text_list
 
     _, wb, _ = server
-    bm, ds, status, list_name, rank, cursor, progress = client.predict(
+    bm, ds, status, list_name, rank, cursor, progress, dense, hybrid, fused = client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
     )
     lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", k=5)).lists
     bm25, dss = lists["bm25"], lists["dssdnet"]
     assert [r[2] for r in bm["data"]] == bm25.ids
     assert [r[2] for r in ds["data"]] == dss.ids
+    for table, name in (
+        (dense, "dense"),
+        (hybrid, "hybrid"),
+        (fused, "fused"),
+    ):  # one search fills every list
+        assert [r[2] for r in table["data"]] == lists[name].ids
     moves = [r[1] for r in ds["data"]]
     for r, (move, extra) in enumerate(zip(moves, dss.extras, strict=True), 1):
         d = extra["pool_rank"] - r  # DSSDNet re-ranks the hybrid pool: it moves from its pool rank
@@ -112,8 +118,8 @@ def test_search_text_lists_and_movement(client, server):
 
 
 def test_bm25_list_comes_first(client, server):
-    """The text button's first step: the BM25 list alone (the re-ranked and fused tables emptied until the
-    re-ranker answers), the same list the full search shows."""
+    """``/search_bm25``, an API-only endpoint (no click calls it): the BM25 list alone (the re-ranked and
+    fused tables emptied), the same list the full search shows."""
     _, wb, _ = server
     bm, ds, fused, status = client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, api_name="/search_bm25"

@@ -62,3 +62,54 @@ def test_every_hit_table_shows_the_publication_date(tmp_path):
         frame = table_value(wb, {"kind": kind, "lists": {"hmcl": [row]}}, "hmcl", {}, None)
         assert list(frame.columns)[title_at : title_at + 2] == ["title", "published"], kind
         assert frame["published"][0] == "2021-08-31", kind
+
+
+def test_a_text_click_runs_one_search(tmp_path):
+    """The Text tab's button starts one text search (BM25, dense and hybrid once, one re-ranking) that fills
+    every list; nothing chained after it searches again. ``/search_bm25`` and ``/search_dense`` stay as
+    API-only endpoints that no click calls."""
+    wb, _ = make_workbench(tmp_path)
+    demo = build_demo(wb, LabelStore(tmp_path / "labels.sqlite"))
+    from patent_demo.ui.tabs_search import TEXT_IDS
+
+    ids = {getattr(b, "elem_id", None): b._id for b in demo.blocks.values()}
+    fns = list(demo.fns.values())
+    chain = [fn for fn in fns if (ids["t-search"], "click") in [(t[0], t[1]) for t in fn.targets]]
+    while after := [fn for fn in fns if fn.trigger_after in {c._id for c in chain} and fn not in chain]:
+        chain += after
+
+    def name(fn) -> str:
+        f = fn.fn
+        while hasattr(f, "__wrapped__"):
+            f = f.__wrapped__
+        return getattr(f, "__name__", "")
+
+    searches = [name(fn) for fn in chain if name(fn).startswith("search")]
+    assert searches == ["search_text"]
+    text_tables = {ids[TEXT_IDS[n]] for n in ("bm25", "dense", "hybrid", "dssdnet", "fused")}
+    assert text_tables <= {b._id for b in chain[0].outputs}
+    api_only = {fn.api_name: fn for fn in fns if fn.api_name in ("search_bm25", "search_dense", "fused_text")}
+    assert sorted(api_only) == ["fused_text", "search_bm25", "search_dense"]
+    assert all(fn not in chain for fn in api_only.values())
+
+
+def test_each_text_table_names_the_list_its_moves_are_counted_from(tmp_path):
+    """A move is never read as one against the list on screen: the re-ranked lists' column says the hybrid
+    pool, dense and hybrid say BM25, BM25 (compared with nothing) keeps a plain "move"."""
+    from patent_demo.ui.views import table_value
+
+    wb, _ = make_workbench(tmp_path)
+    p = wb.corpus.patents[0]
+    row = {"id": p.id, "score": 0.5, "extras": {"pool_rank": 7, "bm25_rank": 2}}
+    moves = {}
+    for name in ("bm25", "dense", "hybrid", "dssdnet", "fused"):
+        frame = table_value(wb, {"kind": "text", "lists": {name: [row]}}, name, {}, None)
+        header = next(c for c in frame.columns if c.startswith("move"))
+        moves[name] = (header, frame[header][0])
+    assert moves == {
+        "bm25": ("move", ""),
+        "dense": ("move vs BM25", "↑ 1"),
+        "hybrid": ("move vs BM25", "↑ 1"),
+        "dssdnet": ("move vs hybrid pool", "↑ 6"),
+        "fused": ("move vs hybrid pool", "↑ 6"),
+    }

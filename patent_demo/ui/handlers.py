@@ -37,6 +37,8 @@ from patent_demo.ui.review import ReviewHandlers
 from patent_demo.ui.views import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo.workbench import Workbench
 
+LATER_TABLES = ("dense", "hybrid", "fused")  # /search_text's tables after its cursor outputs
+
 
 def _with_notes(status: str, notes: list[str]) -> str:
     """The status line with the search's notes (``patent_demo.search``): a ⚠️ warning (no good
@@ -395,8 +397,10 @@ class Handlers(ReviewHandlers):
         profile: gr.OAuthProfile | None = None,
     ):
         """Every text list (``patent_demo.text.lists``) for a pasted abstract (optional classification
-        codes), restricted by the filter panel; the cursor starts on the default list's first hit. Returns
-        the BM25 and DSSDNet tables, the status, the session and the cursor."""
+        codes), restricted by the filter panel, from one search (BM25, dense and hybrid once, one re-ranking);
+        the cursor starts on the default list's first hit. Returns the BM25 and DSSDNet tables, the status,
+        the session and the cursor, then the other tables (``LATER_TABLES``: after the cursor, so that the
+        first outputs of ``/search_text`` stay where API clients read them)."""
         try:
             req = TextRequest.build(
                 abstract, codes, model_key(model, "text"), top_k(k), filters=filters, wb=self.wb
@@ -432,17 +436,18 @@ class Handlers(ReviewHandlers):
                 default_text_list(),
                 judged_by(self.store, session, who),
             )  # the cursor: the default list
+            tables = {
+                n: table_value(self.wb, session, n, judged, 1 if n == first else None) for n in TEXT_LISTS
+            }
             return (
-                *(
-                    table_value(self.wb, session, n, judged, 1 if n == first else None)
-                    for n in ("bm25", "dssdnet")
-                ),
+                *(tables[n] for n in ("bm25", "dssdnet")),
                 status,
                 *cursor_tail(self.wb, self.store, session, first, who, judged),
+                *(tables[n] for n in LATER_TABLES),
             )
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
-            return None, None, msg, *failed_tail(session)
+            return None, None, msg, *failed_tail(session), *(None for _ in LATER_TABLES)
 
     def fused_table(
         self, session, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None

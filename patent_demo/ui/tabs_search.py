@@ -15,10 +15,10 @@ from patent_demo.text.syntax import HELP as SYNTAX_HELP
 from patent_demo.ui import examiner as exam_ui
 from patent_demo.ui.access import lenient
 from patent_demo.ui.events import Cursor, Models
-from patent_demo.ui.handlers import Handlers
+from patent_demo.ui.handlers import LATER_TABLES, Handlers
 from patent_demo.ui.inputs import NO_DRAWINGS, Selection
 from patent_demo.ui.labelling import LabelHandlers
-from patent_demo.ui.views import COMBINED_HEADERS, HIT_HEADERS, TEXT_HEADERS, esc
+from patent_demo.ui.views import COMBINED_HEADERS, HIT_HEADERS, esc, text_headers
 from patent_demo.workbench import Workbench
 
 TEXT_IDS = {
@@ -289,7 +289,7 @@ class TextTab:
             with gr.Column(elem_classes=["text-lists"]):  # on a phone: scrolls sideways, the columns readable
                 tables = {
                     n: gr.Dataframe(
-                        headers=TEXT_HEADERS,
+                        headers=text_headers(n),
                         datatype=TEXT_TYPES,
                         wrap=True,
                         interactive=False,
@@ -317,42 +317,45 @@ class TextTab:
         return cls(text, search, codes, model, k, status, first, show, figures, tables, gate, explain)
 
     def search_chain(self, cur: Cursor, h: Handlers, start, api: bool = True):
-        """The text button's steps after ``start`` (an event's listener: the button's click, or "More like
-        this: its text" once it has filled the abstract): BM25 first, then dense and hybrid, then every
-        list. Chained on the server, so it runs whether or not the Text tab was ever rendered. Only the
-        button's chain (``api``) names the API's endpoints."""
-        s, t, query = cur.shared, self.tables, [self.text, self.codes, self.model, self.k]
+        """The text button's one search after ``start`` (an event's listener: the button's click, or "More
+        like this: its text" once it has filled the abstract): BM25, dense and hybrid computed once, the
+        hybrid top re-ranked once, every list filled. Chained on the server, so it runs whether or not the
+        Text tab was ever rendered. Only the button's event (``api``) names the API's ``/search_text``."""
+        s, t = cur.shared, self.tables
+        query = [self.text, self.codes, self.model, self.k]
+        cur.then_show(
+            start(
+                **cur.mine(
+                    h.search_text,
+                    [*query, s.annotator, s.filters, s.session],
+                    [t["bm25"], t["dssdnet"], self.status, *cur.searched, *(t[n] for n in LATER_TABLES)],
+                ),
+                api_name="search_text" if api else False,
+            )
+        )
 
-        def named(name: str) -> str | bool:
-            return name if api else False
-
-        bm25_first = start(
+    def wire_list_endpoints(self, cur: Cursor, h: Handlers) -> None:
+        """API-only endpoints that answer one part of a text search for clients that need no more: the
+        BM25 list at once (``/search_bm25``), the dense and hybrid lists (``/search_dense``), the fused
+        table of the current query (``/fused_text``). No click of the page calls them."""
+        s, t = cur.shared, self.tables
+        query = [self.text, self.codes, self.model, self.k]
+        gr.Button(visible=False).click(
             **cur.mine(
                 h.search_bm25,
                 [*query, s.filters, s.session],
                 [t["bm25"], t["dssdnet"], t["fused"], self.status, s.session],
             ),
-            api_name=named("search_bm25"),
+            api_name="search_bm25",
         )
-        dense_next = bm25_first.then(
+        gr.Button(visible=False).click(
             h.search_dense,
             [*query, s.filters],
             [t["dense"], t["hybrid"], self.status],
-            api_name=named("search_dense"),
+            api_name="search_dense",
         )
-        every_list = dense_next.then(
-            **cur.mine(
-                h.search_text,
-                [*query, s.annotator, s.filters, s.session],
-                [t["bm25"], t["dssdnet"], self.status, *cur.searched],
-            ),
-            api_name=named("search_text"),
-        )
-        cur.then_show(
-            every_list.then(
-                **cur.mine(h.fused_table, [s.session, s.annotator], [t["fused"]]),
-                api_name=named("fused_text"),
-            )
+        gr.Button(visible=False).click(
+            **cur.mine(h.fused_table, [s.session, s.annotator], [t["fused"]]), api_name="fused_text"
         )
 
     def wire(
@@ -369,6 +372,7 @@ class TextTab:
         and the cursor moves to it; ``/explain`` explains a DSSDNet hit by its rank (the label panel's)."""
         s = cur.shared
         self.search_chain(cur, h, self.search.click)
+        self.wire_list_endpoints(cur, h)
         opened = [ext.doc_html, ext.doc_gallery, ext.doc_id, ext.tq_html, ext.tc_html]
         for name, table in self.tables.items():
             table.select(**cur.mine(ex.opener(name), [s.session], opened), api_name=f"open_{name}_hit")

@@ -135,6 +135,13 @@ def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     return rows
 
 
+def text_headers(list_name: str) -> list[str]:
+    """A text list's column names: its "move" column names the list the move is counted from (``MOVE_FROM``:
+    "move vs BM25", "move vs hybrid pool"), so that no move reads as one against the list on screen."""
+    vs = MOVE_FROM.get(list_name, ("", ""))[1]
+    return [f"move vs {vs}" if h == "move" and vs else h for h in TEXT_HEADERS]
+
+
 def shown_text_list(list_name: Any) -> str:
     """The text list the Text tab shows: the cursor's when it is on a text list, else the default list."""
     return list_name if list_name in TEXT_LISTS else default_text_list()
@@ -159,7 +166,7 @@ def table_value(
     """A result table with the label badge column, the cursor row highlighted (a pandas Styler)."""
     import pandas as pd
 
-    headers = {**dict.fromkeys(DRAWING_KINDS, HIT_HEADERS), "text": TEXT_HEADERS}.get(
+    headers = {**dict.fromkeys(DRAWING_KINDS, HIT_HEADERS), "text": text_headers(list_name)}.get(
         session.get("kind"), COMBINED_HEADERS
     )
     ids = [row["id"] for row in session["lists"].get(list_name) or []]
