@@ -62,3 +62,32 @@ def test_the_scale_page_stays_short():
     """docs/scale.md is the summary (≤ 250 lines); the logs' tables and the commands live in its appendix."""
     lines = (REPO_ROOT / "docs" / "scale.md").read_text().splitlines()
     assert len(lines) <= 250, f"docs/scale.md has {len(lines)} lines; move detail to docs/scale_tables.md"
+
+
+def _walkthrough(title: str) -> str:
+    """The README section that starts with the bold ``title`` and ends before the next paragraph that is not
+    one of its numbered steps."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"**{title}**")
+    end = re.compile(r"\n\n(?![\d ])").search(text, start)
+    return text[start : end.start() if end else len(text)]
+
+
+def test_the_readme_walkthroughs_name_files_and_names_that_exist():
+    """ "How a drawing search travels" and "Add an encoder": every path they name exists, and every name
+    they quote beside it (``Handlers.search_drawing``, ``create_encoder``, ``PAPER_AND_DEFAULT`` …) is
+    defined in one of the files the same section names."""
+    for title in ("How a drawing search travels", "Add an encoder"):
+        section = _walkthrough(title)
+        quoted = re.findall(r"`([^`]+)`", section)
+        paths = [q for q in quoted if re.fullmatch(r"[\w./-]+\.(py|json)", q)]
+        assert len(paths) >= 3, title
+        missing = [p for p in paths if not (REPO_ROOT / p).exists()]
+        assert not missing, (title, missing)
+        source = "\n".join((REPO_ROOT / p).read_text(encoding="utf-8") for p in paths if p.endswith(".py"))
+        names = [q.split(".")[-1] for q in quoted if re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_]\w*)?", q)]
+        names = [n for n in names if n not in ("py", "json") and "_" in n or n[:1].isupper()]
+        undefined = [
+            n for n in names if not re.search(rf"^\s*(def|class)\s+{n}\b|^{n}\s*=|\"{n}\"", source, re.M)
+        ]
+        assert names and not undefined, (title, undefined)
