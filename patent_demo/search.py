@@ -148,16 +148,25 @@ def search_application(wb, req: DrawingRequest) -> DrawingSearch:
     )
 
 
-def _own_text_patent(wb, req: TextRequest) -> str:
-    """The query's own patent: given, else (when the filters need it) the corpus patent of the same text."""
+def _same_text(text: str) -> str:
+    """A text as two copies of it compare: whitespace collapsed, outer dots and spaces gone, case folded."""
+    return " ".join(text.split()).strip(". ").casefold()
+
+
+def _own_text_patents(wb, req: TextRequest) -> list[str]:
+    """The query's own patents: the one given, else (when the filters need it) every corpus patent whose
+    text the query is, its title and abstract as the index holds them or its abstract alone (a pasted
+    abstract is that patent's own search; continuations with the same text are left out with it)."""
     from patent_demo.text.search import candidate_text
 
     if req.own_patent in wb.corpus:
-        return req.own_patent
+        return [req.own_patent]
     if not (req.filters.own_date or req.filters.exclude_own):
-        return ""
-    key = " ".join(req.text.split()).strip(". ")  # as candidate_text writes it: no outer dots or spaces
-    return next((p.id for p in wb.corpus if " ".join(candidate_text(p).split()).strip(". ") == key), "")
+        return []
+    key = _same_text(req.text)
+    if not key:
+        return []
+    return [p.id for p in wb.corpus if key in (_same_text(candidate_text(p)), _same_text(p.text or ""))]
 
 
 def search_text(wb, req: TextRequest) -> TextSearch:
@@ -170,16 +179,19 @@ def search_text(wb, req: TextRequest) -> TextSearch:
 
     notes: list[str] = []
     f, text = req.filters.search, req.text
-    own = _own_text_patent(wb, req)
+    owns = _own_text_patents(wb, req)
+    own = owns[0] if owns else ""
     if req.filters.own_date:
         f = _with_own_date(f, wb, own, notes)
     allowed = f.allowed_ids(wb.corpus)
     if allowed is not None:
         notes.append(f"{f.describe()}: {len(allowed)} of {counted(len(wb.corpus), 'document')} searched")
-    if req.filters.exclude_own and own:
-        out = own_and_family(wb.corpus, own)
+    if req.filters.exclude_own and owns:
+        out = set().union(*(own_and_family(wb.corpus, o) for o in owns))
         allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
-        notes.append(exclusion_note([own], sorted(out - {own})))
+        if req.own_patent not in wb.corpus:
+            notes.append(f"the pasted text is that of {', '.join(owns)} (its own search)")
+        notes.append(exclusion_note(owns, sorted(out - set(owns))))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
     only = None  # the documents a query in the search syntax matches
@@ -197,7 +209,7 @@ def search_text(wb, req: TextRequest) -> TextSearch:
                 f"{counted(len(allowed), 'document matches', 'documents match')}; "
                 "add a word to rank them by (a code alone only filters)"
             )
-    where = Where(f, (own,) if req.filters.exclude_own and own else (), only=only)
+    where = Where(f, tuple(owns) if req.filters.exclude_own else (), only=only)
     if req.filters.per_family:  # more candidates, then one per family: k families come back
         from patent_demo.families import collapse
 
