@@ -264,7 +264,7 @@ def test_refine_drawing_answers_a_bare_call_then_refines_and_later_labels_file_o
     gallery, status, table, list_name, rank, cursor, progress = client.predict(
         "ann", api_name="/refine_drawing"
     )
-    assert status.startswith("🔁 Refined with 2 labels of ann on this query (1 relevant, 1 not)"), status
+    assert status.startswith("↻ Refined with 2 labels of ann on this query (1 relevant, 1 not)"), status
     ids = [row[1] for row in table["data"]]
     assert ids[:2] == shown[1:3] and [row[-1] for row in table["data"][:2]] == [
         "✗ not relevant (0)",

@@ -96,8 +96,11 @@ def test_a_single_page_refines_with_this_annotators_labels_and_files_later_label
         wb.encoder(spec), "encode", lambda *a, **k: pytest.fail("a refine re-encoded a drawing")
     )
     gallery, status, table, refined, list_name, rank, cursor, progress = h.refine_drawing(session, "ann")
-    assert status.startswith("🔁 Refined with 3 labels of ann on this query (2 relevant, 1 not)"), status
-    assert "among the unlabelled: " in status and "the query's own patent USD0913174 is left out" in status
+    assert status.startswith("↻ Refined with 3 labels of ann on this query (2 relevant, 1 not)"), status
+    assert (
+        "among the unlabelled, ranked among themselves: " in status
+        and "the query's own patent USD0913174 is left out" in status
+    )
     ids = _ids(refined)
     labelled = [p for p in shown if p in rel + nots]
     assert ids[:3] == labelled  # the labelled on top, in the order they were shown, each with its badge
@@ -136,7 +139,7 @@ def test_a_single_page_refines_with_this_annotators_labels_and_files_later_label
     # undo takes the label out of the next refine; the refined list is the basis of nothing (no drift)
     assert lh.undo("ann", refined)[0].startswith("↶ undid partly")
     again = h.refine_drawing(refined, "ann")
-    assert again[1].startswith("🔁 Refined with 3 labels of ann on this query (2 relevant, 1 not)")
+    assert again[1].startswith("↻ Refined with 3 labels of ann on this query (2 relevant, 1 not)")
     assert _ids(again[3]) == ids
     summary = h.training()[0]
     assert summary.startswith("**Labels used now** (Refine with my labels): 3 labels by 2 refines in this")
@@ -160,7 +163,7 @@ def test_a_sheets_figures_and_an_application_refine(app):
     assert basis.kind == "sheet" and basis.vector.shape[0] == len(basis.names) >= 2
     rel = _label(lh, session, 3, "relevant")
     refined = h.refine_drawing(session, "ann")
-    assert refined[1].startswith("🔁 Refined with 1 label of ann on this query (1 relevant)"), refined[1]
+    assert refined[1].startswith("↻ Refined with 1 label of ann on this query (1 relevant)"), refined[1]
     rows = refined[3]["lists"]["hmcl"]
     assert rows[0]["id"] == rel and all("matched by " in r["view"] for r in rows)
     index = wb.index("zero-shot")
@@ -177,7 +180,7 @@ def test_a_sheets_figures_and_an_application_refine(app):
     nots = _label(lh, session, 1, "not")
     rel = _label(lh, session, 2, "relevant")
     refined = h.refine_drawing(session, "ann")
-    assert refined[1].startswith("🔁 Refined with 2 labels of ann on this query (1 relevant, 1 not)")
+    assert refined[1].startswith("↻ Refined with 2 labels of ann on this query (1 relevant, 1 not)")
     ids = _ids(refined[3])
     assert ids[:2] == [nots, rel] and refined[3]["query_id"] == session["query_id"]
     assert all(r["view"].startswith("all views") for r in refined[3]["lists"]["hmcl"])

@@ -43,7 +43,7 @@ def _refined_line(out, who: str, model: str) -> str:
         else ""
     )
     return (
-        f"🔁 Refined with {counted(r.used, 'label')} of {plain(who)} on this query ({kinds}){left}; "
+        f"↻ Refined with {counted(r.used, 'label')} of {plain(who)} on this query ({kinds}){left}; "
         f"query moved to cosine {r.cosine:.3f} of the original · the {len(out.labelled)} labelled on top, "
         f"{len(out.hits) - _top_rows(out)} others ranked again below them with {model}"
     )
@@ -103,7 +103,9 @@ class RefineHandlers:
             before = [p for p in shown if p not in on_top]
             after = [h.patent_id for h in out.hits if h.patent_id not in on_top]
             what = moved(before, after, top=min(10, basis.request.k))
-            line = f"{_refined_line(out, who, spec.key)} · among the unlabelled: {what}"
+            line = (
+                f"{_refined_line(out, who, spec.key)} · among the unlabelled, ranked among themselves: {what}"
+            )
             record_search(
                 refined,
                 f"{basis.kind} refined",
