@@ -181,7 +181,8 @@ def redbook_cli(tmp_path_factory) -> tuple[Path, Path, Path]:
     src = require_shared("impact_design_patent_samples") / "patents"
     tmp = tmp_path_factory.mktemp("redbook-cli")
     cmd = [sys.executable, "-m", "patent_demo.cli", "corpus", "build", "--source", "redbook", str(src)]
-    subprocess.run([*cmd, "--out", str(tmp / "corpus")], check=True, capture_output=True, cwd=REPO_ROOT)
+    done = subprocess.run([*cmd, "--out", str(tmp / "corpus")], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
     return tmp / "corpus", tmp / "cache", src
 
 
