@@ -52,3 +52,15 @@ class TextSearch:
 
     def __iter__(self):
         return iter((self.lists, self.notes))
+
+
+def mark_views(hits: list[Hit], kind: str) -> list[Hit]:
+    """What the view column says of a merged hit, in place: an application's (``kind`` "application") is
+    the whole patent, its tile the figure closest to the views ("all views · shown: front"); a sheet's
+    (``kind`` "sheet") names the query figure that matched it ("front · matched by FIG. 2")."""
+    for h in hits:
+        if kind == "application":
+            h.view = "all views" + (f" · shown: {h.view}" if h.view else "")
+        elif kind == "sheet" and h.extras.get("query_figure"):
+            h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
+    return hits

@@ -38,6 +38,7 @@ class SheetSearch:
     per_figure: list[list[str]]  # patent ids found for each query figure, best first
     status: str
     image_sha: str
+    queries: np.ndarray | None = None  # the figures' embeddings [F, D], in the order of ``figures``
 
 
 def figure_names(figures: Sequence[SheetFigure]) -> list[str]:
@@ -84,16 +85,34 @@ def search_sheet(
     crops = crop_figures(page, figures)
     names = figure_names(figures)
     spec = wb.model(model, "drawing")
-    index = wb.index(spec)
     queries = np.asarray(
         wb.encoder(spec).encode([load_drawing(c, crop=True) for c in crops]), dtype=np.float32
     )
     given = allowed is not None
     if not given:
         allowed = (search_filter or SearchFilter()).allowed_ids(wb.corpus)
-    n_patents = len(set(index.patent_ids))
-    k = max(1, min(int(k), n_patents))
-    lists = index.search_patents_batch(queries, k, allowed=allowed)
+    hits, per_figure = rank_figures(wb, queries, names, model, k, allowed)
+    status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
+    if found > len(figures):
+        status = (
+            f"⚠️ {found} boxes found on the sheet: searched the {len(figures)} largest of {found} "
+            f"({', '.join(names)}; at most {MAX_SHEET_FIGURES} a sheet), lists merged"
+        )
+    if allowed is not None and not given:
+        status += f"; {search_filter.describe()} ({len(allowed)} documents allowed)"  # type: ignore[union-attr]
+    return SheetSearch(figures, crops, hits, per_figure, status, hashlib.sha256(data).hexdigest(), queries)
+
+
+def rank_figures(
+    wb, queries: np.ndarray, names: Sequence[str], model: str, k: int, allowed: Collection[str] | None
+) -> tuple[list, list[list[str]]]:
+    """The merged top ``k`` patents of the query figures' vectors ``queries`` (``[F, D]``, named
+    ``names``) inside ``allowed``, and the patent ids each figure found: what :func:`search_sheet` ranks once
+    it has embedded the figures, and what a refined sheet query (``patent_demo.refine``) ranks again."""
+    spec = wb.model(model, "drawing")
+    index = wb.index(spec)
+    k = max(1, min(int(k), len(set(index.patent_ids))))
+    lists = index.search_patents_batch(np.asarray(queries, dtype=np.float32), k, allowed=allowed)
     best: dict[str, tuple[float, int, str]] = {}
     scores: dict[str, dict[str, float]] = {}
     for fi, res in enumerate(lists):
@@ -112,14 +131,4 @@ def search_sheet(
         )
         for r, pid in enumerate(order, 1)
     ]
-    status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
-    if found > len(figures):
-        status = (
-            f"⚠️ {found} boxes found on the sheet: searched the {len(figures)} largest of {found} "
-            f"({', '.join(names)}; at most {MAX_SHEET_FIGURES} a sheet), lists merged"
-        )
-    if allowed is not None and not given:
-        status += f"; {search_filter.describe()} ({len(allowed)} documents allowed)"  # type: ignore[union-attr]
-    return SheetSearch(
-        figures, crops, hits, [list(r.ids) for r in lists], status, hashlib.sha256(data).hexdigest()
-    )
+    return hits, [list(r.ids) for r in lists]

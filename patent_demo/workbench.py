@@ -377,17 +377,19 @@ class Workbench:
         )
 
     # -- searches (``patent_demo.search``: one request value each, ``patent_demo.request``) -----------------
-    def search_drawing(self, request: DrawingRequest) -> DrawingSearch:
-        """Top-k for one drawing, inside the request's filters (``patent_demo.search.search_drawing``)."""
+    def search_drawing(self, request: DrawingRequest, vector=None) -> DrawingSearch:
+        """Top-k for one drawing, inside the request's filters (``patent_demo.search.search_drawing``);
+        ``vector`` (a refined query, ``[D]``) is searched instead of the drawing's embedding."""
         from patent_demo.search import search_drawing
 
-        return search_drawing(self, request)
+        return search_drawing(self, request, vector)
 
-    def search_application(self, request: DrawingRequest) -> DrawingSearch:
-        """Top-k patents for a whole application's views (``patent_demo.search.search_application``)."""
+    def search_application(self, request: DrawingRequest, vector=None) -> DrawingSearch:
+        """Top-k patents for a whole application's views (``patent_demo.search.search_application``);
+        ``vector`` (refined views, ``[V, D]``) is searched instead of the views' embeddings."""
         from patent_demo.search import search_application
 
-        return search_application(self, request)
+        return search_application(self, request, vector)
 
     def search_text(self, request: TextRequest) -> TextSearch:
         """The text lists of one request, inside its filters (``patent_demo.search.search_text``)."""

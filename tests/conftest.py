@@ -170,6 +170,22 @@ def small_text_corpus(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def redbook_cli(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """``(corpus, cache folder, source)``: the Red Book samples built into a corpus by the CLI
+    (``python -m patent_demo.cli corpus build --source redbook``), and one cache folder every test of the
+    session shares (the zero-shot index is embedded once)."""
+    import subprocess
+    import sys
+
+    src = require_shared("impact_design_patent_samples") / "patents"
+    tmp = tmp_path_factory.mktemp("redbook-cli")
+    cmd = [sys.executable, "-m", "patent_demo.cli", "corpus", "build", "--source", "redbook", str(src)]
+    done = subprocess.run([*cmd, "--out", str(tmp / "corpus")], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return tmp / "corpus", tmp / "cache", src
+
+
 # -- skips under CI ------------------------------------------------------------------------------------------
 # On CI (``CI=true``) every dependency, data sample and browser is installed, so a skip hides a test that did
 # not run. A skip there is a failure unless its reason matches an entry of tests/skip_allowlist.txt.

@@ -25,7 +25,14 @@ def client(server):
 
 def test_api_lists_required_endpoints(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/search_drawing", "/search_text", "/label", "/undo", "/export_labels"} <= names
+    assert {
+        "/search_drawing",
+        "/search_text",
+        "/label",
+        "/undo",
+        "/export_labels",
+        "/refine_drawing",
+    } <= names
 
 
 def _search_drawing(client, wb, pid, fig=0, k=4, group=True, loc=""):
@@ -247,3 +254,35 @@ def test_search_application_ranks_patents_by_all_views(client, server):
     assert table["data"][0][1] == "D0006" and table["data"][0][2].startswith("all views · shown: ")
     assert len(gallery) == 4 and gallery[0]["caption"].startswith("#1 D0006 · all views")
     assert status.startswith("4 patents for an application of 2 views with zero-shot")
+
+
+def test_refine_drawing_answers_a_bare_call_then_refines_and_later_labels_file_on_the_query(client, server):
+    from patent_demo.refine import NEEDS_A_LABEL
+    from patent_demo.ui.refine import NO_DRAWING_QUERY
+
+    _, wb, store = server
+    assert client.predict(api_name="/refine_drawing")[1] == f"⚠️ {NO_DRAWING_QUERY}"  # no session
+    _, _, table, *_ = _search_drawing(client, wb, "D0002", k=5)
+    shown = [row[1] for row in table["data"]]
+    assert client.predict("ann", api_name="/refine_drawing")[1] == f"⚠️ {NEEDS_A_LABEL}"
+    client.predict("relevant", "hmcl", 3, "", "", "ann", "", False, api_name="/label")
+    client.predict("not", "hmcl", 2, "", "", "ann", "", False, api_name="/label")
+    gallery, status, table, list_name, rank, cursor, progress = client.predict(
+        "ann", api_name="/refine_drawing"
+    )
+    assert status.startswith("↻ Refined with 2 labels of ann on this query (1 relevant, 1 not)"), status
+    ids = [row[1] for row in table["data"]]
+    assert ids[:2] == shown[1:3] and [row[-1] for row in table["data"][:2]] == [
+        "✗ not relevant (0)",
+        "✓ relevant (2)",
+    ]
+    assert len(ids) == 7 and not any(row[-1] for row in table["data"][2:])  # k = 5 unlabelled below them
+    assert (list_name, rank) == ("hmcl", 3) and gallery[0]["caption"].endswith("✗ not relevant (0)")
+    msg = client.predict("partly", "hmcl", 3, "", "", "ann", "", False, api_name="/label")[0]
+    assert msg.startswith(f"✓ partly · {ids[2]} (hmcl #3)")
+    rows = (
+        sqlite3.connect(store.path)
+        .execute("SELECT query_id, candidate_id, rank FROM labels ORDER BY id DESC LIMIT 3")
+        .fetchall()
+    )
+    assert rows[0][1:] == (ids[2], 3) and len({r[0] for r in rows}) == 1  # the original query's id

@@ -511,6 +511,22 @@ CASES += [
     )
     for api in ("/label_relevant", "/label_partly", "/label_not")
 ]
+CASES += [  # Refine with my labels: a bare call, a drawing search without a label of this name, a text query
+    ("refine-no-search", None, lambda lv: ("/refine_drawing", ("ann",), 1), "run a drawing search"),
+    (
+        "refine-no-label",
+        "drawing",
+        lambda lv: ("/refine_drawing", ("no-labels-yet",), 1),
+        "needs a label first",
+    ),
+    (
+        "refine-text-query",
+        "text",
+        lambda lv: ("/refine_drawing", ("ann",), 1),
+        "Refine is for drawing searches",
+    ),
+    ("refine-name-10kB", "drawing", lambda lv: ("/refine_drawing", ("a" * 10_000,), 1), "10,000 characters"),
+]
 
 
 def test_there_are_at_least_150_cases_over_every_endpoint_that_takes_input(live):
@@ -522,6 +538,7 @@ def test_there_are_at_least_150_cases_over_every_endpoint_that_takes_input(live)
         "/label_relevant",
         "/label_partly",
         "/label_not",
+        "/refine_drawing",
         "/explain",
         "/next_hit",
         "/prev_hit",

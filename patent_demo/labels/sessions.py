@@ -71,9 +71,15 @@ def owner_of(session: dict | None) -> str:
 
 
 def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) -> None:
-    """Record one shown list: per hit its patent, figure, score and extras, and what the UI displays of it
-    (``image`` path, ``view``, ``locarno_title``, gallery ``caption``)."""
-    session["lists"][name] = [
+    """Record one shown list (``rows_of`` its hits) and the checkpoint that ranked it."""
+    session["lists"][name] = rows_of(hits)
+    session["checkpoints"][name] = checkpoint_id
+
+
+def rows_of(hits: Sequence[Hit]) -> list[dict]:
+    """The rows of a shown list: per hit its patent, figure, score and extras, and what the UI displays of
+    it (``image`` path, ``view``, ``locarno_title``, gallery ``caption``)."""
+    return [
         {
             "id": h.patent_id,
             "figure": h.figure,
@@ -88,7 +94,6 @@ def add_list(session: dict, name: str, hits: Sequence[Hit], checkpoint_id: str) 
         }
         for h in hits
     ]
-    session["checkpoints"][name] = checkpoint_id
 
 
 def parse_rank(value: Any) -> int:

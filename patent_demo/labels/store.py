@@ -457,13 +457,18 @@ class LabelStore:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM labels WHERE undone = 0").fetchone()[0]
 
-    def judged(self, query_id: str, annotator: str) -> dict[str, str]:
-        """{candidate_id: label} of the annotator's live labels for one query (latest wins)."""
+    def latest(self, query_id: str, annotator: str) -> dict[str, Label]:
+        """{candidate_id: Label}: the annotator's latest live label of each candidate of one query (an
+        undone label no longer counts; adjudications are not an annotator's)."""
         out = {}
         for lab in self.labels(query_id=query_id):
             if lab.annotator == annotator and not lab.adjudicated:
-                out[lab.candidate_id] = lab.label
+                out[lab.candidate_id] = lab
         return out
+
+    def judged(self, query_id: str, annotator: str) -> dict[str, str]:
+        """{candidate_id: label} of the annotator's live labels for one query (latest wins)."""
+        return {c: lab.label for c, lab in self.latest(query_id, annotator).items()}
 
     def _units(self) -> tuple[dict[tuple[str, str], dict[str, Label]], dict[tuple[str, str], Label]]:
         """Each annotator's latest live label per (query, candidate), and the latest adjudication."""

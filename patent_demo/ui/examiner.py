@@ -23,12 +23,14 @@ from PIL import Image, ImageDraw
 from patent_demo import examiner
 from patent_demo.document import document_html, document_view
 from patent_demo.filters import FILTER_KEYS, Filters
+from patent_demo.hits import mark_views
 from patent_demo.imageio import load_drawing
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
 from patent_demo.labels.sessions import record_search
 from patent_demo.labels.store import LabelStore
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
+from patent_demo.refine import Basis
 from patent_demo.search import drawing_scope
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.ui.events import Shared
@@ -263,12 +265,12 @@ class ExaminerHandlers:
                 req.own_patent,
                 req.filters,
             )
-            for h in res.hits:
-                h.view = " · ".join(x for x in (h.view, "matched by " + h.extras["query_figure"]) if x)
+            mark_views(res.hits, "sheet")
             suffix = Path(file).suffix.lower() or ".png"
             session = drawing_session(
                 self.store, "image", data, suffix, res.hits, spec, previous, sha=req.sha, patent_id=own_patent
             )
+            session["basis"] = Basis.of("sheet", req, res.queries, figure_names(res.figures))
             who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
             record_search(session, "drawing sheet", Path(file).name, spec.label, f.describe(), who, notes)
             if previous and previous.get("image_file"):

@@ -1,7 +1,7 @@
 """The workbench UI's search handlers: ``Handlers(workbench, store)``, one method per search event of the page
-(``blocks``), and those of the review tabs it takes from ``review.ReviewHandlers``; the label panel, export and
-agreement handlers are ``labelling.LabelHandlers``, the examiner's (sheets, the whole record, side by side, the
-search report) ``examiner.ExaminerHandlers``.
+(``blocks``), those of the review tabs it takes from ``review.ReviewHandlers`` and the drawing refine from
+``refine.RefineHandlers``; the label panel, export and agreement handlers are ``labelling.LabelHandlers``,
+the examiner's (sheets, the whole record, side by side, the search report) ``examiner.ExaminerHandlers``.
 
 Gradio calls the bound methods; each takes the values of its event's input components and returns the
 values of its outputs. Every failure comes back as a ⚠️ message and a toast (no server path, user text
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from patent_demo.hits import mark_views
 from patent_demo.index.scale import describe_index
 from patent_demo.labels.sessions import add_list, history_of, new_session, owner_of, record_search
 from patent_demo.labels.store import (
@@ -28,11 +29,13 @@ from patent_demo.labels.store import (
     image_query_id,
     text_query_id,
 )
+from patent_demo.refine import Basis, UsedLabels
 from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.ui.access import Identity
 from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, drawing_request, model_key, top_k, upload
+from patent_demo.ui.refine import RefineHandlers
 from patent_demo.ui.review import ReviewHandlers
 from patent_demo.ui.views import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo.workbench import Workbench
@@ -125,7 +128,7 @@ def drawing_failed(message: str, session: dict, *extra) -> tuple:
     return [], message, None, *extra, *failed_tail(session)
 
 
-class Handlers(ReviewHandlers):
+class Handlers(RefineHandlers, ReviewHandlers):
     """The search handlers of the workbench UI over one workbench and one label store."""
 
     def __init__(self, workbench: Workbench, store: LabelStore, identity=None) -> None:
@@ -136,6 +139,7 @@ class Handlers(ReviewHandlers):
         self._building_lock = threading.Lock()
         self._evaluated: dict[tuple, tuple] = {}  # (corpus, model, weights, split) -> (summary, rows, when)
         self._evaluating = threading.Lock()
+        self.used = UsedLabels()  # the labels refines used in this server run (the Training tab)
 
     def _who(self, annotator, request, profile) -> str:
         try:
@@ -241,6 +245,7 @@ class Handlers(ReviewHandlers):
                 patent_id=res.query_patent_id,
             )
             session["embedding"] = res.query_embedding.tolist()
+            session["basis"] = Basis.of("drawing", req, res.query_embedding)  # what a refine searches again
             self._replace(previous)
             who = self._who(annotator, request, profile)
             what = Path(file).name + (" (a crop of it)" if cropped else "")
@@ -297,8 +302,7 @@ class Handlers(ReviewHandlers):
             res = self.wb.search_application(req)
             notes, f = res.notes, req.filters
             spec = self.wb.model(req.model, "drawing")
-            for h in res.hits:  # a hit is the whole patent; its tile shows the figure closest to the views
-                h.view = "all views" + (f" · shown: {h.view}" if h.view else "")
+            mark_views(res.hits, "application")  # a hit is the whole patent: its tile the closest figure
             session = drawing_session(
                 self.store,
                 "application",
@@ -310,6 +314,7 @@ class Handlers(ReviewHandlers):
                 query_id=application_query_id(list(req.shas)),
                 patent_id=res.query_patent_id,
             )
+            session["basis"] = Basis.of("application", req, res.query_embedding)
             self._replace(previous)
             who = self._who(annotator, request, profile)
             names = ", ".join(Path(name).name for name, _, _ in uploads)

@@ -21,6 +21,7 @@ KEYS = (
     ("u", "undo"),
     ("j", "next"),
     ("k", "previous"),
+    ("r", "refine the drawing search with your labels"),
 )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from patent_demo.analysis import describe_protocol
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, model_key
+from patent_demo.ui.refine import labels_used_md
 from patent_demo.ui.views import warn
 
 FEW_PATENTS = 20  # fewer query patents than this in an evaluation: a warning
@@ -141,6 +142,7 @@ class ReviewHandlers:
             head, fig, rows = loop.summary_markdown(result), learning_curve(result), loop.curve_rows(result)
         text = loop.text_markdown(loop.read_results(loop.TEXT_RESULTS))
         lineage = loop.lineage_rows(self.wb.models("drawing"))
+        head = f"{labels_used_md(self.used, self.store, lineage)}\n\n{head}"
         who = self._who("", request, profile)
         if self.identity.admins and who not in self.identity.admins:
             cmd_md = f"_Retraining from the label store is for the admins: {', '.join(sorted(self.identity.admins))}._"

@@ -26,6 +26,7 @@ SHORTCUTS = {
     "u": "lbl-undo",
     "j": "lbl-next",
     "k": "lbl-prev",
+    "r": "d-refine",
 }
 KEYS_JS = """
 <script>
