@@ -39,16 +39,10 @@ class Feedback:
 
     @classmethod
     def load(cls, path: str | Path = CONFIG, task: str = "drawing") -> Feedback:
-        """The weights of ``task`` ("drawing" or "text") in the config file (the task's own ``rule`` and
-        ``command`` where it has them, else the file's)."""
+        """The weights of ``task`` ("drawing" or "text") in the config file."""
         data = json.loads(Path(path).read_text())
         part = data[task]
-        return cls(
-            float(part["beta"]),
-            float(part["gamma"]),
-            part.get("rule", data.get("rule", "")),
-            part.get("command", data.get("command", "")),
-        )
+        return cls(float(part["beta"]), float(part["gamma"]), data.get("rule", ""), data.get("command", ""))
 
 
 @dataclass(frozen=True)

@@ -469,6 +469,13 @@ def loop_text(src: list) -> str:
     return loop.text_markdown(src[0])
 
 
+def feedback_text(src: list) -> str:
+    """Relevance feedback on text, on the residual collection (``train.text.feedback``)."""
+    from train.text.feedback import render
+
+    return render(src[0])
+
+
 def loop_headline(src: list) -> str:
     """The README's lines on what examiner labels bought (``train.loop_curves``, ``train.loop_text``)."""
     from patent_demo.labels import loop
@@ -484,6 +491,7 @@ _CKPT_METRICS = (
 REGISTRY: tuple[Block, ...] = (
     Block("headline", ("docs/results_hmcl_uspc.json", "docs/results_text.json"), headline, "README.md"),
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
+    Block("feedback-text", ("docs/feedback_text.json",), feedback_text, "docs/feedback_text.md"),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
     Block(

@@ -98,9 +98,13 @@ def test_bad_feedback_gets_a_clear_message(setup, capsys):
     err = capsys.readouterr().err
     assert "bad.qrels:1: a qrels line is 'qid 0 docid rel'" in err and "Traceback" not in err
     assert main([*search, "--model", "dense", "--feedback", str(tmp / "missing.qrels")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    assert "not found" in capsys.readouterr().err
+    stranger = tmp / "stranger.qrels"
+    stranger.write_text(f"{qids[0]} 0 NO-SUCH-PATENT 1\n")
+    assert main([*search, "--model", "dense", "--feedback", str(stranger)]) == 2
+    assert "1 judged ids are not patents of the corpus, e.g. 'NO-SUCH-PATENT'" in capsys.readouterr().err
     good = tmp / "good.qrels"
-    good.write_text(f"{qids[0]} 0 X 1\n")
+    good.write_text(f"{qids[0]} 0 {qids[1]} 1\n")
     assert main([*search, "--model", "bm25", "--feedback", str(good)]) == 2
     assert "the bm25 list has none" in capsys.readouterr().err
 

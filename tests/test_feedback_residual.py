@@ -83,6 +83,5 @@ def test_text_feedback_settings_come_from_the_config(tmp_path):
         )
     )
     s = TextFeedback.load(path)
-    assert s.dense == Feedback(0.5, 0.25, "r", "c") and s.lexical is None
+    assert s.dense == Feedback(0.5, 0.25, "r", "") and s.lexical is None  # the text part's own rule
     assert (s.offered, s.reason) == (False, "not offered: x")
-    assert Feedback.load(path, "drawing").rule == "top"  # a part without its own rule takes the file's

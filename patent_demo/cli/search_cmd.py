@@ -358,7 +358,7 @@ def run_text(args: argparse.Namespace) -> int:
         from patent_demo.text.feedback import TextFeedback
 
         settings = TextFeedback.load()
-        labels = feedback_labels(args.feedback, [q.qid for q in queries], list_name, settings)
+        labels = feedback_labels(args.feedback, [q.qid for q in queries], list_name, settings, corpus)
 
     f, own = search_filter(args)
     qids = [q.qid for q in queries]

@@ -36,14 +36,20 @@ def check_feedback_list(list_name: str, settings: TextFeedback) -> None:
 
 
 def feedback_labels(
-    path: str, qids: Sequence[str], list_name: str, settings: TextFeedback
+    path: str, qids: Sequence[str], list_name: str, settings: TextFeedback, corpus: Corpus
 ) -> dict[str, dict[str, int]]:
     """The labels of ``--feedback`` for the queries ``qids`` (qrels of other qids are named on stderr and
-    ignored); a malformed line or an unusable list is a ``ValueError`` naming it."""
+    ignored); a malformed line, a judged id that is no corpus patent or an unusable list is a
+    ``ValueError`` naming it."""
     if not Path(path).is_file():
-        raise FileNotFoundError(f"--feedback {path}: no such file")
+        raise FileNotFoundError(f"--feedback: qrels file {path} not found")
     check_feedback_list(list_name, settings)
     qrels = read_qrels(path)
+    unknown = sorted({d for docs in qrels.values() for d in docs if d not in corpus})
+    if unknown:
+        raise ValueError(
+            f"--feedback {path}: {len(unknown)} judged ids are not patents of the corpus, e.g. {unknown[0]!r}"
+        )
     other = sorted(set(qrels) - set(qids))
     if other:
         print(

@@ -56,7 +56,9 @@ class TextFeedback:
         part = json.loads(Path(path).read_text(encoding="utf-8"))["text"]
         rm3 = part.get("rm3")
         return cls(
-            Feedback.load(path, "text"),
+            Feedback(
+                float(part["beta"]), float(part["gamma"]), part.get("rule", ""), part.get("command", "")
+            ),
             RM3(int(rm3["terms"]), float(rm3["original"])) if rm3 else None,
             bool(part.get("offered", False)),
             str(part.get("reason", "")),
@@ -155,8 +157,8 @@ def residual_comparison(
 ) -> dict:
     """``before`` and ``after`` scored on the residual collection of ``judged`` (qid -> ids seen): the
     mean of each metric of ``keys`` before and after, and the paired bootstrap of after - before
-    (``patent_demo.metrics.paired_bootstrap``) over the queries left with a relevant patent; per-query
-    values kept."""
+    (``patent_demo.metrics.paired_bootstrap``) over the queries left with a relevant patent, how many of
+    them the feedback changed; per-query values kept."""
     from patent_demo.metrics import paired_bootstrap
     from patent_demo.metrics.text import per_query_metrics
 
@@ -165,13 +167,22 @@ def residual_comparison(
     pa = per_query_metrics(residual(after, judged), rest, ks)
     qids = sorted(pb)
     keys = [key for key in keys if qids and key in pb[qids[0]]]
-    out = {"queries": len(qids), "qids": qids, "before": {}, "after": {}, "difference": {}, "per_query": {}}
+    out = {
+        "queries": len(qids),
+        "qids": qids,
+        "before": {},
+        "after": {},
+        "difference": {},
+        "changed": {},
+        "per_query": {},
+    }
     for key in keys:
         b = [pb[q][key] for q in qids]
         a = [pa[q][key] for q in qids]
         out["before"][key] = float(np.mean(b)) if qids else float("nan")
         out["after"][key] = float(np.mean(a)) if qids else float("nan")
         out["difference"][key] = paired_bootstrap(a, b, n_boot=resamples, seed=seed)
+        out["changed"][key] = sum(1 for x, y in zip(a, b, strict=True) if x != y)
         out["per_query"][key] = {"before": b, "after": a}
     return out
 

@@ -135,6 +135,72 @@ def _summary(result: dict) -> dict:
     return {k: v for k, v in result.items() if k != "qids"}
 
 
+def _ci4(d: dict) -> str:
+    return f"{d['diff']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
+
+
+def _ci(row: dict) -> str:
+    return f"{row['diff']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]"
+
+
+def render(out: dict) -> str:
+    """The Markdown of ``docs/feedback_text.md``'s figures block, from the JSON :func:`main` wrote."""
+    k = out["metric"]
+    lines = [
+        f"Validation ({out['queries']['val']} queries; the examiner labels the top {out['depth']} of the "
+        f"**{out['shipped_list']}** list, {out['judged_relevant']['val']} of those hits relevant). "
+        f"Residual {k}, after - before with its 95 % paired-bootstrap interval "
+        f"({out['bootstrap_resamples']:,} resamples):",
+        "",
+        "| feedback | setting | list | queries | before | after | after - before [95 %] |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in out["grid"]["dense"]:
+        setting = f"β {r['beta']:g}, γ {r['gamma']:g}"
+        lines.append(
+            f"| Rocchio (dense) | {setting} | dense | {r['queries']} | {r['before']:.3f} | {r['after']:.3f} | {_ci(r)} |"
+        )
+    for r in out["grid"]["bm25"]:
+        setting = f"{r['terms']} terms, λ {r['original']:g}"
+        lines.append(
+            f"| RM3 (BM25) | {setting} | bm25 | {r['queries']} | {r['before']:.3f} | {r['after']:.3f} | {_ci(r)} |"
+        )
+    for r in out["grid"]["hybrid"]:
+        setting = " + ".join(x for x in (r["dense"], r["rm3"]) if x)
+        lines.append(
+            f"| into the hybrid | {setting} | hybrid | {r['queries']} | {r['before']:.3f} | {r['after']:.3f} | {_ci(r)} |"
+        )
+    lines += [
+        "",
+        f"Of the {out['grid']['dense'][0]['queries']} validation queries scored, "
+        f"{out['scored_with_a_relevant_label']['val']} had a cited patent among the judged hits (the others "
+        "have *not relevant* labels only).",
+        "",
+        "Chosen on validation (best residual MAP@10 of each list), then the test queries once "
+        f"({out['queries']['test']} queries, {out['judged_relevant']['test']} judged hits relevant; of the "
+        f"{out['results']['test']['dense']['queries']} scored, {out['scored_with_a_relevant_label']['test']} "
+        "with a cited patent among the judged hits):",
+        "",
+        f"| split | list | setting | queries | {k} before | {k} after | after - before [95 %] | "
+        "queries changed | nDCG@10 after - before | R@100 after - before |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for split in ("val", "test"):
+        for name, r in out["results"][split].items():
+            d = r["difference"]
+            lines.append(
+                f"| {split} | {name} | {r['setting']} | {r['queries']} | {r['before'][k]:.3f} | "
+                f"{r['after'][k]:.3f} | {_ci(d[k])} | {r['changed'][k]} | {_ci(d['ndcg@10'])} | "
+                f"{_ci(d['recall@100'])} |"
+            )
+    lines += [
+        "",
+        f"Verdict: text feedback is **{'offered' if out['offered'] else 'not offered'}** ({out['reason']}).",
+    ]
+    lines += ["", f"CPU: {out['cpu']}; {out['seconds']:.0f} s.", "", f"    {out['command']}"]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -192,16 +258,18 @@ def main(argv: list[str] | None = None) -> int:
         }
     verdict_val = results["val"][shipped]["difference"][KEY]
     offered = verdict_val["low"] > 0
+    dense_val = results["val"]["dense"]["difference"][KEY]
     figure = (
-        f"validation residual MAP@10 of the {shipped} list {verdict_val['diff']:+.3f} "
-        f"[{verdict_val['low']:+.3f}, {verdict_val['high']:+.3f}] with {_name(*hybrid_best)}, "
-        f"{results['val'][shipped]['queries']} queries"
+        f"on the {len(val.queries)} validation queries ({results['val'][shipped]['queries']} with a cited "
+        f"patent left unseen after the top {args.depth}), one round of feedback changed the {shipped} list's "
+        f"residual MAP@10 by {_ci4(verdict_val)} (95 % paired bootstrap) with {_name(*hybrid_best)}, the best "
+        f"of {len(hybrid_options)} settings, and changed {results['val'][shipped]['changed'][KEY]} queries' "
+        f"figure; the dense list alone {_ci4(dense_val)} with {_name(dense_best, None)}"
     )
     reason = (
-        f"offered: {figure}, the interval above 0"
+        f"offered: {figure}; the interval lies above 0"
         if offered
-        else f"not offered: one round of feedback on the top {args.depth} did not improve what the examiner "
-        f"has not yet seen beyond doubt ({figure}; the interval includes 0)"
+        else f"not offered: {figure}; the interval reaches 0, so the gain is not beyond doubt"
     )
     command = "python -m train.text.feedback " + " ".join(argv if argv is not None else sys.argv[1:])
     out = {
@@ -217,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
             s: sum(1 for lab in r.labels.values() for v in lab.values() if v >= 1)
             for s, r in (("val", val), ("test", test))
         },
+        "scored_with_a_relevant_label": {  # residual queries whose judged top held a cited patent
+            s: sum(
+                1
+                for q, lab in r.labels.items()
+                if set(r.qrels[q]) - r.judged[q] and any(v >= 1 for v in lab.values())
+            )
+            for s, r in (("val", val), ("test", test))
+        },
         "grid": grid,
         "chosen": {name: _name(*s) for name, s in chosen.items()},
         "results": results,
@@ -224,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         "reason": reason,
     }
     atomic_json(Path(args.out), out, indent=1)
-    print(reason)
+    print(render(out))
     if args.write_config:
         config = json.loads(CONFIG.read_text(encoding="utf-8"))
         config["text"] = {
@@ -233,9 +309,12 @@ def main(argv: list[str] | None = None) -> int:
             "gamma": dense_best.gamma,
             "rm3": rm3_best.to_dict() if offered and hybrid_best[1] is not None else None,
             "reason": reason,
-            "rule": "beta, gamma: best validation residual MAP@10 of the dense list over beta x gamma "
-            f"{list(BETAS)} x {list(GAMMAS)}; offered when the shipped list's best setting has a paired "
-            "bootstrap interval of validation residual MAP@10 (after - before) above 0",
+            "rule": "examiner simulated from the citations at the top "
+            f"{args.depth} of the shipped list, scored on the residual collection; beta, gamma: the best "
+            f"validation residual MAP@10 of the dense list over beta x gamma {list(BETAS)} x {list(GAMMAS)} "
+            f"(what search text --feedback uses); rm3 (terms x original weight {list(RM3_TERMS)} x "
+            f"{list(RM3_ORIGINAL)}) kept only where offered; offered when the shipped list's best setting has "
+            "a 95 % paired bootstrap interval of validation residual MAP@10 (after - before) above 0",
             "command": command,
         }
         atomic_text(CONFIG, config_text(config))
