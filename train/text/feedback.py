@@ -201,6 +201,25 @@ def render(out: dict) -> str:
     return "\n".join(lines)
 
 
+def render_evaluations(evaluations: list[dict]) -> str:
+    """A Markdown table of ``patent-demo evaluate text --feedback-depth`` results (their ``--json``): the
+    examiner judges the evaluated list's own top hits, and that list is refined."""
+    lines = [
+        "| split | list (judged and refined) | queries | MAP@10 before | MAP@10 after | after - before [95 %] "
+        "| P(≤ 0) | R@100 after - before |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for e in evaluations:
+        r = e["residual"]
+        d, rec = r["difference"]["map@10"], r["difference"]["recall@100"]
+        split = "val" if "the val queries" in e["evaluated"] else "test"
+        lines.append(
+            f"| {split} | {e['model']} | {r['queries']} | {r['before']['map@10']:.3f} | "
+            f"{r['after']['map@10']:.3f} | {_ci(d)} | {d['p_le_0']:.3f} | {_ci(rec)} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
