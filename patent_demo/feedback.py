@@ -18,7 +18,7 @@ both count as relevant (qrels ``rel ≥ 1``), "not" as not relevant. β and γ c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,4 +119,33 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
             raise ValueError(f"{path}:{n}: a qrels line is 'qid 0 docid rel', got {line.strip()[:80]!r}")
         out.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+    return out
+
+
+def residual(run: Mapping[str, object], judged: Mapping[str, Collection[str]]) -> dict[str, object]:
+    """The *residual collection* of ``run``: each query's entry without the ids in ``judged[qid]`` (the
+    hits the examiner has already seen and labelled), so that a list before and after feedback is scored
+    only on what is still unseen. Apply it to both lists and to the qrels. An entry is a
+    ``patent_demo.results.Results`` (order, scores and extras kept), a ``{id: value}`` mapping (a query's
+    qrels) or a sequence of ids; a query without judged ids is returned as it is."""
+    from patent_demo.results import Results
+
+    out: dict[str, object] = {}
+    for qid, entry in run.items():
+        seen = judged.get(qid) or ()
+        seen = seen if isinstance(seen, (set, frozenset)) else set(seen)
+        if not seen:
+            out[qid] = entry
+        elif isinstance(entry, Results):
+            keep = [i for i, d in enumerate(entry.ids) if d not in seen]
+            out[qid] = Results(
+                [entry.ids[i] for i in keep],
+                entry.scores[keep],
+                [entry.extras[i] for i in keep] if entry.extras is not None else None,
+                entry.rerank_scores[keep] if entry.rerank_scores is not None else None,
+            )
+        elif isinstance(entry, Mapping):
+            out[qid] = {d: v for d, v in entry.items() if d not in seen}
+        else:
+            out[qid] = [d for d in entry if d not in seen]
     return out

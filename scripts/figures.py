@@ -469,6 +469,20 @@ def loop_text(src: list) -> str:
     return loop.text_markdown(src[0])
 
 
+def feedback_text(src: list) -> str:
+    """Relevance feedback on text, on the residual collection (``train.text.feedback``)."""
+    from train.text.feedback import render
+
+    return render(src[0])
+
+
+def feedback_text_cli(src: list) -> str:
+    """``patent-demo evaluate text --feedback-depth 10`` on cs3245, each list judged at its own top 10."""
+    from train.text.feedback import render_evaluations
+
+    return render_evaluations(src)
+
+
 def loop_headline(src: list) -> str:
     """The README's lines on what examiner labels bought (``train.loop_curves``, ``train.loop_text``)."""
     from patent_demo.labels import loop
@@ -484,6 +498,13 @@ _CKPT_METRICS = (
 REGISTRY: tuple[Block, ...] = (
     Block("headline", ("docs/results_hmcl_uspc.json", "docs/results_text.json"), headline, "README.md"),
     Block("text-results", ("docs/results_text.json",), text_results, "docs/results.md"),
+    Block("feedback-text", ("docs/feedback_text.json",), feedback_text, "docs/feedback_text.md"),
+    Block(
+        "feedback-text-cli",
+        tuple(f"docs/feedback_text_cli/{n}.json" for n in ("dense_val", "hybrid_val", "dense_test")),
+        feedback_text_cli,
+        "docs/feedback_text.md",
+    ),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
     Block(

@@ -126,6 +126,14 @@ def add_parser(sub) -> None:
                 "priority / filing / publication date); documents on or after it are left out "
                 "of the search and of the qrels, and queries left with none are not scored",
             )
+            e.add_argument(
+                "--feedback-depth",
+                type=int,
+                default=0,
+                metavar="N",
+                help="label each query's top N from the qrels, refine once and report before / after on the "
+                "residual collection (patent_demo.cli.text_feedback)",
+            )
             e.set_defaults(handler=run_text)
 
 
@@ -507,6 +515,10 @@ def run_text(args: argparse.Namespace) -> int:
         )
         allowed = allowed_per_query(qids_all, corpus, cutoffs)
         note += f"; prior-art cut-off {args.before}"
+    if args.feedback_depth:
+        from patent_demo.cli.text_feedback import evaluate_feedback
+
+        return evaluate_feedback(args, corpus, queries, qrels, list_name, spec, allowed, cutoffs, note)
     run = text_run(
         corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed, list_name
     )

@@ -88,6 +88,14 @@ def add_parser(sub) -> None:
                 default=None,
                 help="the DSSDNet checkpoint of --model dssdnet/fused (default: the app's)",
             )
+            s.add_argument(
+                "--feedback",
+                default=None,
+                metavar="QRELS",
+                help="TREC qrels 'qid 0 docid rel' of labelled hits (rel >= 1 relevant, 0 not): each query "
+                "with lines ranks with its refined dense query (Rocchio; the hybrid fuses it), the others "
+                "as before (patent_demo.cli.text_feedback)",
+            )
             s.set_defaults(handler=run_text)
 
 
@@ -344,6 +352,13 @@ def run_text(args: argparse.Namespace) -> int:
     from patent_demo.filters import allowed_per_query, cutoff_of_queries
 
     list_name, spec = resolve_text_list(args.model, args.reranker, args.checkpoints, corpus)
+    labels, settings = None, None
+    if args.feedback:
+        from patent_demo.cli.text_feedback import feedback_labels
+        from patent_demo.text.feedback import TextFeedback
+
+        settings = TextFeedback.load()
+        labels = feedback_labels(args.feedback, [q.qid for q in queries], list_name, settings, corpus)
 
     f, own = search_filter(args)
     qids = [q.qid for q in queries]
@@ -364,6 +379,8 @@ def run_text(args: argparse.Namespace) -> int:
         list_name,
         where=where,
         backend=backend_config(args),
+        labels=labels,
+        feedback=settings,
     )
     out, table = [], []
     for q in queries:

@@ -44,13 +44,16 @@ def text_run(
     list_name: str | None = None,
     where=None,
     backend: dict | None = None,
+    labels=None,
+    feedback=None,
 ) -> dict:
     """The run of one text list over ``queries`` (``patent_demo.text.lists.text_runs``, as the app makes
     it): ``list_name`` (default: ``bm25`` when ``spec`` is None, else ``dssdnet``), ``spec`` the
     re-ranker of ``dssdnet`` and ``fused``; ``allowed`` maps a qid to the ids its search may return
     (``patent_demo.filters.allowed_per_query``); ``where`` the same filters as values per qid
     (``patent_demo.backends.Where``), which the dense list searches with through ``backend`` (the
-    ``WorkbenchConfig`` backend fields; default FAISS)."""
+    ``WorkbenchConfig`` backend fields; default FAISS). ``labels`` (qid -> {patent id: label}) refine the
+    labelled queries with ``feedback`` (``patent_demo.text.feedback.TextFeedback``, default: the config's)."""
     from patent_demo.text.lists import FirstStage, text_runs
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
@@ -74,6 +77,13 @@ def text_run(
             print(f"note: {note}", file=sys.stderr)
     k = max(candidates, max(ks))
     stage = FirstStage(wb.bm25()) if list_name == "bm25" else wb.text_stage()  # BM25 alone needs no encoder
+    refined = {}
+    if labels:
+        from patent_demo.text.feedback import TextFeedback, feedback_inputs
+
+        inputs = feedback_inputs(stage, queries, labels, feedback or TextFeedback.load(), corpus)
+        refined = {"query_vectors": inputs.query_vectors, "term_weights": inputs.term_weights or None}
+        print(f"feedback: {inputs.note()}", file=sys.stderr)
     return text_runs(
         stage,
         queries,
@@ -85,4 +95,5 @@ def text_run(
         weight,
         allowed=allowed,
         where=where,
+        **refined,
     )[list_name]

@@ -30,7 +30,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,10 @@ class BM25Index:
         }
 
     # -- building ---------------------------------------------------------------------------
+    def text_of(self, doc: Any) -> str:
+        """The text this index reads of ``doc`` (a dict or a ``Patent``): its ``fields`` joined by newlines."""
+        return _doc_id_and_text(doc, self.fields, 0)[1]
+
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """The token lists this index uses for ``texts`` (documents and queries alike)."""
         return _tokenize(list(texts), self.stopwords, self._stemmer)
@@ -222,7 +226,10 @@ class BM25Index:
             scores = self._sharded_scores(ids)
         else:
             scores = self.retriever.get_scores_from_ids(token_ids)
-        hit = scores > self._empty_score(ids, scores.dtype)
+        return self._top(scores, scores > self._empty_score(ids, scores.dtype), k, mask)
+
+    def _top(self, scores: np.ndarray, hit: np.ndarray, k: int, mask: np.ndarray | None) -> Results:
+        """The top ``k`` of the documents ``hit`` (and ``mask``) by ``scores``; ties: lowest position first."""
         cand = np.flatnonzero(hit if mask is None else hit & mask)
         if cand.size > k:
             part = cand[np.argpartition(-scores[cand], k - 1)[:k]]
@@ -282,6 +289,32 @@ class BM25Index:
         if max_terms is not None:
             ids = [self.prune(t, max_terms) for t in ids]
         return [self._search_ids(t, k, mask) for t in ids]
+
+    def search_weighted(
+        self, weights: Mapping[str, float], k: int = 1000, allowed: Iterable[str] | None = None
+    ) -> Results:
+        """Top ``k`` documents for a weighted query ``{term: w}`` (terms as :meth:`tokenize` makes them):
+        ``score(d) = sum_t w_t * score(t, d)``, the BM25 of a query holding term t w_t times (so integer
+        counts rank as :meth:`search` of that text does). Terms outside the vocabulary and weights <= 0 are
+        skipped; only documents holding a kept term come back. RM3 (``patent_demo.text.expansion``) uses it."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        vocab = self.retriever.vocab_dict
+        kept = [(vocab[t], float(w)) for t, w in weights.items() if t in vocab and w > 0]
+        if not kept:
+            return Results.empty()
+        s = self.retriever.scores
+        data, indptr, indices = s["data"], s["indptr"], s["indices"]
+        scores = np.zeros(len(self.doc_ids), dtype=np.float64)
+        hit = np.zeros(len(self.doc_ids), dtype=bool)
+        for tid, w in kept:
+            rows = indices[indptr[tid] : indptr[tid + 1]]
+            scores[rows] += w * data[indptr[tid] : indptr[tid + 1]]
+            hit[rows] = True
+        if self.retriever.nonoccurrence_array is not None:
+            scores += sum(w * float(self.retriever.nonoccurrence_array[t]) for t, w in kept)
+        mask = None if allowed is None else self.allowed_mask(allowed)
+        return self._top(scores, hit, k, mask)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike) -> Path:

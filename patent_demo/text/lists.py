@@ -58,9 +58,12 @@ def first_stage_runs(
     allowed: Mapping[str, Collection[str]] | None = None,
     query_vectors=None,
     where=None,
+    term_weights=None,
 ) -> dict[str, dict[str, Results]]:
     """``{name: {qid: Results}}`` for the first stages in ``names`` (top ``k`` each; the hybrid fuses
-    both stages' top ``max(k, hybrid.depth)``). ``query_vectors`` ``[Q, D]`` skip encoding the queries.
+    both stages' top ``max(k, hybrid.depth)``). ``query_vectors`` ``[Q, D]`` skip encoding the queries
+    (relevance feedback passes the refined ones, ``patent_demo.text.feedback``); ``term_weights`` (qid ->
+    ``{term: weight}``) search those queries' BM25 with an expanded query (``patent_demo.text.expansion``).
     ``where`` (qid -> ``patent_demo.backends.Where``, the filters ``allowed`` was made from) sends the dense
     search to ``stage.backend`` with the filters inside it (each query's ``exclude`` ids left out too)."""
     from patent_demo.text.dense import dense_search
@@ -71,7 +74,9 @@ def first_stage_runs(
     depth = max(k, stage.hybrid.depth) if "hybrid" in names else k
     out: dict[str, dict[str, Results]] = {}
     if {"bm25", "hybrid"} & set(names):
-        bm = first_stage(stage.bm25, queries, k=min(depth, len(stage.bm25)), allowed=allowed)
+        bm = first_stage(
+            stage.bm25, queries, k=min(depth, len(stage.bm25)), allowed=allowed, term_weights=term_weights
+        )
         if "bm25" in names:
             out["bm25"] = {q: r.top(k) for q, r in bm.items()}
     if {"dense", "hybrid"} & set(names):
@@ -120,11 +125,12 @@ def text_runs(
     keep_extras: bool = False,
     query_vectors=None,
     where=None,
+    term_weights=None,
 ) -> dict[str, dict[str, Results]]:
     """``{name: run}`` for each list of ``names`` (see the module docstring). ``dssdnet`` and ``fused``
     re-rank the ``pool`` list's top ``k_rerank`` with ``reranker``; ``fused`` needs ``fusion_weight``
-    (the pool's share, tuned on validation; ``patent_demo.text.fusion.checkpoint_fusion_weight``); ``where``
-    as in :func:`first_stage_runs`."""
+    (the pool's share, tuned on validation; ``patent_demo.text.fusion.checkpoint_fusion_weight``); ``where``,
+    ``query_vectors`` and ``term_weights`` as in :func:`first_stage_runs`."""
     from patent_demo.text.fusion import fuse_run
 
     names = list(names)
@@ -141,7 +147,14 @@ def text_runs(
     needed = {n for n in names if n in FIRST_STAGES} | ({pool} if rerank else set())
     depth = max(k, k_rerank) if rerank else k
     first = first_stage_runs(
-        stage, queries, depth, needed, allowed=allowed, query_vectors=query_vectors, where=where
+        stage,
+        queries,
+        depth,
+        needed,
+        allowed=allowed,
+        query_vectors=query_vectors,
+        where=where,
+        term_weights=term_weights,
     )
     out = {n: {q: r.top(k) for q, r in first[n].items()} for n in names if n in FIRST_STAGES}
     if rerank:

@@ -66,13 +66,21 @@ def first_stage(
     queries: Sequence[TextQuery],
     k: int = 1000,
     allowed: Mapping[str, Collection[str]] | None = None,
+    term_weights: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Results]:
     """BM25 top ``k`` per query (``{qid: Results}``), each query's ``exclude`` ids removed first.
     ``allowed`` maps a qid to the only ids its search may return (a filter or prior-art cut-off,
-    applied inside BM25 so k come back whenever k allowed documents match)."""
+    applied inside BM25 so k come back whenever k allowed documents match). ``term_weights`` (qid ->
+    ``{term: weight}``, an expanded query of ``patent_demo.text.expansion``) replaces those queries' text."""
     extra = max((len(q.exclude) for q in queries), default=0)
-    if allowed:
-        found = [bm25.search(q.text, k=k + extra, allowed=allowed.get(q.qid)) for q in queries]
+    if allowed or term_weights:
+        allowed, term_weights = allowed or {}, term_weights or {}
+        found = [
+            bm25.search_weighted(term_weights[q.qid], k=k + extra, allowed=allowed.get(q.qid))
+            if q.qid in term_weights
+            else bm25.search(q.text, k=k + extra, allowed=allowed.get(q.qid))
+            for q in queries
+        ]
     else:
         found = bm25.search_many([q.text for q in queries], k=k + extra)
     out = {}
