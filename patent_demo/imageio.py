@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +39,9 @@ Source = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes] | Image.
 DEFAULT_MAX_PIXELS = 50_000_000
 DEFAULT_MAX_BYTES = MAX_DECODED_BYTES  # what decoding and the grayscale conversion hold, in bytes
 INK_THRESHOLD = 200
+_MARKER = re.compile(
+    b"\\xff[^\\x00\\xd0-\\xd7\\xff]"
+)  # a marker: not a stuffed 0xFF00, a restart or a fill byte
 SCANS_PER_BYTE = 10  # a progressive JPEG's scans (after its first) that cost as much as a byte a pixel
 UPLOAD_FORMATS = ("PNG", "JPEG", "TIFF", "GIF", "BMP")  # what an examiner uploads (Pillow's names)
 CORPUS_FORMATS = (
@@ -177,15 +181,10 @@ def jpeg_scans(data: bytes, stop: int = MAX_JPEG_SCANS) -> int:
         if marker != 0xDA:
             continue
         n += 1
-        while True:  # the scan's data: up to the next marker that is not a stuffed byte or a restart
-            i = data.find(b"\xff", i)
-            if i < 0 or i + 1 >= end:
-                return n
-            after = data[i + 1]
-            if after == 0x00 or 0xD0 <= after <= 0xD7 or after == 0xFF:
-                i += 1
-                continue
-            break
+        at = _MARKER.search(data, i)  # the scan's data runs to the next marker
+        if at is None:
+            return n
+        i = at.start()
     return n
 
 
@@ -460,10 +459,12 @@ def _memory_guard(name: str) -> Iterator[None]:
 
 
 def decoded_size(src: Source, *, name: str | None = None, formats: tuple[str, ...] = UPLOAD_FORMATS) -> int:
-    """The bytes ``load_drawing`` holds decoding ``src`` (``decoded_bytes``), read from its header alone."""
+    """The bytes ``load_drawing`` holds decoding ``src`` (``decoded_bytes``), read from its header alone;
+    ``DrawingError`` (as ``load_drawing`` would say it) when the file alone is over the budgets."""
     name = name or _describe(src)
     im = _open(src, name, formats)
     try:
+        _check_budget(im, name, DEFAULT_MAX_PIXELS)
         return decoded_bytes(im)
     finally:
         if im is not src:

@@ -27,7 +27,9 @@ def qoi(side: int) -> bytes:
 def page(side: int, fmt: str = "PNG", **save) -> bytes:
     """A white ``side``² grayscale page with a box drawn on it, saved as ``fmt``."""
     im = Image.new("L", (side, side), 255)
-    ImageDraw.Draw(im).rectangle((side // 4, side // 4, side // 2, side // 2), outline=0, width=max(2, side // 600))
+    ImageDraw.Draw(im).rectangle(
+        (side // 4, side // 4, side // 2, side // 2), outline=0, width=max(2, side // 600)
+    )
     buf = io.BytesIO()
     im.save(buf, format=fmt, **save)
     return buf.getvalue()
