@@ -150,9 +150,14 @@ class LabelStore:
     def _write(self) -> Iterator[None]:
         """One write under the lock: the database file checked first (``labels.watch``), then SQLite's and
         the file system's refusals in plain words."""
-        with self._lock, _writing(self.path):
-            self._watch.check(self._conn)
-            yield
+        with self._lock:
+            try:
+                with _writing(self.path):
+                    self._watch.check(self._conn)
+                    yield
+            except StoreUnwritable as err:  # the server's log says it, once per cause
+                self._watch.log(err.why)
+                raise
 
     @property
     def name(self) -> str:

@@ -60,7 +60,6 @@ def writing(path: Path) -> Iterator[None]:
             )
         else:
             raise
-        LOG.error("label refused: %s (%s)", why, path)
         raise StoreUnwritable(why, path.name) from None
 
 
@@ -85,7 +84,7 @@ class StoreWatch:
         if (st.st_dev, st.st_ino) != self.identity:
             self._refuse("the label database was replaced by another file while the server ran", conn)
         if not st.st_mode & stat.S_IWUSR or not os.access(self.path, os.W_OK):  # its mode, even for root
-            self._log("the label database is read-only")
+            self.log("the label database is read-only")
             raise StoreUnwritable("the label database is read-only", self.path.name)
 
     def _refuse(self, why: str, conn: sqlite3.Connection) -> None:
@@ -96,7 +95,7 @@ class StoreWatch:
             if self.recovered is not None
             else "the labels stored before could not be copied (the folder is not writable)"
         )
-        self._log(why, kept)
+        self.log(why, kept)
         raise StoreUnwritable(why, self.path.name, f"{kept}; whoever runs the server must restart it")
 
     def _recover(self, conn: sqlite3.Connection) -> Path | None:
@@ -114,7 +113,8 @@ class StoreWatch:
             return None
         return out
 
-    def _log(self, why: str, more: str = "") -> None:
+    def log(self, why: str, more: str = "") -> None:
+        """Say in the server's log (once per cause) that labels are refused, and why."""
         if why not in self._logged:
             self._logged.add(why)
             LOG.error("labels refused from now on: %s (%s)%s", why, self.path, f"; {more}" if more else "")
