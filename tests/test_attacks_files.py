@@ -65,7 +65,12 @@ def live(tmp_path_factory):
     for name, data in hostile.items():
         (files / name).write_bytes(data)
     store = LabelStore(tmp / "labels" / "labels.sqlite")
-    with live_app(wb, store, store=store) as url:
+    from patent_demo.ui.guard import Budget
+
+    uploads = Budget(
+        10_000, 2**40, 10.0
+    )  # the hostile files add up to more than an open server's 20 MB in 10 s
+    with live_app(wb, store, store=store, uploads=uploads) as url:
         yield url, wb, store, files
     store.close()
 
