@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from PIL import Image, ImageDraw  # noqa: E402
 
 from patent_demo.limits import MAX_ABSTRACT_TOKENS, MAX_APPLICATION_VIEWS, MAX_SHEET_FIGURES  # noqa: E402
+from tests.support.hostile import many_scans_jpeg, page, qoi  # noqa: E402
 from tests.support.live import measured  # noqa: E402
 
 ABSTRACT = (
@@ -53,14 +54,6 @@ def _sheet(n: int = 14) -> bytes:
         for c in range(n):
             x, y = 20 + c * 142, 20 + r * 142
             d.rectangle((x, y, x + 84 + (r * n + c) % 3, y + 84), outline=0, width=4)
-    return _png(im)
-
-
-def _page(side: int) -> bytes:
-    im = Image.new("L", (side, side), 255)
-    ImageDraw.Draw(im).rectangle(
-        (side // 4, side // 4, side // 2, side // 2), outline=0, width=max(2, side // 600)
-    )
     return _png(im)
 
 
@@ -96,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="torch threads (default 1: the work itself, without idle threads spinning on a busy machine)",
     )
+    p.add_argument(
+        "--no-text",
+        action="store_true",
+        help="leave out the cases that need the dense text index and the re-ranker (the 'text search' ones; "
+        "BM25 is built): for a machine where embedding the corpus's texts would take hours",
+    )
     args = p.parse_args(argv)
     import torch
 
@@ -108,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
     wb = _workbench(args)
     dmodel, tmodel = wb.default_drawing_model().key, wb.default_text_model().key
-    wb.warm_up(dmodel)  # its index, BM25 and the dense text index: built before anything is measured
+    wb.warm_up(dmodel, text=not args.no_text)  # its index, BM25 and the dense text index: built first
+    wb.bm25()
     tmp = Path(tempfile.mkdtemp(prefix="budget-files-"))
     store = LabelStore(tmp / "labels.sqlite")
     h = Handlers(wb, store)
@@ -116,12 +116,20 @@ def main(argv: list[str] | None = None) -> int:
     files = {
         "figure": wb.corpus.image_path(wb.corpus.patents[0].figures[0]).read_bytes(),
         "sheet": _sheet(),
-        "page-2000": _page(2000),
-        "page-6000": _page(6000),
+        "page-2000": page(2000),
+        "page-6000": page(6000),
+        "page-6300": page(6300),
+        "qoi-3600": qoi(3600),
+        "scans-3000": many_scans_jpeg(6000, 3000),
+        "scans-6": many_scans_jpeg(6000, 6),
+        "progressive-2000": page(2000, "JPEG", progressive=True),
     }
     for name, data in files.items():
-        (tmp / f"{name}.png").write_bytes(data)
+        (tmp / f"{name}.png").write_bytes(data)  # named .png whatever they hold: the bytes decide
     f = {name: str(tmp / f"{name}.png") for name in files}
+    phrases = "OR".join(f'"zq{i}x"' for i in range(748)) + 'OR"chair"'  # no spaces: one "word" per split()
+    truncations = "OR".join(f'"abc{i}*"' for i in range(600))
+    at_cap = "OR".join(f'"lamp shade{i}"' for i in range(39)) + 'OR"paper*"'  # 40 terms: the cap
     english = (ABSTRACT + " ") * 85  # about 13,000 characters, 2,900 tokens
     cjk_at_cap = "椅子座面靠背扶手" * (MAX_ABSTRACT_TOKENS // 8)
     cases = [
@@ -158,6 +166,33 @@ def main(argv: list[str] | None = None) -> int:
             "application, 2 views of a 6000² page",
             lambda: h.search_application([f["page-6000"]] * 2, dmodel, 10, True)[1],
         ),
+        (
+            "drawing search, a 6300² PNG page",
+            lambda: h.search_drawing(f["page-6300"], dmodel, 10, True, True, "", "b")[1],
+        ),
+        ("sheet, a 6300² PNG page", lambda: ex.search_sheet(f["page-6300"], None, dmodel, 10)[1]),
+        (
+            "drawing search, a 2000² progressive JPEG",
+            lambda: h.search_drawing(f["progressive-2000"], dmodel, 10, True, True, "", "b")[1],
+        ),
+        (
+            "drawing search, a 3600² QOI (6.5 MB)",
+            lambda: h.search_drawing(f["qoi-3600"], dmodel, 10, True, True, "", "b")[1],
+        ),
+        ("sheet, a 3600² QOI", lambda: ex.search_sheet(f["qoi-3600"], None, dmodel, 10)[1]),
+        (
+            "application, 2 views: a 3600² QOI and a figure",
+            lambda: h.search_application([f["qoi-3600"], f["figure"]], dmodel, 10, True)[1],
+        ),
+        (
+            "drawing search, a 6000² JPEG of 3,000 scans",
+            lambda: h.search_drawing(f["scans-3000"], dmodel, 10, True, True, "", "b")[1],
+        ),
+        ("sheet, a 6000² JPEG of 3,000 scans", lambda: ex.search_sheet(f["scans-3000"], None, dmodel, 10)[1]),
+        (
+            "drawing search, a 6000² JPEG of 6 scans",
+            lambda: h.search_drawing(f["scans-6"], dmodel, 10, True, True, "", "b")[1],
+        ),
         ("evaluate, first call", lambda: h.evaluate(dmodel, "test")[0]),
         ("evaluate, again (from memory)", lambda: h.evaluate(dmodel, "test")[0]),
         ("text search, a 25-word abstract", lambda: h.search_text(ABSTRACT, "", tmodel, 10, "b")[2]),
@@ -170,12 +205,40 @@ def main(argv: list[str] | None = None) -> int:
             lambda: h.search_text(cjk_at_cap, "", tmodel, 10, "b")[2],
         ),
         (
+            "text search, 748 phrases joined by OR without spaces",
+            lambda: h.search_text(phrases, "", tmodel, 10, "b")[2],
+        ),
+        (
+            "BM25 search, 748 phrases joined by OR without spaces",
+            lambda: h.search_bm25(phrases, "", tmodel, 10)[3],
+        ),
+        (
+            "BM25 search, 600 truncations without spaces",
+            lambda: h.search_bm25(truncations, "", tmodel, 10)[3],
+        ),
+        (
+            "text search, 600 truncations without spaces",
+            lambda: h.search_text(truncations, "", tmodel, 10, "b")[2],
+        ),
+        (
+            "text search, 40 phrases and truncations (the cap)",
+            lambda: h.search_text(at_cap, "", tmodel, 10, "b")[2],
+        ),
+        (
+            "BM25 search, 40 phrases and truncations (the cap)",
+            lambda: h.search_bm25(at_cap, "", tmodel, 10)[3],
+        ),
+        (
             "text search, 20,000 CJK characters",
             lambda: h.search_text("椅子座面靠背扶手" * 2_500, "", tmodel, 10, "b")[2],
         ),
     ]
+    if args.no_text:
+        cases = [(name, call) for name, call in cases if not name.startswith("text search")]
     h.search_drawing(f["figure"], dmodel, 10, True, True, "", "b")  # the models load on their first search:
-    h.search_text(ABSTRACT, "", tmodel, 10, "b")  # not measured
+    h.search_bm25(ABSTRACT, "", tmodel, 10)  # not measured
+    if not args.no_text:
+        h.search_text(ABSTRACT, "", tmodel, 10, "b")
     print(f"{wb.corpus_description()} · drawing model {dmodel} · re-ranker {tmodel}\n")
     print("| request | CPU-s | peak MB | answer |\n|---|---:|---:|---|")
     once = {"evaluate, first call"}  # a repeat would be answered from memory

@@ -34,6 +34,7 @@ MAX_DATE_CHARS = 40  # a date field ("2019-06-30")
 MAX_RANK_CHARS = 20  # a rank as typed ("12")
 MAX_ID_CHARS = 200  # a patent id, query id, figure path or model name (the label store's limit too)
 MAX_DECODED_BYTES = 40_000_000  # a decoded drawing, in grayscale bytes (7000 x 7000 RGBA needs 196 MB)
+MAX_JPEG_SCANS = 20  # scans of one JPEG (a progressive one has about ten), counted before it is decoded
 MAX_SHEET_FIGURES = 6  # figures of one drawing sheet searched (the largest), each one more drawing search
 MAX_APPLICATION_VIEWS = 8  # views of one application query (a design application has seven at most)
 MAX_APPLICATION_BYTES = MAX_DECODED_BYTES  # all views of an application query together, decoded

@@ -195,6 +195,41 @@ def test_cancel_needs_the_login_that_owns_the_session(logins):
     assert answer.status_code == 200
 
 
+def test_a_job_is_cancelled_and_read_by_its_own_session_and_login_only(logins):
+    """Bob, given the event id of Alice's job (it travels in URLs and logs), cancels it with his own session
+    hash or with hers: refused (Gradio's route would remove any event id from the queue); he cannot read
+    its result stream either. Alice's own cancel is answered."""
+    url, _, _ = logins
+    alice, bob = _cookies(url, "alice", "apw"), _cookies(url, "bob", "bpw")
+    client = _client(url, "alice", "apw")
+    fn_index = client._infer_fn_index("/evaluate", None)
+    joined = httpx.post(
+        url + "gradio_api/queue/join",
+        cookies=alice,
+        timeout=30,
+        json={"data": ["zero-shot", "all"], "fn_index": fn_index, "session_hash": client.session_hash},
+    )
+    called = httpx.post(url + "gradio_api/call/evaluate", cookies=alice, json={"data": ["zero-shot", "all"]})
+    for event_id, own_hash in (
+        (joined.json()["event_id"], client.session_hash),
+        (called.json()["event_id"], ""),
+    ):
+        own_hash = own_hash or event_id  # a job called without a session hash has its event id as one
+        for session_hash in ("b" * 11, own_hash):
+            body = {"session_hash": session_hash, "fn_index": fn_index, "event_id": event_id}
+            answer = httpx.post(url + "gradio_api/cancel", json=body, cookies=bob, timeout=30)
+            assert answer.status_code == 403 and answer.json()["detail"] in (
+                "⚠️ this job belongs to another session: not cancelled",
+                "⚠️ this session belongs to another login",
+            ), answer.text
+    stream = f"{url}gradio_api/call/evaluate/{called.json()['event_id']}"
+    answer = httpx.get(stream, cookies=bob, timeout=30)
+    assert answer.status_code == 403 and answer.json()["detail"] == "⚠️ this job belongs to another login"
+    assert "event: complete" in httpx.get(stream, cookies=alice, timeout=120).text
+    body = {"session_hash": client.session_hash, "fn_index": fn_index, "event_id": joined.json()["event_id"]}
+    assert httpx.post(url + "gradio_api/cancel", json=body, cookies=alice, timeout=30).status_code == 200
+
+
 # -- 3. password attempts are limited, with back-off -----------------------------------------------------------
 def test_wrong_passwords_lock_the_name_then_the_address(logins):
     url, _, identity = logins

@@ -248,7 +248,7 @@ def test_missing_empty_and_text_files(tmp_path):
     text.write_text("FIG. 1 is a front view of a chair.\n", encoding="utf-8")
     with pytest.raises(DrawingError) as err:
         load_drawing(text)
-    assert str(err.value).startswith(f"{text}: not a readable image (expected PNG, JPEG or TIFF): ")
+    assert str(err.value).startswith(f"{text}: not a readable image (expected PNG, JPEG, TIFF, GIF or BMP): ")
     with text.open("r", encoding="utf-8") as f, pytest.raises(DrawingError) as err:
         load_drawing(f)
     assert str(err.value) == f"{text}: a drawing must be read from a binary file object"

@@ -148,7 +148,12 @@ CASES = [
     ("drawing-header-8000", None, lambda lv: drawing_request(lv, "header-8000.png"), "exceeds the budget"),
     ("drawing-header-huge", None, lambda lv: drawing_request(lv, "header-100000.png"), "decompression bomb"),
     ("drawing-noise", None, lambda lv: drawing_request(lv, "noise.jpg"), "noise.jpg: not a readable image"),
-    ("drawing-pdf", None, lambda lv: drawing_request(lv, "paper.pdf"), "paper.pdf: not a readable image"),
+    (
+        "drawing-pdf",
+        None,
+        lambda lv: drawing_request(lv, "paper.pdf"),
+        "paper.pdf: a PDF file; this app reads",
+    ),
     ("drawing-svg", None, lambda lv: drawing_request(lv, "remote.svg"), "remote.svg: not a readable image"),
     ("drawing-broken-jpeg", None, lambda lv: drawing_request(lv, "broken.jpg"), "broken.jpg"),
     ("drawing-k0", None, lambda lv: drawing_request(lv, k=0), "top-k must be a whole number from 1 to 50"),

@@ -83,3 +83,105 @@ def test_bad_syntax_says_what_to_fix(query, message):
     with pytest.raises(syntax.SyntaxErrorInQuery) as err:
         syntax.parse(query)
     assert str(err.value) == message
+
+
+def _naive(node, doc) -> bool:
+    """The boolean expression on one document, read word by word (what the inverted index must agree with)."""
+    if isinstance(node, syntax.Term):
+        if node.field in syntax.CODE_FIELDS:
+            return any(
+                c.replace(" ", "").upper().startswith(node.words[0]) for c in doc.codes.get(node.field, [])
+            )
+        texts = {"title": doc.title, "abstract": doc.text, "claims": doc.claims}
+        where = [node.field] if node.field else list(syntax.TEXT_FIELDS)
+        n = len(node.words)
+        for f in where:
+            words = syntax._WORD.findall((texts[f] or "").lower())
+            for i in range(len(words) - n + 1):
+                head, last = words[i : i + n - 1], words[i + n - 1]
+                if head == list(node.words[:-1]) and (
+                    last == node.words[-1] or node.prefix and last.startswith(node.words[-1])
+                ):
+                    return True
+        return False
+    if node.op == "NOT":
+        return not _naive(node.args[0], doc)
+    hits = [_naive(a, doc) for a in node.args]
+    return all(hits) if node.op == "AND" else any(hits)
+
+
+def test_the_index_matches_what_a_word_by_word_reading_matches():
+    import random
+
+    rng = random.Random(7)
+    vocab = sorted({w for p in DOCS for w in syntax._WORD.findall(f"{p.title} {p.text} {p.claims}".lower())})
+    terms = [*vocab, *(f"{w[:3]}*" for w in vocab if len(w) >= 3), '"bubble generator"', '"washing machine"']
+    terms += [
+        '"the drum"',
+        '"a dish*"',
+        "ti:machine",
+        "ab:bubbl*",
+        "cl:dish",
+        "ipc:D06F",
+        "cpc:H02",
+        "ipc:A4",
+    ]
+    for _ in range(300):
+        parts = [rng.choice(terms) for _ in range(rng.randint(1, 5))]
+        query = parts[0]
+        for part in parts[1:]:
+            query += rng.choice([" AND ", " OR ", " NOT ", " ", " OR NOT "]) + part
+        if rng.random() < 0.3:
+            query = f"({query}) OR {rng.choice(terms)}"
+        parsed = syntax.parse(query)
+        assert parsed.matches(CORPUS) == {p.id for p in DOCS if _naive(parsed.node, p)}, query
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "OR".join(f'"zq{i}x"' for i in range(748)) + 'OR"chair"',
+            "the query has 749 terms (words, phrases, truncations, codes); the search syntax takes at most 40",
+        ),
+        (
+            "OR".join(f'"abc{i}*"' for i in range(600)),
+            "the query has 600 terms (words, phrases, truncations, codes); the search syntax takes at most 40",
+        ),
+        (
+            "OR".join(f"abc{i}*" for i in range(600)),
+            "the query's terms hold 600 words; the search syntax takes at most 80",
+        ),
+        (
+            "OR".join(f'"abc{i}*"' for i in range(11)),
+            "the query has 11 truncations (word*); the search syntax takes at most 10",
+        ),
+        (
+            '"' + "-".join(["chair"] * 81) + '"',
+            "the query's terms hold 81 words; the search syntax takes at most 80",
+        ),
+        (
+            "(" * 11 + "chair OR seat" + ")" * 11,
+            "the query nests parentheses and NOTs more than 10 deep; write it flatter",
+        ),
+        ("NOT " * 5000 + "chair", "the query nests parentheses and NOTs more than 10 deep; write it flatter"),
+    ],
+    ids=[
+        "748-phrases-without-spaces",
+        "600-truncations",
+        "600-truncations-as-one-word",
+        "11-truncations",
+        "81-words",
+        "11-parens",
+        "5000-nots",
+    ],
+)
+def test_a_query_is_costed_by_what_the_parser_builds_and_refused_before_matching(query, message):
+    import time
+
+    assert syntax.uses_syntax(query) or query.startswith("NOT")
+    start = time.process_time()
+    with pytest.raises(syntax.SyntaxErrorInQuery) as err:
+        syntax.parse(query)
+    assert str(err.value).startswith(message), str(err.value)
+    assert time.process_time() - start < 0.2  # lexed and counted; nothing matched

@@ -195,9 +195,9 @@ class Corpus:
 
     def open_image(self, figure: Figure, **kwargs):
         """Read one figure as an 8-bit grayscale PIL image (see ``patent_demo.imageio.load_drawing``)."""
-        from patent_demo.imageio import load_drawing
+        from patent_demo.imageio import CORPUS_FORMATS, load_drawing
 
-        return load_drawing(self.image_path(figure), **kwargs)
+        return load_drawing(self.image_path(figure), **{"formats": CORPUS_FORMATS, **kwargs})
 
     def split(self, name: str) -> list[Patent]:
         """The patents of one split, in manifest order."""

@@ -21,7 +21,6 @@ disputed until someone adjudicates it.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -42,6 +41,8 @@ from patent_demo.labels.fields import (
 )
 from patent_demo.labels.label import CATEGORIES, GRADES, LISTS, MODALITIES, QUERY_KINDS, Label
 from patent_demo.labels.private import DIR_MODE, FILE_MODE, private_dir, write_private
+from patent_demo.labels.watch import StoreUnwritable, StoreWatch
+from patent_demo.labels.watch import writing as _writing
 
 __all__ = [
     "CATEGORIES",
@@ -60,43 +61,6 @@ __all__ = [
     "text_query_id",
     "write_private",
 ]
-
-
-class StoreUnwritable(LabelError):
-    """The label database cannot be written (read-only, a full or failing disk): nothing was stored.
-    ``why`` says it in a few plain words ("the label database is read-only")."""
-
-    def __init__(self, why: str, name: str) -> None:
-        super().__init__(
-            f"not stored: {why} ({name}); nothing was saved, and whoever runs the server must make it writable"
-        )
-        self.why = why
-
-
-@contextmanager
-def _writing(path: Path) -> Iterator[None]:
-    """A write to the database at ``path``: SQLite's and the file system's refusals become one
-    ``StoreUnwritable`` in plain words (naming the file, not its folder)."""
-    try:
-        yield
-    except (sqlite3.OperationalError, OSError) as err:
-        text = str(err).lower()
-        code = getattr(err, "errno", None)
-        if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in text or "read-only" in text:
-            why = "the label database is read-only"
-        elif code == errno.ENOSPC or "full" in text:
-            why = "the disk of the label database is full"
-        elif "disk i/o" in text or "unable to open" in text:  # read-only files under WAL say this
-            files = (path, path.with_name(path.name + "-wal"), path.parent)
-            read_only = any(f.exists() and not os.access(f, os.W_OK) for f in files)
-            why = (
-                "the label database is read-only"
-                if read_only
-                else "the label database cannot be written (disk I/O error)"
-            )
-        else:
-            raise
-        raise StoreUnwritable(why, path.name) from None
 
 
 SCHEMA_VERSION = 2
@@ -180,6 +144,20 @@ class LabelStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._migrate()
+        self._watch = StoreWatch(self.path)  # the file opened: checked before every write
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write under the lock: the database file checked first (``labels.watch``), then SQLite's and
+        the file system's refusals in plain words."""
+        with self._lock:
+            try:
+                with _writing(self.path):
+                    self._watch.check(self._conn)
+                    yield
+            except StoreUnwritable as err:  # the server's log says it, once per cause
+                self._watch.log(err.why)
+                raise
 
     @property
     def name(self) -> str:
@@ -300,7 +278,7 @@ class LabelStore:
         row["idempotency_key"] = row["idempotency_key"] or None
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with self._lock, _writing(self.path):
+        with self._write():
             if label.idempotency_key:
                 prior = self._conn.execute(
                     "SELECT * FROM labels WHERE idempotency_key = ?", (label.idempotency_key,)
@@ -340,7 +318,7 @@ class LabelStore:
         if not session_id:
             raise LabelError("undo needs the session that made the label")
         who = " AND annotator = ?" if annotator else ""
-        with self._lock, _writing(self.path):
+        with self._write():
             row = self._conn.execute(
                 f"SELECT * FROM labels WHERE session_id = ?{who} AND undone = 0 AND adjudicated = 0 "
                 "ORDER BY id DESC LIMIT 1",
@@ -355,7 +333,7 @@ class LabelStore:
 
     def undo(self, label_id: int, session_id: str) -> Label:
         """Mark label ``label_id`` undone, when app session ``session_id`` made it and it is live."""
-        with self._lock, _writing(self.path):
+        with self._write():
             row = self._conn.execute("SELECT * FROM labels WHERE id = ?", (int(label_id),)).fetchone()
             if row is None:
                 raise LabelError(f"there is no label #{label_id}")

@@ -12,14 +12,29 @@ a field prefix, and at most :data:`MAX_TERMS` terms (a pasted abstract stays a p
 admits (words are matched whole and case-blind, without stemming), and ``ranking_text(bm25)`` the text
 BM25 ranks them with: the words of the positive terms, each truncation expanded to the index words it
 covers. Bad syntax raises :class:`SyntaxErrorInQuery` with a message saying what to fix.
+
+A query is costed by what the parser builds, not by its spaces (``"a"OR"b"OR…`` has no space): at most
+:data:`MAX_TERMS` terms (words, phrases, truncations, codes), :data:`MAX_WORDS` words in them,
+:data:`MAX_TRUNCATIONS` truncations and :data:`MAX_DEPTH` nested parentheses or NOTs, refused by ``parse``
+before any index is read. Matching reads an inverted index of the corpus (built once, cached on it): a
+word's documents from its postings, a truncation's from the index words in its range of the sorted
+vocabulary, a phrase checked word by word only in the documents holding all its words.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
 
-MAX_TERMS = 40
+MAX_TERMS = (
+    40  # terms of a query in the syntax: words, phrases, truncations and codes (also: words of an abstract)
+)
+MAX_WORDS = 80  # words over all its terms (a phrase's words each)
+MAX_TRUNCATIONS = 10  # truncations (each one a range of the vocabulary)
+MAX_DEPTH = 10  # parentheses and NOTs nested
+TEXT_FIELDS = ("title", "abstract", "claims")
+CODE_FIELDS = ("ipc", "cpc", "locarno")
 FIELDS = {"ti": "title", "ab": "abstract", "cl": "claims", "cpc": "cpc", "ipc": "ipc", "loc": "locarno"}
 HELP = (
     'Search syntax: "a phrase", truncat*, AND / OR / NOT, ( ), fields ti: ab: cl: and codes ipc: cpc: loc: '
@@ -97,7 +112,7 @@ def _term(field: str, raw: str) -> Term:
 
 class _Parser:
     def __init__(self, tokens: list) -> None:
-        self.tokens, self.i = tokens, 0
+        self.tokens, self.i, self.depth = tokens, 0, 0
 
     def peek(self):
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -124,13 +139,21 @@ class _Parser:
 
     def unary(self):
         tok = self.take()
-        if tok == "NOT":
-            return Op("NOT", (self.unary(),))
-        if tok == "(":
-            inner = self.expr()
-            if self.take() != ")":
-                raise SyntaxErrorInQuery("a parenthesis is not closed")
-            return inner
+        if tok in ("NOT", "("):
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise SyntaxErrorInQuery(
+                    f"the query nests parentheses and NOTs more than {MAX_DEPTH} deep; write it flatter"
+                )
+            try:
+                if tok == "NOT":
+                    return Op("NOT", (self.unary(),))
+                inner = self.expr()
+                if self.take() != ")":
+                    raise SyntaxErrorInQuery("a parenthesis is not closed")
+                return inner
+            finally:
+                self.depth -= 1
         if isinstance(tok, Term):
             return tok
         if tok is None:
@@ -138,11 +161,35 @@ class _Parser:
         raise SyntaxErrorInQuery(f"{tok} needs a term before and after it" if tok != ")" else "a ) has no (")
 
 
+def check_cost(tokens: list) -> None:
+    """Refuse a query whose terms, words or truncations are over the caps (``SyntaxErrorInQuery`` naming
+    the cap), counted on the lexed terms before anything is parsed or matched."""
+    terms = [t for t in tokens if isinstance(t, Term)]
+    words = sum(len(t.words) for t in terms)
+    truncations = sum(1 for t in terms if t.prefix and t.field not in CODE_FIELDS)
+    how = "; shorten it (a text without quotes, *, AND / OR / NOT and fields is ranked by BM25 as it is)"
+    if len(terms) > MAX_TERMS:
+        raise SyntaxErrorInQuery(
+            f"the query has {len(terms):,} terms (words, phrases, truncations, codes); the search syntax "
+            f"takes at most {MAX_TERMS}{how}"
+        )
+    if words > MAX_WORDS:
+        raise SyntaxErrorInQuery(
+            f"the query's terms hold {words:,} words; the search syntax takes at most {MAX_WORDS}{how}"
+        )
+    if truncations > MAX_TRUNCATIONS:
+        raise SyntaxErrorInQuery(
+            f"the query has {truncations:,} truncations (word*); the search syntax takes at most "
+            f"{MAX_TRUNCATIONS}{how}"
+        )
+
+
 def parse(text: str) -> Query:
     """The query in the search syntax (``SyntaxErrorInQuery`` when it cannot be read)."""
     tokens = _lex(text)
     if not tokens:
         raise SyntaxErrorInQuery("the query is empty")
+    check_cost(tokens)
     p = _Parser(tokens)
     node = p.expr()
     if p.peek() is not None:
@@ -152,52 +199,109 @@ def parse(text: str) -> Query:
     return Query(text, node)
 
 
-def _fields(corpus) -> dict[str, dict[str, list[str]]]:
-    """Per document: the words of its title, abstract and claims and its codes (cached on the corpus)."""
-    cache = corpus.__dict__.get("_syntax_fields")
+@dataclass
+class _Index:
+    """The corpus as the syntax reads it: per text field the words of each document (for phrases), each
+    word's documents and the sorted vocabulary (for truncations); per code scheme the sorted (code,
+    document) pairs. Documents are numbers into ``ids``."""
+
+    ids: list[str]
+    words: dict[str, list[list[str]]] = field(default_factory=dict)
+    postings: dict[str, dict[str, set[int]]] = field(default_factory=dict)
+    vocab: dict[str, list[str]] = field(default_factory=dict)
+    codes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, corpus) -> _Index:
+        patents = list(corpus)
+        index = cls([p.id for p in patents])
+        for f in TEXT_FIELDS:
+            text = {"title": lambda p: p.title, "abstract": lambda p: p.text, "claims": lambda p: p.claims}[f]
+            index.words[f] = [_WORD.findall((text(p) or "").lower()) for p in patents]
+            postings: dict[str, set[int]] = {}
+            for i, words in enumerate(index.words[f]):
+                for w in set(words):
+                    postings.setdefault(w, set()).add(i)
+            index.postings[f], index.vocab[f] = postings, sorted(postings)
+        for scheme in CODE_FIELDS:
+            index.codes[scheme] = sorted(
+                {
+                    (re.sub(r"\s+", "", c).upper(), i)
+                    for i, p in enumerate(patents)
+                    for c in p.codes.get(scheme, [])
+                }
+            )
+        return index
+
+    def word(self, f: str, word: str, prefix: bool) -> set[int]:
+        """The documents whose field ``f`` holds ``word`` (with ``prefix``: a word that starts so)."""
+        if not prefix:
+            return set(self.postings[f].get(word, ()))
+        out: set[int] = set()
+        for w in in_range(self.vocab[f], word):
+            out |= self.postings[f][w]
+        return out
+
+    def term(self, t: Term) -> set[int]:
+        if t.field in CODE_FIELDS:
+            pairs, code = self.codes[t.field], t.words[0]
+            out, i = set(), bisect_left(pairs, (code, -1))
+            while i < len(pairs) and pairs[i][0].startswith(code):
+                out.add(pairs[i][1])
+                i += 1
+            return out
+        out = set()
+        for f in [t.field] if t.field else TEXT_FIELDS:
+            last = len(t.words) - 1
+            candidates = self.word(f, t.words[last], t.prefix)
+            for w in t.words[:last]:
+                candidates &= self.postings[f].get(w, set())
+            if last:  # a phrase: its words in order, checked in the documents that hold them all
+                candidates = {i for i in candidates if _in(self.words[f][i], t)}
+            out |= candidates
+        return out
+
+    def match(self, node) -> set[int]:
+        if isinstance(node, Term):
+            return self.term(node)
+        if node.op == "NOT":
+            return set(range(len(self.ids))) - self.match(node.args[0])
+        sets = [self.match(a) for a in node.args]
+        return set.intersection(*sets) if node.op == "AND" else set.union(*sets)
+
+
+def in_range(vocab: list[str], prefix: str) -> list[str]:
+    """The words of the sorted ``vocab`` that start with ``prefix`` (a bisection, then the run)."""
+    i = bisect_left(vocab, prefix)
+    j = i
+    while j < len(vocab) and vocab[j].startswith(prefix):
+        j += 1
+    return vocab[i:j]
+
+
+def _index(corpus) -> _Index:
+    """The corpus's syntax index (built on first use, cached on the corpus)."""
+    cache = corpus.__dict__.get("_syntax_index")
     if cache is None:
-        cache = {}
-        for p in corpus:
-            codes = {
-                s: [re.sub(r"\s+", "", c).upper() for c in p.codes.get(s, [])]
-                for s in ("ipc", "cpc", "locarno")
-            }
-            cache[p.id] = {
-                "title": _WORD.findall(p.title.lower()),
-                "abstract": _WORD.findall((p.text or "").lower()),
-                "claims": _WORD.findall((p.claims or "").lower()),
-                **codes,
-            }
-        corpus.__dict__["_syntax_fields"] = cache
+        cache = corpus.__dict__["_syntax_index"] = _Index.build(corpus)
     return cache
 
 
 def _in(words: list[str], term: Term) -> bool:
     n = len(term.words)
     last = term.words[-1]
+    head = list(term.words[:-1])
     for i in range(len(words) - n + 1):
-        if list(words[i : i + n - 1]) == list(term.words[:-1]):
+        if words[i : i + n - 1] == head:
             w = words[i + n - 1]
             if w == last or (term.prefix and w.startswith(last)):
                 return True
     return False
 
 
-def _match(node, doc: dict) -> bool:
-    if isinstance(node, Term):
-        if node.field in ("ipc", "cpc", "locarno"):
-            return any(c.startswith(node.words[0]) for c in doc[node.field])
-        where = [node.field] if node.field else ["title", "abstract", "claims"]
-        return any(_in(doc[f], node) for f in where)
-    if node.op == "NOT":
-        return not _match(node.args[0], doc)
-    hits = (_match(a, doc) for a in node.args)
-    return all(hits) if node.op == "AND" else any(hits)
-
-
 def _positive(node, negated: bool = False) -> list[Term]:
     if isinstance(node, Term):
-        return [] if negated or node.field in ("ipc", "cpc", "locarno") else [node]
+        return [] if negated or node.field in CODE_FIELDS else [node]
     return [t for a in node.args for t in _positive(a, negated ^ (node.op == "NOT"))]
 
 
@@ -208,7 +312,8 @@ class Query:
 
     def matches(self, corpus) -> set[str]:
         """The ids of the documents the boolean expression admits."""
-        return {pid for pid, doc in _fields(corpus).items() if _match(self.node, doc)}
+        index = _index(corpus)
+        return {index.ids[i] for i in index.match(self.node)}
 
     def ranking_text(self, bm25) -> str:
         """The words BM25 ranks the admitted documents with (truncations expanded over its vocabulary)."""
@@ -218,8 +323,11 @@ class Query:
             words += t.words[:-1]
             if t.prefix:
                 if vocab is None:
-                    vocab = list(bm25.retriever.vocab_dict)
-                expansion = sorted(w for w in vocab if isinstance(w, str) and w.startswith(t.words[-1]))
-                words += expansion[:_MAX_EXPANSION]
+                    vocab = bm25.__dict__.get("_sorted_vocab")
+                    if vocab is None:
+                        vocab = bm25.__dict__["_sorted_vocab"] = sorted(
+                            w for w in bm25.retriever.vocab_dict if isinstance(w, str)
+                        )
+                words += in_range(vocab, t.words[-1])[:_MAX_EXPANSION]
             words.append(t.words[-1])
         return " ".join(dict.fromkeys(words))

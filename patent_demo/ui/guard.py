@@ -8,8 +8,16 @@ forgets it.
   login with that hash (queue join, its result stream, cancel, run) is refused with 403. ``/cancel``
   needs a login, as every other route does.
 * **The login page** carries no API description (Gradio renders ``window.gradio_api_info`` into it).
+* **Served files**: ``/gradio_api/file=`` answers the corpus's drawings (``ServedFiles``: a set of files,
+  not their folders), the thumbnails, and Gradio's own copies of what a handler returned; any other path
+  (the data folder a corpus was built from, the cache, the project), however spelled (``%2F``, ``../``,
+  dot segments, a trailing dot), gets 403, decided on the path as Gradio itself resolves it.
 * **Downloads**: an export or search report copy (``access.SERVED``) is served to the login it was
   written for only.
+* **Jobs**: each job's event id is bound at its join to the session hash (and the login) that started it;
+  ``/cancel`` with an event id of another session or login is refused with 403 (Gradio's own route
+  would remove any event id from the queue), and with logins a job's result stream
+  (``/call/<api>/<event id>``) is read by its login only.
 * **Uploads on an open server** (no login): per client address at most ``UPLOADS`` uploads and
   ``UPLOAD_MB`` MB in any ``UPLOAD_WINDOW_S`` seconds (429 beyond), each at most ``OPEN_UPLOAD_MB`` MB.
 * **Temporary files**: Gradio's temporary folder is swept (``TempSweeper``) at most once a minute, on
@@ -35,6 +43,7 @@ UPLOADS, UPLOAD_MB, UPLOAD_WINDOW_S = 60, 20, 10.0  # per client address, on an 
 OPEN_UPLOAD_MB = 10  # gradio's max_file_size on an open server (25 MB behind a login)
 CLAIMS = 50_000  # session hashes remembered (the oldest go first)
 _SESSION_ROUTES = ("/queue/join", "/cancel", "/run/", "/api/", "/queue/data")
+_JOIN_ROUTES = ("/queue/join", "/call/")  # POST: a job starts and its event id comes back
 _NO_API_INFO = b"window.gradio_api_info = {};"
 
 
@@ -139,6 +148,35 @@ class Budget:
             return ok
 
 
+class ServedFiles:
+    """What ``/gradio_api/file=`` may answer: the resolved paths in ``files`` (the corpus's drawings), what
+    lies in ``folders`` (thumbnails the corpus and the app write), and what lies in Gradio's upload and
+    cache folders (its copies of what a handler returned: a search's tiles, the requester's reports and
+    exports, themselves bound to their login). A path is resolved as Gradio resolves it (``abspath``, then
+    symbolic links), so every spelling of one file gets one answer."""
+
+    def __init__(self, files=(), folders=()) -> None:
+        self.files = frozenset(str(Path(f).resolve()) for f in files)
+        self.folders = tuple(Path(f).resolve() for f in folders)
+
+    def allows(self, raw: str, gradio_app=None) -> bool:
+        from gradio import utils
+        from gradio.data_classes import _StaticFiles
+
+        try:
+            path = Path(os.path.abspath(raw)).resolve()
+        except (OSError, ValueError):
+            return False
+        if str(path) in self.files:
+            return True
+        roots = [*self.folders, *(_StaticFiles.all_paths or ())]
+        upload_dir = getattr(gradio_app, "uploaded_file_dir", None)
+        for folder in (upload_dir, utils.get_cache_folder()):
+            if folder:
+                roots.append(Path(os.path.abspath(folder)).resolve())
+        return any(path.is_relative_to(Path(r).resolve()) for r in roots)
+
+
 class Guard:
     """The ASGI middleware (see the module's docstring). ``identity`` is the server's; ``sweeper`` keeps
     the temporary folder in bounds."""
@@ -149,12 +187,15 @@ class Guard:
         identity: Identity | None = None,
         sweeper: TempSweeper | None = None,
         uploads: Budget | None = None,
+        served: ServedFiles | None = None,
     ) -> None:
         self.app = app
         self.identity = identity or Identity()
         self.sweeper = sweeper or TempSweeper()
         self.uploads = uploads or Budget(UPLOADS, UPLOAD_MB * 2**20, UPLOAD_WINDOW_S)
+        self.served = served
         self._claims: OrderedDict[str, str] = OrderedDict()  # session hash -> the login that used it first
+        self._jobs: OrderedDict[str, tuple[str, str]] = OrderedDict()  # event id -> (session hash, login)
         self._lock = threading.Lock()
 
     # -- helpers ------------------------------------------------------------------------------------------
@@ -193,6 +234,45 @@ class Guard:
             while len(self._claims) > CLAIMS:
                 self._claims.popitem(last=False)
         return owner == user
+
+    def _bind(self, event_id: str, session_hash: str, user: str) -> None:
+        with self._lock:
+            self._jobs[event_id] = (session_hash, user)
+            while len(self._jobs) > CLAIMS:
+                self._jobs.popitem(last=False)
+
+    def job_owner(self, event_id: str, gradio_app=None) -> tuple[str, str] | None:
+        """(session hash, login) a job was started with: bound at its join, else read from Gradio's queue;
+        None for an event id of no known job."""
+        with self._lock:
+            if event_id in self._jobs:
+                return self._jobs[event_id]
+        blocks = gradio_app.get_blocks() if hasattr(gradio_app, "get_blocks") else None
+        event = getattr(getattr(blocks, "_queue", None), "event_ids_to_events", {}).get(event_id)
+        if event is None:
+            return None
+        return str(getattr(event, "session_hash", "") or ""), str(getattr(event, "username", "") or "")
+
+    async def _joined(self, scope, receive, send, session_hash: str, user: str):
+        """Run a join, binding the event id of its answer to ``session_hash`` and ``user``."""
+        status, chunks = 0, []
+
+        async def watch(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and status == 200:
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    try:
+                        event_id = json.loads(b"".join(chunks)).get("event_id")
+                    except (ValueError, AttributeError):
+                        event_id = None
+                    if isinstance(event_id, str):  # a job sent without a session hash has its event id as one
+                        self._bind(event_id, session_hash or event_id, user)
+            await send(message)
+
+        await self.app(scope, receive, watch)
 
     @staticmethod
     async def _answer(send, status: int, message: str, extra: dict | None = None) -> None:
@@ -248,8 +328,13 @@ class Guard:
             return await self._login(scope, receive, send, address)
         if login and user is None and at < 0 and method == "GET":
             return await self._without_api_info(scope, receive, send)
-        if route.startswith("/file=") and method in ("GET", "HEAD"):
-            owner = SERVED.owner_of(unquote(route[len("/file=") :]))
+        if route.startswith(("/file=", "/file/")) and method in ("GET", "HEAD"):
+            raw = route[len("/file=") :]
+            if self.served is not None and not self.served.allows(raw, scope.get("app")):
+                return await self._answer(
+                    send, 403, "⚠️ not served: the app serves the corpus's drawings only"
+                )
+            owner = SERVED.owner_of(unquote(raw))
             if owner and owner != (self.identity.canonical(user) if user else None):
                 return await self._answer(send, 403, "⚠️ this download belongs to another login")
         if route.startswith("/upload") and method == "POST":
@@ -279,6 +364,26 @@ class Guard:
                 )[0]
             if session_hash and not self.claim(session_hash, user):
                 return await self._answer(send, 403, "⚠️ this session belongs to another login")
+        if method == "POST" and route.startswith(("/cancel", *_JOIN_ROUTES)):
+            body, receive = await self._body(receive)
+            try:
+                fields = json.loads(body or b"{}")
+            except ValueError:
+                fields = {}
+            fields = fields if isinstance(fields, dict) else {}
+            session_hash = str(fields.get("session_hash") or "")
+            if route.startswith("/cancel"):
+                owner = self.job_owner(str(fields.get("event_id") or ""), scope.get("app"))
+                if owner is not None and (owner[0] != session_hash or owner[1] != (user or "")):
+                    return await self._answer(
+                        send, 403, "⚠️ this job belongs to another session: not cancelled"
+                    )
+            elif route.startswith(("/queue/join", "/call/v2/")) or route.rstrip("/").count("/") == 2:
+                return await self._joined(scope, receive, send, session_hash, user or "")
+        if method == "GET" and route.startswith("/call/") and login:
+            owner = self.job_owner(route.rstrip("/").rsplit("/", 1)[-1], scope.get("app"))
+            if owner is not None and owner[1] != user:
+                return await self._answer(send, 403, "⚠️ this job belongs to another login")
         return await self.app(scope, receive, send)
 
     async def _login(self, scope, receive, send, address: str):

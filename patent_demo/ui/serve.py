@@ -16,7 +16,7 @@ from patent_demo.labels.store import LabelStore, StoreUnwritable
 from patent_demo.ui.access import Identity
 from patent_demo.ui.args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
 from patent_demo.ui.blocks import build_demo
-from patent_demo.ui.guard import OPEN_UPLOAD_MB, Budget, Guard, TempSweeper
+from patent_demo.ui.guard import OPEN_UPLOAD_MB, Budget, Guard, ServedFiles, TempSweeper
 from patent_demo.workbench import Workbench
 
 SHORTCUTS = {
@@ -115,6 +115,23 @@ def served_paths(workbench: Workbench, store: LabelStore | None = None) -> tuple
     return [str(p) for p in allowed], sorted({str(p) for p in blocked})
 
 
+def served_files(workbench: Workbench) -> ServedFiles:
+    """What the guard lets ``/gradio_api/file=`` answer (``guard.ServedFiles``): each corpus drawing by its
+    own path (not the folder it lies in: a corpus built from a data folder shares it with the source's
+    tables, licences and pictures that are no corpus drawing), the corpus thumbnails (``thumbs/``) and the
+    thumbnails the app writes (``cache/thumbs/<corpus>``); besides them only Gradio's copies of what a
+    handler returned."""
+    from patent_demo.data.build import THUMBS
+
+    corpus = workbench.corpus
+    files = [corpus.image_path(f) for p in corpus for f in p.figures]
+    folders = [
+        Path(corpus.root).resolve() / THUMBS,
+        workbench.config.cache_dir.resolve() / "thumbs" / workbench.fingerprint,
+    ]
+    return ServedFiles(files, folders)
+
+
 def launch_kwargs(
     workbench: Workbench,
     identity: Identity | None = None,
@@ -122,7 +139,8 @@ def launch_kwargs(
     sweeper: TempSweeper | None = None,
     uploads: Budget | None = None,
 ) -> dict:
-    """Theme, CSS, keyboard script, the paths the UI may serve (``served_paths``), the upload limit
+    """Theme, CSS, keyboard script, the paths the UI may serve (``served_paths``; the guard serves only the
+    files of ``served_files`` in them), the upload limit
     (25 MB behind a login, 10 MB on an open server), the server's guard (``patent_demo.ui.guard``: login
     attempts, sessions, downloads, uploads, the temporary folder) and, with ``--annotators``, the login
     check."""
@@ -146,7 +164,11 @@ def launch_kwargs(
         "blocked_paths": blocked,
         "max_file_size": "25mb" if auth else f"{OPEN_UPLOAD_MB}mb",
         "app_kwargs": {
-            "middleware": [Middleware(Guard, identity=identity, sweeper=sweeper, uploads=uploads)]
+            "middleware": [
+                Middleware(
+                    Guard, identity=identity, sweeper=sweeper, uploads=uploads, served=served_files(workbench)
+                )
+            ]
         },
     }
 
