@@ -5,7 +5,9 @@
   query's own patents and their families left out (``exclude_own``); as one ``Where`` value for an engine
   backend and as the patent ids FAISS keeps, with the notes saying so.
 * :func:`search_drawing` / :func:`search_application`: the dense index searched inside that scope; a
-  single drawing also gets the no-good-match note (``examiner.no_match_threshold``).
+  single drawing also gets the no-good-match note (``examiner.no_match_threshold``). Given ``vector`` (a
+  query already encoded, e.g. refined by the examiner's labels: ``patent_demo.feedback``), they rank with
+  it instead of encoding the drawing again: one search path, refined or not.
 * :func:`search_text`: the text lists (``patent_demo.text.lists``) inside the filters, a query in the search
   syntax (``patent_demo.text.syntax``) selecting the documents BM25 then ranks, one hit per family on
   request, and the no-good-match note of BM25.
@@ -65,9 +67,10 @@ def _class_of(wb, req: DrawingRequest) -> str:
     return req.locarno or (wb.corpus[req.own_patent].locarno if req.own_patent else "")
 
 
-def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
+def search_drawing(wb, req: DrawingRequest, vector: np.ndarray | None = None) -> DrawingSearch:
     """Top-k for one drawing inside :func:`drawing_scope`: patents (best figure each) or figures; the
-    query's own patent gives the spread line its class and is not counted in it."""
+    query's own patent gives the spread line its class and is not counted in it. ``vector`` ``[D]``: rank
+    with it (a refined query) rather than the drawing's own embedding."""
     from patent_demo.examiner import no_match_threshold
     from patent_demo.imageio import load_drawing
 
@@ -75,10 +78,13 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
     k = max(1, min(req.k, len(set(index.patent_ids)) if req.per_patent else index.count))
-    q = np.asarray(
-        wb.encoder(spec).encode([load_drawing(req.image, crop=req.crop, name=req.name or None)]),
-        dtype=np.float32,
-    )[0]
+    if vector is not None:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    else:
+        q = np.asarray(
+            wb.encoder(spec).encode([load_drawing(req.image, crop=req.crop, name=req.name or None)]),
+            dtype=np.float32,
+        )[0]
     if wb.config.backend != "faiss":
         res = wb.backend("drawing", spec).search(q, k, where, per_patent=req.per_patent)
         notes += [n for n in [wb.take_backend_note()] if n]
@@ -114,20 +120,24 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
     )
 
 
-def search_application(wb, req: DrawingRequest) -> DrawingSearch:
+def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None) -> DrawingSearch:
     """Top-k patents for a whole application inside :func:`drawing_scope`: each patent scored by the
     ``req.how`` aggregate (mean / max) of every view's best-figure cosine (``patent_demo.drawing.application``); each hit shows the patent's figure
     closest to any view and holds its per-view scores in its extras; ``query_embedding`` is ``[V, D]``. The
-    no-good-match threshold is calibrated on single drawings, so no such note is given here."""
+    no-good-match threshold is calibrated on single drawings, so no such note is given here. ``vector``
+    ``[V, D]``: rank with these views (a refined query) rather than encoding the drawings."""
     from patent_demo.drawing.application import application_ranking
     from patent_demo.imageio import load_drawing
 
     _, allowed, notes = drawing_scope(wb, req)
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
-    views = np.asarray(
-        wb.encoder(spec).encode([load_drawing(im, crop=req.crop) for im in req.images]), np.float32
-    )
+    if vector is not None:
+        views = np.asarray(vector, dtype=np.float32).reshape(-1, index.dim)
+    else:
+        views = np.asarray(
+            wb.encoder(spec).encode([load_drawing(im, crop=req.crop) for im in req.images]), np.float32
+        )
     k = max(1, min(req.k, len(set(index.patent_ids))))
     res = application_ranking(views, index.embeddings, index.patent_ids, k, req.how, allowed)
     hits = [

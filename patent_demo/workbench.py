@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.digests import file_sha256
 from patent_demo.drawing.embed import embed_figures
@@ -377,17 +379,19 @@ class Workbench:
         )
 
     # -- searches (``patent_demo.search``: one request value each, ``patent_demo.request``) -----------------
-    def search_drawing(self, request: DrawingRequest) -> DrawingSearch:
-        """Top-k for one drawing, inside the request's filters (``patent_demo.search.search_drawing``)."""
+    def search_drawing(self, request: DrawingRequest, vector: np.ndarray | None = None) -> DrawingSearch:
+        """Top-k for one drawing, inside the request's filters (``patent_demo.search.search_drawing``);
+        ``vector``: a query already encoded (refined by labels, ``patent_demo.feedback``)."""
         from patent_demo.search import search_drawing
 
-        return search_drawing(self, request)
+        return search_drawing(self, request, vector)
 
-    def search_application(self, request: DrawingRequest) -> DrawingSearch:
-        """Top-k patents for a whole application's views (``patent_demo.search.search_application``)."""
+    def search_application(self, request: DrawingRequest, vector: np.ndarray | None = None) -> DrawingSearch:
+        """Top-k patents for a whole application's views (``patent_demo.search.search_application``);
+        ``vector``: the views already encoded (refined by labels)."""
         from patent_demo.search import search_application
 
-        return search_application(self, request)
+        return search_application(self, request, vector)
 
     def search_text(self, request: TextRequest) -> TextSearch:
         """The text lists of one request, inside its filters (``patent_demo.search.search_text``)."""
