@@ -164,6 +164,4 @@ def refine_from_labels(
     refine call."""
     w = weights or Feedback.load()
     rel, nonrel = split_labels({k: str(v) for k, v in labels.items()})
-    return refine(
-        query, hit_vectors(index, query, rel, w.hits), hit_vectors(index, query, nonrel, w.hits), w
-    )
+    return refine(query, hit_vectors(index, query, rel, w.hits), hit_vectors(index, query, nonrel, w.hits), w)
