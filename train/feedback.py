@@ -2,7 +2,8 @@
 judged patent) on validation only, write them to ``patent_demo/configs/feedback.json``, then score test
 once with the chosen weights.
 
-Validation sets, each with the app's default drawing model for that corpus:
+Validation sets, embedded with ``--model`` (default ``zero-shot``, the untuned encoder: the Red Book
+corpus's default, and the model the examiner-loop measurements search with):
 
 * USPC 2007 ``val`` (``splits/uspc2007.json``): the evaluation protocol of ``patent-demo evaluate drawings
   --split val`` (each figure of the split a query against the others of the split);
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo.atomic import atomic_text
-from patent_demo.cli.common import load_drawing_model, resolve_model
+from patent_demo.cli.common import load_drawing_model, project_path, resolve_model
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.embed import embed_corpus_figures
 from patent_demo.drawing.evaluate import _labels, drawing_protocol
@@ -45,10 +46,12 @@ TIE = 0.001
 _EMBEDDED: dict[tuple[str, str], np.ndarray] = {}
 
 
-def feedback_set(corpus: Corpus, split: str, within: bool, batch_size: int = 32) -> dict:
+def feedback_set(
+    corpus: Corpus, split: str, within: bool, model: str = "zero-shot", batch_size: int = 32
+) -> dict:
     """The queries, gallery, embeddings and self positions of one set: ``within`` the split (the evaluate
     protocol) or the split's pages against every page of the corpus."""
-    spec = resolve_model("default", "drawing", [], corpus)
+    spec = resolve_model(model, "drawing", [project_path("checkpoints")], corpus)
     model, tf = load_drawing_model(spec)
     if within:
         queries, gallery, self_index = drawing_protocol(corpus, split, "all")
@@ -146,11 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--redbook", required=True, help="the shared Red Book corpus")
     p.add_argument("--depth", type=int, default=10, help="hits the simulated examiner judges per round")
+    p.add_argument("--model", default="zero-shot", help="the drawing model (default zero-shot)")
     p.add_argument("--config", default=str(CONFIG), help="the feedback config written")
     p.add_argument("--json", default="docs/feedback.json", help="the grid, the choice and the test figures")
     args = p.parse_args(argv)
     uspc, redbook = Corpus.load(args.uspc), Corpus.load(args.redbook)
-    val = {"uspc_val": feedback_set(uspc, "val", True), "redbook_val": feedback_set(redbook, "val", False)}
+    val = {
+        "uspc_val": feedback_set(uspc, "val", True, args.model),
+        "redbook_val": feedback_set(redbook, "val", False, args.model),
+    }
     grid = []
     for beta in BETAS:
         for gamma in GAMMAS:
@@ -195,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     # test, once, with the chosen weights
     test = {
-        "uspc_test": feedback_set(uspc, "test", True),
-        "redbook_test": feedback_set(redbook, "test", False),
+        "uspc_test": feedback_set(uspc, "test", True, args.model),
+        "redbook_test": feedback_set(redbook, "test", False, args.model),
     }
     out = {
         "rule": rule,
