@@ -28,21 +28,32 @@ CONFIG = Path(__file__).parent / "configs" / "feedback.json"
 RELEVANT = {"relevant": True, "partly": True, "not": False}  # a label's grade name -> counts as relevant
 
 
+HITS = ("best", "mean")  # what stands for a judged patent: its best figure for the query, or its mean figure
+
+
 @dataclass(frozen=True)
 class Feedback:
-    """β, γ and where they came from (the config's ``rule`` and ``command``)."""
+    """β, γ and where they came from (the config's ``rule`` and ``command``); ``hits`` says which vector
+    stands for a judged patent in a drawing search (:func:`hit_vectors`)."""
 
     beta: float = 1.0
     gamma: float = 0.3
     rule: str = ""
     command: str = ""
+    hits: str = "best"
 
     @classmethod
     def load(cls, path: str | Path = CONFIG, task: str = "drawing") -> Feedback:
         """The weights of ``task`` ("drawing" or "text") in the config file."""
         data = json.loads(Path(path).read_text())
         part = data[task]
-        return cls(float(part["beta"]), float(part["gamma"]), data.get("rule", ""), data.get("command", ""))
+        return cls(
+            float(part["beta"]),
+            float(part["gamma"]),
+            data.get("rule", ""),
+            data.get("command", ""),
+            str(part.get("hits", "best")),
+        )
 
 
 @dataclass(frozen=True)
@@ -149,3 +160,37 @@ def residual(run: Mapping[str, object], judged: Mapping[str, Collection[str]]) -
         else:
             out[qid] = [d for d in entry if d not in seen]
     return out
+
+
+def hit_vectors(index, query: np.ndarray, patents: Sequence[str], how: str = "best") -> np.ndarray:
+    """``[n, D]``: the stored vector of each judged patent in ``index`` (a ``DenseIndex``): its figure
+    closest to ``query`` (``best``, the figure a per-patent hit shows; an application's ``[V, D]`` query
+    takes the figure with the best mean cosine over views) or the mean of its figures (``mean``). Patents
+    without figures in the index are left out."""
+    if how not in HITS:
+        raise ValueError(f"hit vectors are one of {HITS}, got {how!r}")
+    rows_of = index.prepare_patents()
+    q = np.asarray(query, dtype=np.float32).reshape(-1, index.dim)
+    out = []
+    for pid in patents:
+        rows = rows_of.get(pid)
+        if rows is None or not len(rows):
+            continue
+        emb = np.asarray(index.embeddings[rows], dtype=np.float32)
+        if how == "mean":
+            out.append(_unit(emb).mean(axis=0))
+        else:
+            out.append(emb[int(np.argmax((emb @ q.T).mean(axis=1)))])
+    return np.asarray(out, dtype=np.float32).reshape(-1, index.dim)
+
+
+def refine_from_labels(
+    query: np.ndarray, index, labels: Mapping[str, str | int], weights: Feedback | None = None
+) -> Refined:
+    """The refined query of a drawing search from the examiner's labels ``{patent id: label}`` (grade
+    names or qrels grades, :func:`split_labels`), the judged patents' vectors read from ``index``
+    (:func:`hit_vectors`, ``weights.hits``): what ``patent-demo search drawings --feedback`` and the app's
+    refine call."""
+    w = weights or Feedback.load()
+    rel, nonrel = split_labels({k: str(v) for k, v in labels.items()})
+    return refine(query, hit_vectors(index, query, rel, w.hits), hit_vectors(index, query, nonrel, w.hits), w)

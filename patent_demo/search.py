@@ -5,7 +5,9 @@
   query's own patents and their families left out (``exclude_own``); as one ``Where`` value for an engine
   backend and as the patent ids FAISS keeps, with the notes saying so.
 * :func:`search_drawing` / :func:`search_application`: the dense index searched inside that scope; a
-  single drawing also gets the no-good-match note (``examiner.no_match_threshold``).
+  single drawing also gets the no-good-match note (``examiner.no_match_threshold``). Given ``vector`` (a
+  query already encoded, e.g. refined by the examiner's labels: ``patent_demo.feedback``), they rank with
+  it instead of encoding the drawing again: one search path, refined or not.
 * :func:`search_text`: the text lists (``patent_demo.text.lists``) inside the filters, a query in the search
   syntax (``patent_demo.text.syntax``) selecting the documents BM25 then ranks, one hit per family on
   request, and the no-good-match note of BM25.

@@ -8,7 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from patent_demo.feedback import CONFIG, Feedback, read_qrels, refine, split_labels
+from patent_demo.feedback import (
+    CONFIG,
+    Feedback,
+    hit_vectors,
+    read_qrels,
+    refine,
+    refine_from_labels,
+    split_labels,
+)
 
 
 def _naive(q, pos, neg, beta, gamma):
@@ -95,3 +103,37 @@ def test_the_shipped_config_names_its_rule():
     w = Feedback.load()
     assert w.beta == data["drawing"]["beta"] and w.gamma == data["drawing"]["gamma"]
     assert data["rule"]
+
+
+def _index():
+    from patent_demo.index.dense import DenseIndex
+
+    emb = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    return DenseIndex.build(emb, ["a1", "a2", "b1", "c1"], ["A", "A", "B", "C"])
+
+
+def test_hit_vectors_best_figure_or_mean_of_a_patents_figures():
+    index = _index()
+    q = np.array([0.9, 0.1, 0.0])
+    best = hit_vectors(index, q, ["A", "C", "unknown"], "best")
+    np.testing.assert_allclose(
+        best, [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    )  # A's figure closest to q; no row for unknown
+    np.testing.assert_allclose(hit_vectors(index, [0.1, 0.9, 0.0], ["A"], "best"), [[0.0, 1.0, 0.0]])
+    np.testing.assert_allclose(hit_vectors(index, q, ["A"], "mean"), [[0.5, 0.5, 0.0]])
+    # an application's views: the figure with the best mean cosine over views
+    views = np.array([[0.0, 1.0, 0.0], [0.2, 0.9, 0.0]])
+    np.testing.assert_allclose(hit_vectors(index, views, ["A"], "best"), [[0.0, 1.0, 0.0]])
+    assert hit_vectors(index, q, [], "best").shape == (0, 3)
+    with pytest.raises(ValueError, match="hit vectors"):
+        hit_vectors(index, q, ["A"], "max")
+
+
+def test_refine_from_labels_is_refine_over_the_judged_patents_vectors():
+    index = _index()
+    q = np.array([0.0, 0.6, 0.8])
+    w = Feedback(1.0, 0.5, hits="best")
+    got = refine_from_labels(q, index, {"B": "2", "C": 0, "A": "relevant"}, w)
+    want = refine(q, hit_vectors(index, q, ["B", "A"]), hit_vectors(index, q, ["C"]), w)
+    np.testing.assert_allclose(got.vector, want.vector, rtol=1e-6)
+    assert (got.relevant, got.not_relevant) == (2, 1)

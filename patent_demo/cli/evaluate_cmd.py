@@ -81,6 +81,16 @@ def add_parser(sub) -> None:
             )
             e.add_argument("--batch-size", type=int, default=32, help="figures per embedding batch")
             e.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+            e.add_argument(
+                "--feedback-depth",
+                type=int,
+                default=0,
+                metavar="N",
+                help="also measure relevance feedback: an examiner simulated from the classification judges "
+                "the top N hits, the query is refined (and a second round judges the next N); before / "
+                "after on the residual collection (patent_demo.drawing.feedback_eval)",
+            )
+            e.add_argument("--feedback-rounds", type=int, default=2, help="feedback rounds (default 2)")
             e.set_defaults(handler=run_drawings)
         else:
             e.add_argument("--qrels", default=None, help="TREC qrels (default: the corpus's qrels.txt)")
@@ -228,6 +238,7 @@ def drawing_run(
     image_size: int | None,
     batch_size: int,
     device: str,
+    keep_embeddings: bool = False,
 ) -> dict:
     """``evaluate_drawings`` of one model with per-query values."""
     from patent_demo.cli.common import load_drawing_model
@@ -245,6 +256,7 @@ def drawing_run(
         silhouette=False,
         progress=sys.stderr.isatty(),
         per_query=True,
+        keep_embeddings=keep_embeddings,
     )
     res["image_size"] = tf.size
     return res
@@ -259,7 +271,12 @@ def run_drawings(args: argparse.Namespace) -> int:
     if warning:
         print(warning, file=sys.stderr)
     spec = resolve_model(args.model, "drawing", args.checkpoints, corpus)
-    res = drawing_run(corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device)
+    if args.feedback_depth < 0 or args.feedback_rounds < 1:
+        raise ValueError("--feedback-depth must be >= 0 and --feedback-rounds >= 1")
+    depth = args.feedback_depth
+    res = drawing_run(
+        corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device, depth > 0
+    )
     keys = [*DRAWING_KEYS, *(f"{lvl}_ndcg@{k}" for k in args.k for lvl in ("patent", "subclass", "main"))]
     keys = [k for k in keys if k in res["per_query"]]
     groups = list(res["query_patents"])
@@ -293,6 +310,24 @@ def run_drawings(args: argparse.Namespace) -> int:
             res["per_query"], bres["per_query"], groups, keys, args.bootstrap, args.seed
         )
     print(_table(result, keys))
+    if depth:
+        from patent_demo.drawing.evaluate import drawing_protocol
+        from patent_demo.drawing.feedback_eval import feedback_table, simulate_feedback
+
+        queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
+        fb = simulate_feedback(
+            queries,
+            gallery,
+            res["query_embeddings"],
+            res["gallery_embeddings"],
+            self_index,
+            depth,
+            rounds=args.feedback_rounds,
+            resamples=args.bootstrap,
+            seed=args.seed,
+        )
+        result["feedback"] = fb
+        print("\n" + feedback_table(fb))
     _write(result, args.json)
     return 0
 

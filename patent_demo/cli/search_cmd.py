@@ -18,6 +18,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
 from patent_demo.cli.common import (
     add_backend,
     add_checkpoints,
@@ -71,6 +73,14 @@ def add_parser(sub) -> None:
                 "--image-size", type=int, default=None, help="input size in pixels (overrides the model's)"
             )
             s.add_argument("--no-crop", action="store_true", help="do not crop query drawings to their ink")
+            s.add_argument(
+                "--feedback",
+                default=None,
+                metavar="QRELS",
+                help="relevance feedback: TREC qrels 'qid 0 patent rel' (qid as the run prints it, rel >= 1 "
+                "relevant, 0 not); each query with lines ranks with its refined query "
+                "(patent_demo.feedback, weights from configs/feedback.json), the others as before",
+            )
             s.add_argument(
                 "--application",
                 choices=("mean", "max"),
@@ -271,10 +281,44 @@ def backend_config(args: argparse.Namespace) -> dict:
     return {"backend": args.backend, "backend_url": args.url, "backend_timeout": args.timeout}
 
 
+def feedback_labels(path: str | None, corpus) -> dict[str, dict[str, int]]:
+    """The qrels of ``--feedback`` (``{}`` without it); a malformed file or a judged id that is no corpus
+    patent is a ``ValueError`` naming it."""
+    if not path:
+        return {}
+    from patent_demo.feedback import read_qrels
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--feedback: qrels file {path} not found")
+    qrels = read_qrels(path)
+    unknown = sorted({d for docs in qrels.values() for d in docs if d not in corpus})
+    if unknown:
+        raise ValueError(
+            f"--feedback {path}: {len(unknown)} judged ids are not patents of the corpus, e.g. {unknown[0]!r}"
+        )
+    return qrels
+
+
+def _refined(wb, spec, res, labels: dict[str, int] | None, qid: str) -> np.ndarray | None:
+    """The refined query of one search from its qrels lines (``None`` without any); says what it used."""
+    if not labels:
+        return None
+    from patent_demo.feedback import Feedback, refine_from_labels
+
+    r = refine_from_labels(res.query_embedding, wb.index(spec), labels, Feedback.load())
+    print(
+        f"{qid}: refined with {r.relevant} relevant and {r.not_relevant} not relevant "
+        f"(cosine to the query {r.cosine:.3f})",
+        file=sys.stderr,
+    )
+    return r.vector
+
+
 def run_drawings(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.corpus)
     spec = resolve_model(args.model, "drawing", args.checkpoints, corpus)
     queries = image_queries(args.query, args.queries)
+    qrels = feedback_labels(args.feedback, corpus)
     wb = drawing_workbench(args, corpus, spec)
     f, own = search_filter(args)
     out, table = [], []
@@ -293,6 +337,8 @@ def run_drawings(args: argparse.Namespace) -> int:
             how=args.application,
         )
         res = wb.search_application(req)
+        vector = _refined(wb, spec, res, qrels.get("application"), "application")
+        res = res if vector is None else wb.search_application(req, vector)
         for h in res.hits:
             out.append(("application", h.patent_id, h.score))
             table.append(
@@ -308,9 +354,10 @@ def run_drawings(args: argparse.Namespace) -> int:
             )
         queries = []
     for qid, path in queries:
-        res = wb.search_drawing(
-            DrawingRequest.build(wb, path, spec.key, args.k, crop=not args.no_crop, filters=filters)
-        )
+        req = DrawingRequest.build(wb, path, spec.key, args.k, crop=not args.no_crop, filters=filters)
+        res = wb.search_drawing(req)
+        vector = _refined(wb, spec, res, qrels.get(qid), qid)
+        res = res if vector is None else wb.search_drawing(req, vector)
         notes = res.notes
         for note in notes:
             print(f"{qid}: {note}", file=sys.stderr)

@@ -164,6 +164,7 @@ def evaluate_drawings(
     silhouette: bool = True,
     progress: bool = False,
     per_query: bool = False,
+    keep_embeddings: bool = False,
 ) -> dict:
     """Drawing retrieval of one split at patent, subclass and main-class level.
 
@@ -171,7 +172,8 @@ def evaluate_drawings(
     by cosine similarity and scores it with ``patent_demo.metrics.drawing_metrics`` (mAP over all
     relevant gallery items, nDCG@k per level, graded ``hier_ndcg@k``); see :func:`score_embeddings` for
     the keys (``per_query`` adds per-query values and per-patent means). ``split`` and ``protocol`` are
-    also recorded in the result.
+    also recorded in the result; ``keep_embeddings`` adds ``query_embeddings`` and ``gallery_embeddings``
+    (what relevance feedback refines: ``patent_demo.drawing.feedback_eval``).
     """
     queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
     if not queries or not gallery:
@@ -185,6 +187,8 @@ def evaluate_drawings(
         emb = embed_corpus_figures(model, transform, corpus, [*queries, *gallery], batch_size, progress)
         q_emb, g_emb = emb[: len(queries)], emb[len(queries) :]
     out = score_embeddings(queries, gallery, q_emb, g_emb, self_index, ks, silhouette, per_query)
+    if keep_embeddings:
+        out.update(query_embeddings=q_emb, gallery_embeddings=g_emb)
     return {"split": split, "protocol": protocol, "ks": list(ks), **out}
 
 

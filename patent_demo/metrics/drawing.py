@@ -108,13 +108,15 @@ def drawing_metrics(
     self_index: Sequence[int] | np.ndarray | None = None,
     ks: Sequence[int] = (10, 100),
     weights: HMCLWeights | Sequence[float] | None = None,
+    exclude: np.ndarray | None = None,
 ) -> DrawingEval:
     """mAP and nDCG@k at patent, subclass and main-class level, and graded hierarchical nDCG@k.
 
     Give either ``scores`` ``[Q, G]`` (higher is closer; ties broken by ascending gallery index) or
     ``ranked`` ``[Q, L]`` gallery indices best first (L <= G; -1 pads a short row). ``self_index[Q]``
     is the gallery position of the query itself (-1 when absent): it is skipped, taking no rank and
-    counting as no relevant item.
+    counting as no relevant item. ``exclude`` ``[Q, G]`` (bool) removes more gallery items per query the
+    same way (the *residual collection* of relevance feedback: the hits the examiner already judged).
 
     Relevance at level L (binary): patent = same patent id; subclass = same Locarno subclass or same
     patent; main = same main class or subclass-relevant. Per query and level, with n relevant gallery
@@ -160,12 +162,21 @@ def drawing_metrics(
     rel_full["subclass"] |= rel_full["patent"]
     rel_full["main"] |= rel_full["subclass"]
     has_self = selfs >= 0
+    gone = None
+    if exclude is not None:
+        gone = np.asarray(exclude, dtype=bool)
+        if gone.shape != (nq, ng):
+            raise ValueError(f"drawing_metrics: exclude has shape {gone.shape}, expected ({nq}, {ng})")
     for m in (*rel_full.values(), *shared.values()):
         m[np.flatnonzero(has_self), selfs[has_self]] = False
+        if gone is not None:
+            m[gone] = False
 
     rows = np.arange(nq)[:, None]
-    valid = (order >= 0) & (order != selfs[:, None])
     safe = np.where(order >= 0, order, 0)
+    valid = (order >= 0) & (order != selfs[:, None])
+    if gone is not None:
+        valid &= ~gone[rows, safe]
     ranks = np.cumsum(valid, axis=1)  # rank of each position, self and padding take none
     disc = np.where(valid, 1.0 / np.log2(np.maximum(ranks, 1) + 1.0), 0.0)
     dsum = _discount_cumsum(max(ks + (ng,)))
