@@ -4,8 +4,8 @@ and ``/refine_drawing``.
 * :class:`Basis`: what a drawing search keeps with its results so that a refine encodes nothing again: the
   request (its drawings dropped), the vectors it searched (``[D]`` a drawing or a crop of one, ``[F, D]`` a
   sheet's figures, ``[V, D]`` an application's views) and a sheet's figure names.
-* :func:`refine_search`: the labelled hits' vectors read from the index (the stored embedding of the figure
-  shown when each was labelled), the query moved by ``patent_demo.feedback.refine`` (the one Rocchio; the
+* :func:`refine_search`: the labelled patents' vectors read from the index by the rule chosen on validation
+  (``patent_demo.feedback.hit_vectors``, as ``patent-demo search drawings --feedback`` reads them), the query moved by ``patent_demo.feedback.refine`` (the one Rocchio; the
   labels of every round pooled on the *original* query, so no drift), then ranked again through the same
   search (``Workbench.search_drawing`` / ``search_application`` with ``vector``,
   ``sheet_search.rank_figures`` for a sheet) with the request's filters and exclusions, ``k`` more than
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.feedback import CONFIG, Feedback, Refined, refine, split_labels
+from patent_demo.feedback import CONFIG, Feedback, Refined, hit_vectors, refine, split_labels
 from patent_demo.hits import Hit, mark_views
 from patent_demo.request import DrawingRequest
 
@@ -70,18 +70,23 @@ class Outcome:
     spread: str = ""
 
 
-def label_vectors(index, labels: Mapping[str, object]) -> tuple[list, list, list[str], list[str]]:
+def label_vectors(
+    index, labels: Mapping[str, object], query, how: str = "best"
+) -> tuple[list, list, list[str], list[str]]:
     """``(relevant vectors, not relevant vectors, ids used, ids left out)`` of ``labels`` ({candidate:
-    label with ``label`` and ``candidate_figure``}): each the stored embedding of the figure shown when it
-    was labelled; a label whose figure is not in ``index`` is left out."""
+    label with ``label``}): each labelled patent's vector by the rule chosen on validation
+    (``patent_demo.feedback.hit_vectors``, ``Feedback.hits``: its figure closest to ``query`` or the mean of
+    its figures), the rule ``patent-demo search drawings --feedback`` uses; a patent without a figure in
+    ``index`` is left out."""
     pos_ids, neg_ids = split_labels({c: lab.label for c, lab in labels.items()})
     pos, neg, used, out = [], [], [], []
     for ids, into in ((pos_ids, pos), (neg_ids, neg)):
         for c in ids:
-            try:
-                into.append(index.embedding(labels[c].candidate_figure))
+            vec = hit_vectors(index, query, [c], how)
+            if len(vec):
+                into.append(vec[0])
                 used.append(c)
-            except KeyError:
+            else:
                 out.append(c)
     return pos, neg, used, out
 
@@ -96,13 +101,14 @@ def refine_search(
         raise ValueError(NEEDS_A_LABEL)
     req = basis.request
     index = wb.index(req.model)
-    pos, neg, used, left_out = label_vectors(index, labels)
+    weights = weights or Feedback.load()
+    pos, neg, used, left_out = label_vectors(index, labels, basis.vector, weights.hits)
     if not used:
         raise ValueError(
             "none of your labels of this query has its drawing in the index of this model: search again "
             "with the model they were made with"
         )
-    refined = refine(basis.vector, pos, neg, weights or Feedback.load())
+    refined = refine(basis.vector, pos, neg, weights)
     deep = replace(req, k=req.k + len(labels))
     notes, spread = [], ""
     if basis.kind == "sheet":

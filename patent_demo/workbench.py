@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.digests import file_sha256
 from patent_demo.drawing.embed import embed_figures

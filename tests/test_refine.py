@@ -61,6 +61,19 @@ def _naive_patents(wb, q: np.ndarray, allowed: set[str], agg=np.max) -> list[str
     return sorted(best, key=lambda p: -float(agg(best[p])))
 
 
+def _patent_vector(wb, q: np.ndarray, pid: str) -> np.ndarray:
+    """A labelled patent's vector by the configured rule (``Feedback.hits``), with a plain loop: the mean
+    of its unit figure vectors, or its figure closest to ``q`` (mean cosine over the rows of ``q``)."""
+    index = wb.index("zero-shot")
+    figs = [
+        e / np.linalg.norm(e) for e, p in zip(index.embeddings, index.patent_ids, strict=True) if p == pid
+    ]
+    if Feedback.load().hits == "mean":
+        return np.mean(figs, axis=0)
+    raw = [e for e, p in zip(index.embeddings, index.patent_ids, strict=True) if p == pid]
+    return raw[int(np.argmax([float(np.mean(np.atleast_2d(q) @ e)) for e in raw]))]
+
+
 def _label(lh, session, rank, grade, who="ann"):
     msg = lh.do_label(grade, "hmcl", rank, "", "", who, session, "", False)[0]
     assert msg.startswith(f"✓ {grade}"), msg
@@ -109,12 +122,11 @@ def test_a_single_page_refines_with_this_annotators_labels_and_files_later_label
     assert table.data["label"].tolist()[:3] == [BADGES["not" if p in nots else "relevant"] for p in labelled]
     assert set(table.data["label"].tolist()[3:]) == {""}
     # the others: the plain cosine ranking of the refined query, own patent left out, k = 10 of them
-    index = wb.index("zero-shot")
     q = np.asarray(session["basis"].vector)
     moved_q = refine(
         q,
-        [index.embedding(r["figure"]) for r in session["lists"]["hmcl"] if r["id"] in rel],
-        [index.embedding(r["figure"]) for r in session["lists"]["hmcl"] if r["id"] in nots],
+        [_patent_vector(wb, q, r["id"]) for r in session["lists"]["hmcl"] if r["id"] in rel],
+        [_patent_vector(wb, q, r["id"]) for r in session["lists"]["hmcl"] if r["id"] in nots],
         Feedback.load(),
     ).vector
     allowed = {p.id for p in wb.corpus} - {"USD0913174"}
@@ -166,10 +178,7 @@ def test_a_sheets_figures_and_an_application_refine(app):
     assert refined[1].startswith("↻ Refined with 1 label of ann on this query (1 relevant)"), refined[1]
     rows = refined[3]["lists"]["hmcl"]
     assert rows[0]["id"] == rel and all("matched by " in r["view"] for r in rows)
-    index = wb.index("zero-shot")
-    moved_q = refine(
-        basis.vector, [index.embedding(session["lists"]["hmcl"][2]["figure"])], [], Feedback.load()
-    ).vector
+    moved_q = refine(basis.vector, [_patent_vector(wb, basis.vector, rel)], [], Feedback.load()).vector
     allowed = {p.id for p in wb.corpus} - {own}
     assert [r["id"] for r in rows[1:]] == [p for p in _naive_patents(wb, moved_q, allowed) if p != rel][:8]
 
@@ -187,8 +196,8 @@ def test_a_sheets_figures_and_an_application_refine(app):
     hmcl = session["lists"]["hmcl"]
     moved_q = refine(
         session["basis"].vector,
-        [index.embedding(hmcl[1]["figure"])],
-        [index.embedding(hmcl[0]["figure"])],
+        [_patent_vector(wb, session["basis"].vector, hmcl[1]["id"])],
+        [_patent_vector(wb, session["basis"].vector, hmcl[0]["id"])],
         Feedback.load(),
     ).vector
     expected = [p for p in _naive_patents(wb, moved_q, allowed, agg=np.mean) if p not in (nots, rel)]
