@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import io
 from pathlib import Path
 from typing import Any
 
@@ -256,19 +257,28 @@ class ReviewHandlers:
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
 
     def _failure_csv(self, table: list[list], model: str, split: str, domain: str) -> str:
-        """The failure table as a CSV file, served to anybody (it holds the corpus's ids and titles only)."""
+        """The failure table as a CSV file, served to anybody (it holds the corpus's ids and titles only);
+        the same table is served from the same copy while it lasts (``SERVED`` keeps the newest few)."""
         import csv
+        import hashlib
         import re
         import tempfile
 
+        body = io.StringIO()
+        w = csv.writer(body)
+        w.writerow(FAILURE_HEADERS)
+        w.writerows(table)
+        text = body.getvalue()
+        memo = self.__dict__.setdefault("_failure_csvs", {})  # sha of the table -> its served copy
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        if sha in memo and Path(memo[sha]).is_file():
+            return memo[sha]
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"failures-{model}-{split}-{domain or 'both'}.csv")
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / name
-            with path.open("w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(FAILURE_HEADERS)
-                w.writerows(table)
-            return SERVED.serve([path], "errors", "")[0]
+            path.write_text(text, encoding="utf-8", newline="")
+            memo[sha] = SERVED.serve([path], "errors", "")[0]
+        return memo[sha]
 
     def failure_card(self, model, split, domain, evt: gr.SelectData):
         """Thumbnails of the failure of a selected table row, and its query figure for *Compare*."""
