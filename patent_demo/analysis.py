@@ -1,7 +1,10 @@
-"""What the Embedding-map and Error-analysis tabs compute over a workbench's index: the PCA map of the
-corpus drawings and the per-query error analysis under the one drawing-evaluation protocol
-(``Workbench.protocol``, the one drawing-evaluation protocol of ``patent_demo.drawing.evaluate``). The UI's
-tabs call these with their workbench; the workbench never imports this module.
+"""What the Embedding-map and Error-analysis tabs compute over a workbench's index: the map of the corpus
+drawings (PCA, or t-SNE fitted once per corpus, model weights and sample and kept in ``cache/maps``) with
+its silhouettes at patent, subclass and main-class level, and the per-query error analysis under the one
+drawing-evaluation protocol (``Workbench.protocol``, the one drawing-evaluation protocol of
+``patent_demo.drawing.evaluate``), its failures split in-domain / out-of-domain, kept in ``cache/errors``
+and computed in the background by the server (``evaluate_in_background``). The UI's tabs call these with
+their workbench; the workbench never imports this module.
 
 Classes are read through ``patent_demo.hierarchy.patent_hierarchy``: a patent's Locarno subclass, else its
 USPC subclass, so a USPC-coded corpus is mapped and analysed by its own classes.

@@ -12,6 +12,7 @@ import gradio as gr
 import numpy as np
 
 from patent_demo.analysis import describe_protocol
+from patent_demo.imageio import data_uri
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.ui.access import SERVED
 from patent_demo.ui.inputs import NO_DRAWINGS, TRACK_TQDM, BadInput, model_key
@@ -57,9 +58,9 @@ def failure_row(wb, row, domain: str, miss: dict) -> list:
 
 
 def _figure_html(wb, path: str, caption: str, border: str) -> str:
-    """A drawing of the corpus (its browser-ready image, served from the thumbnail cache) and a caption."""
+    """A drawing of the corpus (its browser-ready image, inlined) and a caption."""
     p, f = wb.patent_of_figure(path)
-    src = html.escape(f"/gradio_api/file={wb.display_path(f)}", quote=True)
+    src = data_uri(wb.display_path(f), size=2 * THUMB)  # held by the page: no server path in it
     title = html.escape(f"{p.id} · {p.title}")
     return (
         f'<figure style="margin:0;width:{THUMB + 20}px;border:2px solid {border};border-radius:6px;padding:4px">'
