@@ -5,7 +5,9 @@ Error analysis: the evaluation computed cold (``analysis.evaluate``, what the se
 once after its warm-up) on the test split and on all figures, then the tab's first view as it is served
 after that job: the evaluation read from ``cache/errors`` and the failure table built. Embedding map: the
 silhouettes at three levels (cold), a PCA map, the t-SNE fit (cold) and the t-SNE map read from
-``cache/maps``. Each cache is removed first, so every "cold" figure is a real computation.
+``cache/maps``. Each cache is removed first, so every "cold" figure is a real computation. Wall-clock
+seconds, and (``cpu_s``) the CPU seconds of each step, with the load average at the end: on a shared
+machine the wall clock stretches, the CPU seconds do not.
 
     python bench/bench_views.py [--corpus cache/real] [--cache cache] [--out docs/bench/views_real.json]
 """
@@ -37,9 +39,14 @@ def _cpu() -> str:
     return f"{name or platform.processor()}, {len(os.sched_getaffinity(0))} cores"
 
 
-def _timed(fn):
-    t0 = time.perf_counter()
+CPU_S: dict[str, float] = {}  # what each timed step cost in CPU seconds (the machine may be shared)
+
+
+def _timed(fn, name: str = ""):
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
+    if name:
+        CPU_S[name] = round(time.process_time() - c0, 2)
     return out, round(time.perf_counter() - t0, 2)
 
 
@@ -64,13 +71,15 @@ def main(argv=None) -> int:
 
     for split in ("test", "all"):
         shutil.rmtree(Path(args.cache) / "errors" / wb.fingerprint / spec.fingerprint, ignore_errors=True)
-        (_, rows, about), cold = _timed(lambda s=split: analysis.cached_evaluation(wb, spec.key, split=s))
+        (_, rows, about), cold = _timed(
+            lambda s=split: analysis.cached_evaluation(wb, spec.key, split=s), f"errors_{split}_computed"
+        )
 
         def first_view(s=split):
             _, rows, _ = analysis.cached_evaluation(wb, spec.key, split=s)
             return [failure_row(wb, *f) for f in analysis.failures(rows)]
 
-        table, warm = _timed(first_view)
+        table, warm = _timed(first_view, f"errors_{split}_first_view_from_cache")
         res[f"errors_{split}"] = {
             "queries": len(rows),
             "failures": len(table),
@@ -80,10 +89,10 @@ def main(argv=None) -> int:
             "first_view_from_cache_s": warm,
         }
     shutil.rmtree(Path(args.cache) / "maps" / wb.fingerprint / spec.fingerprint, ignore_errors=True)
-    pca, pca_cold = _timed(lambda: analysis.embedding_map(wb, spec.key))
-    _, pca_warm = _timed(lambda: analysis.embedding_map(wb, spec.key))
-    _, tsne_cold = _timed(lambda: analysis.embedding_map(wb, spec.key, projection="t-SNE"))
-    _, tsne_warm = _timed(lambda: analysis.embedding_map(wb, spec.key, projection="t-SNE"))
+    pca, pca_cold = _timed(lambda: analysis.embedding_map(wb, spec.key), "pca_with_silhouettes_cold")
+    _, pca_warm = _timed(lambda: analysis.embedding_map(wb, spec.key), "pca")
+    _, tsne_cold = _timed(lambda: analysis.embedding_map(wb, spec.key, projection="t-SNE"), "tsne_fit")
+    _, tsne_warm = _timed(lambda: analysis.embedding_map(wb, spec.key, projection="t-SNE"), "tsne_cached")
     res["map"] = {
         "points": pca["sampled"],
         "silhouettes": pca["silhouettes"],
@@ -92,6 +101,8 @@ def main(argv=None) -> int:
         "tsne_fit_s": tsne_cold,
         "tsne_cached_s": tsne_warm,
     }
+    res["cpu_s"] = CPU_S
+    res["load_average_at_end"] = os.getloadavg()[0]  # above 2: the wall-clock figures are stretched
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")

@@ -91,7 +91,7 @@ def test_the_map_says_something(browser, uspc, width):
     assert 3 <= len(legend) <= 40, legend  # 567 subclass entries before
     assert any(e.startswith("other: ") for e in legend), legend  # 33 main classes: the 15 largest, then grey
     assert "query" in legend and any(e.startswith("hits of the query (") for e in legend), legend
-    title = page.locator("#m-left .gtitle").inner_text()
+    title = page.locator("#m-left .gtitle").text_content()  # an SVG text: no inner_text
     for level in ("patent", "subclass", "main class"):
         assert f"{level} " in title, title  # the silhouette at each level
     assert "PCA" in title
@@ -103,8 +103,11 @@ def test_the_map_says_something(browser, uspc, width):
     page.locator("#m-proj").get_by_text("t-SNE").click()
     t0 = time.perf_counter()
     page.locator("#m-btn").click()
-    page.locator("#m-left .gtitle").get_by_text("t-SNE").wait_for(timeout=600_000)
-    page.locator("#m-right .gtitle").get_by_text("t-SNE").wait_for(timeout=600_000)
+    page.wait_for_function(
+        "() => ['#m-left', '#m-right'].every(p => (document.querySelector(p + ' .gtitle') || {}).textContent"
+        "?.includes('t-SNE'))",
+        timeout=600_000,
+    )
     print(f"map t-SNE view: {time.perf_counter() - t0:.1f} s at {width} px (fitted on the first width only)")
     assert "query" in _legend(page, "#m-left")
     assert "t-SNE keeps neighbours" in page.locator("#m-status").inner_text()
