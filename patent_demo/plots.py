@@ -59,9 +59,11 @@ def _title(data: Mapping) -> str:
     shown, total = data.get("sampled", (len(data["ids"]), len(data["ids"])))
     sample = f"{shown} of {total} drawings sampled" if shown < total else f"{total} drawings"
     # the scores first, the (long) model name on lines of its own: a narrow plot (a phone) cuts a line's end off
-    head = f"{data.get('projection', 'PCA')} · {data.get('model', '')}"
+    name = str(data.get("model", "")).split(" (", 1)[0]  # the label without its figures in brackets
+    head = f"{data.get('projection', 'PCA')} · {name}"
     model = "<br>".join(textwrap.wrap(head, 44))
-    return f"silhouette: {sil_txt}<br><sup>{sample} · {model}</sup>"
+    sil_lines = "<br>".join(textwrap.wrap(f"silhouette: {sil_txt}", 44))  # a phone's plot is ~350 px wide
+    return f"{sil_lines}<br><sup>{sample} · {model}</sup>"
 
 
 def groups(values: Sequence[str], focus: str = "") -> tuple[list[str], dict[str, str]]:
@@ -88,7 +90,7 @@ def groups(values: Sequence[str], focus: str = "") -> tuple[list[str], dict[str,
 
 
 def embedding_map(
-    data: Mapping, height: int = 520, colour_by: str = "main class", focus: str = ""
+    data: Mapping, height: int = 640, colour_by: str = "main class", focus: str = ""
 ) -> go.Figure:
     """Scatter of ``data["coords"]`` [N, 2|3] coloured by one level of the class hierarchy (``colour_by``:
     "main class" or "subclass", at most ``COLOURS_SHOWN`` colours, see ``groups``), or a chosen class
@@ -192,7 +194,16 @@ def embedding_map(
         },
         height=height,
         margin={"l": 10, "r": 10, "t": 70 + 15 * title.count("<br>"), "b": 10},
-        legend={"title": {"text": focus or colour_by}, "font": {"size": 10}, "itemsizing": "constant"},
+        # under the plot, across: beside it, a phone's plot was squeezed to a strip
+        legend={
+            "title": {"text": focus or colour_by},
+            "font": {"size": 10},
+            "itemsizing": "constant",
+            "orientation": "h",
+            "yanchor": "top",
+            "y": -0.12,
+            "x": 0,
+        },
         template="plotly_white",
     )
     if dims == 2:

@@ -36,7 +36,7 @@ def test_embedding_map_2d_traces():
     assert list(hits.x) == [fig.data[0].x[0], fig.data[0].x[2]]  # the highlighted figures, ringed
     assert hits.marker.line.color == "black"
     assert fig.layout.title.text == (
-        "silhouette: patent 0.500 · subclass 0.123 · main class -0.020<br><sup>5 drawings · PCA · zero-shot</sup>"
+        "silhouette: patent 0.500 · subclass 0.123 ·<br>main class -0.020<br><sup>5 drawings · PCA · zero-shot</sup>"
     )  # the scores first, at every level
     assert fig.layout.xaxis.title.text == "PC1 (50%)"
     assert fig.layout.legend.title.text == "main class"

@@ -63,7 +63,8 @@ def _figure_html(wb, path: str, caption: str, border: str) -> str:
     src = data_uri(wb.display_path(f), size=2 * THUMB)  # held by the page: no server path in it
     title = html.escape(f"{p.id} · {p.title}")
     return (
-        f'<figure style="margin:0;width:{THUMB + 20}px;border:2px solid {border};border-radius:6px;padding:4px">'
+        f'<figure style="margin:0;box-sizing:border-box;width:{THUMB + 20}px;max-width:calc(50% - 4px);'
+        f'border:2px solid {border};border-radius:6px;padding:4px">'
         f'<img src="{src}" alt="{title}" style="height:{THUMB}px;width:100%;object-fit:contain;background:#fff">'
         f'<figcaption style="font-size:12px;line-height:1.25"><b>{html.escape(caption)}</b><br>{title}'
         "</figcaption></figure>"
