@@ -201,7 +201,7 @@ def embedding_map(
             "itemsizing": "constant",
             "orientation": "h",
             "yanchor": "top",
-            "y": -0.12,
+            "y": -0.2,
             "x": 0,
         },
         template="plotly_white",
