@@ -156,8 +156,8 @@ def test_embedding_map_samples_and_keeps_highlight(bench):
     assert full["silhouette"] == pytest.approx(
         silhouette_score(index.embeddings, labels, metric="cosine"), abs=1e-6
     )
-    assert full["silhouettes"]["patent"] == pytest.approx(
-        silhouette_score(index.embeddings, index.patent_ids, metric="cosine"), abs=1e-6
+    assert full["silhouettes"]["patent"] == pytest.approx(  # float64 here, float32 in scikit-learn's call
+        silhouette_score(index.embeddings, index.patent_ids, metric="cosine"), abs=1e-5
     )
     q = index.embeddings[0]
     part = analysis.embedding_map(wb, ZERO_SHOT, query=q, highlight=["D0009"], dims=3, max_points=10)
