@@ -469,3 +469,13 @@ def decoded_size(src: Source, *, name: str | None = None, formats: tuple[str, ..
     finally:
         if im is not src:
             im.close()
+
+
+def data_uri(path: str | os.PathLike, size: int = 160) -> str:
+    """A drawing cropped to its ink and fitted in ``size`` px, as a PNG ``data:`` URI: an image a page (or a
+    report) holds itself, so no server path reaches the browser."""
+    import base64
+
+    buf = io.BytesIO()
+    load_drawing(path, crop=True, square=False, size=size).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()

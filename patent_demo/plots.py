@@ -1,4 +1,5 @@
-"""Plotly figures for the workbench: the embedding map (PCA of corpus drawings) and the DSSDNet gate.
+"""Plotly figures for the workbench: the embedding map (PCA or t-SNE of corpus drawings), the DSSDNet gate
+and the learning curves.
 
 Both take plain data (the dict of ``Workbench.embedding_map``, a list of gate values) and return a
 ``plotly.graph_objects.Figure``; nothing here computes embeddings.
@@ -13,21 +14,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-SYMBOLS_2D = (
-    "circle",
-    "square",
-    "diamond",
-    "triangle-up",
-    "triangle-down",
-    "pentagon",
-    "hexagon",
-    "cross",
-    "x",
-    "star-triangle-up",
-    "hourglass",
-    "bowtie",
-)
-SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x", "circle-open", "square-open", "diamond-open")
 PALETTE = (
     "#1f77b4",
     "#ff7f0e",
@@ -58,68 +44,124 @@ PALETTE = (
 )
 
 
+COLOURS_SHOWN = 15  # a level with more values: its 15 largest classes coloured, the rest one grey "other"
+GREY = "#c8c8c8"
+LEVEL_KEYS = {"main class": "mains", "subclass": "subclasses"}
+
+
+def _sil(x) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
 def _title(data: Mapping) -> str:
-    sil = data.get("silhouette")
-    sil_txt = "n/a" if sil is None or (isinstance(sil, float) and math.isnan(sil)) else f"{sil:.3f}"
+    sils = data.get("silhouettes") or {"subclass": data.get("silhouette")}
+    sil_txt = " · ".join(f"{level} {_sil(v)}" for level, v in sils.items())
     shown, total = data.get("sampled", (len(data["ids"]), len(data["ids"])))
-    sample = f" · {shown} of {total} drawings sampled" if shown < total else f" · {total} drawings"
-    # the score first, the (long) model name on lines of its own: a narrow plot (a phone) cuts a line's end off
-    model = "<br>".join(textwrap.wrap(str(data.get("model", "")), 44))
-    return f"silhouette by subclass {sil_txt}{sample}<br><sup>{model}</sup>"
+    sample = f"{shown} of {total} drawings sampled" if shown < total else f"{total} drawings"
+    # the scores first, the (long) model name on lines of its own: a narrow plot (a phone) cuts a line's end off
+    name = str(data.get("model", "")).split(" (", 1)[0]  # the label without its figures in brackets
+    head = f"{data.get('projection', 'PCA')} · {name}"
+    model = "<br>".join(textwrap.wrap(head, 44))
+    sil_lines = "<br>".join(textwrap.wrap(f"silhouette: {sil_txt}", 44))  # a phone's plot is ~350 px wide
+    return f"{sil_lines}<br><sup>{sample} · {model}</sup>"
 
 
-def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
-    """Scatter of ``data["coords"]`` [N, 2|3]: colour = Locarno subclass, symbol = main class; the
-    highlighted figures (the query's top-k) drawn larger with a black outline, the query as a star.
+def groups(values: Sequence[str], focus: str = "") -> tuple[list[str], dict[str, str]]:
+    """The legend of a map coloured by ``values`` (one class per point): ``(group of each point, {group:
+    colour})``. With ``focus``, two groups: that class (a subclass, or a main class with all its subclasses)
+    against the rest; else the ``COLOURS_SHOWN`` largest classes, each its colour, and the others together
+    in grey ("other: n classes"), so the legend stays readable whatever the level's size."""
+    vals = [v or "unclassified" for v in values]
+    if focus:
+        inside = [v == focus or v.startswith((focus + "/", focus + "-")) for v in vals]
+        rest = f"the rest ({len({v for v, i in zip(vals, inside, strict=True) if not i})} subclasses)"
+        return [focus if i else rest for i in inside], {focus: PALETTE[3], rest: GREY}
+    counts: dict[str, int] = {}
+    for v in vals:
+        counts[v] = counts.get(v, 0) + 1
+    ranked = sorted(counts, key=lambda v: (-counts[v], v))
+    shown = ranked[:COLOURS_SHOWN] if len(ranked) > COLOURS_SHOWN + 1 else ranked
+    other = f"other: {len(ranked) - len(shown)} classes"
+    colour = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(shown)}
+    if len(shown) < len(ranked):
+        colour[other] = GREY
+    kept = set(shown)
+    return [v if v in kept else other for v in vals], colour
 
-    The title carries the silhouette score and says when points were sampled.
-    """
+
+def embedding_map(
+    data: Mapping, height: int = 640, colour_by: str = "main class", focus: str = ""
+) -> go.Figure:
+    """Scatter of ``data["coords"]`` [N, 2|3] coloured by one level of the class hierarchy (``colour_by``:
+    "main class" or "subclass", at most ``COLOURS_SHOWN`` colours, see ``groups``), or a chosen class
+    (``focus``) against the rest; the highlighted figures (the last query's hits) ringed in black, the
+    query as a star. The title carries the silhouette at each level and says when points were sampled."""
     coords = np.asarray(data["coords"], dtype=float)
-    dims = coords.shape[1]
+    dims = coords.shape[1] if coords.ndim == 2 else 0
     if dims not in (2, 3):
         raise ValueError(f"coords must be [N, 2] or [N, 3], got {coords.shape}")
-    subclasses = list(data["subclasses"])
-    mains = sorted(set(data["mains"]))
-    symbols = SYMBOLS_2D if dims == 2 else SYMBOLS_3D
-    symbol_of = {m: symbols[i % len(symbols)] for i, m in enumerate(mains)}
-    highlight = np.asarray(data.get("highlight") or [False] * len(subclasses), dtype=bool)
+    if colour_by not in LEVEL_KEYS:
+        raise ValueError(f"colour_by must be one of {', '.join(LEVEL_KEYS)}, got {colour_by!r}")
+    values = list(data["subclasses" if focus else LEVEL_KEYS[colour_by]])  # a focus matches subclasses
+    group, colour = groups(values, focus)
+    highlight = np.asarray(data.get("highlight") or [False] * len(values), dtype=bool)
     Scatter = go.Scatter if dims == 2 else go.Scatter3d
-    fig = go.Figure()
-    for ci, sub in enumerate(sorted(set(subclasses))):
-        idx = [i for i, s in enumerate(subclasses) if s == sub]
+
+    def xyz(idx) -> dict:
         pts = coords[idx]
-        text = [
-            f"{data['patents'][i]} · {data['titles'][i]}<br>{data['ids'][i]}<br>Locarno {sub}" for i in idx
-        ]
-        marker = {
-            "color": PALETTE[ci % len(PALETTE)],
-            "symbol": [symbol_of[data["mains"][i]] for i in idx],
-            "size": [11 if highlight[i] else 6 for i in idx]
-            if dims == 2
-            else [6 if highlight[i] else 3 for i in idx],
-            "opacity": 0.85,
-            "line": {"width": [1.5 if highlight[i] else 0 for i in idx], "color": "black"}
-            if dims == 2
-            else None,
-        }
-        xyz = {"x": pts[:, 0], "y": pts[:, 1]} | ({"z": pts[:, 2]} if dims == 3 else {})
+        return {"x": pts[:, 0], "y": pts[:, 1]} | ({"z": pts[:, 2]} if dims == 3 else {})
+
+    def hover(i: int) -> str:
+        return (
+            f"{data['patents'][i]} · {data['titles'][i]}<br>{data['ids'][i]}<br>"
+            f"class {data['subclasses'][i] or 'none'}"
+        )
+
+    fig = go.Figure()
+    for name, col in colour.items():  # the grey groups first, under the coloured ones
+        idx = [i for i, g in enumerate(group) if g == name]
+        if not idx:
+            continue
+        grey = col == GREY
         fig.add_trace(
             Scatter(
                 mode="markers",
-                name=sub or "unclassified",
-                marker={k: v for k, v in marker.items() if v is not None},
-                hovertext=text,
+                name=f"{name} ({len(idx)})",
+                marker={
+                    "color": col,
+                    "size": (5 if grey else 7) if dims == 2 else (2 if grey else 3),
+                    "opacity": 0.5 if grey else 0.85,
+                },
+                hovertext=[hover(i) for i in idx],
                 hoverinfo="text",
-                **xyz,
+                **xyz(idx),
+            )
+        )
+    fig.data = tuple(sorted(fig.data, key=lambda t: t.marker.color != GREY))
+    hits = np.flatnonzero(highlight).tolist()
+    if hits:
+        fig.add_trace(
+            Scatter(
+                mode="markers",
+                name=f"hits of the query ({len(hits)})",
+                marker={
+                    "color": "rgba(0,0,0,0)",
+                    "size": 14 if dims == 2 else 6,
+                    "line": {"width": 2, "color": "black"},
+                }
+                | ({"symbol": "circle-open"} if dims == 3 else {}),
+                hovertext=[hover(i) for i in hits],
+                hoverinfo="text",
+                **xyz(hits),
             )
         )
     query = data.get("query")
     if query is not None:
         q = np.asarray(query, dtype=float)
-        xyz = {"x": [q[0]], "y": [q[1]]} | ({"z": [q[2]]} if dims == 3 else {})
+        at = {"x": [q[0]], "y": [q[1]]} | ({"z": [q[2]]} if dims == 3 else {})
         marker = {
             "symbol": "star" if dims == 2 else "diamond",
-            "size": 18 if dims == 2 else 8,
+            "size": 20 if dims == 2 else 8,
             "color": "black",
         }
         fig.add_trace(
@@ -129,11 +171,15 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
                 marker=marker,
                 hovertext=["query drawing"],
                 hoverinfo="text",
-                **xyz,
+                **at,
             )
         )
     explained = data.get("explained") or []
-    axes = [f"PC{i + 1}" + (f" ({explained[i]:.0%})" if i < len(explained) else "") for i in range(dims)]
+    pca = data.get("projection", "PCA") == "PCA"
+    axes = [
+        (f"PC{i + 1}" + (f" ({explained[i]:.0%})" if i < len(explained) else "")) if pca else f"t-SNE {i + 1}"
+        for i in range(dims)
+    ]
     title = _title(data)
     fig.update_layout(
         # hung from the top, below the block's label, and the plot below all its lines (a centred title of
@@ -148,7 +194,16 @@ def embedding_map(data: Mapping, height: int = 520) -> go.Figure:
         },
         height=height,
         margin={"l": 10, "r": 10, "t": 70 + 15 * title.count("<br>"), "b": 10},
-        legend={"title": {"text": "subclass"}, "font": {"size": 10}, "itemsizing": "constant"},
+        # under the plot, across: beside it, a phone's plot was squeezed to a strip
+        legend={
+            "title": {"text": focus or colour_by},
+            "font": {"size": 10},
+            "itemsizing": "constant",
+            "orientation": "h",
+            "yanchor": "top",
+            "y": -0.2,
+            "x": 0,
+        },
         template="plotly_white",
     )
     if dims == 2:

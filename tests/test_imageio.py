@@ -397,3 +397,21 @@ def test_real_g4_tiff_truncated():
     with pytest.raises(DrawingError) as err:
         load_drawing(data[: len(data) // 3])
     assert str(err.value).startswith(f"<{len(data) // 3} bytes>: ")
+
+
+def test_data_uri_is_a_png_of_the_ink_within_its_size(tmp_path):
+    import base64
+    import io
+
+    from PIL import Image, ImageDraw
+
+    from patent_demo.imageio import data_uri
+
+    page = Image.new("L", (800, 600), 255)
+    ImageDraw.Draw(page).rectangle((100, 100, 300, 200), outline=0, width=5)
+    page.save(tmp_path / "p.png")
+    uri = data_uri(tmp_path / "p.png", size=120)
+    assert uri.startswith("data:image/png;base64,")
+    im = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
+    assert im.format == "PNG" and max(im.size) <= 120
+    assert abs(im.size[0] / im.size[1] - 2.0) < 0.3  # cropped to the 2:1 box, not the 4:3 page

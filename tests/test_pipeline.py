@@ -156,10 +156,16 @@ def test_embedding_map_samples_and_keeps_highlight(bench):
     assert full["silhouette"] == pytest.approx(
         silhouette_score(index.embeddings, labels, metric="cosine"), abs=1e-6
     )
+    assert full["silhouettes"]["patent"] == pytest.approx(  # float64 here, float32 in scikit-learn's call
+        silhouette_score(index.embeddings, index.patent_ids, metric="cosine"), abs=1e-5
+    )
     q = index.embeddings[0]
     part = analysis.embedding_map(wb, ZERO_SHOT, query=q, highlight=["D0009"], dims=3, max_points=10)
-    assert part["coords"].shape == (10, 3) and part["sampled"] == (10, 30)
-    assert sum(part["highlight"]) == 3 and all(
+    marked = sum(p == "D0009" for p in index.patent_ids)
+    outside = sum(p == "D0009" for p in part["patents"][:10])  # the seeded sample, then the hits it missed
+    assert part["coords"].shape == (10 + marked - outside, 3)
+    assert part["sampled"] == (10 + marked - outside, 30)
+    assert sum(part["highlight"]) == marked and all(
         p == "D0009" for p, h in zip(part["patents"], part["highlight"], strict=True) if h
     )
     assert part["query"].shape == (3,)

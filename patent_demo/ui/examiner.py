@@ -10,9 +10,7 @@ connect them. The filter panel is read as one value (``FilterPanel.value``, a
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +22,7 @@ from patent_demo import examiner
 from patent_demo.document import document_html, document_view
 from patent_demo.filters import FILTER_KEYS, Filters
 from patent_demo.hits import mark_views
-from patent_demo.imageio import load_drawing
+from patent_demo.imageio import data_uri, load_drawing
 from patent_demo.labels.search_report import build_report, queries, to_html, write_report
 from patent_demo.labels.sessions import record_search
 from patent_demo.labels.store import LabelStore
@@ -108,13 +106,6 @@ def build_filters() -> FilterPanel:
             )
     value = gr.JSON({}, visible=False, label="filters")
     return FilterPanel([before, own, cls, country, kind, d_from, d_to, exclude, family], value)
-
-
-def _data_uri(path: str, size: int = 160) -> str:
-    im = load_drawing(path, crop=True, square=False, size=size)
-    buf = io.BytesIO()
-    im.save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 @dataclass
@@ -431,7 +422,7 @@ class ExaminerHandlers:
                 annotator=reader,
             )
             rep.history = list((session or {}).get("history") or [])
-            images = {r.figure_path: _data_uri(r.figure_path) for r in rep.rows if r.figure_path}
+            images = {r.figure_path: data_uri(r.figure_path) for r in rep.rows if r.figure_path}
             csv_path, html_path = write_report(rep, self.store.path.parent / "reports", images)
             preview = to_html(rep, images)
             frame = (

@@ -235,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     store.purge_staged_images()  # drawings of searches that ended with the last server
     if not args.no_warmup:
-        wb.warm_up_background()
+        from patent_demo.analysis import evaluate_in_background
+
+        evaluate_in_background(wb, after=wb.warm_up_background())  # the Error-analysis tab, from the cache
     demo = build_demo(wb, store, warning, identity)
     from gradio import networking
 

@@ -10,46 +10,51 @@ from patent_demo.labels import loop
 from patent_demo.ui.events import Models, Shared
 from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import QUEUE_HEADERS, LabelHandlers
+from patent_demo.ui.review import FAILURE_HEADERS
 
-ERROR_WIDTHS = ["10%", "27%", "6%", "8%", "7%", "10%", "10%", "22%"]  # the error table fits 1366 px
-ERROR_HEADERS = [
-    "query patent",
-    "figure",
-    "class",
-    "subclass AP",
-    "patent AP",
-    "first same-subclass rank",
-    "expected",
-    "returned",
-]
+ERROR_WIDTHS = ["9%", "10%", "15%", "10%", "15%", "5%", "18%", "11%", "7%"]  # the table fits 1366 px
 
 
 def map_tab(models: Models, h: Handlers, shared: Shared) -> list[gr.Dropdown]:
-    """PCA maps of two drawing models side by side (``/embedding_map``); returns the two model dropdowns."""
+    """Maps of two drawing models side by side (``/embedding_map``): PCA or t-SNE, coloured by main class,
+    subclass or one class against the rest; returns the two model dropdowns."""
     with gr.Tab("Embedding map", id="map"):
         with gr.Row():
             left = gr.Dropdown(models.drawing, value=models.drawing_default, label="Left model")
             right = gr.Dropdown(
                 models.drawing, value=models.drawing[min(1, len(models.drawing) - 1)][1], label="Right model"
             )
-            dims = gr.Radio(["2-D", "3-D"], value="2-D", label="PCA")
-            btn = gr.Button("Draw maps", variant="primary")
+            projection = gr.Radio(["PCA", "t-SNE"], value="PCA", label="Projection", elem_id="m-proj")
+            dims = gr.Radio(["2-D", "3-D"], value="2-D", label="Dimensions", elem_id="m-dims")
+        with gr.Row():
+            colour = gr.Radio(
+                ["main class", "subclass"], value="main class", label="Colour by", elem_id="m-colour"
+            )
+            focus = gr.Dropdown(h.map_classes(), value="", label="Highlight a class", elem_id="m-focus")
+            btn = gr.Button("Draw maps", variant="primary", elem_id="m-btn")
         status = gr.Markdown(
-            "Colour: Locarno subclass · symbol: main class · ★ the last drawing query, outlined: its top-k."
+            "Colour: main class · ★ the query of your last drawing search, ringed: its hits · the title gives "
+            "the silhouette at patent, subclass and main-class level.",
+            elem_id="m-status",
         )
         with gr.Row():
-            plot_left = gr.Plot(label="Left")
-            plot_right = gr.Plot(label="Right")
+            plot_left = gr.Plot(label="Left", elem_id="m-left")
+            plot_right = gr.Plot(label="Right", elem_id="m-right")
     btn.click(
-        **shared.mine(h.embedding_maps, [left, right, dims, shared.session], [plot_left, plot_right, status]),
+        **shared.mine(
+            h.embedding_maps,
+            [left, right, dims, shared.session, projection, colour, focus],
+            [plot_left, plot_right, status],
+        ),
         api_name="embedding_map",
     )
     return [left, right]
 
 
 def errors_tab(models: Models, h: Handlers) -> list[gr.Dropdown]:
-    """A drawing model's metrics, the worst queries first (``/evaluate``), and one query figure searched with
-    two models (``/compare``); returns the three model dropdowns."""
+    """A drawing model's metrics and its failures split in-domain / out-of-domain, worst first, with the
+    drawings of the worst and the table as CSV (``/evaluate``), and one query figure searched with two
+    models (``/compare``); returns the three model dropdowns."""
     with gr.Tab("Error analysis", id="errors"):
         with gr.Row():
             model = gr.Dropdown(models.drawing, value=models.drawing_default, label="Model")
@@ -59,17 +64,26 @@ def errors_tab(models: Models, h: Handlers) -> list[gr.Dropdown]:
                 label="Queries",
                 elem_id="e-split",
             )
+            domain = gr.Radio(
+                [("both", ""), ("in-domain", "in-domain"), ("out-of-domain", "out-of-domain")],
+                value="",
+                label="Failures",
+                elem_id="e-domain",
+            )
             btn = gr.Button("Evaluate", variant="primary", elem_id="e-btn")
         summary = gr.Markdown(elem_id="e-summary")
+        cards = gr.HTML(elem_id="e-cards")
         table = gr.Dataframe(
-            headers=ERROR_HEADERS,
-            label="Worst queries first",
+            headers=FAILURE_HEADERS,
+            label="Failures, worst first: the best-ranked relevant figure of each domain, outranked "
+            "(select a row for its drawings)",
             interactive=False,
             max_height=300,
             wrap=True,
             column_widths=ERROR_WIDTHS,
             elem_id="e-table",
         )
+        csv = gr.File(label="The table (CSV)", elem_id="e-csv")
         with gr.Row():
             fig = gr.Dropdown([], label="Query figure")
             model_a = gr.Dropdown(models.drawing, value=models.drawing_default, label="Model A")
@@ -83,7 +97,10 @@ def errors_tab(models: Models, h: Handlers) -> list[gr.Dropdown]:
         with gr.Row():
             gallery_a = gr.Gallery(label="Model A", columns=4, height=260)
             gallery_b = gr.Gallery(label="Model B", columns=4, height=260)
-    btn.click(h.evaluate, [model, split], [summary, table, fig], api_name="evaluate")
+    outputs = [summary, table, fig, cards, csv]
+    btn.click(h.evaluate, [model, split, domain], outputs, api_name="evaluate")
+    domain.change(h.evaluate, [model, split, domain], outputs, api_visibility="private")
+    table.select(h.failure_card, [model, split, domain], [cards, fig], api_visibility="private")
     compare.click(h.compare, [fig, model_a, model_b], [gallery_a, gallery_b, compared], api_name="compare")
     return [model, model_a, model_b]
 
