@@ -6,8 +6,8 @@ from the boxes alone, before any figure is cut out or embedded; the status says 
 as a drawing query is embedded (crop to ink, the encoder's preprocessing), searches the dense index with
 the same filter for every figure (inside FAISS, see ``DenseIndex.search_patents``) and merges the
 per-figure patent lists: a patent scores the best of its scores over the query figures (the max, as
-figures are aggregated into patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
-score each query figure gave it (``extras["figure_scores"]``).
+figures are aggregated into patents), and its hit says which query figure matched it (``extras["query_figure"]``, its
+box on the sheet ``extras["query_box"]``) and the score each query figure gave it (``extras["figure_scores"]``).
 """
 
 from __future__ import annotations
@@ -108,7 +108,11 @@ def search_sheet(
             pid,
             best[pid][0],
             figure=best[pid][2],
-            extras={"query_figure": names[best[pid][1]], "figure_scores": scores[pid]},
+            extras={
+                "query_figure": names[best[pid][1]],
+                "query_box": [int(x) for x in figures[best[pid][1]].box],
+                "figure_scores": scores[pid],
+            },
         )
         for r, pid in enumerate(order, 1)
     ]

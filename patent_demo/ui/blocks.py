@@ -17,7 +17,7 @@ from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.ui.panel import LabelPanel
 from patent_demo.ui.tabs_review import agreement_tab, errors_tab, export_tab, map_tab, training_tab
-from patent_demo.ui.tabs_search import CombinedTab, DrawingTab, TextTab
+from patent_demo.ui.tabs_search import EXPLAIN_EMPTY, CombinedTab, DrawingTab, TextTab
 from patent_demo.workbench import Workbench
 
 NOT_UPLOADED = (
@@ -84,10 +84,12 @@ def build_demo(
             text.explain,
             panel.preview,
             panel.cursor,
+            panel.marker,
         ]
         cur = Cursor(
             shared, lh, panel.list_name, panel.rank, panel.cursor, panel.progress, panel.unlabelled, views
         )
+        cur.panels = {**exam_ui.blank_panels(ext), text.gate: None, text.explain: EXPLAIN_EMPTY}
         demo.load(wb.index_status, None, index_status, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         drawing.wire(cur, h, ex, ext)

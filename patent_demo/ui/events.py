@@ -6,7 +6,7 @@ event with the refresh of every view that follows the cursor (``labelling.LabelH
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import gradio as gr
@@ -59,6 +59,9 @@ class Cursor:
     progress: gr.Markdown
     unlabelled: gr.Checkbox
     views: list  # every view that follows the cursor (``LabelHandlers.show``'s outputs)
+    # the panels that show one hit of a search (record, side by side, explanation) and what they show
+    # before any hit is opened: a new search resets them (``fresh``)
+    panels: dict = field(default_factory=dict)
 
     @property
     def show_in(self) -> list:
@@ -80,6 +83,22 @@ class Cursor:
     def then_show(self, event):
         """``event``, then the refresh of every view that follows the cursor."""
         return event.then(**self.mine(self.labels.show, self.show_in, self.views), **QUIET)
+
+    def fresh(self, event):
+        """``event`` (a search starting) resets the panels of a hit (``panels``): none shows a hit of the search
+        it replaces."""
+        values = tuple(self.panels.values())
+        return event.then(
+            lambda: values if len(values) != 1 else values[0],
+            None,
+            list(self.panels),
+            show_progress="hidden",
+            **QUIET,
+        )
+
+    def searched_then_show(self, event):
+        """A search's event: the hit panels reset (``fresh``), then every view that follows the cursor."""
+        return self.then_show(self.fresh(event))
 
     def select(self, component, list_name: str, api_name: str):
         """A click on a hit of ``component`` (a view of the list ``list_name``) puts the cursor on it."""

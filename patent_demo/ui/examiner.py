@@ -322,17 +322,39 @@ class ExaminerHandlers:
             page, gallery, pid = self.document(row["id"])
             q, h = None, None
             caption = ""
-            if file and row.get("figure"):
-                data, cropped = cropped_query(file, crop_image)
+            query = self._searched_query(session, row, file, crop_image)
+            if query and row.get("figure"):
+                data, what = query
                 figure = self.wb.corpus.image_root / row["figure"]  # figure paths are under the image root
                 q, h = examiner.side_by_side(data, figure, crop=bool(crop))
                 caption = (
-                    f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
-                    f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}"
+                    f"{what} and `{pid}` {row['figure']}, both cropped to the ink and shown at {h.width} px "
+                    f"as the encoder sees them · score {row['score']:.3f}"
                 )
             return page, gallery, pid, q, h, caption
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def _searched_query(self, session, row: dict, file, crop_image) -> tuple[bytes, str] | None:
+        """What the search of ``row`` had as its query, and how the caption names it: an application's views
+        (the sheet the search kept), the figure of a sheet that matched the hit (its box on the sheet), else
+        the drawing in the upload box (or the examiner's crop of it); None without any."""
+        extras = row.get("extras") or {}
+        kind, box = (session or {}).get("kind"), extras.get("query_box")
+        if kind == "application" or box:
+            path = self.store.query_image((session or {}).get("image_file", ""))
+            if path is None:
+                raise BadInput("the query drawing of this search is no longer held: run the search again")
+            if kind == "application":
+                return path.read_bytes(), "The application's views (the query)"
+            sheet = load_drawing(str(path), crop=False, square=False)
+            buf = io.BytesIO()
+            sheet.crop(tuple(box)).save(buf, format="PNG")
+            return buf.getvalue(), f"The sheet's {extras.get('query_figure', 'figure')} (the query figure)"
+        if not file:
+            return None
+        data, cropped = cropped_query(file, crop_image)
+        return data, f"Query{' (your crop)' if cropped else ''}"
 
     def open_text_hit(self, list_name: str, session, evt: Selection):
         """Selecting a text hit: its record with the query's words marked, and query vs candidate."""
@@ -465,6 +487,25 @@ class ExaminerTabs:
     more_t: gr.Button
 
 
+DOC_EMPTY = "Select a hit in a result list to open its whole record here."
+SBS_EMPTY = "Select a drawing hit to compare it with the query; a text hit to compare the texts."
+
+
+def blank_panels(ext: ExaminerTabs) -> dict:
+    """The Document and Side by side panels as the page starts, before any hit is opened: what a new
+    search puts back (``events.Cursor.fresh``), so neither shows a hit of the search it replaced."""
+    return {
+        ext.doc_html: DOC_EMPTY,
+        ext.doc_gallery: None,
+        ext.doc_id: "",
+        ext.sbs_query: None,
+        ext.sbs_hit: None,
+        ext.sbs_md: SBS_EMPTY,
+        ext.tq_html: "",
+        ext.tc_html: "",
+    }
+
+
 def build_tabs(drawings: bool = True) -> ExaminerTabs:
     """The Document, Side by side and Search report tabs (inside the app's ``gr.Tabs``). Without ``drawings``
     (a corpus of texts) the figure gallery, the drawing pair and "More like this: its drawing" are left off
@@ -482,7 +523,7 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
         with gr.Row():
             # side by side on a laptop; on a phone the record above its figures (each needs 360 px)
             doc_html = gr.HTML(
-                "Select a hit in a result list to open its whole record here.",
+                DOC_EMPTY,
                 elem_id="doc-html",
                 min_width=360,
             )
@@ -497,7 +538,7 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
             )
     with gr.Tab("Side by side", id="sbs"):
         sbs_md = gr.Markdown(
-            "Select a drawing hit to compare it with the query; a text hit to compare the texts.",
+            SBS_EMPTY,
             elem_id="sbs-md",
         )
         with gr.Row(visible=drawings):

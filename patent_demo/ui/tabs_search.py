@@ -35,6 +35,7 @@ TEXT_SELECT_APIS = {
     "dssdnet": "select_dssdnet",
     "fused": "select_text_fused",
 }
+EXPLAIN_EMPTY = "Select a DSSDNet candidate to see why it moved."
 TEXT_TABLE_HEIGHT = 380  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
@@ -181,7 +182,7 @@ class DrawingTab:
         self.examples.select(_example_picker(self.example_paths), None, self.file, api_name=False)
         self.file.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
         self.crop.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
-        cur.then_show(
+        cur.searched_then_show(
             self.search.click(
                 **cur.mine(
                     h.search_drawing,
@@ -202,7 +203,7 @@ class DrawingTab:
                 api_name="search_drawing",
             )
         )
-        cur.then_show(
+        cur.searched_then_show(
             self.application.click(
                 **cur.mine(
                     h.search_application,
@@ -213,7 +214,7 @@ class DrawingTab:
             )
         )
         exam_ui.wire_crop(self.crop_box, self.file, s.crop_state)
-        cur.then_show(
+        cur.searched_then_show(
             self.sheet.click(
                 **cur.mine(
                     ex.search_sheet,
@@ -311,9 +312,7 @@ class TextTab:
             ):
                 with gr.Row():  # side by side on a laptop, the plot above the text on a phone
                     gate = gr.Plot(label="Gate activations (a DSSDNet hit)", elem_id="t-gate", min_width=320)
-                    explain = gr.Markdown(
-                        "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain", min_width=320
-                    )
+                    explain = gr.Markdown(EXPLAIN_EMPTY, elem_id="t-explain", min_width=320)
         return cls(text, search, codes, model, k, status, first, show, figures, tables, gate, explain)
 
     def search_chain(self, cur: Cursor, h: Handlers, start, api: bool = True):
@@ -334,6 +333,7 @@ class TextTab:
             ),
             api_name=named("search_bm25"),
         )
+        cur.fresh(bm25_first)  # the hit panels of the search it replaces are cleared at once
         dense_next = bm25_first.then(
             h.search_dense,
             [*query, s.filters],
@@ -443,7 +443,7 @@ class CombinedTab:
     ) -> None:
         """The search (with the Drawing and Text tabs' models) and a click on a hit of each list."""
         s = cur.shared
-        cur.then_show(
+        cur.searched_then_show(
             self.search.click(
                 **cur.mine(
                     h.search_combined,
