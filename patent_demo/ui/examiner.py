@@ -336,23 +336,11 @@ class ExaminerHandlers:
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
 
     def _searched_query(self, session, row: dict, file, crop_image) -> tuple[bytes, str] | None:
-        """What the search of ``row`` had as its query, and how the caption names it: an application's views
-        (the sheet the search kept), the figure of a sheet that matched the hit (its box on the sheet), else
-        the drawing in the upload box (or the examiner's crop of it); None without any."""
-        extras = row.get("extras") or {}
-        kind, box = (session or {}).get("kind"), extras.get("query_box")
-        if kind == "application" or box:
-            path = self.store.query_image((session or {}).get("image_file", ""))
-            if path is None:
-                raise BadInput("the query drawing of this search is no longer held: run the search again")
-            if kind == "application":
-                return path.read_bytes(), "The application's views (the query)"
-            sheet = load_drawing(str(path), crop=False, square=False)
-            buf = io.BytesIO()
-            sheet.crop(tuple(box)).save(buf, format="PNG")
-            return buf.getvalue(), f"The sheet's {extras.get('query_figure', 'figure')} (the query figure)"
-        if not file:
-            return None
+        """What the search of ``row`` had as its query and how the caption names it: an application's views
+        or a sheet's figure (``examiner.searched_drawing``), else the upload (or the examiner's crop of it)."""
+        held = examiner.searched_drawing(self.store, session, row.get("extras") or {})
+        if held is not None or not file:
+            return held
         data, cropped = cropped_query(file, crop_image)
         return data, f"Query{' (your crop)' if cropped else ''}"
 
@@ -492,16 +480,11 @@ SBS_EMPTY = "Select a drawing hit to compare it with the query; a text hit to co
 
 
 def blank_panels(ext: ExaminerTabs) -> dict:
-    """The Document and Side by side panels as the page starts, before any hit is opened: what a new
-    search puts back (``events.Cursor.fresh``), so neither shows a hit of the search it replaced."""
+    """The Document and Side by side panels as the page starts: what a new search puts back
+    (``events.Cursor.fresh``), so neither shows a hit of the search it replaced."""
+    panels = (ext.doc_html, ext.doc_gallery, ext.doc_id, ext.sbs_query, ext.sbs_hit, ext.sbs_md, ext.tq_html)
     return {
-        ext.doc_html: DOC_EMPTY,
-        ext.doc_gallery: None,
-        ext.doc_id: "",
-        ext.sbs_query: None,
-        ext.sbs_hit: None,
-        ext.sbs_md: SBS_EMPTY,
-        ext.tq_html: "",
+        **dict(zip(panels, (DOC_EMPTY, None, "", None, None, SBS_EMPTY, ""), strict=True)),
         ext.tc_html: "",
     }
 
