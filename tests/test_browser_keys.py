@@ -85,6 +85,11 @@ def _settled(page, n: int = 10) -> None:
 
 
 def _upload(page, path) -> None:
+    """``path`` in the query box (the drawing there before cleared first), its preview shown."""
+    clear = page.locator("#d-file button[aria-label='Clear']")
+    if clear.count():
+        clear.click()
+        page.wait_for_function("() => !document.querySelector('#d-query img')", timeout=20_000)
     page.locator("#d-file input[type=file]").set_input_files(str(path))
     page.locator("#d-query img").wait_for(timeout=20_000)
 
