@@ -98,8 +98,9 @@ class LabelPanel:
         keys_legend = " · ".join(f"<span class='kbd'>{k}</span> {v}" for k, v in KEYS)
         with gr.Group(elem_id="label-panel"):
             gr.Markdown(
-                f"**Label the hit under the cursor** · keys (outside text fields): {keys_legend} · a label moves "
-                "the cursor on only when *auto-advance* is ticked; the category (text hits only) resets after each label"
+                f"**Label the hit under the cursor** · keys (outside text fields): {keys_legend} · each key labels "
+                "the hit under the cursor when pressed, however fast · a label moves the cursor on only when "
+                "*auto-advance* is ticked; the category (text hits only) resets after each label"
             )
             with gr.Row(elem_id="l-pick"):
                 list_name = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
