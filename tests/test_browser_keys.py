@@ -227,7 +227,9 @@ def test_a_new_search_clears_the_panels_of_the_hit_opened_before(browser, red):
     page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=240_000)
     _quiet(page)
     cursor = page.locator("#l-cursor")
-    shown = cursor.inner_text().split(" #")[0]  # the list the cursor starts on, the one shown
+    cursor.get_by_text(" #1 · ").wait_for(timeout=30_000)
+    # the list the cursor starts on, the one shown
+    shown = re.search(r"\b(bm25|dense|hybrid|dssdnet|fused) #1 · ", cursor.inner_text()).group(1)
     table = page.locator(f"#{TEXT_IDS[shown]}")
     hit = list(dict.fromkeys(re.findall(r"\bUSD\d{7}\b", table.inner_text())))[1]
     table.get_by_text(hit, exact=True).last.click()
