@@ -87,7 +87,15 @@ def build_demo(
             panel.marker,
         ]
         cur = Cursor(
-            shared, lh, panel.list_name, panel.rank, panel.cursor, panel.progress, panel.unlabelled, views
+            shared,
+            lh,
+            panel.list_name,
+            panel.rank,
+            panel.cursor,
+            panel.progress,
+            panel.unlabelled,
+            views,
+            marker=panel.marker,
         )
         cur.panels = {**exam_ui.blank_panels(ext), text.gate: None, text.explain: EXPLAIN_EMPTY}
         demo.load(wb.index_status, None, index_status, api_name=False)

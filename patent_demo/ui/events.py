@@ -5,6 +5,7 @@ event with the refresh of every view that follows the cursor (``labelling.LabelH
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ import gradio as gr
 from patent_demo.ui.access import owned
 from patent_demo.ui.inputs import Selection
 from patent_demo.ui.labelling import LabelHandlers
+from patent_demo.ui.views import cursor_marker
 
 QUIET = {"api_visibility": "private"}  # an event that is no endpoint of the API
 
@@ -62,6 +64,7 @@ class Cursor:
     # the panels that show one hit of a search (record, side by side, explanation) and what they show
     # before any hit is opened: a new search resets them (``fresh``)
     panels: dict = field(default_factory=dict)
+    marker: Any = None  # the label panel's cursor marker (``views.cursor_marker``) the key queue reads
 
     @property
     def show_in(self) -> list:
@@ -79,6 +82,22 @@ class Cursor:
 
     def mine(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
         return self.shared.mine(fn, inputs, outputs)
+
+    def search(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
+        """A search's event (``mine``) whose outputs end with ``searched``: its answer also carries the cursor
+        marker of the new list, so a key pressed as soon as the hits show binds to them."""
+
+        @functools.wraps(fn)
+        def marked(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            session, list_name, rank = out[-5], out[-4], out[-3]
+            ok = isinstance(session, dict) and isinstance(list_name, str) and isinstance(rank, int)
+            return (
+                *out,
+                cursor_marker(session, list_name, rank, None) if ok else cursor_marker(None, "", 1, None),
+            )
+
+        return self.mine(marked, inputs, [*outputs, self.marker])
 
     def then_show(self, event):
         """``event``, then the refresh of every view that follows the cursor."""
@@ -104,9 +123,13 @@ class Cursor:
         """A click on a hit of ``component`` (a view of the list ``list_name``) puts the cursor on it."""
         labels = self.labels
 
-        def select(session, evt: Selection):
-            return labels.select(list_name, session, evt)
+        def select(session, evt: Selection):  # the marker with the cursor, for a key pressed at once
+            out = labels.select(list_name, session, evt)
+            moved = isinstance(out[1], int)
+            return (*out, cursor_marker(session, list_name, out[1], None) if moved else gr.update())
 
         return self.then_show(
-            component.select(**self.mine(select, [self.shared.session], self.picked), api_name=api_name)
+            component.select(
+                **self.mine(select, [self.shared.session], [*self.picked, self.marker]), api_name=api_name
+            )
         )

@@ -184,7 +184,7 @@ class DrawingTab:
         self.crop.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
         cur.searched_then_show(
             self.search.click(
-                **cur.mine(
+                **cur.search(
                     h.search_drawing,
                     [
                         self.file,
@@ -205,7 +205,7 @@ class DrawingTab:
         )
         cur.searched_then_show(
             self.application.click(
-                **cur.mine(
+                **cur.search(
                     h.search_application,
                     [self.views, self.model, self.k, self.crop, s.annotator, s.filters, s.session],
                     [*results, *cur.searched],
@@ -216,7 +216,7 @@ class DrawingTab:
         exam_ui.wire_crop(self.crop_box, self.file, s.crop_state)
         cur.searched_then_show(
             self.sheet.click(
-                **cur.mine(
+                **cur.search(
                     ex.search_sheet,
                     [self.file, s.crop_state, self.model, self.k, s.annotator, s.filters, s.session],
                     [*results, self.sheet_img, *cur.searched],
@@ -341,7 +341,7 @@ class TextTab:
             api_name=named("search_dense"),
         )
         every_list = dense_next.then(
-            **cur.mine(
+            **cur.search(
                 h.search_text,
                 [*query, s.annotator, s.filters, s.session],
                 [t["bm25"], t["dssdnet"], self.status, *cur.searched],
@@ -445,7 +445,7 @@ class CombinedTab:
         s = cur.shared
         cur.searched_then_show(
             self.search.click(
-                **cur.mine(
+                **cur.search(
                     h.search_combined,
                     [
                         self.file,
