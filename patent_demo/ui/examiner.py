@@ -479,16 +479,6 @@ DOC_EMPTY = "Select a hit in a result list to open its whole record here."
 SBS_EMPTY = "Select a drawing hit to compare it with the query; a text hit to compare the texts."
 
 
-def blank_panels(ext: ExaminerTabs) -> dict:
-    """The Document and Side by side panels as the page starts: what a new search puts back
-    (``events.Cursor.fresh``), so neither shows a hit of the search it replaced."""
-    panels = (ext.doc_html, ext.doc_gallery, ext.doc_id, ext.sbs_query, ext.sbs_hit, ext.sbs_md, ext.tq_html)
-    return {
-        **dict(zip(panels, (DOC_EMPTY, None, "", None, None, SBS_EMPTY, ""), strict=True)),
-        ext.tc_html: "",
-    }
-
-
 def build_tabs(drawings: bool = True) -> ExaminerTabs:
     """The Document, Side by side and Search report tabs (inside the app's ``gr.Tabs``). Without ``drawings``
     (a corpus of texts) the figure gallery, the drawing pair and "More like this: its drawing" are left off
