@@ -186,8 +186,10 @@ def test_keys_pressed_before_a_new_search_do_not_land_on_its_hits(browser, red):
     _drawing_search(page, src / PAGE_A / f"{PAGE_A}-D00003.TIF")
     first = _tiles(page)
     _upload(page, src / PAGE_B / f"{PAGE_B}-D00003.TIF")
-    page.locator("#d-search").click()
-    _type(page, "111", 20)  # before the new search answers
+    page.locator("#d-search").click()  # the focus stays on the button, outside any text field
+    for _ in range(3):  # at once, before the new search answers (no click first, which could wait)
+        page.keyboard.press("1")
+        page.wait_for_timeout(20)
     page.wait_for_function(
         "t => { const c = document.querySelector('#d-gallery .caption-label'); return c && !c.innerText.includes(t); }",
         arg=first[0],
@@ -196,7 +198,7 @@ def test_keys_pressed_before_a_new_search_do_not_land_on_its_hits(browser, red):
     _settled(page)
     _drained(page)
     early = _rows(store, who, "query_id", "candidate_id", "rank")
-    assert len(early) <= 3 and all(c == first[r - 1] for _, c, r in early), (early, first)
+    assert len(early) <= 3 and all(c == first[r - 1] for _, c, r in early), (early, first, _tiles(page))
     second = _tiles(page)
     _type(page, "2", 0)
     page.locator("#l-status").get_by_text(f"✓ partly · {second[0]} (hmcl #1)").wait_for(timeout=60_000)
