@@ -177,19 +177,17 @@ def test_fast_keys_land_on_the_hits_meant(browser, red, gap_ms):
 
 
 def test_keys_pressed_before_a_new_search_do_not_land_on_its_hits(browser, red):
-    """Keys pressed while a new search runs were meant for the hits on screen then: none lands on the new
-    search's hits (each went to the first search's hit or was refused), and a key after it labels the new
-    search's first hit."""
+    """Keys pressed just before a new search, still waiting in the queue while it runs, were meant for the
+    hits on screen then: none lands on the new search's hits (each went to the first search's hit or was
+    refused), and a key after it labels the new search's first hit."""
     url, wb, store, src = red
     who = "keys-new-search"
     page = _page(browser, url, who)
     _drawing_search(page, src / PAGE_A / f"{PAGE_A}-D00003.TIF")
     first = _tiles(page)
     _upload(page, src / PAGE_B / f"{PAGE_B}-D00003.TIF")
-    page.locator("#d-search").click()  # the focus stays on the button, outside any text field
-    for _ in range(3):  # at once, before the new search answers (no click first, which could wait)
-        page.keyboard.press("1")
-        page.wait_for_timeout(20)
+    _type(page, "111", 20)  # meant for the first search's hits, then the new search at once
+    page.locator("#d-search").click()
     page.wait_for_function(
         "t => { const c = document.querySelector('#d-gallery .caption-label'); return c && !c.innerText.includes(t); }",
         arg=first[0],
