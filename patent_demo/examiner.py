@@ -7,6 +7,8 @@ The searches themselves are ``patent_demo.search`` (a request of ``patent_demo.r
   at most 5 %, and quotes the score the hit table shows.
 * :func:`side_by_side`: the query drawing (after the examiner's crop) and a hit's figure, both as the
   encoder sees them (cropped to ink, centred on a white square) at one size, so they share a scale.
+  :func:`searched_drawing` is that query for a hit of a whole application (its views) or of a sheet (the
+  figure of the sheet that matched the hit).
 * :func:`text_pair_html`: the query and a candidate with the BM25-matched words marked (escaped).
 """
 
@@ -63,6 +65,28 @@ def side_by_side(
     q = load_drawing(query, crop=crop, square=True, size=size)
     h = load_drawing(figure_path, crop=True, square=True, size=size)
     return q, h
+
+
+def searched_drawing(store, session: dict | None, extras: dict) -> tuple[bytes, str] | None:
+    """The query of a hit (``extras``) of a whole-application or sheet search, as the search kept it in the
+    label store ``store``, and how to name it: the application's views (one sheet), or the figure of the
+    sheet that matched the hit (its box on the sheet). None for a drawing searched whole (the upload box
+    holds it); ``ValueError`` when the search's drawing is no longer held."""
+    import io
+
+    from patent_demo.imageio import load_drawing
+
+    kind, box = (session or {}).get("kind"), extras.get("query_box")
+    if kind != "application" and not box:
+        return None
+    path = store.query_image((session or {}).get("image_file", ""))
+    if path is None:
+        raise ValueError("the query drawing of this search is no longer held: run the search again")
+    if kind == "application":
+        return path.read_bytes(), "The application's views (the query)"
+    buf = io.BytesIO()
+    load_drawing(str(path), crop=False, square=False).crop(tuple(box)).save(buf, format="PNG")
+    return buf.getvalue(), f"The sheet's {extras.get('query_figure', 'figure')} (the query figure)"
 
 
 def text_pair_html(wb, query: str, patent_id: str) -> tuple[str, str]:

@@ -42,18 +42,23 @@ NEEDS_A_LABEL = (
 @dataclass(frozen=True)
 class Basis:
     """A drawing search as a refine needs it: ``kind`` (drawing, sheet, application), the request without
-    its drawings, the searched ``vector`` and, for a sheet, its figures' ``names``."""
+    its drawings, the searched ``vector`` and, for a sheet, its figures' ``names`` and ``boxes`` (in pixels of
+    the sheet, what a label of a refined sheet list keeps as its query figure)."""
 
     kind: str
     request: DrawingRequest
     vector: np.ndarray
     names: tuple[str, ...] = ()
+    boxes: tuple = ()
 
     @classmethod
-    def of(cls, kind: str, request: DrawingRequest, vector, names: Sequence[str] = ()) -> Basis:
+    def of(
+        cls, kind: str, request: DrawingRequest, vector, names: Sequence[str] = (), boxes: Sequence = ()
+    ) -> Basis:
         if kind not in KINDS:
             raise ValueError(f"a refine basis is one of {KINDS}, got {kind!r}")
-        return cls(kind, replace(request, images=()), np.asarray(vector, np.float32).copy(), tuple(names))
+        vector = np.asarray(vector, np.float32).copy()
+        return cls(kind, replace(request, images=()), vector, tuple(names), tuple(tuple(b) for b in boxes))
 
 
 @dataclass
@@ -116,7 +121,7 @@ def refine_search(
         from patent_demo.sheet_search import rank_figures
 
         _, allowed, notes = drawing_scope(wb, deep)
-        hits = rank_figures(wb, refined.vector, basis.names, deep.model, deep.k, allowed)[0]
+        hits = rank_figures(wb, refined.vector, basis.names, deep.model, deep.k, allowed, basis.boxes)[0]
     else:
         search = wb.search_application if basis.kind == "application" else wb.search_drawing
         res = search(deep, refined.vector)

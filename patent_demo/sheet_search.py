@@ -6,8 +6,8 @@ from the boxes alone, before any figure is cut out or embedded; the status says 
 as a drawing query is embedded (crop to ink, the encoder's preprocessing), searches the dense index with
 the same filter for every figure (inside FAISS, see ``DenseIndex.search_patents``) and merges the
 per-figure patent lists: a patent scores the best of its scores over the query figures (the max, as
-figures are aggregated into patents), and its hit says which query figure matched it (``extras["query_figure"]``) and the
-score each query figure gave it (``extras["figure_scores"]``).
+figures are aggregated into patents), and its hit says which query figure matched it (``extras["query_figure"]``, its
+box on the sheet ``extras["query_box"]``) and the score each query figure gave it (``extras["figure_scores"]``).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def search_sheet(
     given = allowed is not None
     if not given:
         allowed = (search_filter or SearchFilter()).allowed_ids(wb.corpus)
-    hits, per_figure = rank_figures(wb, queries, names, model, k, allowed)
+    hits, per_figure = rank_figures(wb, queries, names, model, k, allowed, [f.box for f in figures])
     status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
     if found > len(figures):
         status = (
@@ -104,10 +104,17 @@ def search_sheet(
 
 
 def rank_figures(
-    wb, queries: np.ndarray, names: Sequence[str], model: str, k: int, allowed: Collection[str] | None
+    wb,
+    queries: np.ndarray,
+    names: Sequence[str],
+    model: str,
+    k: int,
+    allowed: Collection[str] | None,
+    boxes: Sequence = (),
 ) -> tuple[list, list[list[str]]]:
     """The merged top ``k`` patents of the query figures' vectors ``queries`` (``[F, D]``, named
-    ``names``) inside ``allowed``, and the patent ids each figure found: what :func:`search_sheet` ranks once
+    ``names``, their ``boxes`` on the sheet kept in each hit's extras) inside ``allowed``, and the patent ids
+    each figure found: what :func:`search_sheet` ranks once
     it has embedded the figures, and what a refined sheet query (``patent_demo.refine``) ranks again."""
     spec = wb.model(model, "drawing")
     index = wb.index(spec)
@@ -127,7 +134,11 @@ def rank_figures(
             pid,
             best[pid][0],
             figure=best[pid][2],
-            extras={"query_figure": names[best[pid][1]], "figure_scores": scores[pid]},
+            extras={
+                "query_figure": names[best[pid][1]],
+                "query_box": [int(x) for x in boxes[best[pid][1]]] if boxes else [],
+                "figure_scores": scores[pid],
+            },
         )
         for r, pid in enumerate(order, 1)
     ]

@@ -99,7 +99,7 @@ def test_search_text_lists_and_movement(client, server):
     from patent_demo.text.hybrid import default_text_list
 
     _, wb, _ = server
-    bm, ds, status, list_name, rank, cursor, progress, dense, hybrid, fused = client.predict(
+    bm, ds, status, dense, hybrid, fused, list_name, rank, cursor, progress, *_ = client.predict(
         "lamp with a shade and bulb", "26-05", "dssdnet-untrained", 5, "ann", api_name="/search_text"
     )
     lists = wb.search_text(TextRequest.build("lamp with a shade and bulb", "26-05", k=5)).lists

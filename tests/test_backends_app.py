@@ -41,7 +41,7 @@ def test_the_engine_down_is_a_warning_faiss_answers_and_no_label_is_lost(tmp_pat
     assert msg.startswith("✓ relevant")
     # the text lists: the dense list from FAISS, with the same warning
     query = ("lamp with a shade and bulb", "", "dssdnet-untrained", 5, "ann")
-    bm25, dss, text_status, text_session, *_ = h.search_text(*query)
+    bm25, dss, text_status, _dense, _hybrid, _fused, text_session, *_ = h.search_text(*query)
     assert "⚠️ the search engine (http://127.0.0.1:9) did not answer" in text_status
     plain_session = Handlers(plain, store).search_text(*query)[3]
     assert [x["id"] for x in text_session["lists"]["hybrid"]] == [

@@ -195,7 +195,7 @@ def test_selecting_a_hit_opens_record_and_side_by_side(bench):
     assert q.size == hit.size == (448, 448) and "as the encoder sees them" in caption
     from patent_demo.text.search import candidate_text
 
-    tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[3]
+    tsession = h.search_text(candidate_text(wb.corpus["D0008"]), "", "dssdnet-untrained", 3, "ann")[6]
     page, figs, pid, qh, ch = ex.opener("bm25")(
         tsession, gr.SelectData(None, {"index": [0, 0], "value": None})
     )

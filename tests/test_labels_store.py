@@ -364,7 +364,7 @@ def test_an_older_database_is_migrated_in_place(tmp_path):
         ("txt-1", "text", "", ""),
         ("mix-1", "patent", "", ""),
     ]
-    assert store.pragma("user_version") == 2
+    assert store.pragma("user_version") == 3
     assert store.export_qrels(tmp_path / "q.txt") == 3
     assert store.export_dssdnet(tmp_path / "d.jsonl") == 1
     store.add(_text(idempotency_key="k"))

@@ -105,10 +105,17 @@ def export_dssdnet(store: LabelStore, path: str | os.PathLike, corpus=None) -> i
     return len(rows)
 
 
+def _query_figure(lab: Label) -> dict:
+    """``{"query_figure": {"name", "box"}}`` for a judgement made on a sheet search (the figure of the sheet
+    that was the query, its box in pixels of the anchor drawing), else nothing: the anchor as a whole."""
+    return {"query_figure": lab.query_figure} if lab.query_figure else {}
+
+
 def export_hmcl(store: LabelStore, path: str | os.PathLike) -> int:
     """JSONL rows for ``train/hmcl/main.py`` from decided drawing judgements: the anchor drawing with its
     judged positives (``grade`` 2 relevant, 1 partly) and hard negatives (judged not relevant after
-    ranking in the top-k), each naming the candidate figure that was shown."""
+    ranking in the top-k), each naming the candidate figure that was shown and, for a sheet search, the
+    figure of the sheet that was the query (``query_figure``: its name and box on the anchor drawing)."""
     rows = []
     for first, labs in grouped(store, "drawing"):
         if not first.query_image_sha:
@@ -128,12 +135,18 @@ def export_hmcl(store: LabelStore, path: str | os.PathLike) -> int:
                         "figure": x.candidate_figure,
                         "grade": x.grade,
                         "rank": x.rank,
+                        **_query_figure(x),
                     }
                     for x in labs
                     if x.grade > 0
                 ],
                 "hard_negatives": [
-                    {"patent_id": x.candidate_id, "figure": x.candidate_figure, "rank": x.rank}
+                    {
+                        "patent_id": x.candidate_id,
+                        "figure": x.candidate_figure,
+                        "rank": x.rank,
+                        **_query_figure(x),
+                    }
                     for x in labs
                     if x.grade == 0
                 ],

@@ -141,3 +141,18 @@ def clean_codes(value: Any) -> dict[str, list[str]]:
     if n > MAX_CODES:
         raise LabelError(f"a query carries {n} classification codes; at most {MAX_CODES} are allowed")
     return out
+
+
+def clean_figure(value: Any) -> dict:
+    """The figure of a sheet that was a query (``{"name": "FIG. 2", "box": [left, top, right, bottom]}``, the
+    box in pixels of the stored query drawing), or ``{}`` when the whole drawing was the query."""
+    if not value:
+        return {}
+    if not isinstance(value, dict) or set(value) - {"name", "box"}:
+        raise LabelError("the query figure is a mapping with a name and a box")
+    box = value.get("box") or []
+    if not isinstance(box, list | tuple) or len(box) not in (0, 4):
+        raise LabelError("the box of the query figure is four whole numbers: left, top, right, bottom")
+    if any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 1_000_000 for x in box):
+        raise LabelError("the box of the query figure is four whole numbers: left, top, right, bottom")
+    return {"name": clean_line(value.get("name", ""), "query figure"), "box": list(box)}

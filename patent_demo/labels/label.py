@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from patent_demo.labels.fields import (
     LabelError,
     clean_codes,
+    clean_figure,
     clean_id,
     clean_line,
     clean_note,
@@ -41,6 +42,7 @@ class Label:
     query_image_sha: str = ""
     query_image_file: str = ""
     query_patent_id: str = ""
+    query_figure: dict = field(default_factory=dict)  # a sheet search's query figure: name and box
     candidate_figure: str = ""
     checkpoint_id: str = ""
     category: str = ""
@@ -106,6 +108,7 @@ class Label:
             raise LabelError("a label needs a query and a candidate: run a search first")
         self.query_text = clean_text(self.query_text)
         self.query_codes = clean_codes(self.query_codes)
+        self.query_figure = clean_figure(self.query_figure)
         self.note = clean_note(self.note)
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or not 1 <= self.rank <= 100_000:
             raise LabelError(f"rank must be a whole number from 1, got {self.rank!r}")

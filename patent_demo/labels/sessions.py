@@ -21,11 +21,13 @@ def new_session(kind: str, query_id: str, previous: dict | None = None, **query:
 
     ``lists`` maps a list name (``patent_demo.labels.label.LISTS``) to rows ``{"id", "figure", "score", "extras"}``
     in rank order; ``checkpoints`` maps a list name to the checkpoint id that ranked it; ``owner`` is the
-    browser session's id, taken from ``previous`` (the session of the last search) when there is one.
+    browser session's id, taken from ``previous`` (the session of the last search) when there is one;
+    ``search`` is drawn afresh for every search, so a hit named by ``hit_ref`` belongs to one search only.
     """
     return {
         "kind": kind,
         "query_id": query_id,
+        "search": uuid.uuid4().hex[:12],
         "lists": {},
         "checkpoints": {},
         "owner": owner_of(previous),
@@ -113,6 +115,54 @@ def parse_rank(value: Any) -> int:
     return int(number)
 
 
+def hit_ref(session: dict, list_name: str, rank: int) -> dict[str, str]:
+    """The id of hit ``rank`` of ``list_name`` (a rank inside the list): the search that showed it, the list,
+    the patent and the figure. A key pressed in the page carries it (``patent_demo.ui.keys``), so its label
+    goes to that hit, whatever the cursor has done since."""
+    row = session["lists"][list_name][rank - 1]
+    return {
+        "search": str(session.get("search", "")),
+        "list": list_name,
+        "id": row["id"],
+        "figure": row.get("figure") or "",
+    }
+
+
+STALE_HIT = (
+    "not stored: this label was given to a hit of an earlier search, not of the list now on screen "
+    "(a new search replaced it); label the hit again"
+)
+
+
+def rank_of_hit(session: dict | None, hit: Any) -> int:
+    """The rank of the hit ``hit`` (a ``hit_ref``) in the session's current lists, else ``LabelError``: a hit of
+    an earlier search, or one its list does not hold, is refused with a clear message."""
+    from patent_demo.labels.store import LabelError
+
+    if not session or not session.get("lists"):
+        raise LabelError("a label needs a query and a candidate: run a search first")
+    if not isinstance(hit, dict) or not all(isinstance(hit.get(k), str) for k in ("search", "list", "id")):
+        raise LabelError("a hit is named by its search, list, patent and figure")
+    if hit["search"] != session.get("search"):
+        raise LabelError(STALE_HIT)
+    rows = session["lists"].get(hit["list"]) or []
+    figure = hit.get("figure") or ""
+    for r, row in enumerate(rows, 1):
+        if row["id"] == hit["id"] and (row.get("figure") or "") == figure:
+            return r
+    raise LabelError(
+        f"not stored: {hit['id'][:40]!r} is not a hit of the {hit['list'][:20]!r} list on screen"
+    )
+
+
+def sheet_figure(extras: dict) -> dict:
+    """The figure of a sheet that was the query of a sheet search's hit (``sheet_search.search_sheet``: its
+    name and its box on the stored query drawing), or ``{}`` for any other hit."""
+    if not extras.get("query_figure"):
+        return {}
+    return {"name": str(extras["query_figure"]), "box": [int(x) for x in extras.get("query_box") or ()]}
+
+
 def label_from_session(
     session: dict | None,
     list_name: str,
@@ -122,10 +172,17 @@ def label_from_session(
     category: str = "",
     note: str = "",
     request_key: str = "",
+    hit: dict | None = None,
 ) -> Any:
     """A ``patent_demo.labels.store.Label`` for hit ``rank`` (from 1) of ``list_name`` in the current query,
-    stored under the session's owner and with ``request_key`` as its idempotency key."""
+    stored under the session's owner and with ``request_key`` as its idempotency key. Given ``hit`` (a
+    ``hit_ref``), the label goes to that hit and to no other: refused when the current lists do not hold it
+    (``rank_of_hit``), whatever ``list_name`` and ``rank`` say."""
     from patent_demo.labels.store import Label, LabelError
+
+    if hit is not None:
+        rank = rank_of_hit(session, hit)
+        list_name = hit["list"]
 
     if not session or not session.get("lists"):
         raise LabelError("a label needs a query and a candidate: run a search first")
@@ -139,6 +196,7 @@ def label_from_session(
     if r > len(rows):
         raise LabelError(f"rank {r} is outside the {list_name} list (1..{len(rows)})")
     row = rows[r - 1]
+    extras = row.get("extras") or {}
     return Label(
         annotator=annotator,
         query_id=session["query_id"],
@@ -156,6 +214,7 @@ def label_from_session(
         query_image_sha=session.get("image_sha", ""),
         query_image_file=session.get("image_file", ""),
         query_patent_id=session.get("patent_id", ""),
+        query_figure=sheet_figure(extras),
         checkpoint_id=session["checkpoints"].get(list_name, ""),
         session_id=session.get("owner", ""),
         idempotency_key=request_key or "",

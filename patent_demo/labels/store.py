@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -91,11 +91,12 @@ CREATE TABLE IF NOT EXISTS labels (
 );
 CREATE INDEX IF NOT EXISTS labels_query ON labels(query_id, candidate_id);
 """
-# columns added in schema 2, with their definitions (added to older databases on open)
+# columns added in schemas 2 and 3, with their definitions (added to older databases on open)
 V2_COLUMNS = {
     "modality": "TEXT NOT NULL DEFAULT ''",
     "session_id": "TEXT NOT NULL DEFAULT ''",
     "idempotency_key": "TEXT",
+    "query_figure": "TEXT NOT NULL DEFAULT '{}'",  # schema 3: a sheet search's query figure (name, box)
 }
 
 
@@ -250,6 +251,17 @@ class LabelStore:
                 f.unlink(missing_ok=True)
         return len(files)
 
+    def query_image(self, rel: str) -> Path | None:
+        """The file of a search's query drawing (``rel`` as ``stage_query_image`` returned it): kept beside the
+        database, else still staged; None when it is neither."""
+        name = Path(rel or "").name
+        if not name or not _SUFFIX.fullmatch(Path(name).suffix.lower() or ""):
+            return None
+        for path in (self.image_dir / name, self._pending_dir / name):
+            if path.is_file():
+                return path
+        return None
+
     def _keep_image(self, rel: str) -> None:
         final = self.path.parent / rel
         if final.exists():
@@ -273,6 +285,7 @@ class LabelStore:
         for k in ("id", "replayed"):
             row.pop(k)
         row["query_codes"] = json.dumps(row["query_codes"], sort_keys=True)
+        row["query_figure"] = json.dumps(row["query_figure"], sort_keys=True)
         row["adjudicated"] = int(row["adjudicated"])
         row["undone"] = int(row["undone"])
         row["idempotency_key"] = row["idempotency_key"] or None
@@ -409,6 +422,7 @@ class LabelStore:
                 query_image_sha=src.query_image_sha,
                 query_image_file=src.query_image_file,
                 query_patent_id=src.query_patent_id,
+                query_figure=src.query_figure,
                 candidate_figure=src.candidate_figure,
                 checkpoint_id=src.checkpoint_id,
                 category=src.category if src.label == label else "",
@@ -526,6 +540,7 @@ def _majority(by_annotator: dict[str, Label]) -> str | None:
 def _row_to_label(row: sqlite3.Row) -> Label:
     d = dict(row)
     d["query_codes"] = json.loads(d["query_codes"] or "{}")
+    d["query_figure"] = json.loads(d.get("query_figure") or "{}")
     d["adjudicated"] = bool(d["adjudicated"])
     d["undone"] = bool(d["undone"])
     d["idempotency_key"] = d.get("idempotency_key") or ""

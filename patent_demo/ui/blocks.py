@@ -17,7 +17,7 @@ from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.ui.panel import LabelPanel
 from patent_demo.ui.tabs_review import agreement_tab, errors_tab, export_tab, map_tab, training_tab
-from patent_demo.ui.tabs_search import CombinedTab, DrawingTab, TextTab
+from patent_demo.ui.tabs_search import EXPLAIN_EMPTY, CombinedTab, DrawingTab, TextTab
 from patent_demo.workbench import Workbench
 
 NOT_UPLOADED = (
@@ -84,10 +84,20 @@ def build_demo(
             text.explain,
             panel.preview,
             panel.cursor,
+            panel.marker,
         ]
         cur = Cursor(
-            shared, lh, panel.list_name, panel.rank, panel.cursor, panel.progress, panel.unlabelled, views
+            shared,
+            lh,
+            panel.list_name,
+            panel.rank,
+            panel.cursor,
+            panel.progress,
+            panel.unlabelled,
+            views,
+            marker=panel.marker,
         )
+        cur.panels = {**_blank_panels(ext), text.gate: None, text.explain: EXPLAIN_EMPTY}
         demo.load(wb.index_status, None, index_status, api_name=False)
         gr.Timer(2.0).tick(wb.index_status, None, index_status, api_name=False)
         drawing.wire(cur, h, ex, ext)
@@ -170,3 +180,13 @@ def signed_in_name(request: gr.Request, profile: gr.OAuthProfile | None = None) 
     """The name labels are stored under: the Hugging Face account or the login (shown, not editable)."""
     name = getattr(profile, "username", "") if profile is not None else ""
     return name or getattr(request, "username", "") or ""
+
+
+def _blank_panels(ext: exam_ui.ExaminerTabs) -> dict:
+    """The Document and Side by side panels as the page starts: what a new search puts back
+    (``events.Cursor.fresh``), so neither shows a hit of the search it replaced."""
+    panels = (ext.doc_html, ext.doc_gallery, ext.doc_id, ext.sbs_query, ext.sbs_hit, ext.sbs_md, ext.tq_html)
+    return {
+        **dict(zip(panels, (exam_ui.DOC_EMPTY, None, "", None, None, exam_ui.SBS_EMPTY, ""), strict=True)),
+        ext.tc_html: "",
+    }

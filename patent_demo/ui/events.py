@@ -5,8 +5,9 @@ event with the refresh of every view that follows the cursor (``labelling.LabelH
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import gradio as gr
@@ -14,6 +15,7 @@ import gradio as gr
 from patent_demo.ui.access import owned
 from patent_demo.ui.inputs import Selection
 from patent_demo.ui.labelling import LabelHandlers
+from patent_demo.ui.views import cursor_marker
 
 QUIET = {"api_visibility": "private"}  # an event that is no endpoint of the API
 
@@ -59,6 +61,10 @@ class Cursor:
     progress: gr.Markdown
     unlabelled: gr.Checkbox
     views: list  # every view that follows the cursor (``LabelHandlers.show``'s outputs)
+    # the panels that show one hit of a search (record, side by side, explanation) and what they show
+    # before any hit is opened: a new search resets them (``fresh``)
+    panels: dict = field(default_factory=dict)
+    marker: Any = None  # the label panel's cursor marker (``views.cursor_marker``) the key queue reads
 
     @property
     def show_in(self) -> list:
@@ -77,17 +83,53 @@ class Cursor:
     def mine(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
         return self.shared.mine(fn, inputs, outputs)
 
+    def search(self, fn: Callable, inputs: list, outputs: list) -> dict[str, Any]:
+        """A search's event (``mine``) whose outputs end with ``searched``: its answer also carries the cursor
+        marker of the new list, so a key pressed as soon as the hits show binds to them."""
+
+        @functools.wraps(fn)
+        def marked(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            session, list_name, rank = out[-5], out[-4], out[-3]
+            ok = isinstance(session, dict) and isinstance(list_name, str) and isinstance(rank, int)
+            return (
+                *out,
+                cursor_marker(session, list_name, rank, None) if ok else cursor_marker(None, "", 1, None),
+            )
+
+        return self.mine(marked, inputs, [*outputs, self.marker])
+
     def then_show(self, event):
         """``event``, then the refresh of every view that follows the cursor."""
         return event.then(**self.mine(self.labels.show, self.show_in, self.views), **QUIET)
+
+    def fresh(self, event):
+        """``event`` (a search starting) resets the panels of a hit (``panels``): none shows a hit of the search
+        it replaces."""
+        values = tuple(self.panels.values())
+        return event.then(
+            lambda: values if len(values) != 1 else values[0],
+            None,
+            list(self.panels),
+            show_progress="hidden",
+            **QUIET,
+        )
+
+    def searched_then_show(self, event):
+        """A search's event: the hit panels reset (``fresh``), then every view that follows the cursor."""
+        return self.then_show(self.fresh(event))
 
     def select(self, component, list_name: str, api_name: str):
         """A click on a hit of ``component`` (a view of the list ``list_name``) puts the cursor on it."""
         labels = self.labels
 
-        def select(session, evt: Selection):
-            return labels.select(list_name, session, evt)
+        def select(session, evt: Selection):  # the marker with the cursor, for a key pressed at once
+            out = labels.select(list_name, session, evt)
+            moved = isinstance(out[1], int)
+            return (*out, cursor_marker(session, list_name, out[1], None) if moved else gr.update())
 
         return self.then_show(
-            component.select(**self.mine(select, [self.shared.session], self.picked), api_name=api_name)
+            component.select(
+                **self.mine(select, [self.shared.session], [*self.picked, self.marker]), api_name=api_name
+            )
         )

@@ -261,7 +261,9 @@ class ExaminerHandlers:
             session = drawing_session(
                 self.store, "image", data, suffix, res.hits, spec, previous, sha=req.sha, patent_id=own_patent
             )
-            session["basis"] = Basis.of("sheet", req, res.queries, figure_names(res.figures))
+            session["basis"] = Basis.of(
+                "sheet", req, res.queries, figure_names(res.figures), [f.box for f in res.figures]
+            )
             who = self._who(annotator, request, profile)  # the login when there is one, else the typed name
             record_search(session, "drawing sheet", Path(file).name, spec.label, f.describe(), who, notes)
             if previous and previous.get("image_file"):
@@ -315,17 +317,27 @@ class ExaminerHandlers:
             page, gallery, pid = self.document(row["id"])
             q, h = None, None
             caption = ""
-            if file and row.get("figure"):
-                data, cropped = cropped_query(file, crop_image)
+            query = self._searched_query(session, row, file, crop_image)
+            if query and row.get("figure"):
+                data, what = query
                 figure = self.wb.corpus.image_root / row["figure"]  # figure paths are under the image root
                 q, h = examiner.side_by_side(data, figure, crop=bool(crop))
                 caption = (
-                    f"Query{' (your crop)' if cropped else ''} and `{pid}` {row['figure']}, both cropped to "
-                    f"the ink and shown at {h.width} px as the encoder sees them · score {row['score']:.3f}"
+                    f"{what} and `{pid}` {row['figure']}, both cropped to the ink and shown at {h.width} px "
+                    f"as the encoder sees them · score {row['score']:.3f}"
                 )
             return page, gallery, pid, q, h, caption
         except Exception as err:  # noqa: BLE001 - every failure is a message
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def _searched_query(self, session, row: dict, file, crop_image) -> tuple[bytes, str] | None:
+        """What the search of ``row`` had as its query and how the caption names it: an application's views
+        or a sheet's figure (``examiner.searched_drawing``), else the upload (or the examiner's crop of it)."""
+        held = examiner.searched_drawing(self.store, session, row.get("extras") or {})
+        if held is not None or not file:
+            return held
+        data, cropped = cropped_query(file, crop_image)
+        return data, f"Query{' (your crop)' if cropped else ''}"
 
     def open_text_hit(self, list_name: str, session, evt: Selection):
         """Selecting a text hit: its record with the query's words marked, and query vs candidate."""
@@ -458,6 +470,10 @@ class ExaminerTabs:
     more_t: gr.Button
 
 
+DOC_EMPTY = "Select a hit in a result list to open its whole record here."
+SBS_EMPTY = "Select a drawing hit to compare it with the query; a text hit to compare the texts."
+
+
 def build_tabs(drawings: bool = True) -> ExaminerTabs:
     """The Document, Side by side and Search report tabs (inside the app's ``gr.Tabs``). Without ``drawings``
     (a corpus of texts) the figure gallery, the drawing pair and "More like this: its drawing" are left off
@@ -475,7 +491,7 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
         with gr.Row():
             # side by side on a laptop; on a phone the record above its figures (each needs 360 px)
             doc_html = gr.HTML(
-                "Select a hit in a result list to open its whole record here.",
+                DOC_EMPTY,
                 elem_id="doc-html",
                 min_width=360,
             )
@@ -490,7 +506,7 @@ def build_tabs(drawings: bool = True) -> ExaminerTabs:
             )
     with gr.Tab("Side by side", id="sbs"):
         sbs_md = gr.Markdown(
-            "Select a drawing hit to compare it with the query; a text hit to compare the texts.",
+            SBS_EMPTY,
             elem_id="sbs-md",
         )
         with gr.Row(visible=drawings):

@@ -40,7 +40,7 @@ from patent_demo.ui.review import ReviewHandlers
 from patent_demo.ui.views import cursor_md, gallery_items, progress_md, table_value, warn
 from patent_demo.workbench import Workbench
 
-LATER_TABLES = ("dense", "hybrid", "fused")  # /search_text's tables after its cursor outputs
+LATER_TABLES = ("dense", "hybrid", "fused")  # /search_text's tables after its status
 
 
 def _with_notes(status: str, notes: list[str]) -> str:
@@ -404,8 +404,8 @@ class Handlers(RefineHandlers, ReviewHandlers):
         """Every text list (``patent_demo.text.lists``) for a pasted abstract (optional classification
         codes), restricted by the filter panel, from one search (BM25, dense and hybrid once, one re-ranking);
         the cursor starts on the default list's first hit. Returns the BM25 and DSSDNet tables, the status,
-        the session and the cursor, then the other tables (``LATER_TABLES``: after the cursor, so that the
-        first outputs of ``/search_text`` stay where API clients read them)."""
+        then the other tables (``LATER_TABLES``), the session and the cursor (the status stays where API
+        clients read it, third)."""
         try:
             req = TextRequest.build(
                 abstract, codes, model_key(model, "text"), top_k(k), filters=filters, wb=self.wb
@@ -447,12 +447,12 @@ class Handlers(RefineHandlers, ReviewHandlers):
             return (
                 *(tables[n] for n in ("bm25", "dssdnet")),
                 status,
-                *cursor_tail(self.wb, self.store, session, first, who, judged),
                 *(tables[n] for n in LATER_TABLES),
+                *cursor_tail(self.wb, self.store, session, first, who, judged),
             )
         except Exception as err:  # noqa: BLE001
             msg, session = self._failed(previous, err)
-            return None, None, msg, *failed_tail(session), *(None for _ in LATER_TABLES)
+            return None, None, msg, *(None for _ in LATER_TABLES), *failed_tail(session)
 
     def fused_table(
         self, session, annotator="", request: gr.Request = None, profile: gr.OAuthProfile | None = None

@@ -22,7 +22,7 @@ import gradio as gr
 
 from patent_demo.document import scheme_code
 from patent_demo.labels.fields import MAX_NOTE_CHARS, LabelError
-from patent_demo.labels.sessions import label_from_session, parse_rank
+from patent_demo.labels.sessions import label_from_session, parse_rank, rank_of_hit
 from patent_demo.labels.store import Label, LabelStore
 from patent_demo.limits import check_text
 from patent_demo.text.explain import MOVE_FROM, explain_markdown, found_by
@@ -34,6 +34,7 @@ from patent_demo.ui.inputs import NO_SELECTION, Selection, picked_rank
 from patent_demo.ui.views import (
     DRAWING_KINDS,
     _moved,
+    cursor_marker,
     cursor_md,
     cursor_of,
     esc,
@@ -89,7 +90,7 @@ class LabelHandlers:
         try:
             return self._show(session, list_name, rank, unlabelled_only, annotator, request, profile)
         except Exception as err:  # noqa: BLE001 - the views stay as they are, the cursor line says why
-            return (*(gr.update() for _ in range(15)), warn(err))
+            return (*(gr.update() for _ in range(15)), warn(err), gr.update())
 
     def _show(self, session, list_name, rank, unlabelled_only, annotator, request, profile):
         who = self._soft_who(annotator, request, profile)
@@ -119,6 +120,7 @@ class LabelHandlers:
         out["gate"], out["explain"] = self.explain_at(session, at)
         out["preview"] = self._preview(session, at)
         out["cursor"] = cursor_md(self.wb, session, list_name, rank, judged)
+        out["marker"] = cursor_marker(session, list_name, rank, judged)
         return tuple(
             out[k]
             for k in (
@@ -134,6 +136,7 @@ class LabelHandlers:
                 "explain",
                 "preview",
                 "cursor",
+                "marker",
             )
         )
 
@@ -251,10 +254,12 @@ class LabelHandlers:
         owner_token=None,
         request: gr.Request = None,
         profile: gr.OAuthProfile | None = None,
+        hit: dict | None = None,
     ):
-        """Store one judgement of hit ``rank`` of ``list_name`` for the current query. With ``auto_advance``
-        the cursor moves to the next hit; ``request_key`` (optional) makes a retried request store once; a
-        session bound to a browser's token takes labels only with that token (``access.check_owner``)."""
+        """Store one judgement of hit ``rank`` of ``list_name`` for the current query (of the hit ``hit`` names,
+        ``sessions.hit_ref``, when given). With ``auto_advance`` the cursor moves to the next hit;
+        ``request_key`` (optional) makes a retried request store once; a session bound to a browser's token
+        takes labels only with that token (``access.check_owner``)."""
         try:
             check_owner(session, owner_token, "label on your own result lists only")
             parse_rank(rank)  # the same message with or without a current list
@@ -263,7 +268,15 @@ class LabelHandlers:
             kind_ok = at is not None and (session.get("kind") == "text")
             lab = self.store.add(
                 label_from_session(
-                    session, list_name, rank, label, who, category if kind_ok else "", note, request_key or ""
+                    session,
+                    list_name,
+                    rank,
+                    label,
+                    who,
+                    category if kind_ok else "",
+                    note,
+                    request_key or "",
+                    hit=hit,
                 )
             )
             if category and not kind_ok and lab is not None:
@@ -284,6 +297,53 @@ class LabelHandlers:
             )
         except Exception as err:  # noqa: BLE001 - every failure is a message, the server carries on
             return warn(err), gr.update(), gr.update(), gr.update(), gr.update()
+
+    def key(
+        self,
+        item,
+        annotator,
+        session,
+        owner_token=None,
+        request: gr.Request = None,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        """One entry of the page's key queue (``patent_demo.ui.keys``): a label, a move or an undo, each bound
+        in the browser to the hit under the cursor when its key was pressed (``sessions.hit_ref``), sent in
+        the order pressed, one at a time. A label goes to that hit or is refused (a hit of an earlier
+        search, or not in the list on screen); ``auto`` puts the cursor on the next hit. Returns the label
+        panel's status, progress, list, rank and cursor line, and last the entry's request key (``ack``),
+        which tells the page to send the next one."""
+        ack = ""
+        try:
+            entry = parse_key_entry(item)
+            ack, action, hit = entry["key"], entry["action"], entry.get("hit")
+            if action == "undo":
+                return (*self.undo(annotator, session, owner_token, request, profile), ack)
+            check_owner(session, owner_token, "label on your own result lists only")
+            rank = rank_of_hit(session, hit)
+            if action == "goto":
+                who = self._soft_who(annotator, request, profile)
+                line = cursor_md(self.wb, session, hit["list"], rank, self._judged(session, who))
+                return gr.update(), gr.update(), hit["list"], rank, line, ack
+            out = self.do_label(
+                action,
+                hit["list"],
+                rank,
+                entry.get("category", ""),
+                entry.get("note", ""),
+                annotator,
+                session,
+                ack,
+                bool(entry.get("auto", True)),
+                owner_token,
+                request,
+                profile,
+                hit=hit,
+            )
+            moved = isinstance(out[2], int)  # stored: the cursor on the hit labelled (or the next one)
+            return out[0], out[1], hit["list"] if moved else gr.update(), *out[2:4], ack
+        except Exception as err:  # noqa: BLE001 - every failure is a message, the queue goes on
+            return warn(err), gr.update(), gr.update(), gr.update(), gr.update(), ack
 
     def undo(
         self,
@@ -473,6 +533,24 @@ class LabelHandlers:
         """A browser session ended: its staged query drawing goes unless a label kept it."""
         if session and session.get("image_file"):
             self.store.release_query_image(session["image_file"])
+
+
+def parse_key_entry(item: Any) -> dict:
+    """An entry of the page's key queue as sent (JSON): ``{"key", "action", "hit", "auto", "category",
+    "note"}``, ``action`` a grade of ``GRADES``, ``goto`` or ``undo``; else ``LabelError``."""
+    import json
+
+    from patent_demo.labels.store import GRADES
+
+    try:
+        entry = json.loads(check_text(item, "a key entry", 8_000) or "{}")
+    except (TypeError, ValueError):
+        raise LabelError("a key entry is one JSON object") from None
+    if not isinstance(entry, dict) or entry.get("action") not in (*GRADES, "goto", "undo"):
+        raise LabelError("a key entry names a label (relevant, partly, not), goto or undo")
+    if not isinstance(entry.get("key", ""), str):
+        raise LabelError("the request key of a key entry is text")
+    return entry
 
 
 def _fmt(x: Any, nd: int = 3) -> str:

@@ -10,6 +10,7 @@ import gradio as gr
 from patent_demo.labels.store import GRADES
 from patent_demo.ui.access import lenient
 from patent_demo.ui.events import QUIET, Cursor
+from patent_demo.ui.keys import ACK_JS, ENTRY_ID, MARKER_ID, QUEUE_LINE_ID, SEND_ID, SEND_JS
 from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.workbench import Workbench
 
@@ -87,14 +88,20 @@ class LabelPanel:
     value: gr.Radio  # the grade of an API call's ``/label``
     key: gr.Textbox  # its request key
     api: gr.Button
+    entry: gr.Textbox  # the key queue's entry being sent (``patent_demo.ui.keys``)
+    send: gr.Button  # the queue's hidden button, and the answer's request key
+    ack: gr.Textbox
+    queue_line: gr.HTML  # what waits in the queue
+    marker: gr.HTML  # where the cursor is, for the queue (``views.cursor_marker``)
 
     @classmethod
     def build(cls, wb: Workbench) -> LabelPanel:
         keys_legend = " · ".join(f"<span class='kbd'>{k}</span> {v}" for k, v in KEYS)
         with gr.Group(elem_id="label-panel"):
             gr.Markdown(
-                f"**Label the hit under the cursor** · keys (outside text fields): {keys_legend} · a label moves "
-                "the cursor on only when *auto-advance* is ticked; the category (text hits only) resets after each label"
+                f"**Label the hit under the cursor** · keys (outside text fields): {keys_legend} · each key labels "
+                "the hit under the cursor when pressed, however fast · a label moves the cursor on only when "
+                "*auto-advance* is ticked; the category (text hits only) resets after each label"
             )
             with gr.Row(elem_id="l-pick"):
                 list_name = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
@@ -104,6 +111,7 @@ class LabelPanel:
                     value="",
                     label="Search-report category (text)",
                     scale=2,
+                    elem_id="l-category",
                 )
             with gr.Row():
                 preview = gr.Image(
@@ -135,13 +143,18 @@ class LabelPanel:
                 )
                 next_ = gr.Button("next ▶ (j)", elem_id="lbl-next", size="sm")
                 undo = gr.Button("Undo (u)", elem_id="lbl-undo", size="sm")
-            note = gr.Textbox(label="Note (optional)", lines=1)
+            note = gr.Textbox(label="Note (optional)", lines=1, elem_id="l-note")
             with gr.Row():
                 status = gr.Markdown(elem_id="l-status")
                 progress = gr.Markdown(elem_id="l-progress")
+            queue_line = gr.HTML("", elem_id=QUEUE_LINE_ID)
+            marker = gr.HTML("", elem_id=MARKER_ID, visible="hidden")
             value = gr.Radio(list(GRADES), value="relevant", visible=False)
             key = gr.Textbox(value="", visible=False, label="request key")
             api = gr.Button(visible=False)
+            entry = gr.Textbox(value="", visible=False, label="key entry", elem_id=ENTRY_ID)
+            send = gr.Button("send", visible="hidden", elem_id=SEND_ID)
+            ack = gr.Textbox(value="", visible=False, label="answered entry")
         return cls(
             list_name,
             rank,
@@ -162,6 +175,11 @@ class LabelPanel:
             value,
             key,
             api,
+            entry,
+            send,
+            ack,
+            queue_line,
+            marker,
         )
 
     def wire(self, cur: Cursor, lh: LabelHandlers) -> None:
@@ -210,6 +228,18 @@ class LabelPanel:
                     api_name=f"label_{value}",
                 )
             )
+        # the page's key queue: one entry at a time, the next sent when this one's request key is back
+        sent = self.send.click(
+            lh.key,
+            [self.entry, s.annotator, s.session, s.owner_token],
+            [self.status, self.progress, self.list_name, self.rank, self.cursor, self.ack],
+            js=SEND_JS,
+            trigger_mode="multiple",
+            show_progress="hidden",
+            **QUIET,
+        )
+        sent.then(None, [self.ack], None, js=ACK_JS, show_progress="hidden", **QUIET)
+        cur.then_show(sent)
         cur.then_show(
             self.undo.click(
                 lh.undo,

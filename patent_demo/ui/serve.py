@@ -4,7 +4,6 @@ and the workbench, warms the caches and launches the UI of ``patent_demo.ui.bloc
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from patent_demo.ui.access import Identity
 from patent_demo.ui.args import default_labels_path, make_workbench, on_space_with_sign_in, parse_args
 from patent_demo.ui.blocks import build_demo
 from patent_demo.ui.guard import OPEN_UPLOAD_MB, Budget, Guard, ServedFiles, TempSweeper
+from patent_demo.ui.keys import queue_js
 from patent_demo.workbench import Workbench
 
 SHORTCUTS = {
@@ -30,15 +30,7 @@ SHORTCUTS = {
 }
 KEYS_JS = """
 <script>
-document.addEventListener('keydown', (e) => {
-  const t = e.target, tag = (t && t.tagName || '').toLowerCase();
-  if (tag === 'input' || tag === 'textarea' || tag === 'select' || (t && t.isContentEditable)) return;
-  if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
-  const id = %s[e.key];
-  if (!id) return;
-  const el = document.getElementById(id);
-  if (el) { e.preventDefault(); el.click(); }
-});
+%s
 // a cited reference in the corpus (document.references_html): its record opens in the Document tab
 document.addEventListener('click', (e) => {
   const ref = e.target.closest && e.target.closest('[data-open-record]');
@@ -159,7 +151,7 @@ def launch_kwargs(
         ),
         "theme": gr.themes.Soft(),
         "css": CSS,
-        "head": KEYS_JS % json.dumps(SHORTCUTS),
+        "head": KEYS_JS % queue_js(SHORTCUTS),
         "allowed_paths": allowed,
         "blocked_paths": blocked,
         "max_file_size": "25mb" if auth else f"{OPEN_UPLOAD_MB}mb",

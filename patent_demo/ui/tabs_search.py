@@ -40,6 +40,7 @@ REFINE_HINT = (
     "<small>After labelling a few hits: ranks again with the query moved towards your relevant hits and "
     "away from the others (this query, your labels); the labelled stay on top</small>"
 )
+EXPLAIN_EMPTY = "Select a DSSDNet candidate to see why it moved."
 TEXT_TABLE_HEIGHT = 380  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
@@ -193,9 +194,9 @@ class DrawingTab:
         self.examples.select(_example_picker(self.example_paths), None, self.file, api_name=False)
         self.file.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
         self.crop.change(h.query_preview, [self.file, self.crop], self.query, api_name=False)
-        cur.then_show(
+        cur.searched_then_show(
             self.search.click(
-                **cur.mine(
+                **cur.search(
                     h.search_drawing,
                     [
                         self.file,
@@ -214,9 +215,9 @@ class DrawingTab:
                 api_name="search_drawing",
             )
         )
-        cur.then_show(
+        cur.searched_then_show(
             self.application.click(
-                **cur.mine(
+                **cur.search(
                     h.search_application,
                     [self.views, self.model, self.k, self.crop, s.annotator, s.filters, s.session],
                     [*results, *cur.searched],
@@ -231,9 +232,9 @@ class DrawingTab:
             )
         )
         exam_ui.wire_crop(self.crop_box, self.file, s.crop_state)
-        cur.then_show(
+        cur.searched_then_show(
             self.sheet.click(
-                **cur.mine(
+                **cur.search(
                     ex.search_sheet,
                     [self.file, s.crop_state, self.model, self.k, s.annotator, s.filters, s.session],
                     [*results, self.sheet_img, *cur.searched],
@@ -332,9 +333,7 @@ class TextTab:
             ):
                 with gr.Row():  # side by side on a laptop, the plot above the text on a phone
                     gate = gr.Plot(label="Gate activations (a DSSDNet hit)", elem_id="t-gate", min_width=320)
-                    explain = gr.Markdown(
-                        "Select a DSSDNet candidate to see why it moved.", elem_id="t-explain", min_width=320
-                    )
+                    explain = gr.Markdown(EXPLAIN_EMPTY, elem_id="t-explain", min_width=320)
         return cls(text, search, codes, model, k, status, first, show, figures, tables, gate, explain)
 
     def search_chain(self, cur: Cursor, h: Handlers, start, api: bool = True):
@@ -344,12 +343,12 @@ class TextTab:
         Text tab was ever rendered. Only the button's event (``api``) names the API's ``/search_text``."""
         s, t = cur.shared, self.tables
         query = [self.text, self.codes, self.model, self.k]
-        cur.then_show(
+        cur.searched_then_show(
             start(
-                **cur.mine(
+                **cur.search(
                     h.search_text,
                     [*query, s.annotator, s.filters, s.session],
-                    [t["bm25"], t["dssdnet"], self.status, *cur.searched, *(t[n] for n in LATER_TABLES)],
+                    [t["bm25"], t["dssdnet"], self.status, *(t[n] for n in LATER_TABLES), *cur.searched],
                 ),
                 api_name="search_text" if api else False,
             )
@@ -468,9 +467,9 @@ class CombinedTab:
     ) -> None:
         """The search (with the Drawing and Text tabs' models) and a click on a hit of each list."""
         s = cur.shared
-        cur.then_show(
+        cur.searched_then_show(
             self.search.click(
-                **cur.mine(
+                **cur.search(
                     h.search_combined,
                     [
                         self.file,

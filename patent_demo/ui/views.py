@@ -219,3 +219,24 @@ def cursor_md(
         f"**{list_name} #{r}** · `{esc(p.id)}` · {esc(p.title)} · {esc(scheme_code(p))} · "
         f"score {row['score']:.3f}{badge}"
     )
+
+
+def cursor_marker(session: dict | None, list_name: Any, rank: Any, judged: dict | None) -> str:
+    """An empty element (the label panel's hidden ``l-at``) that tells the page's key queue
+    (``patent_demo.ui.keys``) where the cursor is: the search, the list, the rank, every hit of the list by
+    id (``sessions.hit_ref``) and the hits already labelled, so a key binds to the hit under the cursor when
+    it is pressed. Empty without a cursor hit."""
+    import json
+
+    at = cursor_of(session, list_name, rank)
+    if at is None:
+        return '<span class="l-at"></span>'
+    rows = session["lists"][at[0]]
+    data = {
+        "search": str(session.get("search", "")),
+        "list": at[0],
+        "rank": at[1],
+        "hits": [[row["id"], row.get("figure") or ""] for row in rows],
+        "judged": sorted(judged or {}),
+    }
+    return f'<span class="l-at" data-at="{html.escape(json.dumps(data), quote=True)}"></span>'
