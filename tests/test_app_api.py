@@ -46,7 +46,7 @@ def _search_drawing(client, wb, pid, fig=0, k=4, group=True, loc=""):
 
 def test_search_drawing_label_undo_export(client, server):
     _, wb, store = server
-    gallery, status, table, list_name, rank, cursor, progress = _search_drawing(client, wb, "D0006")
+    gallery, status, table, list_name, rank, cursor, progress, *_ = _search_drawing(client, wb, "D0006")
     expected = wb.search_drawing(
         DrawingRequest.build(wb, wb.corpus.image_path(wb.corpus["D0006"].figures[0]), "zero-shot", 4)
     )
@@ -267,7 +267,7 @@ def test_refine_drawing_answers_a_bare_call_then_refines_and_later_labels_file_o
     assert client.predict("ann", api_name="/refine_drawing")[1] == f"⚠️ {NEEDS_A_LABEL}"
     client.predict("relevant", "hmcl", 3, "", "", "ann", "", False, api_name="/label")
     client.predict("not", "hmcl", 2, "", "", "ann", "", False, api_name="/label")
-    gallery, status, table, list_name, rank, cursor, progress = client.predict(
+    gallery, status, table, list_name, rank, cursor, progress, *_ = client.predict(
         "ann", api_name="/refine_drawing"
     )
     assert status.startswith("↻ Refined with 2 labels of ann on this query (1 relevant, 1 not)"), status

@@ -311,22 +311,9 @@ def run_drawings(args: argparse.Namespace) -> int:
         )
     print(_table(result, keys))
     if depth:
-        from patent_demo.drawing.evaluate import drawing_protocol
-        from patent_demo.drawing.feedback_eval import feedback_table, simulate_feedback
+        from patent_demo.drawing.feedback_eval import feedback_of_run, feedback_table
 
-        queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
-        fb = simulate_feedback(
-            queries,
-            gallery,
-            res["query_embeddings"],
-            res["gallery_embeddings"],
-            self_index,
-            depth,
-            rounds=args.feedback_rounds,
-            resamples=args.bootstrap,
-            seed=args.seed,
-        )
-        result["feedback"] = fb
+        result["feedback"] = fb = feedback_of_run(corpus, split, protocol, res, depth, args)
         print("\n" + feedback_table(fb))
     _write(result, args.json)
     return 0

@@ -126,6 +126,26 @@ def simulate_feedback(
     return out
 
 
+def feedback_of_run(corpus, split: str, protocol: str, run: dict, depth: int, args) -> dict:
+    """:func:`simulate_feedback` on the queries and gallery of an evaluation ``run`` (its embeddings kept),
+    with the rounds, resamples and seed of ``patent-demo evaluate drawings`` (``args``)."""
+    from patent_demo.drawing.evaluate import drawing_protocol
+
+    queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
+    q, g = run["query_embeddings"], run["gallery_embeddings"]
+    return simulate_feedback(
+        queries,
+        gallery,
+        q,
+        g,
+        self_index,
+        depth,
+        rounds=args.feedback_rounds,
+        resamples=args.bootstrap,
+        seed=args.seed,
+    )
+
+
 def _mean(x: np.ndarray) -> float | None:
     x = np.asarray(x, dtype=np.float64)
     x = x[~np.isnan(x)]
