@@ -10,6 +10,9 @@
   syntax (``patent_demo.text.syntax``) selecting the documents BM25 then ranks, one hit per family on
   request, and the no-good-match note of BM25.
 
+A cut-off admits what the rule of ``patent_demo.prior_art`` admits; every hit it admits as an earlier
+application (filed before the cut-off, published on or after it) carries ``extras["prior_art"] = "E"``.
+
 ``Workbench.search_drawing`` / ``search_application`` / ``search_text`` call these.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from patent_demo import prior_art
 from patent_demo.backends import Where
 from patent_demo.families import own_and_family
 from patent_demo.filters import SearchFilter, exclusion_note, prior_art_date
@@ -37,6 +41,21 @@ def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[
     return search_filter.with_before(date)
 
 
+def _mark(hits, corpus, before: str) -> None:
+    """Mark the earlier applications among ``hits`` (``prior_art.MARK_KEY``: ``"E"``) for cut-off ``before``."""
+    for h in hits if before else ():
+        m = prior_art.mark(corpus[h.patent_id], before)
+        if m:
+            h.extras[prior_art.MARK_KEY] = m
+
+
+def _undated_note(f: SearchFilter, corpus, notes: list[str]) -> None:
+    """The status line's count of the undated documents a cut-off leaves out (none: no note)."""
+    n = prior_art.count_undated(corpus, f.before) if not f.keep_undated else 0
+    if n:
+        notes.append(f"{counted(n, 'undated document')} left out by the cut-off")
+
+
 def drawing_scope(wb, req: DrawingRequest) -> tuple[Where, set[str] | None, list[str]]:
     """``(where, allowed patent ids or None for all, notes)`` of a drawing request (see the module)."""
     notes: list[str] = []
@@ -49,6 +68,7 @@ def drawing_scope(wb, req: DrawingRequest) -> tuple[Where, set[str] | None, list
     if allowed is not None:
         allowed &= drawn
         notes.append(f"{f.describe()}: {len(allowed)} of {len(drawn)} patents with drawings searched")
+        _undated_note(f, [wb.corpus[p] for p in drawn], notes)
         if not allowed:
             raise ValueError(f"no patent with drawings passes the filter ({f.describe()}); widen it")
     if where.own:
@@ -97,6 +117,7 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
             wb._hit(r, e["patent_id"], s, figure=fid)
             for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)
         ]
+    _mark(hits, wb.corpus, where.search.before)
     loc = _class_of(wb, req)
     others = [h for h in hits if h.patent_id != req.own_patent]  # the query's own patent is not counted
     th = no_match_threshold(wb, "drawing", spec.key)
@@ -122,7 +143,7 @@ def search_application(wb, req: DrawingRequest) -> DrawingSearch:
     from patent_demo.drawing.application import application_ranking
     from patent_demo.imageio import load_drawing
 
-    _, allowed, notes = drawing_scope(wb, req)
+    where, allowed, notes = drawing_scope(wb, req)
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
     views = np.asarray(
@@ -134,6 +155,7 @@ def search_application(wb, req: DrawingRequest) -> DrawingSearch:
         wb._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
         for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)
     ]
+    _mark(hits, wb.corpus, where.search.before)
     others = [h for h in hits if h.patent_id != req.own_patent]
     return DrawingSearch(
         hits,
@@ -176,6 +198,7 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     allowed = f.allowed_ids(wb.corpus)
     if allowed is not None:
         notes.append(f"{f.describe()}: {len(allowed)} of {counted(len(wb.corpus), 'document')} searched")
+        _undated_note(f, wb.corpus, notes)
     if req.filters.exclude_own and own:
         out = own_and_family(wb.corpus, own)
         allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
@@ -208,6 +231,8 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     else:
         lists = _text_lists(wb, req, text, req.k, allowed, where)
     notes += [n for n in [wb.take_backend_note()] if n]
+    for res in lists.values() if f.before else ():
+        res.extras = prior_art.marked_extras(res.ids, res.extras, wb.corpus, f.before)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:
