@@ -108,3 +108,24 @@ def marked_extras(
 def count_undated(patents, before: str) -> int:
     """How many of ``patents`` the rule cannot date for cut-off ``before`` (left out unless kept)."""
     return sum(1 for p in patents if status(p, before) == UNDATED) if before else 0
+
+
+REPORT_CATEGORIES = {
+    "E": "earlier patent document, filed before the application's date but published on or after it",
+    "P": "intermediate document, published between the application's priority date and its filing date",
+}
+
+
+def report_category(doc: Patent, query: Patent | None = None, before: str = "") -> str:
+    """The date category of ``doc`` in the search report of ``query`` (the application under search), as the
+    EPO's search reports mark it beside X, Y or A: ``"E"`` an earlier application (the rule's mark for the
+    query's prior-art date, else for ``before``), ``"P"`` an intermediate document (published on or after the
+    query's earliest priority date and before its filing date); ``""`` otherwise."""
+    date = prior_art_date(query) if query is not None else before
+    if date and mark(doc, date):
+        return "E"
+    priority = effective_filing_date(query) if query is not None else ""
+    filed = query.filing_date if query is not None else ""
+    if priority and filed and priority < filed and doc.date and priority <= doc.date < filed:
+        return "P"
+    return ""

@@ -324,3 +324,63 @@ def readme_block(r: dict) -> str:
             "",
         ]
     return "\n".join([*out, END])
+
+
+def cutoff_markdown(c: dict) -> str:
+    """The section of ``docs/results_text.md`` on the own-date prior-art cut-off, from the JSON
+    ``train.text.cutoff`` wrote: each list with and without it, val and test, scored against all citations,
+    paired bootstrap intervals of the difference, ir_measures' figures beside ours."""
+    sp = c["splits"]
+    lines = [
+        "## The own-date prior-art cut-off, scored against all citations",
+        "",
+        f"Each list run twice on the same queries: over the whole corpus, and restricted inside the search to the "
+        f"prior art of the query patent's own date (its earliest priority, else filing date). Rule: {c['rule']}; "
+        'such a document published on or after the date is an earlier application ("E"). Every query is scored '
+        "against every one of its citations; a citation the cut-off hides counts as missed.",
+        "",
+    ]
+    for s in ("val", "test"):
+        x = sp[s]
+        lines.append(
+            f"- {s}: {len(x['queries'])} queries ({x['queries_without_date']} without a date); of their "
+            f"{x['relevant']} citations {x['relevant_published_before']} were published before the query's date, "
+            f"{x['relevant_earlier_applications']} are earlier applications (E), {x['hidden']} are hidden by the "
+            f"cut-off (counted as missed); {x['undated_left_out']} undated corpus documents are left out."
+        )
+    lines += [
+        "",
+        "| split | list | MAP@10 none | MAP@10 cut-off | difference [95 %] | R@100 none | R@100 cut-off | difference [95 %] | E in the top 10 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    ci = lambda b: f"{b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"  # noqa: E731
+    for where in ("val", "test", "val+test"):
+        for name, by_metric in c["comparison"].items():
+            m, r = by_metric["map@10"][where], by_metric["recall@100"][where]
+            e = sum(
+                sp[s]["lists"][name]["own"]["e_in_top10"] for s in ("val", "test") if where in (s, "val+test")
+            )
+            lines.append(
+                f"| {where} | {name} | {m['none']:.3f} | {m['own']:.3f} | {ci(m)} | {r['none']:.3f} | "
+                f"{r['own']:.3f} | {ci(r)} | {e} |"
+            )
+    lines += [
+        "",
+        "Paired bootstrap of the queries (cut-off minus none, 95 % interval, "
+        f"{c.get('bootstrap', 10000):,} resamples); val+test pools the two splits' queries.",
+        "",
+        "Our metrics against ir_measures (all citations; MAP@10 / R@100 with the cut-off): "
+        + "; ".join(
+            f"{s} {n} {sp[s]['lists'][n]['own']['ir_measures']['map@10']:.4f} / "
+            f"{sp[s]['lists'][n]['own']['ir_measures']['recall@100']:.4f}"
+            for s in ("val", "test")
+            for n in c["comparison"]
+        )
+        + ".",
+        "",
+        f"    {c['command']}",
+        "",
+        f"CPU: {c['cpu']}.",
+        "",
+    ]
+    return "\n".join(lines)
