@@ -41,12 +41,22 @@ def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[
     return search_filter.with_before(date)
 
 
-def _mark(hits, corpus, before: str) -> None:
-    """Mark the earlier applications among ``hits`` (``prior_art.MARK_KEY``: ``"E"``) for cut-off ``before``."""
+def _mark(hits, corpus, before: str, notes: list[str]) -> None:
+    """Mark the earlier applications among ``hits`` (``prior_art.MARK_KEY``: ``"E"``) for cut-off ``before``,
+    and say how many there are on the status line."""
     for h in hits if before else ():
         m = prior_art.mark(corpus[h.patent_id], before)
         if m:
             h.extras[prior_art.MARK_KEY] = m
+    _e_note(sum(1 for h in hits if h.extras.get(prior_art.MARK_KEY)), before, notes)
+
+
+def _e_note(n: int, before: str, notes: list[str]) -> None:
+    if n:
+        notes.append(
+            f"{counted(n, 'hit is an earlier application', 'hits are earlier applications')} (E): "
+            f"filed before {before}, published on or after it"
+        )
 
 
 def _undated_note(f: SearchFilter, corpus, notes: list[str]) -> None:
@@ -117,7 +127,7 @@ def search_drawing(wb, req: DrawingRequest) -> DrawingSearch:
             wb._hit(r, e["patent_id"], s, figure=fid)
             for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)
         ]
-    _mark(hits, wb.corpus, where.search.before)
+    _mark(hits, wb.corpus, where.search.before, notes)
     loc = _class_of(wb, req)
     others = [h for h in hits if h.patent_id != req.own_patent]  # the query's own patent is not counted
     th = no_match_threshold(wb, "drawing", spec.key)
@@ -155,7 +165,7 @@ def search_application(wb, req: DrawingRequest) -> DrawingSearch:
         wb._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
         for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)
     ]
-    _mark(hits, wb.corpus, where.search.before)
+    _mark(hits, wb.corpus, where.search.before, notes)
     others = [h for h in hits if h.patent_id != req.own_patent]
     return DrawingSearch(
         hits,
@@ -233,6 +243,13 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     notes += [n for n in [wb.take_backend_note()] if n]
     for res in lists.values() if f.before else ():
         res.extras = prior_art.marked_extras(res.ids, res.extras, wb.corpus, f.before)
+    marked = {
+        d
+        for res in lists.values()
+        for d, e in zip(res.ids, res.extras or [], strict=False)
+        if e.get(prior_art.MARK_KEY)
+    }
+    _e_note(len(marked), f.before, notes)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:

@@ -53,8 +53,9 @@ def test_a_cut_off_admits_earlier_applications_and_marks_them_e(bench):
 
     wb, _ = bench
     fig = wb.corpus.image_path(wb.corpus["D0006"].figures[0])
-    res, _ = _search(wb, fig, 10, search=SearchFilter.parse(before="2013-09-01"))
+    res, notes = _search(wb, fig, 10, search=SearchFilter.parse(before="2013-09-01"))
     assert {h.patent_id for h in res.hits} == {f"D000{i}" for i in range(5)}
+    assert "1 hit is an earlier application (E): filed before 2013-09-01, published on or after it" in notes
     assert {h.patent_id: h.extras.get("prior_art", "") for h in res.hits}["D0004"] == "E"
     assert [h.patent_id for h in res.hits if h.extras.get("prior_art")] == ["D0004"]
     f = Filters(SearchFilter.parse(before="2013-09-01"))

@@ -329,15 +329,17 @@ def readme_block(r: dict) -> str:
 def cutoff_markdown(c: dict) -> str:
     """The section of ``docs/results_text.md`` on the own-date prior-art cut-off, from the JSON
     ``train.text.cutoff`` wrote: each list with and without it, val and test, scored against all citations,
-    paired bootstrap intervals of the difference, ir_measures' figures beside ours."""
+    paired bootstrap intervals of the difference, ir_measures' figures beside ours; then the same cut-off
+    at the query's filing date instead of its earliest priority."""
     sp = c["splits"]
     lines = [
         "## The own-date prior-art cut-off, scored against all citations",
         "",
-        f"Each list run twice on the same queries: over the whole corpus, and restricted inside the search to the "
-        f"prior art of the query patent's own date (its earliest priority, else filing date). Rule: {c['rule']}; "
-        'such a document published on or after the date is an earlier application ("E"). Every query is scored '
-        "against every one of its citations; a citation the cut-off hides counts as missed.",
+        "Each list run on the same queries over the whole corpus and restricted inside the search to the "
+        "prior art of the query patent's own date (its earliest priority, else filing date), as the app, the "
+        f"CLI and the API apply it. Rule: {c['rule']}; such a document published on or after the date is an "
+        'earlier application ("E"). Every query is scored against every one of its citations; a citation the '
+        "cut-off hides counts as missed.",
         "",
     ]
     for s in ("val", "test"):
@@ -346,26 +348,33 @@ def cutoff_markdown(c: dict) -> str:
             f"- {s}: {len(x['queries'])} queries ({x['queries_without_date']} without a date); of their "
             f"{x['relevant']} citations {x['relevant_published_before']} were published before the query's date, "
             f"{x['relevant_earlier_applications']} are earlier applications (E), {x['hidden']} are hidden by the "
-            f"cut-off (counted as missed); {x['undated_left_out']} undated corpus documents are left out."
+            f"cut-off (counted as missed; {x['hidden_filing']} at the filing date); {x['undated_left_out']} "
+            "undated corpus documents are left out."
         )
-    lines += [
-        "",
-        "| split | list | MAP@10 none | MAP@10 cut-off | difference [95 %] | R@100 none | R@100 cut-off | difference [95 %] | E in the top 10 |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
     ci = lambda b: f"{b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"  # noqa: E731
-    for where in ("val", "test", "val+test"):
-        for name, by_metric in c["comparison"].items():
-            m, r = by_metric["map@10"][where], by_metric["recall@100"][where]
-            e = sum(
-                sp[s]["lists"][name]["own"]["e_in_top10"] for s in ("val", "test") if where in (s, "val+test")
-            )
-            lines.append(
-                f"| {where} | {name} | {m['none']:.3f} | {m['own']:.3f} | {ci(m)} | {r['none']:.3f} | "
-                f"{r['own']:.3f} | {ci(r)} | {e} |"
-            )
+
+    def table(comparison: dict, cut: str) -> list[str]:
+        out = [
+            "| split | list | MAP@10 none | MAP@10 cut-off | difference [95 %] | R@100 none | R@100 cut-off "
+            "| difference [95 %] | E in the top 10 |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for where in ("val", "test", "val+test"):
+            for name, by_metric in comparison.items():
+                m, r = by_metric["map@10"][where], by_metric["recall@100"][where]
+                e = sum(
+                    sp[s]["lists"][name][cut]["e_in_top10"]
+                    for s in ("val", "test")
+                    if where in (s, "val+test")
+                )
+                out.append(
+                    f"| {where} | {name} | {m['none']:.3f} | {m['cut']:.3f} | {ci(m)} | {r['none']:.3f} | "
+                    f"{r['cut']:.3f} | {ci(r)} | {e} |"
+                )
+        return out
+
+    lines += ["", *table(c["comparison"], "own"), ""]
     lines += [
-        "",
         "Paired bootstrap of the queries (cut-off minus none, 95 % interval, "
         f"{c.get('bootstrap', 10000):,} resamples); val+test pools the two splits' queries.",
         "",
@@ -378,9 +387,14 @@ def cutoff_markdown(c: dict) -> str:
         )
         + ".",
         "",
-        f"    {c['command']}",
-        "",
-        f"CPU: {c['cpu']}.",
-        "",
     ]
+    if c.get("comparison_filing"):
+        lines += [
+            "The same rule at the query's filing date instead of its earliest priority (a later date: what the "
+            "figures above owe to the priority claims):",
+            "",
+            *table(c["comparison_filing"], "filing"),
+            "",
+        ]
+    lines += [f"    {c['command']}", "", f"CPU: {c['cpu']}.", ""]
     return "\n".join(lines)
