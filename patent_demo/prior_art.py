@@ -129,3 +129,13 @@ def report_category(doc: Patent, query: Patent | None = None, before: str = "") 
     if priority and filed and priority < filed and doc.date and priority <= doc.date < filed:
         return "P"
     return ""
+
+
+def mark_hits(hits, corpus: Mapping[str, Patent], before: str) -> int:
+    """Mark the earlier applications among ``hits`` (each with ``patent_id`` and an ``extras`` dict) with
+    ``extras[MARK_KEY] = "E"`` for cut-off ``before``; returns how many hits carry the mark."""
+    for h in hits if before else ():
+        m = mark(corpus[h.patent_id], before)
+        if m:
+            h.extras[MARK_KEY] = m
+    return sum(1 for h in hits if h.extras.get(MARK_KEY))

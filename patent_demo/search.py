@@ -44,11 +44,7 @@ def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[
 def _mark(hits, corpus, before: str, notes: list[str]) -> None:
     """Mark the earlier applications among ``hits`` (``prior_art.MARK_KEY``: ``"E"``) for cut-off ``before``,
     and say how many there are on the status line."""
-    for h in hits if before else ():
-        m = prior_art.mark(corpus[h.patent_id], before)
-        if m:
-            h.extras[prior_art.MARK_KEY] = m
-    _e_note(sum(1 for h in hits if h.extras.get(prior_art.MARK_KEY)), before, notes)
+    _e_note(prior_art.mark_hits(hits, corpus, before), before, notes)
 
 
 def _e_note(n: int, before: str, notes: list[str]) -> None:
