@@ -356,7 +356,7 @@ def cutoff_markdown(c: dict) -> str:
     def table(comparison: dict, cut: str) -> list[str]:
         out = [
             "| split | list | MAP@10 none | MAP@10 cut-off | difference [95 %] | R@100 none | R@100 cut-off "
-            "| difference [95 %] | E in the top 10 |",
+            "| difference [95 %] | E in the top 10 (of 10 a query) |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for where in ("val", "test", "val+test"):
@@ -374,6 +374,24 @@ def cutoff_markdown(c: dict) -> str:
         return out
 
     lines += ["", *table(c["comparison"], "own"), ""]
+    shipped = c.get("shipped", "hybrid")
+
+    def verdict(comparison: dict, at: str) -> str:
+        m, r = comparison[shipped]["map@10"]["val+test"], comparison[shipped]["recall@100"]["val+test"]
+        met = m["diff"] > 0 and r["diff"] >= -0.05
+        return (
+            f"at the query's {at}: MAP@10 {m['diff']:+.3f}, R@100 {r['diff']:+.3f} "
+            f"({'met' if met else 'not met'})"
+        )
+
+    lines += [
+        f"Target (the shipped list, {shipped}, val and test together: better with the cut-off than without at "
+        "MAP@10, and no more than 0.05 lower at R@100): "
+        + verdict(c["comparison"], "earliest priority date")
+        + (f"; {verdict(c['comparison_filing'], 'filing date')}" if c.get("comparison_filing") else "")
+        + ".",
+        "",
+    ]
     lines += [
         "Paired bootstrap of the queries (cut-off minus none, 95 % interval, "
         f"{c.get('bootstrap', 10000):,} resamples); val+test pools the two splits' queries.",

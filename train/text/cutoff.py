@@ -10,6 +10,9 @@ before it, "E"). Both runs are scored against **every** citation of every query 
 the cut-off hides counts as missed), by ``patent_demo.metrics`` and again by ir_measures (the independent
 check). Paired bootstrap intervals of cut-off minus none per split and over val and test together.
 
+A second cut-off (``filing``) takes the query's filing date instead of its earliest priority, the same rule
+applied to a later date: how much the figures owe to the priority claims.
+
     python -m train.text.cutoff --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
         --out docs/results_text_cutoff.json
 """
@@ -29,6 +32,7 @@ from patent_demo.data.corpus import Corpus
 from patent_demo.filters import allowed_per_query, apply_cutoff, cutoff_of_queries, hidden_relevant
 from patent_demo.metrics import paired_bootstrap, per_query_metrics
 from patent_demo.prior_art import count_undated, status
+from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.search import patent_query
 from train.text.evaluate import ir_measures_summary, load_split
 
@@ -45,12 +49,13 @@ def split_result(wb, corpus: Corpus, qrels: dict, k: int = 100) -> dict:
     qids = sorted(qrels)
     queries = [patent_query(corpus[q]) for q in qids]
     cutoffs = cutoff_of_queries(qids, corpus)
-    allowed = allowed_per_query(qids, corpus, cutoffs)
+    dates = {"own": cutoffs, "filing": {q: corpus[q].filing_date or cutoffs[q] for q in qids}}
     stage = wb.text_stage()
-    runs = {
-        "none": text_runs(stage, queries, corpus, k, LISTS),
-        "own": text_runs(stage, queries, corpus, k, LISTS, allowed=allowed),
-    }
+    runs = {"none": text_runs(stage, queries, corpus, k, LISTS)}
+    for cut, by_query in dates.items():
+        runs[cut] = text_runs(
+            stage, queries, corpus, k, LISTS, allowed=allowed_per_query(qids, corpus, by_query)
+        )
     hidden = hidden_relevant(qrels, corpus, cutoffs)
     statuses = [status(corpus[d], cutoffs[q]) for q in qids for d in qrels[q] if d in corpus]
     out: dict = {
@@ -60,13 +65,14 @@ def split_result(wb, corpus: Corpus, qrels: dict, k: int = 100) -> dict:
         "relevant_published_before": statuses.count("published"),
         "relevant_earlier_applications": statuses.count("E"),
         "hidden": sum(map(len, hidden.values())),
+        "hidden_filing": sum(map(len, hidden_relevant(qrels, corpus, dates["filing"]).values())),
         "undated_left_out": max((count_undated(corpus, c) for c in set(cutoffs.values()) if c), default=0),
         "lists": {},
     }
     for cut, by_list in runs.items():
         for name, run in by_list.items():
-            if cut == "own":
-                run, scored = apply_cutoff(run, qrels, corpus, cutoffs)
+            if cut != "none":
+                run, scored = apply_cutoff(run, qrels, corpus, dates[cut])
                 assert scored == qrels  # every query, every citation
             pq = per_query_metrics(run, qrels, (10, 100))
             out["lists"].setdefault(name, {})[cut] = {
@@ -74,27 +80,27 @@ def split_result(wb, corpus: Corpus, qrels: dict, k: int = 100) -> dict:
                 "mean": {m: float(np.mean([pq[q][m] for q in qids])) for m in METRICS},
                 "ir_measures": ir_measures_summary(run, qrels),
                 "e_in_top10": sum(
-                    1 for q in qids for d in run[q].ids[:10] if status(corpus[d], cutoffs[q]) == "E"
+                    1 for q in qids for d in run[q].ids[:10] if status(corpus[d], dates[cut][q]) == "E"
                 )
-                if cut == "own"
+                if cut != "none"
                 else 0,
             }
     return out
 
 
-def comparisons(splits: dict, n_boot: int, seed: int = 0) -> dict:
-    """Cut-off minus none, per list and metric: per split and over val and test pooled (paired bootstrap
-    of the queries, ``patent_demo.metrics.paired_bootstrap``)."""
+def comparisons(splits: dict, n_boot: int, seed: int = 0, cut: str = "own") -> dict:
+    """Cut-off ``cut`` minus none, per list and metric: per split and over val and test pooled (paired
+    bootstrap of the queries, ``patent_demo.metrics.paired_bootstrap``)."""
     out: dict = {}
     for name in LISTS:
         for m in ("map@10", "recall@100"):
             for where in (*SPLITS, "val+test"):
                 parts = SPLITS if where == "val+test" else (where,)
-                a = np.concatenate([splits[s]["lists"][name]["own"]["per_query"][m] for s in parts])
+                a = np.concatenate([splits[s]["lists"][name][cut]["per_query"][m] for s in parts])
                 b = np.concatenate([splits[s]["lists"][name]["none"]["per_query"][m] for s in parts])
                 out.setdefault(name, {}).setdefault(m, {})[where] = paired_bootstrap(
                     a, b, n_boot=n_boot, seed=seed
-                ) | {"own": float(a.mean()), "none": float(b.mean()), "queries": int(a.size)}
+                ) | {"cut": float(a.mean()), "none": float(b.mean()), "queries": int(a.size)}
     return out
 
 
@@ -136,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         "(earliest priority, else filing) before it (patent_demo.prior_art)",
         "splits": splits,
         "comparison": comparisons(splits, args.bootstrap),
+        "comparison_filing": comparisons(splits, args.bootstrap, cut="filing"),
+        "shipped": default_text_list(),
         "bootstrap": args.bootstrap,
         "split_file": args.split_file,
         "corpus": str(args.corpus),
