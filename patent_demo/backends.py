@@ -16,7 +16,9 @@ package's one result type, ``Results`` (ids and scores, best first; extras ``pat
   exact re-scoring (the kind ``docs/scale.md`` measured for one machine).
 
 The payload spells the filters so that a keyword match decides them exactly as ``SearchFilter.admits``
-does: ``date`` is the publication date as the integer ``YYYYMMDD`` (absent when undated), ``classes``
+does: ``date`` is the publication date as the integer ``YYYYMMDD`` (absent when unpublished), ``filed``
+the effective filing date of a patent document (``prior_art.effective_filing_date``, absent without one;
+a cut-off admits ``date < D`` or ``filed < D``, the rule of ``patent_demo.prior_art``), ``classes``
 holds ``scheme|prefix`` for every prefix of every code that ``filters.prefix_matches`` accepts, ``kind``
 every prefix of the kind code, ``country`` the office, ``family_id`` the smallest id of the patent's
 bibliographic family (``families.family_sets``).
@@ -49,12 +51,14 @@ from patent_demo.filters import (
     publication_date,
 )
 from patent_demo.index.dense import DenseIndex
+from patent_demo.prior_art import effective_filing_date
 from patent_demo.results import Results
 
 BACKENDS = ("faiss", "qdrant")
 QDRANT_INSTALL = "pip install '.[qdrant]' (qdrant-client==1.20.0, an optional extra)"
 DEFAULT_TIMEOUT = 5.0  # seconds a request to a Qdrant server may take before the app says so
 PUSH_BATCH = 512
+PAYLOAD_VERSION = 2  # 2: ``filed``, the effective filing date the prior-art rule reads
 TIES = 8  # extra hits fetched so that equal scores are ordered by corpus row, as FAISS orders them
 
 
@@ -146,9 +150,11 @@ def payload(patent: Patent, family_id: str) -> dict:
         "country": patent_country(patent),
         "kind": [kind[:i] for i in range(1, len(kind) + 1)],
     }
-    date = publication_date(patent)
+    date, filed = publication_date(patent), effective_filing_date(patent)
     if date:
         out["date"] = date_number(date)
+    if filed:
+        out["filed"] = date_number(filed)
     return out
 
 
@@ -167,9 +173,21 @@ def qdrant_filter(where: Where, own_families: Iterable[str] = ()):
 
     f = where.search
     must, must_not = [], []
-    dated = bool(f.before or f.date_from or f.date_to)
+    if f.before:  # prior art: published before the cut-off, or (a patent document) filed before it
+        before = m.Range(lt=date_number(f.before))
+        either = [m.FieldCondition(key="date", range=before), m.FieldCondition(key="filed", range=before)]
+        if f.keep_undated:  # neither published nor filed on record
+            either.append(
+                m.Filter(
+                    must=[
+                        m.IsEmptyCondition(is_empty=m.PayloadField(key="date")),
+                        m.IsEmptyCondition(is_empty=m.PayloadField(key="filed")),
+                    ]
+                )
+            )
+        must.append(m.Filter(should=either))
+    dated = bool(f.date_from or f.date_to)
     rng = m.Range(
-        lt=date_number(f.before) if f.before else None,
         gte=date_number(f.date_from) if f.date_from else None,
         lte=date_number(f.date_to) if f.date_to else None,
     )
@@ -255,8 +273,10 @@ def close_clients() -> None:
 
 
 def collection_name(task: str, corpus_fp: str, model_fp: str) -> str:
-    """``drawing_<corpus fp>_<model fp>`` / ``text_...``: keyed like the FAISS cache (``Workbench.index``)."""
-    return f"{task}_{corpus_fp}_{model_fp}"
+    """``drawing_<corpus fp>_<model fp>_<payload version>`` / ``text_...``: keyed like the FAISS cache
+    (``Workbench.index``), and by the payload's version so that a collection pushed before a payload field
+    existed (``filed``) is pushed again rather than searched with a rule it cannot answer."""
+    return f"{task}_{corpus_fp}_{model_fp}_p{PAYLOAD_VERSION}"
 
 
 def _unavailable(where: str, err: Exception) -> BackendUnavailable:
@@ -379,6 +399,7 @@ def push(
             ("country", "KEYWORD"),
             ("kind", "KEYWORD"),
             ("date", "INTEGER"),
+            ("filed", "INTEGER"),
         ):
             client.create_payload_index(collection, key, getattr(m.PayloadSchemaType, schema))
     fam = family_ids(corpus)

@@ -221,7 +221,7 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
         (names("Assignee", view.assignees), "; ".join(view.assignees), False),
         ("Application number", view.application, True),
         ("Application (filing) date", dates.get("filed", ""), True),
-        ("Earliest priority", dates.get("priority", ""), False),
+        ("Earliest priority", dates.get("priority", ""), True),
         ("Publication date", dates.get("published", ""), True),
     ]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v) or '–'}</td></tr>" for k, v, always in who if v or always)

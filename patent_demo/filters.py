@@ -9,9 +9,11 @@ selector in ``DenseIndex``, score mask in ``BM25Index``), so k hits come back wh
 documents exist.
 
 Dates are ISO ``YYYY-MM-DD``. The publication date of a document is ``Patent.date``. The cut-off is
-the examiner's "prior-art date" (the priority or filing date of the application under search):
-documents published **on or after** it are not prior art. Documents without a date cannot be shown
-to be prior art; they are excluded by the cut-off and by a date range unless ``keep_undated``.
+the examiner's "prior-art date" (the priority or filing date of the application under search); what it
+admits is the one rule of :mod:`patent_demo.prior_art`: published before it, or a patent document filed
+before it (an earlier application, marked "E"). Documents without any date cannot be shown to be prior
+art; they are excluded by the cut-off (and those without a publication date by a date range) unless
+``keep_undated``.
 
 Classification prefixes work in every scheme with one rule: the prefix matches a code when the code,
 both with spaces removed and upper-cased, starts with it, and a prefix ending in a digit before any
@@ -28,8 +30,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from patent_demo import limits
+from patent_demo import limits, prior_art
 from patent_demo.data.corpus import SCHEMES, Corpus, Patent, country_of, kind_code_of
+from patent_demo.prior_art import prior_art_date
 from patent_demo.results import Results
 
 _DATE_FORMS = (
@@ -81,12 +84,6 @@ def parse_date(text: str, what: str = "date") -> str:
 def publication_date(patent: Patent) -> str:
     """The date a document became public: ``Patent.date`` (ISO) or ``""``."""
     return patent.date or ""
-
-
-def prior_art_date(patent: Patent) -> str:
-    """The cut-off a patent's own search uses: its priority date, else its filing date, else its
-    publication date (``""`` when it has none)."""
-    return patent.priority_date or patent.filing_date or patent.date or ""
 
 
 def patent_country(patent: Patent) -> str:
@@ -176,7 +173,8 @@ def _split_list(value: str | Iterable[str] | None) -> tuple[str, ...]:
 class SearchFilter:
     """What a search may return. Every part is optional; an empty filter admits every document.
 
-    ``before``: prior-art cut-off (documents published on or after it are excluded);
+    ``before``: prior-art cut-off (the rule of :mod:`patent_demo.prior_art`: published before it, or a
+    patent document filed before it);
     ``date_from`` / ``date_to``: publication-date range, both ends inclusive;
     ``classification``: prefixes, a document passes when any of its codes matches any prefix;
     ``country``: offices (``US``, ``EP``); ``kind_code``: kind codes, each a prefix (``S`` admits the
@@ -260,11 +258,12 @@ class SearchFilter:
         """Why ``patent`` is excluded (``""`` when it is admitted). A cut-off reason starts with
         ``"not prior art"`` so a caller can show those apart."""
         date = publication_date(patent)
-        dated = self.before or self.date_from or self.date_to
-        if dated and not date and not self.keep_undated:
+        if self.before:
+            why = prior_art.reason(patent, self.before, self.keep_undated)
+            if why:
+                return why
+        if (self.date_from or self.date_to) and not date and not self.keep_undated:
             return "no publication date"
-        if self.before and date and date >= self.before:
-            return f"not prior art: published {date}, on or after the cut-off {self.before}"
         if self.date_from and date and date < self.date_from:
             return f"published {date}, before {self.date_from}"
         if self.date_to and date and date > self.date_to:
@@ -419,16 +418,15 @@ class Filters:
 def split_prior_art(
     ids: Sequence[str], corpus: Corpus | Mapping[str, Patent], before: str
 ) -> tuple[list[int], list[int]]:
-    """Positions in ``ids`` of documents published before ``before`` and of the others (on/after
-    it or undated): the two groups a result list shows apart. With no cut-off every position is
-    prior art."""
+    """Positions in ``ids`` of the prior art of cut-off ``before`` (``patent_demo.prior_art``: published
+    before it, or filed before it) and of the others (later or undated): the two groups a result list
+    shows apart. With no cut-off every position is prior art."""
     before = parse_date(before, "cut-off date")
     if not before:
         return list(range(len(ids))), []
     keep, apart = [], []
     for i, d in enumerate(ids):
-        date = publication_date(corpus[d])
-        (keep if date and date < before else apart).append(i)
+        (keep if prior_art.admits(corpus[d], before) else apart).append(i)
     return keep, apart
 
 
@@ -450,6 +448,30 @@ def cutoff_of_queries(
     return out
 
 
+def hidden_relevant(
+    qrels: Mapping[str, Mapping[str, int]],
+    corpus: Corpus | Mapping[str, Patent],
+    cutoffs: Mapping[str, str],
+    keep_undated: bool = False,
+) -> dict[str, list[str]]:
+    """``{qid: relevant ids the cut-off hides}``: each query's relevant documents that the rule of
+    ``patent_demo.prior_art`` does not admit for its cut-off (or that are not in the corpus); queries
+    with none hidden are absent."""
+    out = {}
+    for qid, qrel in qrels.items():
+        before = cutoffs.get(qid, "")
+        if not before:
+            continue
+        hidden = sorted(
+            d
+            for d, r in qrel.items()
+            if r > 0 and not (d in corpus and prior_art.admits(corpus[d], before, keep_undated))
+        )
+        if hidden:
+            out[qid] = hidden
+    return out
+
+
 def apply_cutoff(
     run: Mapping[str, object],
     qrels: Mapping[str, Mapping[str, int]],
@@ -459,11 +481,11 @@ def apply_cutoff(
 ) -> tuple[dict[str, object], dict[str, dict[str, int]]]:
     """A run and qrels evaluated with a per-query cut-off (``{qid: ISO date}``; ``""`` = none).
 
-    Relevant documents published on or after a query's cut-off are dropped from its qrels (they are
-    not prior art, so no system should be asked to find them), and the same documents are dropped
-    from its ranking by ``restrict(entry, allowed_ids)`` (default: ``Results`` or a list of ids or a
-    {doc: score} mapping, filtered in order). Queries left with no relevant document are dropped from
-    both, as trec_eval ignores queries without relevant documents.
+    Each query's ranking keeps only what the rule of ``patent_demo.prior_art`` admits for its cut-off
+    (``restrict(entry, banned ids)``; default: ``Results`` or a list of ids or a {doc: score} mapping,
+    filtered in order). The qrels are **not** changed: every query is scored against all its relevant
+    documents, and a relevant document the cut-off hides counts as missed (``hidden_relevant`` says
+    which). Returns the restricted run and a copy of the qrels.
     """
 
     def default_restrict(entry: object, banned: set[str]) -> object:
@@ -477,34 +499,14 @@ def apply_cutoff(
 
     restrict = restrict or default_restrict
     out_run: dict[str, object] = {}
-    out_qrels: dict[str, dict[str, int]] = {}
-    for qid, qrel in qrels.items():
+    for qid, entry in run.items():
         before = cutoffs.get(qid, "")
-        if not before:
-            kept = dict(qrel)
-        else:
-            kept = {
-                d: r
-                for d, r in qrel.items()
-                if d in corpus and publication_date(corpus[d]) and publication_date(corpus[d]) < before
-            }
-        if not any(r > 0 for r in kept.values()):
-            continue
-        out_qrels[qid] = kept
-        if qid in run:
-            entry = run[qid]
-            if before:
-                ids = entry.ids if isinstance(entry, Results) else list(entry)  # type: ignore[union-attr]
-                banned = {
-                    d
-                    for d in ids
-                    if not (
-                        d in corpus and publication_date(corpus[d]) and publication_date(corpus[d]) < before
-                    )
-                }
-                entry = restrict(entry, banned)
-            out_run[qid] = entry
-    return out_run, out_qrels
+        if before:
+            ids = entry.ids if isinstance(entry, Results) else list(entry)  # type: ignore[union-attr]
+            banned = {d for d in ids if not (d in corpus and prior_art.admits(corpus[d], before))}
+            entry = restrict(entry, banned)
+        out_run[qid] = entry
+    return out_run, {q: dict(d) for q, d in qrels.items()}
 
 
 def allowed_per_query(
@@ -549,9 +551,9 @@ def evaluate_text_with_cutoff(
 
     ``cutoff`` is ``"own"`` (each query patent's priority / filing / publication date, see
     ``prior_art_date``), an ISO date for every query, or ``""`` for none. Retrieval is restricted
-    inside BM25 to documents published before the query's cut-off (plus ``base``), then re-ranked
-    as ``rerank_run`` does; relevant documents on or after the cut-off leave the qrels and queries
-    left with none are not scored (``num_queries`` says how many were).
+    inside BM25 to the prior art of the query's cut-off (``patent_demo.prior_art``, plus ``base``), then
+    re-ranked as ``rerank_run`` does; every query is scored against all its relevant documents (one the
+    cut-off hides counts as missed). ``hidden`` in the result counts the relevant documents hidden.
     """
     from patent_demo.metrics.text import evaluate_run
     from patent_demo.text.search import rerank_run
@@ -563,7 +565,7 @@ def evaluate_text_with_cutoff(
         cutoffs = dict.fromkeys(qids, parse_date(cutoff, "cut-off date"))
     allowed = allowed_per_query(qids, corpus, cutoffs, base)
     run = rerank_run(bm25, reranker, queries, corpus, k_first=k_first, k_rerank=k_rerank, allowed=allowed)
-    run, kept = apply_cutoff(run, {q: qrels[q] for q in qids if q in qrels}, corpus, cutoffs)
-    if not kept:
-        raise ValueError("no query has a relevant document before its cut-off; nothing to evaluate")
-    return evaluate_run(run, kept, ks)
+    qrels = {q: qrels[q] for q in qids if q in qrels}
+    run, kept = apply_cutoff(run, qrels, corpus, cutoffs)
+    hidden = hidden_relevant(kept, corpus, cutoffs, base.keep_undated if base else False)
+    return evaluate_run(run, kept, ks) | {"hidden": sum(map(len, hidden.values()))}

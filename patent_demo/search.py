@@ -12,6 +12,9 @@
   syntax (``patent_demo.text.syntax``) selecting the documents BM25 then ranks, one hit per family on
   request, and the no-good-match note of BM25.
 
+A cut-off admits what the rule of ``patent_demo.prior_art`` admits; every hit it admits as an earlier
+application (filed before the cut-off, published on or after it) carries ``extras["prior_art"] = "E"``.
+
 ``Workbench.search_drawing`` / ``search_application`` / ``search_text`` call these.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from patent_demo import prior_art
 from patent_demo.backends import Where
 from patent_demo.families import own_and_family
 from patent_demo.filters import SearchFilter, exclusion_note, prior_art_date
@@ -39,6 +43,27 @@ def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[
     return search_filter.with_before(date)
 
 
+def _mark(hits, corpus, before: str, notes: list[str]) -> None:
+    """Mark the earlier applications among ``hits`` (``prior_art.MARK_KEY``: ``"E"``) for cut-off ``before``,
+    and say how many there are on the status line."""
+    _e_note(prior_art.mark_hits(hits, corpus, before), before, notes)
+
+
+def _e_note(n: int, before: str, notes: list[str]) -> None:
+    if n:
+        notes.append(
+            f"{counted(n, 'hit is an earlier application', 'hits are earlier applications')} (E): "
+            f"filed before {before}, published on or after it"
+        )
+
+
+def _undated_note(f: SearchFilter, corpus, notes: list[str]) -> None:
+    """The status line's count of the undated documents a cut-off leaves out (none: no note)."""
+    n = prior_art.count_undated(corpus, f.before) if not f.keep_undated else 0
+    if n:
+        notes.append(f"{counted(n, 'undated document')} left out by the cut-off")
+
+
 def drawing_scope(wb, req: DrawingRequest) -> tuple[Where, set[str] | None, list[str]]:
     """``(where, allowed patent ids or None for all, notes)`` of a drawing request (see the module)."""
     notes: list[str] = []
@@ -51,6 +76,7 @@ def drawing_scope(wb, req: DrawingRequest) -> tuple[Where, set[str] | None, list
     if allowed is not None:
         allowed &= drawn
         notes.append(f"{f.describe()}: {len(allowed)} of {len(drawn)} patents with drawings searched")
+        _undated_note(f, [wb.corpus[p] for p in drawn], notes)
         if not allowed:
             raise ValueError(f"no patent with drawings passes the filter ({f.describe()}); widen it")
     if where.own:
@@ -104,6 +130,7 @@ def search_drawing(wb, req: DrawingRequest, vector: np.ndarray | None = None) ->
             wb._hit(r, e["patent_id"], s, figure=fid)
             for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)
         ]
+    _mark(hits, wb.corpus, where.search.before, notes)
     loc = _class_of(wb, req)
     others = [h for h in hits if h.patent_id != req.own_patent]  # the query's own patent is not counted
     th = no_match_threshold(wb, "drawing", spec.key)
@@ -131,7 +158,7 @@ def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None
     from patent_demo.drawing.application import application_ranking
     from patent_demo.imageio import load_drawing
 
-    _, allowed, notes = drawing_scope(wb, req)
+    where, allowed, notes = drawing_scope(wb, req)
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
     if vector is not None:
@@ -146,6 +173,7 @@ def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None
         wb._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
         for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)
     ]
+    _mark(hits, wb.corpus, where.search.before, notes)
     others = [h for h in hits if h.patent_id != req.own_patent]
     return DrawingSearch(
         hits,
@@ -198,6 +226,7 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     allowed = f.allowed_ids(wb.corpus)
     if allowed is not None:
         notes.append(f"{f.describe()}: {len(allowed)} of {counted(len(wb.corpus), 'document')} searched")
+        _undated_note(f, wb.corpus, notes)
     if req.filters.exclude_own and owns:
         out = set().union(*(own_and_family(wb.corpus, o) for o in owns))
         allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
@@ -232,6 +261,15 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     else:
         lists = _text_lists(wb, req, text, req.k, allowed, where)
     notes += [n for n in [wb.take_backend_note()] if n]
+    for res in lists.values() if f.before else ():
+        res.extras = prior_art.marked_extras(res.ids, res.extras, wb.corpus, f.before)
+    marked = {
+        d
+        for res in lists.values()
+        for d, e in zip(res.ids, res.extras or [], strict=False)
+        if e.get(prior_art.MARK_KEY)
+    }
+    _e_note(len(marked), f.before, notes)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:

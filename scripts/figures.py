@@ -250,7 +250,7 @@ def labels_table(src: list) -> str:
 def text_page(src: list) -> str:
     from patent_demo.reports import text as text_report
 
-    return text_report.markdown(src[0])
+    return text_report.markdown(src[0]) + "\n" + text_report.cutoff_markdown(src[1])
 
 
 def hmcl_uspc_results(src: list) -> str:
@@ -571,7 +571,11 @@ REGISTRY: tuple[Block, ...] = (
         "docs/scale.md",
     ),
     Block(
-        "results-text-page", ("docs/results_text.json",), text_page, "docs/results_text.md", whole_file=True
+        "results-text-page",
+        ("docs/results_text.json", "docs/results_text_cutoff.json"),
+        text_page,
+        "docs/results_text.md",
+        whole_file=True,
     ),
     Block(
         "results-dssdnet-ipc-page",

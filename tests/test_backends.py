@@ -172,13 +172,22 @@ def _median_date(corpus: Corpus) -> str:
     return dates[len(dates) // 2]
 
 
+def _median_filed(corpus: Corpus) -> str:
+    """The median earliest priority / filing date: a cut-off there leaves out later-filed patents even where
+    every patent was published after it (the Red Book grants are all of 2021: earlier applications)."""
+    dates = sorted(min(d for d in (p.priority_date, p.filing_date, p.date) if d) for p in corpus if p.date)
+    return dates[len(dates) // 2]
+
+
 def _drawing_filters(corpus: Corpus, own: str) -> dict[str, Where]:
-    mid = _median_date(corpus)
+    mid = _median_filed(corpus)
     main = corpus[own].locarno[:2]
     return {
         "none": Where(),
         "cut-off": Where(SearchFilter.parse(before=mid)),
-        "date range": Where(SearchFilter.parse(date_from=mid, date_to=max(p.date for p in corpus))),
+        "date range": Where(
+            SearchFilter.parse(date_from=_median_date(corpus), date_to=max(p.date for p in corpus))
+        ),
         "classification": Where(SearchFilter.parse(classification=f"locarno:{main}, uspc:D6")),
         "exclude own and family": Where(own=(own,)),
         "all at once": Where(SearchFilter.parse(before=mid, classification=main), own=(own,)),

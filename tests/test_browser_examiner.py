@@ -82,7 +82,8 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
     drawn = set(wb.index("zero-shot").patent_ids)
     page = _open(browser, url)
     page.locator("#filters").get_by_text("Search filters").click()
-    # 1. the query patent's own date: USD0919623 (a 2021 grant filed 2020-01-03) -> only older drawings
+    # 1. the query patent's own date: USD0919623 (a 2021 grant filed 2020-01-03) -> only its prior art: the
+    # drawings published before that date, and the Red Book grants filed before it (published 2021: "E")
     query = wb.corpus["USD0919623"]
     cutoff = prior_art_date(query)
     page.locator("#f-own input").check()
@@ -93,22 +94,42 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
     status.get_by_text("patents with drawings searched").wait_for(timeout=60_000)
     text = status.inner_text()
     assert f"cut-off {cutoff}: the priority / filing date of the query patent USD0919623" in text
-    allowed = {p for p in drawn if wb.corpus[p].date and wb.corpus[p].date < cutoff}
-    assert f"{len(allowed)} of {len(drawn)} patents with drawings searched" in text
+
+    def filed(p):
+        return min([d for d in (p.priority_date, p.filing_date) if d] or ["9"])
+
+    allowed = {
+        p for p in drawn if wb.corpus[p].date and wb.corpus[p].date < cutoff or filed(wb.corpus[p]) < cutoff
+    }
+    earlier = {p for p in allowed if not (wb.corpus[p].date and wb.corpus[p].date < cutoff)}
+    assert earlier and f"{len(allowed)} of {len(drawn)} patents with drawings searched" in text
     ids = _gallery_ids(page, 10)
     assert len(ids) == min(10, len(allowed)) == 10 and ids <= allowed and "USD0919623" not in ids
+    shown_e = (
+        ids & earlier
+    )  # the earlier applications among the hits: badged E in the table, counted in the status
+    assert shown_e, "the top 10 holds no earlier application"
+    table = page.locator("#d-table").inner_text()  # a badge after the date of each earlier application
+    assert table.count(" · E") == len(shown_e) and all(f"{wb.corpus[p].date} · E" in table for p in shown_e)
+    assert "earlier application" in status.inner_text()
     page.screenshot(path=str(ARTIFACTS / "examiner-drawing-own-cutoff.png"), full_page=True)
 
-    # 2. a typed cut-off and a Locarno class: the 2021 grants of class 14 published before 2021-03-20
+    # 2. a typed cut-off and a Locarno class: the grants of class 14 published before 2021-03-20 (3) and
+    # those published after it but filed before it (USD0919622, USD0919623: earlier applications)
     page.locator("#f-own input").uncheck()
     _fill(page, "#f-before", "2021-03-20")
     _fill(page, "#f-class", "14")
     page.locator("#d-search").click()
     page.wait_for_timeout(500)
-    want = {p for p in drawn if wb.corpus[p].date < "2021-03-20" and wb.corpus[p].locarno.startswith("14")}
+    want = {
+        p
+        for p in drawn
+        if (wb.corpus[p].date < "2021-03-20" or filed(wb.corpus[p]) < "2021-03-20")
+        and wb.corpus[p].locarno.startswith("14")
+    }
     status.get_by_text(f"{len(want)} of {len(drawn)} patents with drawings searched").wait_for(timeout=60_000)
-    assert len(want) == 3
-    assert _gallery_ids(page, 3) == want
+    assert len(want) == 5  # searched; the query's own patent USD0919623 is then left out of the hits
+    assert _gallery_ids(page, 4) == want - {"USD0919623"}
     page.screenshot(path=str(ARTIFACTS / "examiner-drawing-cutoff-class.png"), full_page=True)
     _fill(page, "#f-before", "")
     _fill(page, "#f-class", "")

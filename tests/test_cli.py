@@ -232,7 +232,8 @@ def test_app_refuses_a_raw_collection_in_one_line(tmp_path, capsys):
 
 def test_evaluate_text_with_the_own_date_cut_off(text_corpus, tmp_path):
     """``evaluate text --before own`` scores what ``filters.evaluate_text_with_cutoff`` scores (itself checked
-    against a naive filter-then-score): cited documents published after a query's own date leave its qrels."""
+    against a naive filter-then-score), every query against all its citations: none is dropped, a cited
+    document the cut-off hides counts as missed, and the output says how many were hidden."""
     from patent_demo.filters import evaluate_text_with_cutoff
     from patent_demo.text.bm25 import BM25Index
     from patent_demo.text.search import patent_query
@@ -273,7 +274,16 @@ def test_evaluate_text_with_the_own_date_cut_off(text_corpus, tmp_path):
         k_first=100,
         k_rerank=0,
     )
-    assert result["num_queries"] == ref["num_queries"] < len(qrels)
+    assert result["num_queries"] == ref["num_queries"] == len(qrels)  # no query dropped
+    assert sorted(result["queries"]) == sorted(qrels)
+    cut = result["cutoff"]
+    assert cut["relevant"] == sum(len(d) for d in qrels.values())
+    assert cut["hidden"] == ref["hidden"] == sum(map(len, cut["hidden_per_query"].values())) > 0
+    assert f"{cut['hidden']} of {cut['relevant']} relevant documents are not prior art" in result["evaluated"]
+    recall = dict(zip(result["queries"], result["per_query"]["recall@100"], strict=True))
+    for q, hidden in cut["hidden_per_query"].items():  # a hidden citation is never found
+        assert set(hidden) <= set(qrels[q])
+        assert recall[q] <= 1 - len(hidden) / len(qrels[q]) + 1e-12
     for key in ("recall@10", "map@100", "ndcg@10"):
         assert result["summary"][key]["per_query"] == pytest.approx(ref[key], abs=1e-9), key
 

@@ -23,8 +23,13 @@ def test_search_text_with_cutoff_and_class(text_corpus, tmp_path):
         return {
             p.id
             for p in corpus
-            if p.date and p.date < cut and any(c.startswith(sub) for c in p.codes.get("ipc", []))
-        }
+            if (
+                p.date
+                and p.date < cut
+                or min([d for d in (p.priority_date, p.filing_date) if d] or ["9"]) < cut
+            )
+            and any(c.startswith(sub) for c in p.codes.get("ipc", []))
+        }  # prior art: published before the query's own date, or filed (priority, else filing) before it
 
     q = next(p for p in corpus if p.codes.get("ipc") and p.text and len(eligible_for(p)) >= 5)
     tsv = tmp_path / "q.tsv"

@@ -91,6 +91,7 @@ def test_red_book_record_shows_what_an_examiner_cites():
         "<th>Inventors</th><td>Dimitrios Efthimiadis; Georgios Georgakis",
         "<th>Application number</th><td>29/680,800</td>",
         "<th>Application (filing) date</th><td>2019-02-20</td>",
+        "<th>Earliest priority</th><td>2013-09-25</td>",
         "<th>Publication date</th><td>2021-01-05</td>",
         "<b>References cited:</b> 63, 0 in this corpus",
         "<span class='record-ref'>USD0633254*</span>",

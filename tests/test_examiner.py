@@ -46,6 +46,29 @@ def test_own_date_cutoff_and_filter_inside_the_search(bench):
         _search(wb, fig, search=SearchFilter.parse(before="2000-01-01"))
 
 
+def test_a_cut_off_admits_earlier_applications_and_marks_them_e(bench):
+    """Cut-off 2013-09-01: D0000-D0003 were published before it; D0004 (filed 2013-06-01, published
+    2014-01-01) is an earlier application, admitted and marked E in the drawing and the text lists."""
+    from patent_demo.text.search import candidate_text
+
+    wb, _ = bench
+    fig = wb.corpus.image_path(wb.corpus["D0006"].figures[0])
+    res, notes = _search(wb, fig, 10, search=SearchFilter.parse(before="2013-09-01"))
+    assert {h.patent_id for h in res.hits} == {f"D000{i}" for i in range(5)}
+    assert "1 hit is an earlier application (E): filed before 2013-09-01, published on or after it" in notes
+    assert {h.patent_id: h.extras.get("prior_art", "") for h in res.hits}["D0004"] == "E"
+    assert [h.patent_id for h in res.hits if h.extras.get("prior_art")] == ["D0004"]
+    f = Filters(SearchFilter.parse(before="2013-09-01"))
+    lists, _ = wb.search_text(TextRequest.build(candidate_text(wb.corpus["D0004"]), k=5, filters=f))
+    for res in lists.values():
+        marks = {
+            d: (e or {}).get("prior_art", "")
+            for d, e in zip(res.ids, res.extras or [{}] * len(res), strict=True)
+        }
+        assert set(marks) == {f"D000{i}" for i in range(5)} and marks["D0004"] == "E"
+        assert not any(m for d, m in marks.items() if d != "D0004")
+
+
 def test_text_own_date_drops_the_query_patent(bench):
     from patent_demo.text.search import candidate_text
 

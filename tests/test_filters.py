@@ -103,7 +103,7 @@ def test_filter_reasons_and_cutoff_boundary():
     assert (
         f.reason(c["USD0000005"]) == "not prior art: published 2019-06-30, on or after the cut-off 2019-06-30"
     )
-    assert f.reason(c["US0000004"]) == "no publication date"
+    assert f.reason(c["US0000004"]) == "no date: neither published nor filed on record"
     assert SearchFilter.parse(before="2019-06-30", keep_undated=True).admits(c["US0000004"])
     g = SearchFilter.parse(classification="A47C 7, 06-02", country="EP, us")
     assert g.allowed_ids(c) == {"USD0000002", "EP0000003"}
@@ -191,7 +191,10 @@ def test_bm25_allowed_equals_filtered_full_ranking():
     assert len(index.search("pump", k=3, allowed=[])) == 0
 
 
-def test_apply_cutoff_drops_later_documents_from_qrels_and_run():
+def test_apply_cutoff_strikes_later_documents_from_the_run_and_keeps_every_citation():
+    """No query and no relevant document leaves the qrels: what the cut-off hides counts as missed."""
+    from patent_demo.filters import hidden_relevant
+
     c = corpus_of(ROWS + [{"id": "Q1", "date": "2016-03-01"}, {"id": "Q2", "date": "2009-01-01"}])
     qrels = {"Q1": {"USD0000001": 1, "EP0000003": 1}, "Q2": {"USD0000002": 1}}
     run = {
@@ -201,8 +204,10 @@ def test_apply_cutoff_drops_later_documents_from_qrels_and_run():
     cut = cutoff_of_queries(qrels, c)
     assert cut == {"Q1": "2016-03-01", "Q2": "2009-01-01"}
     out_run, out_qrels = apply_cutoff(run, qrels, c, cut)
-    assert out_qrels == {"Q1": {"USD0000001": 1}}  # Q2's only relevant document is later: query dropped
+    assert out_qrels == qrels  # Q2's only relevant document is later: still scored, as a miss
     assert out_run["Q1"].ids == ["USD0000002", "USD0000001"]
+    assert out_run["Q2"].ids == []
+    assert hidden_relevant(qrels, c, cut) == {"Q1": ["EP0000003"], "Q2": ["USD0000002"]}
     assert cutoff_of_queries(["Q1", "nope"], c, fixed="2012-01-01") == {
         "Q1": "2012-01-01",
         "nope": "2012-01-01",
@@ -216,21 +221,26 @@ def test_real_grant_xml_filters():
     corpus = load_grant_xml(require_shared("uspto_grant_xml_samples") / "xml")
     f = SearchFilter.parse(before="2009-01-01", kind_code="S")
     allowed = f.allowed_ids(corpus)
-    assert allowed and all(corpus[d].date < "2009-01-01" and corpus[d].kind == "design" for d in allowed)
-    naive = {p.id for p in corpus if p.date and p.date < "2009-01-01" and p.kind_code == "S1"}
+
+    def prior(p, cut):  # published before the cut-off, or filed (earliest priority / filing) before it
+        filed = min([d for d in (p.priority_date, p.filing_date) if d] or ["9"])
+        return bool(p.date) and p.date < cut or filed < cut
+
+    naive = {p.id for p in corpus if prior(p, "2009-01-01") and p.kind_code == "S1"}
     assert allowed == naive
+    assert any(corpus[d].date >= "2009-01-01" for d in allowed)  # grants filed earlier: the E documents
     chairs = SearchFilter.parse(classification="A47C").allowed_ids(corpus)
     assert chairs == {p.id for p in corpus if any(c.startswith("A47C") for c in p.codes.get("ipc", []))}
     bm25 = BM25Index.build(corpus)
     util = SearchFilter.parse(before="2008-01-01", kind_code="B1,B2").allowed_ids(corpus)
     res = bm25.search("a method of cooling an electronic device", k=10, allowed=util)
-    assert len(res) == 10 and all(corpus[d].date < "2008-01-01" for d in res.ids)
+    assert len(res) == 10 and all(prior(corpus[d], "2008-01-01") for d in res.ids)
 
 
 def test_real_citation_qrels_evaluated_with_own_cutoff():
-    """cs3245: citing patents as queries, cut-off = the query's application date. The filtered
-    evaluation equals a naive one: the full BM25 ranking with later documents struck out, scored
-    against qrels with later documents struck out."""
+    """cs3245: citing patents as queries, cut-off = the query's priority / application date. The filtered
+    evaluation equals a naive one: the full BM25 ranking with what is not prior art struck out (published
+    on or after the cut-off and not filed before it), scored against all the citations, none dropped."""
     from patent_demo.data.loaders.textcorpus import load_text_corpus, qrels_from_pairs, read_pairs
     from patent_demo.filters import evaluate_text_with_cutoff
     from patent_demo.metrics.text import evaluate_run
@@ -245,17 +255,26 @@ def test_real_citation_qrels_evaluated_with_own_cutoff():
     got = evaluate_text_with_cutoff(bm25, None, queries, corpus, qrels, cutoff="own", ks=(10, 100))
 
     naive_run, naive_qrels = {}, {}
+
+    def filed(p):
+        return min([d for d in (p.priority_date, p.filing_date) if d] or [""])
+
+    hidden = 0
     for q in queries:
-        before = prior_art_date(corpus[q.qid])
-        ok = lambda d, before=before: bool(corpus[d].date) and corpus[d].date < before  # noqa: E731
-        rel = {d: r for d, r in qrels[q.qid].items() if ok(d)}
-        if not rel:
-            continue
-        naive_qrels[q.qid] = rel
+        before = filed(corpus[q.qid]) or corpus[q.qid].date
+        ok = lambda d, before=before: (  # noqa: E731
+            bool(corpus[d].date)
+            and corpus[d].date < before
+            or bool(filed(corpus[d]))
+            and filed(corpus[d]) < before
+        )
+        naive_qrels[q.qid] = dict(qrels[q.qid])
+        hidden += sum(not ok(d) for d in qrels[q.qid])
         full = bm25.search(q.text, k=len(corpus))
         naive_run[q.qid] = [d for d in full.ids if d != q.qid and ok(d)][:1000]
     want = evaluate_run(naive_run, naive_qrels, (10, 100))
-    assert got["num_queries"] == len(naive_qrels) > 0
+    assert got["num_queries"] == len(queries)  # no query dropped
+    assert got["hidden"] == hidden > 0
     for key in ("recall@10", "recall@100", "map@100", "ndcg@100"):
         assert got[key] == pytest.approx(want[key], abs=1e-12), key
 

@@ -137,3 +137,35 @@ def test_labelled_pairs_errors_name_the_line(tmp_path):
     with pytest.raises(CorpusError) as err:
         load_labelled_pairs(path)
     assert str(err.value) == f"{path}:2: 8 tab-separated fields, the header has 9"
+
+
+def test_the_patsnap_xml_records_give_the_dates_the_jsonl_lacks(tmp_path):
+    """cs3245's JSONL has publication and application dates; its flat XML records add the earliest priority
+    (1,594 documents), which a text corpus build fills in (a date the JSONL has is kept)."""
+    from patent_demo.data.build import build_corpus
+    from patent_demo.data.loaders.textcorpus import fill_dates, read_flat_xml_dates
+
+    root = require_shared("cs3245_patsnap_corpus_qrels")
+    dates = read_flat_xml_dates(root / "patsnap-corpus")
+    assert len(dates) == 2244 and sum("priority_date" in d for d in dates.values()) == 1594
+    assert dates["EP0049154B2"] == {
+        "priority_date": "1980-11-04",
+        "filing_date": "1981-09-29",
+        "date": "1995-02-15",
+    }
+    # several priorities ("2002-04-26 | 2002-04-26" and the like): the earliest
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "a.xml").write_text(
+        '<doc><str name="Patent Number"> US1 </str><str name="Priority Date">1998-01-24 | 1997-06-27</str>'
+        '<str name="Application Date">bad</str></doc>'
+    )
+    (tmp_path / "x" / "b.xml").write_text('<doc><str name="Title">no number</str></doc>')
+    assert read_flat_xml_dates(tmp_path / "x") == {"US1": {"priority_date": "1997-06-27"}}
+    corpus = load_text_corpus(root / "patsnap_docs.jsonl")
+    assert not any(p.priority_date for p in corpus.patents)
+    assert fill_dates(corpus, dates) == 1594
+    assert corpus["EP0049154B2"].filing_date == "1981-09-29"
+    build_corpus("text", root, tmp_path / "built", progress=False)
+    built = Corpus.load(tmp_path / "built", validate=False)
+    assert built["EP0049154B2"].priority_date == "1980-11-04"
+    assert sum(bool(p.priority_date) for p in built.patents) == 1594

@@ -93,8 +93,8 @@ def test_rows_order_categories_notes_and_passages(store, tmp_path):
     ] == "US4"
 
     rows = list(csv.reader(io.StringIO(to_csv(rep))))
-    assert rows[0][:3] == ["category", "document", "title"]
-    assert rows[1][1] == "US1" and rows[1][-1].startswith("ann: =HYPERLINK")
+    assert rows[0][:4] == ["category", "date_category", "document", "title"]
+    assert rows[1][2] == "US1" and rows[1][-1].startswith("ann: =HYPERLINK")
     page = to_html(rep)
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;Filter&lt;/b&gt;" in page and "@media print" in page
@@ -131,3 +131,71 @@ def test_command_writes_both_files(store, tmp_path, capsys):
     assert "Search report" in (out / f"{stem}.html").read_text()
     assert "3 documents" in capsys.readouterr().out
     assert main(["--labels", str(tmp_path / "none.sqlite")]) == 2
+
+
+def test_date_categories_e_and_p_beside_x_y_a(tmp_path):
+    """The query patent Q claims priority 2010-01-01 and was filed 2011-01-01: US1 (filed 2009, published
+    2012) is an earlier application, E; US2 (filed 2010-02-01, published 2010-06-01: between priority and filing) is an
+    intermediate document, P; US3 (published 2005) is neither. The page shows "E,X" as a search report does,
+    the CSV a column of its own, the legend says what E and P mean."""
+    rows = [
+        Patent(
+            "Q",
+            "utility",
+            "Pump",
+            QUERY,
+            date="2012-05-01",
+            filing_date="2011-01-01",
+            priority_date="2010-01-01",
+        ),
+        Patent(
+            "US1", "utility", "Check valve", "A check valve.", date="2012-01-01", filing_date="2009-03-01"
+        ),
+        Patent("US2", "utility", "Seal", "A seal.", date="2010-06-01", filing_date="2010-02-01"),
+        Patent("US3", "utility", "Bearing", "A bearing.", date="2005-01-01", filing_date="2004-01-01"),
+    ]
+    c = Corpus(tmp_path / "corpus", rows, name="dated")
+    s = LabelStore(tmp_path / "labels.sqlite")
+    qid = text_query_id(QUERY)
+    for cand, cat, rank in (("US1", "X", 1), ("US2", "A", 2), ("US3", "Y", 3)):
+        s.add(
+            Label(
+                "ann",
+                qid,
+                "text",
+                cand,
+                "bm25",
+                rank,
+                1.0,
+                "relevant",
+                query_text=QUERY,
+                query_patent_id="Q",
+                category=cat,
+            )
+        )
+    rep = build_report(s, qid, c)
+    s.close()
+    assert [(r.document, r.date_category, r.category) for r in rep.rows] == [
+        ("US1", "E", "X"),
+        ("US3", "", "Y"),
+        ("US2", "P", "A"),
+    ]
+    table = list(csv.reader(io.StringIO(to_csv(rep))))
+    assert table[0][:3] == ["category", "date_category", "document"]
+    assert [r[:3] for r in table[1:]] == [["X", "E", "US1"], ["Y", "", "US3"], ["A", "P", "US2"]]
+    page = to_html(rep)
+    assert '<td class="cat">E,X</td>' in page and '<td class="cat">P,A</td>' in page
+    assert '<td class="cat">Y</td>' in page
+    assert "<b>E</b> earlier patent document" in page and "<b>P</b> intermediate document" in page
+    # without the query patent in the corpus: E from a typed cut-off, no P (no priority and filing dates)
+    assert build_report_without_query_patent(tmp_path, c) == [("US1", "E"), ("US3", ""), ("US2", "")]
+
+
+def build_report_without_query_patent(tmp_path, c: Corpus) -> list[tuple[str, str]]:
+    s = LabelStore(tmp_path / "labels2.sqlite")
+    qid = text_query_id(QUERY)
+    for cand, cat, rank in (("US1", "X", 1), ("US2", "A", 2), ("US3", "Y", 3)):
+        s.add(Label("ann", qid, "text", cand, "bm25", rank, 1.0, "relevant", query_text=QUERY, category=cat))
+    rep = build_report(s, qid, c, cutoff="2010-01-01")
+    s.close()
+    return [(r.document, r.date_category) for r in rep.rows]

@@ -51,7 +51,7 @@ def test_enter_in_the_number_box_opens_the_record(tmp_path):
 
 def test_every_hit_table_shows_the_publication_date(tmp_path):
     """The drawing, application, text and combined tables each have a "published" column with the hit's
-    publication date (``Patent.date``) beside its title."""
+    publication date (``Patent.date``) beside its title, badged "· E" for an earlier application."""
     from patent_demo.ui.views import table_value
 
     wb, _ = make_workbench(tmp_path)
@@ -62,6 +62,9 @@ def test_every_hit_table_shows_the_publication_date(tmp_path):
         frame = table_value(wb, {"kind": kind, "lists": {"hmcl": [row]}}, "hmcl", {}, None)
         assert list(frame.columns)[title_at : title_at + 2] == ["title", "published"], kind
         assert frame["published"][0] == "2021-08-31", kind
+        badged = {**row, "extras": {"prior_art": "E"}}  # an earlier application under the search's cut-off
+        frame = table_value(wb, {"kind": kind, "lists": {"hmcl": [badged]}}, "hmcl", {}, None)
+        assert frame["published"][0] == "2021-08-31 · E", kind
 
 
 def test_a_text_click_runs_one_search(tmp_path):

@@ -133,8 +133,10 @@ def add_parser(sub) -> None:
                 "--before",
                 default="",
                 help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's "
-                "priority / filing / publication date); documents on or after it are left out "
-                "of the search and of the qrels, and queries left with none are not scored",
+                "priority / filing / publication date); the search returns only prior art "
+                "(published before it, or a patent document filed before it: patent_demo.prior_art); "
+                "every query is still scored against all its citations, a cited document the "
+                "cut-off hides counting as missed (the output says how many)",
             )
             e.add_argument(
                 "--feedback-depth",
@@ -494,6 +496,34 @@ def run_pairs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cutoff_summary(qrels: dict, corpus: Corpus, cutoffs: dict, hidden: dict) -> dict:
+    """What a cut-off did to the evaluation: the relevant documents it hides (still counted as missed),
+    the queries without a cut-off (no date), the undated corpus documents it leaves out."""
+    from patent_demo.prior_art import count_undated
+
+    relevant = sum(sum(1 for r in d.values() if r > 0) for d in qrels.values())
+    n_hidden = sum(map(len, hidden.values()))
+    undated = {count_undated(corpus, b) for b in set(cutoffs.values()) if b}
+    line = (
+        f"{n_hidden} of {relevant} relevant documents are not prior art by the cut-off "
+        f"(counted as missed; {len(hidden)} of {len(qrels)} queries affected)"
+    )
+    no_date = sum(1 for q in qrels if not cutoffs.get(q))
+    if no_date:
+        line += f"; {no_date} queries have no date and no cut-off"
+    if undated and max(undated):
+        line += f"; {max(undated)} undated documents left out"
+    return {
+        "hidden": n_hidden,
+        "relevant": relevant,
+        "queries_affected": len(hidden),
+        "queries_without_cutoff": no_date,
+        "undated_left_out": max(undated) if undated else 0,
+        "hidden_per_query": hidden,
+        "line": line,
+    }
+
+
 def run_text(args: argparse.Namespace) -> int:
     from patent_demo.cli.search_cmd import read_text_queries
     from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
@@ -541,15 +571,15 @@ def run_text(args: argparse.Namespace) -> int:
         from patent_demo.cli.text_feedback import evaluate_feedback
 
         return evaluate_feedback(args, corpus, queries, qrels, list_name, spec, allowed, cutoffs, note)
+    hidden: dict[str, list[str]] = {}
     run = text_run(
         corpus, spec, queries, args.k, args.candidates, args.cache_dir, args.checkpoints, allowed, list_name
     )
     if cutoffs is not None:
-        from patent_demo.filters import apply_cutoff
+        from patent_demo.filters import apply_cutoff, hidden_relevant
 
         run, qrels = apply_cutoff(run, qrels, corpus, cutoffs)
-        if not qrels:
-            raise ValueError("no query has a relevant document before its cut-off; nothing to evaluate")
+        hidden = hidden_relevant(qrels, corpus, cutoffs)
     pq = per_query_metrics(run, qrels, args.k)
     qids = sorted(pq)
     keys = [f"{m}@{k}" for k in args.k for m in TEXT_METRICS]
@@ -566,6 +596,9 @@ def run_text(args: argparse.Namespace) -> int:
         "queries": qids,
         "per_query": per_query,
     }
+    if cutoffs is not None:
+        result["cutoff"] = _cutoff_summary(qrels, corpus, cutoffs, hidden)
+        result["evaluated"] += "; " + result["cutoff"]["line"]
     if args.against:
         base_list, base = resolve_text_list(args.against, args.reranker, args.checkpoints, corpus)
         brun = text_run(

@@ -415,6 +415,9 @@ def _text(src: Path) -> Source:
     fams = [p for p in tsvs if "famil" in p.name.lower()]
     report = LoadReport()
     corpus = textcorpus.load_text_corpus(jsonl[0], report=report)
+    for sub in sorted(d for d in folder.iterdir() if d.is_dir()):
+        # flat XML records beside the JSONL (cs3245's patsnap-corpus/) carry the priority dates it lacks
+        textcorpus.fill_dates(corpus, textcorpus.read_flat_xml_dates(sub))
     pairs = [pair for f in cites for pair in textcorpus.read_pairs(f)]
     family_pairs = [pair for f in fams for pair in textcorpus.read_pairs(f)]
     known = {p.id for p in corpus.patents}

@@ -3,9 +3,13 @@
 For a query, every candidate with a live label is a row: its decided label (``LabelStore.resolved``:
 adjudicated, else the annotators' majority; ``disputed`` when they are tied), its search-report
 category (X: relevant alone, Y: relevant in combination, A: background; the decided label's, else
-the latest one an annotator gave), every annotator's note, and what matched: the corpus figure for a
-drawing query, for a text query a short passage of the candidate around the BM25-matched words.
-Rows go X, Y, A, then uncategorised, each by decided grade and the best rank it was shown at.
+the latest one an annotator gave), its date category (E: an earlier patent document, filed before the
+query patent's date and published on or after it; P: an intermediate document, published between the
+query patent's priority and filing dates; ``patent_demo.prior_art.report_category``, from the corpus
+dates), every annotator's note, and what matched: the corpus figure for a drawing query, for a text query a
+short passage of the candidate around the BM25-matched words. The page shows both categories as an EPO
+search report does ("E,X"). Rows go X, Y, A, then uncategorised, each by decided grade and the best rank it
+was shown at.
 Candidates judged ``not`` relevant are left out unless asked for.
 
 The HTML page is self-contained, every value HTML-escaped, with print styles so the browser's
@@ -27,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from patent_demo.labels.store import GRADES, Label, LabelStore, write_private
+from patent_demo.prior_art import REPORT_CATEGORIES, report_category
 from patent_demo.wording import counted
 
 CATEGORY_ORDER = {"X": 0, "Y": 1, "A": 2, "": 3}
@@ -34,10 +39,12 @@ CATEGORY_MEANING = {
     "X": "relevant on its own",
     "Y": "relevant in combination with another document",
     "A": "background, general state of the art",
+    **REPORT_CATEGORIES,
     "": "not categorised",
 }
 COLUMNS = (
     "category",
+    "date_category",
     "document",
     "title",
     "published",
@@ -65,6 +72,7 @@ class ReportRow:
     matched: str  # figure path or passage
     notes: str
     figure_path: str = ""  # absolute path of the matched figure, for the HTML page
+    date_category: str = ""  # E / P from the dates (patent_demo.prior_art.report_category)
 
 
 @dataclass
@@ -125,6 +133,7 @@ def build_report(
     for lab in labs:
         by_cand.setdefault(lab.candidate_id, []).append(lab)
     first = labs[0]
+    query = corpus[first.query_patent_id] if corpus is not None and first.query_patent_id in corpus else None
     rows = []
     for cand, cl in by_cand.items():
         latest = {}
@@ -160,6 +169,7 @@ def build_report(
                 matched=matched,
                 notes=notes,
                 figure_path=figure_path,
+                date_category=report_category(patent, query, cutoff) if patent is not None else "",
             )
         )
     rows.sort(
@@ -236,7 +246,7 @@ def to_html(report: SearchReport, images: Mapping[str, str] | None = None) -> st
             matched = e(r.matched)
         body.append(
             "<tr>"
-            f'<td class="cat">{e(r.category or "–")}</td>'
+            f'<td class="cat">{e(",".join(c for c in (r.date_category, r.category) if c) or "–")}</td>'
             f"<td><b>{e(r.document)}</b><br>{e(r.title)}</td>"
             f"<td>{e(r.published)}</td><td>{e(r.codes)}</td>"
             f"<td>{e(r.decision)}<br><small>{e(r.annotators)}</small></td>"

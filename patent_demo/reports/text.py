@@ -324,3 +324,95 @@ def readme_block(r: dict) -> str:
             "",
         ]
     return "\n".join([*out, END])
+
+
+def cutoff_markdown(c: dict) -> str:
+    """The section of ``docs/results_text.md`` on the own-date prior-art cut-off, from the JSON
+    ``train.text.cutoff`` wrote: each list with and without it, val and test, scored against all citations,
+    paired bootstrap intervals of the difference, ir_measures' figures beside ours; then the same cut-off
+    at the query's filing date instead of its earliest priority."""
+    sp = c["splits"]
+    lines = [
+        "## The own-date prior-art cut-off, scored against all citations",
+        "",
+        "Each list run on the same queries over the whole corpus and restricted inside the search to the "
+        "prior art of the query patent's own date (its earliest priority, else filing date), as the app, the "
+        f"CLI and the API apply it. Rule: {c['rule']}; such a document published on or after the date is an "
+        'earlier application ("E"). Every query is scored against every one of its citations; a citation the '
+        "cut-off hides counts as missed.",
+        "",
+    ]
+    for s in ("val", "test"):
+        x = sp[s]
+        lines.append(
+            f"- {s}: {len(x['queries'])} queries ({x['queries_without_date']} without a date); of their "
+            f"{x['relevant']} citations {x['relevant_published_before']} were published before the query's date, "
+            f"{x['relevant_earlier_applications']} are earlier applications (E), {x['hidden']} are hidden by the "
+            f"cut-off (counted as missed; {x['hidden_filing']} at the filing date); {x['undated_left_out']} "
+            "undated corpus documents are left out."
+        )
+    ci = lambda b: f"{b['diff']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}]"  # noqa: E731
+
+    def table(comparison: dict, cut: str) -> list[str]:
+        out = [
+            "| split | list | MAP@10 none | MAP@10 cut-off | difference [95 %] | R@100 none | R@100 cut-off "
+            "| difference [95 %] | E in the top 10 (of 10 a query) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for where in ("val", "test", "val+test"):
+            for name, by_metric in comparison.items():
+                m, r = by_metric["map@10"][where], by_metric["recall@100"][where]
+                e = sum(
+                    sp[s]["lists"][name][cut]["e_in_top10"]
+                    for s in ("val", "test")
+                    if where in (s, "val+test")
+                )
+                out.append(
+                    f"| {where} | {name} | {m['none']:.3f} | {m['cut']:.3f} | {ci(m)} | {r['none']:.3f} | "
+                    f"{r['cut']:.3f} | {ci(r)} | {e} |"
+                )
+        return out
+
+    lines += ["", *table(c["comparison"], "own"), ""]
+    shipped = c.get("shipped", "hybrid")
+
+    def verdict(comparison: dict, at: str) -> str:
+        m, r = comparison[shipped]["map@10"]["val+test"], comparison[shipped]["recall@100"]["val+test"]
+        met = m["diff"] > 0 and r["diff"] >= -0.05
+        return (
+            f"at the query's {at}: MAP@10 {m['diff']:+.3f}, R@100 {r['diff']:+.3f} "
+            f"({'met' if met else 'not met'})"
+        )
+
+    lines += [
+        f"Target (the shipped list, {shipped}, val and test together: better with the cut-off than without at "
+        "MAP@10, and no more than 0.05 lower at R@100): "
+        + verdict(c["comparison"], "earliest priority date")
+        + (f"; {verdict(c['comparison_filing'], 'filing date')}" if c.get("comparison_filing") else "")
+        + ".",
+        "",
+    ]
+    lines += [
+        "Paired bootstrap of the queries (cut-off minus none, 95 % interval, "
+        f"{c.get('bootstrap', 10000):,} resamples); val+test pools the two splits' queries.",
+        "",
+        "Our metrics against ir_measures (all citations; MAP@10 / R@100 with the cut-off): "
+        + "; ".join(
+            f"{s} {n} {sp[s]['lists'][n]['own']['ir_measures']['map@10']:.4f} / "
+            f"{sp[s]['lists'][n]['own']['ir_measures']['recall@100']:.4f}"
+            for s in ("val", "test")
+            for n in c["comparison"]
+        )
+        + ".",
+        "",
+    ]
+    if c.get("comparison_filing"):
+        lines += [
+            "The same rule at the query's filing date instead of its earliest priority (a later date: what the "
+            "figures above owe to the priority claims):",
+            "",
+            *table(c["comparison_filing"], "filing"),
+            "",
+        ]
+    lines += [f"    {c['command']}", "", f"CPU: {c['cpu']}.", ""]
+    return "\n".join(lines)

@@ -248,8 +248,16 @@ class ExaminerHandlers:
             file, upload_data, _ = upload(file, "a drawing sheet (PNG, JPEG or TIFF)")
             self._ready(model_key(model, "drawing"))
             req = drawing_request(self.wb, upload_data, crop_image, model, k=top_k(k), filters=filters)
-            _, allowed, notes = drawing_scope(self.wb, req)  # the page (or a crop of it) is of its own patent
-            res = search_sheet(self.wb, req.image, req.model, req.k, name=Path(file).name, allowed=allowed)
+            where, allowed, notes = drawing_scope(self.wb, req)  # the page (or a crop) is of its own patent
+            res = search_sheet(
+                self.wb,
+                req.image,
+                req.model,
+                req.k,
+                name=Path(file).name,
+                allowed=allowed,
+                before=where.search.before,
+            )
             spec, data, own_patent, f = (
                 self.wb.model(req.model, "drawing"),
                 req.image,

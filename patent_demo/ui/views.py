@@ -16,6 +16,7 @@ from patent_demo.hierarchy import patent_classes
 from patent_demo.labels.fields import LabelError, unlink
 from patent_demo.labels.sessions import parse_rank
 from patent_demo.labels.store import LabelStore
+from patent_demo.prior_art import MARK_KEY
 from patent_demo.text.explain import MOVE_FROM, rank_move
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
@@ -96,13 +97,20 @@ def class_code(patent, kind: str) -> str:
     return next((c[0] for s in ("locarno", "ipc", "cpc", "uspc") if (c := patent.codes.get(s))), "")
 
 
+def published_cell(patent, extras: dict | None) -> str:
+    """The "published" cell of a hit: its publication date, badged ``· E`` when the search's cut-off admitted
+    it as an earlier application (``patent_demo.prior_art``: filed before the cut-off, published on or after)."""
+    mark = (extras or {}).get(MARK_KEY, "")
+    return f"{publication_date(patent)} · {mark}" if mark else publication_date(patent)
+
+
 def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:
     """The table rows of one list of a session (without the label column)."""
     corpus, kind = wb.corpus, session.get("kind")
     rows = []
     for r, row in enumerate(session["lists"].get(list_name) or [], 1):
         p = corpus[row["id"]]
-        score, published = round(float(row["score"]), 4), publication_date(p)
+        score, published = round(float(row["score"]), 4), published_cell(p, row.get("extras"))
         if kind in DRAWING_KINDS:
             rows.append(
                 [

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +156,50 @@ def qrels_from_pairs(pairs: Iterable[tuple[str, str]], rel: int = 1) -> dict[str
         if q != d:
             qrels.setdefault(q, {})[d] = rel
     return qrels
+
+
+_FLAT_FIELD = re.compile(
+    r'<str name="(Patent Number|Priority Date|Application Date|Publication Date)">(.*?)</str>', re.S
+)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def read_flat_xml_dates(folder: str | os.PathLike) -> dict[str, dict[str, str]]:
+    """The dates of flat ``<doc><str name="...">`` patent records (the PatSnap export of cs3245):
+    ``{patent number: {"priority_date", "filing_date", "date"}}`` from *Priority Date* (the earliest
+    of the ``|``-separated dates), *Application Date* and *Publication Date*; a missing or malformed
+    date is left out. Files without a *Patent Number* are skipped."""
+    out: dict[str, dict[str, str]] = {}
+    names = {"Priority Date": "priority_date", "Application Date": "filing_date", "Publication Date": "date"}
+    for path in sorted(Path(folder).glob("*.xml")):
+        fields = {
+            k: v.strip() for k, v in _FLAT_FIELD.findall(path.read_text(encoding="utf-8", errors="replace"))
+        }
+        pid = fields.pop("Patent Number", "")
+        if not pid:
+            continue
+        dates = {}
+        for name, attr in names.items():
+            found = sorted(d for d in _ISO_DATE.findall(fields.get(name, "")))
+            if found:
+                dates[attr] = found[0]
+        out[pid] = dates
+    return out
+
+
+def fill_dates(corpus: Corpus, dates: dict[str, dict[str, str]]) -> int:
+    """Fill each patent's empty ``date`` / ``filing_date`` / ``priority_date`` from ``dates`` (as
+    ``read_flat_xml_dates`` returns them); a date the corpus already has is kept. Returns how many
+    patents gained at least one date."""
+    gained = 0
+    for p in corpus.patents:
+        new = False
+        for attr, value in dates.get(p.id, {}).items():
+            if not getattr(p, attr):
+                setattr(p, attr, value)
+                new = True
+        gained += new
+    return gained
 
 
 def _number(value: str, what: str, where: str) -> float:

@@ -1,0 +1,141 @@
+"""Prior art by the dates the law uses: the one rule every search path, the CLI, the API and the evaluation
+apply for a cut-off date.
+
+A reference is prior art to a search with cut-off date ``D`` (the priority, else filing date of the
+application under search) when
+
+* it was **published** before ``D``, or
+* it is a **patent document** whose effective filing date (its earliest priority date, else its filing
+  date) is before ``D``, although it was published on or after ``D``: an earlier application, prior art by
+  its filing date (35 U.S.C. 102(a)(2), formerly 102(e); EPC Art. 54(3)). It is marked ``"E"``, the
+  category of a European search report for such documents, and carries ``extras["prior_art"] = "E"``
+  in a result list so that every list can badge it.
+
+Non-patent literature (a record of ``kind`` ``"npl"``) has no filing date: only its publication date
+counts. A document with neither a publication date nor a filing date is *undated*: it cannot be shown to be
+prior art and is left out unless the filter panel keeps undated documents (``keep_undated``).
+
+Dates are ISO ``YYYY-MM-DD`` strings, which compare as the dates do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from patent_demo.data.corpus import Patent
+
+PUBLISHED = "published"  # published before the cut-off
+EARLIER = "E"  # filed before the cut-off, published on or after it: an earlier application
+LATER = "later"  # neither: not prior art
+UNDATED = "undated"  # no publication date and no filing date
+NON_PATENT_KINDS = frozenset({"npl"})
+MARK_KEY = "prior_art"  # the extras key of a hit the rule admits as an earlier application
+
+
+def is_patent_document(patent: Patent) -> bool:
+    """Whether a record is a patent document (its filing date counts): every kind but non-patent literature."""
+    return patent.kind not in NON_PATENT_KINDS
+
+
+def effective_filing_date(patent: Patent) -> str:
+    """The earliest of a patent document's priority and filing dates (``""`` for non-patent literature or
+    a patent document without either)."""
+    if not is_patent_document(patent):
+        return ""
+    dates = [d for d in (patent.priority_date, patent.filing_date) if d]
+    return min(dates) if dates else ""
+
+
+def prior_art_date(patent: Patent) -> str:
+    """The cut-off a patent's own search uses: its effective filing date (priority, else filing), else its
+    publication date (``""`` when it has none)."""
+    return effective_filing_date(patent) or patent.date or ""
+
+
+def status(patent: Patent, before: str) -> str:
+    """How the rule sees ``patent`` for cut-off ``before``: ``PUBLISHED``, ``EARLIER`` (``"E"``), ``LATER``
+    or ``UNDATED``. Without a cut-off every document is ``PUBLISHED`` (nothing to hide)."""
+    if not before:
+        return PUBLISHED
+    published, filed = patent.date or "", effective_filing_date(patent)
+    if published and published < before:
+        return PUBLISHED
+    if filed and filed < before:
+        return EARLIER
+    if not published and not filed:
+        return UNDATED
+    return LATER
+
+
+def admits(patent: Patent, before: str, keep_undated: bool = False) -> bool:
+    """Whether ``patent`` is prior art for cut-off ``before`` (an undated one only with ``keep_undated``)."""
+    s = status(patent, before)
+    return s in (PUBLISHED, EARLIER) or (s == UNDATED and keep_undated)
+
+
+def reason(patent: Patent, before: str, keep_undated: bool = False) -> str:
+    """Why the rule leaves ``patent`` out for cut-off ``before`` (``""`` when it is admitted); the reason
+    starts with ``"not prior art"`` for a dated document, ``"no date"`` for an undated one."""
+    s = status(patent, before)
+    if s == UNDATED and not keep_undated:
+        return "no date: neither published nor filed on record"
+    if s != LATER:
+        return ""
+    filed = effective_filing_date(patent)
+    parts = [f"published {patent.date}" if patent.date else "not published on record"]
+    if filed:
+        parts.append(f"filed {filed}")
+    return f"not prior art: {', '.join(parts)}, on or after the cut-off {before}"
+
+
+def mark(patent: Patent, before: str) -> str:
+    """``"E"`` when the rule admits ``patent`` as an earlier application for cut-off ``before``, else ``""``."""
+    return EARLIER if status(patent, before) == EARLIER else ""
+
+
+def marked_extras(
+    ids: Sequence[str], extras: Sequence[dict] | None, corpus: Mapping[str, Patent], before: str
+) -> list[dict] | None:
+    """``extras`` (one dict per id, or ``None``) with ``MARK_KEY: "E"`` added to the earlier applications of
+    cut-off ``before``; unchanged (``None`` stays ``None``) when no id is one."""
+    marks = [mark(corpus[d], before) if before and d in corpus else "" for d in ids]
+    if not any(marks):
+        return None if extras is None else list(extras)
+    base = list(extras) if extras is not None else [{} for _ in ids]
+    return [{**e, MARK_KEY: m} if m else dict(e) for e, m in zip(base, marks, strict=True)]
+
+
+def count_undated(patents, before: str) -> int:
+    """How many of ``patents`` the rule cannot date for cut-off ``before`` (left out unless kept)."""
+    return sum(1 for p in patents if status(p, before) == UNDATED) if before else 0
+
+
+REPORT_CATEGORIES = {
+    "E": "earlier patent document, filed before the application's date but published on or after it",
+    "P": "intermediate document, published between the application's priority date and its filing date",
+}
+
+
+def report_category(doc: Patent, query: Patent | None = None, before: str = "") -> str:
+    """The date category of ``doc`` in the search report of ``query`` (the application under search), as the
+    EPO's search reports mark it beside X, Y or A: ``"E"`` an earlier application (the rule's mark for the
+    query's prior-art date, else for ``before``), ``"P"`` an intermediate document (published on or after the
+    query's earliest priority date and before its filing date); ``""`` otherwise."""
+    date = prior_art_date(query) if query is not None else before
+    if date and mark(doc, date):
+        return "E"
+    priority = effective_filing_date(query) if query is not None else ""
+    filed = query.filing_date if query is not None else ""
+    if priority and filed and priority < filed and doc.date and priority <= doc.date < filed:
+        return "P"
+    return ""
+
+
+def mark_hits(hits, corpus: Mapping[str, Patent], before: str) -> int:
+    """Mark the earlier applications among ``hits`` (each with ``patent_id`` and an ``extras`` dict) with
+    ``extras[MARK_KEY] = "E"`` for cut-off ``before``; returns how many hits carry the mark."""
+    for h in hits if before else ():
+        m = mark(corpus[h.patent_id], before)
+        if m:
+            h.extras[MARK_KEY] = m
+    return sum(1 for h in hits if h.extras.get(MARK_KEY))
