@@ -139,3 +139,30 @@ def mark_hits(hits, corpus: Mapping[str, Patent], before: str) -> int:
         if m:
             h.extras[MARK_KEY] = m
     return sum(1 for h in hits if h.extras.get(MARK_KEY))
+
+
+def cutoff_summary(qrels: dict, corpus, cutoffs: dict, hidden: dict) -> dict:
+    """What a cut-off did to the evaluation: the relevant documents it hides (still counted as missed),
+    the queries without a cut-off (no date), the undated corpus documents it leaves out: what
+    ``patent-demo evaluate text --before`` reports. ``hidden``: ``filters.hidden_relevant``'s per query."""
+    relevant = sum(sum(1 for r in d.values() if r > 0) for d in qrels.values())
+    n_hidden = sum(map(len, hidden.values()))
+    undated = {count_undated(corpus, b) for b in set(cutoffs.values()) if b}
+    line = (
+        f"{n_hidden} of {relevant} relevant documents are not prior art by the cut-off "
+        f"(counted as missed; {len(hidden)} of {len(qrels)} queries affected)"
+    )
+    no_date = sum(1 for q in qrels if not cutoffs.get(q))
+    if no_date:
+        line += f"; {no_date} queries have no date and no cut-off"
+    if undated and max(undated):
+        line += f"; {max(undated)} undated documents left out"
+    return {
+        "hidden": n_hidden,
+        "relevant": relevant,
+        "queries_affected": len(hidden),
+        "queries_without_cutoff": no_date,
+        "undated_left_out": max(undated) if undated else 0,
+        "hidden_per_query": hidden,
+        "line": line,
+    }

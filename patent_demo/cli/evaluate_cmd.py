@@ -496,34 +496,6 @@ def run_pairs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cutoff_summary(qrels: dict, corpus: Corpus, cutoffs: dict, hidden: dict) -> dict:
-    """What a cut-off did to the evaluation: the relevant documents it hides (still counted as missed),
-    the queries without a cut-off (no date), the undated corpus documents it leaves out."""
-    from patent_demo.prior_art import count_undated
-
-    relevant = sum(sum(1 for r in d.values() if r > 0) for d in qrels.values())
-    n_hidden = sum(map(len, hidden.values()))
-    undated = {count_undated(corpus, b) for b in set(cutoffs.values()) if b}
-    line = (
-        f"{n_hidden} of {relevant} relevant documents are not prior art by the cut-off "
-        f"(counted as missed; {len(hidden)} of {len(qrels)} queries affected)"
-    )
-    no_date = sum(1 for q in qrels if not cutoffs.get(q))
-    if no_date:
-        line += f"; {no_date} queries have no date and no cut-off"
-    if undated and max(undated):
-        line += f"; {max(undated)} undated documents left out"
-    return {
-        "hidden": n_hidden,
-        "relevant": relevant,
-        "queries_affected": len(hidden),
-        "queries_without_cutoff": no_date,
-        "undated_left_out": max(undated) if undated else 0,
-        "hidden_per_query": hidden,
-        "line": line,
-    }
-
-
 def run_text(args: argparse.Namespace) -> int:
     from patent_demo.cli.search_cmd import read_text_queries
     from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
@@ -597,7 +569,9 @@ def run_text(args: argparse.Namespace) -> int:
         "per_query": per_query,
     }
     if cutoffs is not None:
-        result["cutoff"] = _cutoff_summary(qrels, corpus, cutoffs, hidden)
+        from patent_demo.prior_art import cutoff_summary
+
+        result["cutoff"] = cutoff_summary(qrels, corpus, cutoffs, hidden)
         result["evaluated"] += "; " + result["cutoff"]["line"]
     if args.against:
         base_list, base = resolve_text_list(args.against, args.reranker, args.checkpoints, corpus)
