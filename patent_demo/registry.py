@@ -15,9 +15,11 @@ read offline).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,26 +277,62 @@ def read_checkpoint_spec(path: Path) -> ModelSpec | None:
     return None
 
 
+_SCANNED: dict[tuple, list[ModelSpec]] = {}  # the checkpoint files' (path, mtime, size) -> the specs read
+_SCAN_LOCK = threading.Lock()
+
+
+def _listing(dirs: list[Path]) -> tuple:
+    """What a scan reads, as stat results only: every file of every checkpoint folder in ``dirs``."""
+    out = []
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        for cand in [d, *sorted(p for p in d.iterdir() if p.is_dir())]:
+            for f in sorted(cand.iterdir()):
+                if f.is_file():
+                    st = f.stat()
+                    out.append((str(f), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 def scan_models(dirs: Iterable[str | os.PathLike]) -> list[ModelSpec]:
     """Checkpoints found in ``dirs`` (each a checkpoint or a folder of them), trained drawing models
     first (one whose ``config.json`` says ``"default": true`` leads; then HMCL before CL, then by name),
-    then the built-in defaults, then text models. The first drawing model is the app's default."""
+    then the built-in defaults, then text models. The first drawing model is the app's default.
+
+    The checkpoints' files are read again only when one of them (or the set of them) changed since the last
+    scan of the same folders, so a new checkpoint still appears at the next call while a search that
+    resolves its model several times reads no JSON; each call gets its own (shallow) copies."""
+    dirs = [Path(d) for d in dirs]
+    key = (tuple(map(str, dirs)), _listing(dirs))
+    with _SCAN_LOCK:
+        read = _SCANNED.get(key)
+    if read is None:
+        read = _read_checkpoints(dirs)
+        with _SCAN_LOCK:
+            if len(_SCANNED) >= 16:
+                _SCANNED.clear()
+            _SCANNED[key] = read
+    order = {"hmcl": 0, "cl": 1, "fitted": 2, "zero-shot": 3}
+    specs = [copy.copy(s) for s in read] + builtin_models()
+    drawing = sorted(
+        (s for s in specs if s.task == "drawing"), key=lambda s: (not s.default, order.get(s.kind, 3), s.key)
+    )
+    text = sorted((s for s in specs if s.task == "text"), key=lambda s: (not s.trained, s.key))
+    return drawing + text
+
+
+def _read_checkpoints(dirs: list[Path]) -> list[ModelSpec]:
+    """The spec of every checkpoint in ``dirs``, the first of each key kept."""
     found: dict[str, ModelSpec] = {}
     for d in dirs:
-        d = Path(d)
         if not d.is_dir():
             continue
         for cand in [d, *sorted(p for p in d.iterdir() if p.is_dir())]:
             spec = read_checkpoint_spec(cand)
             if spec is not None and spec.key not in found:
                 found[spec.key] = spec
-    order = {"hmcl": 0, "cl": 1, "fitted": 2, "zero-shot": 3}
-    specs = list(found.values()) + builtin_models()
-    drawing = sorted(
-        (s for s in specs if s.task == "drawing"), key=lambda s: (not s.default, order.get(s.kind, 3), s.key)
-    )
-    text = sorted((s for s in specs if s.task == "text"), key=lambda s: (not s.trained, s.key))
-    return drawing + text
+    return list(found.values())
 
 
 # -- building the model of a spec --------------------------------------------------------------------
