@@ -207,9 +207,11 @@ def test_a_job_is_cancelled_and_read_by_its_own_session_and_login_only(logins):
         url + "gradio_api/queue/join",
         cookies=alice,
         timeout=30,
-        json={"data": ["zero-shot", "all"], "fn_index": fn_index, "session_hash": client.session_hash},
+        json={"data": ["zero-shot", "all", ""], "fn_index": fn_index, "session_hash": client.session_hash},
     )
-    called = httpx.post(url + "gradio_api/call/evaluate", cookies=alice, json={"data": ["zero-shot", "all"]})
+    called = httpx.post(
+        url + "gradio_api/call/evaluate", cookies=alice, json={"data": ["zero-shot", "all", ""]}
+    )
     for event_id, own_hash in (
         (joined.json()["event_id"], client.session_hash),
         (called.json()["event_id"], ""),

@@ -43,7 +43,7 @@ def test_the_engine_down_is_a_warning_faiss_answers_and_no_label_is_lost(tmp_pat
     query = ("lamp with a shade and bulb", "", "dssdnet-untrained", 5, "ann")
     bm25, dss, text_status, _dense, _hybrid, _fused, text_session, *_ = h.search_text(*query)
     assert "⚠️ the search engine (http://127.0.0.1:9) did not answer" in text_status
-    plain_session = Handlers(plain, store).search_text(*query)[3]
+    plain_session = Handlers(plain, store).search_text(*query)[6]
     assert [x["id"] for x in text_session["lists"]["hybrid"]] == [
         x["id"] for x in plain_session["lists"]["hybrid"]
     ]
