@@ -299,7 +299,7 @@ def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):
         "Application (filing) date\t2019-02-20",
         "Publication date\t2021-01-05",
         "Toilet articles and beauty equipment",
-        "D28/47\ttitle not available offline",
+        "D28/47\tCosmetic products and toilet articles",
         "Figures (description of the drawings)",
         "FIG. 3\ttop perspective\tFIG. 3 is a top view perspective view thereof;",
         "References cited: 63, 0 in this corpus",
