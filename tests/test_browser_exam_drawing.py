@@ -55,6 +55,7 @@ def _search(browser, url, src, width=1366, height=900):
     page.locator("#d-search").click()
     page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
     page.locator("#d-gallery img").nth(9).wait_for(timeout=30_000)
+    page.locator("#d-gallery img").nth(9).scroll_into_view_if_needed()  # lazy tiles load once on screen
     _settled(page)
     return page
 
