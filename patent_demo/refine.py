@@ -182,8 +182,11 @@ def text_feedback_note(path=CONFIG) -> str:
     if text.get("offered"):
         return ""
     why = text.get("reason") or "on the validation queries it did not rank the unseen documents better"
-    why = why.removeprefix("not offered: ")
-    return f"Relevance feedback (Refine with my labels) is offered for drawing searches only, not for text: {why}."
+    why = why.removeprefix("not offered: ").split("; ")[-1]  # the verdict: the figures are in the docs
+    return (
+        f"Relevance feedback (Refine with my labels) is offered for drawing searches only, not for text: {why} "
+        "(docs/feedback_text.md)."
+    )
 
 
 class UsedLabels:

@@ -218,6 +218,8 @@ def test_the_labelled_stay_on_top_and_the_line_says_what_moved(tmp_path):
     assert moved(["B"], ["B"]) == "0 new in the top 10; no other rank changed"
     config = tmp_path / "feedback.json"
     config.write_text(json.dumps({"text": {"offered": False, "reason": "it lost 0.006 on validation"}}))
-    assert text_feedback_note(config).endswith("not for text: it lost 0.006 on validation.")
+    assert text_feedback_note(config).endswith(
+        "not for text: it lost 0.006 on validation (docs/feedback_text.md)."
+    )
     config.write_text(json.dumps({"text": {"offered": True}}))
     assert text_feedback_note(config) == ""

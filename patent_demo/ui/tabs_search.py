@@ -289,9 +289,6 @@ class TextTab:
                     )  # the checkpoint of the corpus's scheme
                     k = lenient(gr.Slider(1, 50, value=10, step=1, label="top-k"))
             status = gr.Markdown(elem_id="t-status")
-            # why the Text tab has no Refine (the reason kept in patent_demo/configs/feedback.json)
-            if note := text_feedback_note():
-                gr.Markdown(f"<small>{esc(note)}</small>", elem_id="t-feedback")
             first = default_text_list()
             with gr.Row(equal_height=True):
                 show = gr.Radio(
@@ -334,6 +331,10 @@ class TextTab:
                 with gr.Row():  # side by side on a laptop, the plot above the text on a phone
                     gate = gr.Plot(label="Gate activations (a DSSDNet hit)", elem_id="t-gate", min_width=320)
                     explain = gr.Markdown(EXPLAIN_EMPTY, elem_id="t-explain", min_width=320)
+            # why the Text tab has no Refine (the reason kept in patent_demo/configs/feedback.json), under the
+            # lists so that the hit table starts within the first screen
+            if note := text_feedback_note():
+                gr.Markdown(f"<small>{esc(note)}</small>", elem_id="t-feedback")
         return cls(text, search, codes, model, k, status, first, show, figures, tables, gate, explain)
 
     def search_chain(self, cur: Cursor, h: Handlers, start, api: bool = True):
