@@ -230,8 +230,6 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     if req.filters.exclude_own and owns:
         out = set().union(*(own_and_family(wb.corpus, o) for o in owns))
         allowed = ({p.id for p in wb.corpus} if allowed is None else allowed) - out
-        if req.own_patent not in wb.corpus:
-            notes.append(f"the pasted text is that of {', '.join(owns)} (its own search)")
         notes.append(exclusion_note(owns, sorted(out - set(owns))))
     if allowed is not None and not allowed:
         raise ValueError(f"no document passes the filter ({f.describe()}); widen it")
