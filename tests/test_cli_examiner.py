@@ -118,7 +118,9 @@ def test_labels_report_command(tmp_path, capsys):
         )
         == 0
     )
-    assert (tmp_path / "out" / f"search_report_{qid}.csv").read_text().splitlines()[1].startswith("X,US1")
+    assert (
+        (tmp_path / "out" / f"search_report_{qid}.csv").read_text().splitlines()[1].startswith("X,,US1")
+    )  # category, then the date category (E / P, none here)
     with pytest.raises(SystemExit):
         main(["labels", "report"])  # --labels is required
 

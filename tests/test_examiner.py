@@ -321,7 +321,7 @@ def test_an_abstract_no_text_shares_a_word_with_says_what_the_other_lists_rank_b
 
     wb, store = bench
     out = Handlers(wb, store).search_text("zzqxv qqvvk wwprt", "", "dssdnet-untrained", 5, "ann")
-    status, session = out[2], out[3]
+    status, session = out[2], out[6]  # the status, then the dense, hybrid and fused tables, then the session
     assert len(session["lists"]["bm25"]) == 0 and len(session["lists"]["hybrid"]) > 0
     assert "no corpus text shares a word with this abstract (BM25 found none)" in status
     assert "the dense and hybrid lists rank by meaning alone" in status
