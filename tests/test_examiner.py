@@ -161,7 +161,7 @@ def test_handlers_crop_sheet_document_report(bench):
     assert md.startswith("1 document in the report") and files[0].endswith(".csv")
     assert "same &amp;lt;b&amp;gt;bowl" in frame  # escaped in the page, and again for srcdoc
     with open(files[0], encoding="utf-8") as fh:
-        assert [row.split(",")[1] for row in fh.read().splitlines()[1:]] == ["D0002"]
+        assert [row.split(",")[2] for row in fh.read().splitlines()[1:]] == ["D0002"]  # after the categories
 
 
 def test_no_good_match_note_for_an_unrelated_drawing(bench):
