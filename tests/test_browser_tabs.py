@@ -100,9 +100,11 @@ def _headings(page, table: str) -> list:
 def _no_word_broken(page, table: str, one_line: bool = False) -> None:
     heads = _headings(page, table)
     assert heads, table
-    assert all(sw <= cw + 1 for _, sw, cw, _ in heads), (table, heads)  # no heading wider than its column
+    assert all(sw <= cw + 1 for _, sw, cw, _ in heads), [
+        h for h in heads if h[1] > h[2] + 1
+    ]  # none wider than its column
     if one_line:
-        assert all(n == 1 for *_, n in heads), (table, heads)
+        assert all(n == 1 for *_, n in heads), [h for h in heads if h[3] != 1]
 
 
 def _fits(page, selector: str, width: int) -> None:
@@ -116,6 +118,10 @@ def _drawing_search(page, src) -> None:
     page.locator("#d-query img").wait_for(timeout=30_000)
     page.locator("#d-search").click()
     page.locator("#d-status").get_by_text("results with").wait_for(timeout=90_000)
+    tiles = page.locator("#d-gallery .thumbnail-item img")
+    tiles.nth(9).wait_for(state="attached", timeout=30_000)
+    for i in range(10):  # the gallery's images load lazily: on a phone the last ones only once scrolled to
+        tiles.nth(i).scroll_into_view_if_needed()
     page.wait_for_function(
         "() => { const imgs = [...document.querySelectorAll('#d-gallery .thumbnail-item img')];"
         " return imgs.length === 10 && imgs.every(i => i.complete && i.naturalWidth > 0); }",

@@ -73,6 +73,13 @@ def _shot(page, tab: str, width: int) -> None:
     page.screenshot(path=str(ARTIFACTS / f"views-{tab}-{width}.png"), full_page=True)
 
 
+def _column(page, col: int) -> list[str]:
+    """The texts of a column of the Error analysis table, in the rows drawn (a virtual table: those in view)."""
+    return page.eval_on_selector_all(
+        f"#e-table .virtual-row .body-cell[data-col='{col}']", "els => els.map(e => e.innerText.trim())"
+    )
+
+
 def _legend(page, plot: str) -> list[str]:
     return page.eval_on_selector_all(f"{plot} .legend .traces", "els => els.map(e => e.textContent.trim())")
 
@@ -129,10 +136,8 @@ def test_the_error_analysis_opens_in_seconds_with_drawings_and_domains(browser, 
     assert took < 30, took  # read from the background's evaluation, not computed behind a spinner
     summary = page.locator("#e-summary").inner_text()
     assert "in-domain" in summary and "computed" in summary, summary
-    domains = page.eval_on_selector_all(
-        "#e-table tbody tr", "rows => rows.map(r => r.querySelector('td').innerText.trim())"
-    )
-    assert {"in-domain", "out-of-domain"} <= set(domains), domains[:10]
+    domains = _column(page, 0)  # the rows drawn (the table draws those in view only)
+    assert domains and set(domains) <= {"in-domain", "out-of-domain"}, domains[:10]
     # the worst failure's drawings: the query, the relevant figure it missed and what outranked it
     page.wait_for_function(
         "() => { const imgs = [...document.querySelectorAll('#e-cards img')];"
@@ -143,9 +148,9 @@ def test_the_error_analysis_opens_in_seconds_with_drawings_and_domains(browser, 
     assert captions[0].startswith("query") and captions[1].startswith("missed ("), captions[:3]
     assert captions[2].startswith("outranked it: #1"), captions[:3]
     # a row of the table shows its own failure
-    row = page.locator("#e-table tbody tr").nth(2)
-    missed = row.locator("td").nth(3).inner_text().strip()
-    row.locator("td").nth(1).click()
+    row = page.locator("#e-table .virtual-row").nth(2)
+    missed = row.locator(".body-cell[data-col='3']").inner_text().strip()
+    row.locator(".body-cell[data-col='1']").click()
     page.locator("#e-cards figcaption").nth(1).get_by_text(missed).wait_for(timeout=30_000)
     # the table as CSV
     href = page.locator("#e-csv a").first.get_attribute("href")
@@ -157,7 +162,7 @@ def test_the_error_analysis_opens_in_seconds_with_drawings_and_domains(browser, 
     # one domain at a time
     page.locator("#e-domain").get_by_text("out-of-domain").click()
     page.wait_for_function(
-        "() => { const c = [...document.querySelectorAll('#e-table tbody tr td:first-child')];"
+        "() => { const c = [...document.querySelectorAll(\"#e-table .body-cell[data-col='0']\")];"
         " return c.length && c.every(x => x.innerText.trim() === 'out-of-domain'); }",
         timeout=30_000,
     )

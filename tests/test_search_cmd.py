@@ -60,7 +60,8 @@ def test_feedback_ranks_judged_queries_with_the_refined_query_and_the_others_as_
     after = read_run(tmp_path / "after.trec")
     assert after[b.stem] == before[b.stem]  # no qrels lines: ranked as before
 
-    # the refined ranking, written out: best figure of each judged patent, Rocchio, patents by best figure
+    # the refined ranking, written out: each judged patent's vector by the config's rule (its best figure or
+    # the mean of its unit figures), Rocchio, patents by best figure
     ns = build_parser().parse_args(base)
     spec = resolve_model("zero-shot", "drawing", [CKPT], corpus)
     wb = drawing_workbench(ns, corpus, spec)
@@ -68,12 +69,16 @@ def test_feedback_ranks_judged_queries_with_the_refined_query_and_the_others_as_
     index = wb.index(spec)
     emb, pids = np.asarray(index.embeddings), list(index.patent_ids)
 
-    def best(pid):
-        rows = [i for i, p in enumerate(pids) if p == pid]
-        return emb[max(rows, key=lambda r: float(emb[r] @ q))]
-
     w = Feedback.load()
-    want = q / np.linalg.norm(q) + w.beta * best(rel) - w.gamma * best(nonrel)
+
+    def vector(pid):
+        rows = [i for i, p in enumerate(pids) if p == pid]
+        if w.hits == "mean":
+            return np.mean([emb[r] / np.linalg.norm(emb[r]) for r in rows], axis=0)
+        best = emb[max(rows, key=lambda r: float(emb[r] @ q))]
+        return best / np.linalg.norm(best)
+
+    want = q / np.linalg.norm(q) + w.beta * vector(rel) - w.gamma * vector(nonrel)
     scores = {p: max(float(emb[i] @ want) for i, x in enumerate(pids) if x == p) for p in set(pids)}
     assert _order(after[a.stem]) == sorted(scores, key=lambda p: -scores[p])
     assert after[a.stem] != before[a.stem]

@@ -12,7 +12,7 @@ from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import QUEUE_HEADERS, LabelHandlers
 from patent_demo.ui.review import FAILURE_HEADERS
 
-ERROR_WIDTHS = ["9%", "10%", "15%", "10%", "15%", "5%", "18%", "11%", "7%"]  # the table fits 1366 px
+ERROR_WIDTHS = ["9%", "10%", "15%", "10%", "15%", "5%", "16%", "11%", "9%"]  # the table fits 1366 px
 
 
 def map_tab(models: Models, h: Handlers, shared: Shared) -> list[gr.Dropdown]:

@@ -45,7 +45,7 @@ TEXT_TABLE_HEIGHT = 350  # px: the label panel starts within a screen and a half
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
 HIT_WIDTHS = ["6%", "12%", "11%", "7%", "16%", "18%", "12%", "8%", "10%"]
-TEXT_WIDTHS = ["5%", "5%", "12%", "8%", "18%", "10%", "7%", "27%", "8%"]
+TEXT_WIDTHS = ["5%", "12%", "10%", "8%", "18%", "10%", "7%", "22%", "8%"]  # "move vs BM25" on one line
 # the Combined tab's three lists, one under the other (three side by side cut the title and hid the label)
 COMBINED_WIDTHS = ["6%", "13%", "8%", "37%", "13%", "9%", "14%"]
 

@@ -33,7 +33,7 @@ TEXT_HEADERS = [
     "title",
     "published",
     "score",
-    "snippet (BM25 words marked)",
+    "snippet (BM25 words)",
     "label",
 ]
 COMBINED_HEADERS = ["rank", "patent", "class", "title", "published", "score", "label"]
