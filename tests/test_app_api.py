@@ -89,7 +89,7 @@ def test_search_drawing_label_undo_export(client, server):
 
     files, md = client.predict(api_name="/export_labels")
     by_name = {f.rsplit("/", 1)[-1]: f for f in files}
-    assert sorted(by_name) == ["disputed.jsonl", "dssdnet.jsonl", "hmcl.jsonl", "qrels.txt"]
+    assert sorted(by_name) == ["disputed.jsonl", "dssdnet.jsonl", "guidelines.md", "hmcl.jsonl", "qrels.txt"]
     hmcl_rows = [json.loads(line) for line in open(by_name["hmcl.jsonl"], encoding="utf-8")]
     mine = [r for r in hmcl_rows if r["anchor"]["patent_id"] == "D0006"]
     assert [p["patent_id"] for p in mine[0]["positives"]] == ["D0006"] and mine[0]["hard_negatives"] == []

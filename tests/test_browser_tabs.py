@@ -330,3 +330,50 @@ def test_a_text_corpus_shows_no_empty_drawing_boxes(browser, tmp_path):
             page.close()
     finally:
         store.close()
+
+
+def test_the_labelling_guidelines_sit_beside_the_keys_are_edited_and_go_with_the_export(browser, red):
+    """The guidelines' summary (X / Y / A) is the line under the keys; opened, they read the default text;
+    an annotator saves a version under their name, a new page shows it, and the export carries it with the
+    default it replaced."""
+    url, _ = red
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(url)
+    page.locator("#annotator textarea, #annotator input").first.fill("lead")
+    guide = page.locator("#l-guide")
+    guide.wait_for(timeout=30_000)
+    keys = _box(page, "#label-panel .prose")
+    summary = guide.locator("button").first
+    assert "1 relevant = X, alone against the query" in summary.inner_text()
+    box = _box(page, "#l-guide")
+    assert 0 <= box[1] - keys[3] < 40, (keys, box)  # right under the keys line
+    summary.click()
+    page.locator("#l-guide-text").get_by_text("would be cited as X").wait_for(timeout=30_000)
+    assert "the default text (never edited)" in page.locator("#l-guide-by").inner_text()
+
+    page.locator("#l-guide-editor button").first.click()
+    edited = "**Relevant (X)**: the same article with the same ornament.\n\n**Not relevant**: anything else."
+    page.locator("#l-guide-edit textarea").fill(edited)
+    page.locator("#l-guide-save").click()
+    page.locator("#l-guide-status").get_by_text("✓ saved as version 1 by lead").wait_for(timeout=30_000)
+    assert "version 1, saved by lead" in page.locator("#l-guide-by").inner_text()
+    assert "the same article with the same ornament" in page.locator("#l-guide-text").inner_text()
+    _shot(page, "guidelines", 1366)
+
+    again = browser.new_page(viewport={"width": 1366, "height": 900})  # another annotator's page
+    again.goto(url)
+    again.locator("#l-guide button").first.click()
+    again.locator("#l-guide-text").get_by_text("the same article with the same ornament").wait_for(
+        timeout=30_000
+    )
+    again.close()
+
+    _tab(page, "Export")
+    page.locator("#x-btn").click()
+    link = page.locator("#x-files a[download='guidelines.md']")
+    link.wait_for(timeout=30_000)
+    href = link.get_attribute("href")
+    body = page.request.get(href if href.startswith("http") else url.rstrip("/") + href).text()
+    assert body.startswith("# Labelling guidelines: corpus") and "In force: version 1, saved by lead" in body
+    assert edited in body and "## Earlier versions" in body and "would be cited as X" in body  # the default
+    page.close()

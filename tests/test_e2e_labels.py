@@ -151,6 +151,7 @@ def labelled(world):
             assert sorted(f.rsplit("/", 1)[-1] for f in files) == [
                 "disputed.jsonl",
                 "dssdnet.jsonl",
+                "guidelines.md",
                 "hmcl.jsonl",
                 "qrels.txt",
             ]

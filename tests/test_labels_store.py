@@ -112,6 +112,7 @@ def test_exports_take_only_their_modality_and_combined_goes_to_qrels(tmp_path):
         "hmcl.jsonl": 1,
         "dssdnet.jsonl": 1,
         "disputed.jsonl": 0,
+        "guidelines.md": 0,  # saved versions: none, the default in force
     }
     qrels = read_qrels(out["qrels.txt"][0])
     assert qrels[combined_query_id(SHA, TEXT)] == {"P3": 2, "P4": 0}
@@ -136,6 +137,7 @@ def test_a_tie_is_exported_nowhere_but_listed_as_disputed_until_adjudicated(tmp_
         "hmcl.jsonl": 1,
         "dssdnet.jsonl": 0,
         "disputed.jsonl": 1,
+        "guidelines.md": 0,
     }
     (row,) = _rows(out["disputed.jsonl"][0])
     assert row == {
@@ -364,7 +366,7 @@ def test_an_older_database_is_migrated_in_place(tmp_path):
         ("txt-1", "text", "", ""),
         ("mix-1", "patent", "", ""),
     ]
-    assert store.pragma("user_version") == 3
+    assert store.pragma("user_version") == 4
     assert store.export_qrels(tmp_path / "q.txt") == 3
     assert store.export_dssdnet(tmp_path / "d.jsonl") == 1
     store.add(_text(idempotency_key="k"))

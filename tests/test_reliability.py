@@ -672,7 +672,7 @@ def test_exports_are_served_from_a_database_outside_the_cwd(live, client):
     url, _, store, _ = live
     files, md = client.predict(api_name="/export_labels")
     names = sorted(Path(f).name for f in files)
-    assert names == ["disputed.jsonl", "dssdnet.jsonl", "hmcl.jsonl", "qrels.txt"]
+    assert names == ["disputed.jsonl", "dssdnet.jsonl", "guidelines.md", "hmcl.jsonl", "qrels.txt"]
     assert str(store.path.parent) not in md and "exports/" in md
     on_disk = store.path.parent / "exports"
     assert stat.S_IMODE(on_disk.stat().st_mode) == 0o700
@@ -931,6 +931,30 @@ def test_the_sheet_search_takes_the_annotator_from_the_login(guarded, live):
     progress = [x for x in out if isinstance(x, str) and "candidates of this query labelled by" in x]
     assert not out[1].startswith("⚠️") and progress and "labelled by alice" in progress[0]
     assert not any("mallory" in str(x) for x in out)
+
+
+def test_the_guidelines_are_read_by_all_and_saved_by_an_admin_under_the_login(guarded):
+    from gradio_client import Client
+
+    from patent_demo.labels.guidelines import DEFAULT_TEXT
+
+    url, store = guarded
+    alice = Client(url, auth=("alice", "apw"), verbose=False)
+    text, by, edit = alice.predict(api_name="/guidelines")
+    assert text == edit and "In force for corpus" in by
+    *_, msg = alice.predict("Mine.", "mallory", api_name="/save_guidelines")
+    assert msg == "⚠️ alice may not edit the labelling guidelines; ask one of: lead"
+    lead = Client(url, auth=("lead", "lpw"), verbose=False)
+    text, by, _, msg = lead.predict("Same article, same ornament.", "mallory", api_name="/save_guidelines")
+    assert (
+        msg.startswith("✓ saved as version ") and " by lead; " in msg and "saved by lead" in by
+    )  # the login
+    assert alice.predict(api_name="/guidelines")[0] == "Same article, same ornament."
+    *_, msg = lead.predict("", "", api_name="/save_guidelines")
+    assert msg.startswith("⚠️ the guidelines are empty")
+    (corpus,) = store.guideline_corpora()
+    assert store.guideline_versions(corpus)[-1].edited_by == "lead"
+    assert DEFAULT_TEXT not in {g.text for g in store.guideline_versions(corpus)}
 
 
 def test_undo_with_another_sessions_hash_acts_as_nobody_else(guarded):

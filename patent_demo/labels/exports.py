@@ -4,7 +4,8 @@ Only *decided* judgements are exported (``LabelStore.resolved``: an adjudication
 majority), and each training export takes only the modality it can learn from: HMCL rows come from
 drawing judgements (query drawing against candidate drawing), DSSDNet rows from text judgements (query
 text against candidate text). Patent-level judgements (a drawing and an abstract together) go only to
-the qrels, which hold every decided judgement. Tied pairs go to ``disputed.jsonl`` and nowhere else.
+the qrels, which hold every decided judgement. Tied pairs go to ``disputed.jsonl`` and nowhere else. The
+labelling guidelines the annotators worked by go with them (``guidelines.md``).
 Every file is written atomically with mode 0600 in a 0700 folder.
 """
 
@@ -16,10 +17,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Protocol
 
+from patent_demo.labels.guidelines import Guidelines, corpus_key, guidelines_markdown
 from patent_demo.labels.label import Label
 from patent_demo.labels.private import write_private
 
-EXPORT_FILES = ("qrels.txt", "hmcl.jsonl", "dssdnet.jsonl", "disputed.jsonl")
+EXPORT_FILES = ("qrels.txt", "hmcl.jsonl", "dssdnet.jsonl", "disputed.jsonl", "guidelines.md")
 
 
 class LabelStore(Protocol):
@@ -31,6 +33,10 @@ class LabelStore(Protocol):
     def disputed(self) -> list[tuple[tuple[str, str], dict[str, str]]]: ...
 
     def labels(self, include_undone: bool = False, query_id: str | None = None) -> list[Label]: ...
+
+    def guideline_versions(self, corpus: str) -> list[Guidelines]: ...
+
+    def guideline_corpora(self) -> list[str]: ...
 
 
 def _write_lines(path: str | os.PathLike, lines: list[str]) -> None:
@@ -156,6 +162,16 @@ def export_hmcl(store: LabelStore, path: str | os.PathLike) -> int:
     return len(rows)
 
 
+def export_guidelines(store: LabelStore, path: str | os.PathLike, corpus=None) -> int:
+    """``guidelines.md``: the labelling guidelines of ``corpus`` (every corpus with saved ones when None) in
+    force and every earlier version (``labels.guidelines``); returns the number of saved versions."""
+    names = [corpus_key(corpus)] if corpus is not None else store.guideline_corpora() or ["every corpus"]
+    versions = {name: store.guideline_versions(name) for name in names}
+    text = "\n".join(guidelines_markdown(v, name) for name, v in versions.items())
+    write_private(Path(path), text.encode("utf-8"))
+    return sum(map(len, versions.values()))
+
+
 def export_all(store: LabelStore, out_dir: str | os.PathLike, corpus=None) -> dict[str, tuple[Path, int]]:
     """Every export into ``out_dir``: ``{file name: (path, rows)}`` for ``EXPORT_FILES``."""
     out = Path(out_dir)
@@ -164,5 +180,6 @@ def export_all(store: LabelStore, out_dir: str | os.PathLike, corpus=None) -> di
         "hmcl.jsonl": lambda p: export_hmcl(store, p),
         "dssdnet.jsonl": lambda p: export_dssdnet(store, p, corpus),
         "disputed.jsonl": lambda p: export_disputed(store, p),
+        "guidelines.md": lambda p: export_guidelines(store, p, corpus),
     }
     return {name: (out / name, writers[name](out / name)) for name in EXPORT_FILES}

@@ -39,6 +39,8 @@ from patent_demo.labels.fields import (
     clean_id,
     clean_line,
 )
+from patent_demo.labels.guidelines import Guidelines, clean_guidelines
+from patent_demo.labels.guidelines import default as default_guidelines
 from patent_demo.labels.label import CATEGORIES, GRADES, LISTS, MODALITIES, QUERY_KINDS, Label
 from patent_demo.labels.private import DIR_MODE, FILE_MODE, private_dir, write_private
 from patent_demo.labels.watch import StoreUnwritable, StoreWatch
@@ -63,7 +65,7 @@ __all__ = [
 ]
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: the guidelines table (patent_demo.labels.guidelines)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -90,6 +92,13 @@ CREATE TABLE IF NOT EXISTS labels (
     adjudicated     INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS labels_query ON labels(query_id, candidate_id);
+CREATE TABLE IF NOT EXISTS guidelines (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    corpus          TEXT NOT NULL,
+    text            TEXT NOT NULL,
+    edited_by       TEXT NOT NULL,
+    edited_at       TEXT NOT NULL
+);
 """
 # columns added in schemas 2 and 3, with their definitions (added to older databases on open)
 V2_COLUMNS = {
@@ -508,6 +517,45 @@ class LabelStore:
         ]
 
     # -- exports (patent_demo.labels.exports) ---------------------------------------------------------
+    # -- labelling guidelines (``patent_demo.labels.guidelines``) -----------------------------------------
+    def guideline_versions(self, corpus: str) -> list[Guidelines]:
+        """Every saved version of ``corpus``'s guidelines, oldest first (empty: the default is in force)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT text, edited_by, edited_at FROM guidelines WHERE corpus = ? ORDER BY id", (corpus,)
+            ).fetchall()
+        return [
+            Guidelines(corpus, r["text"], n, r["edited_by"], r["edited_at"]) for n, r in enumerate(rows, 1)
+        ]
+
+    def guideline_corpora(self) -> list[str]:
+        """The corpora with saved guidelines."""
+        with self._lock:
+            return [
+                r[0] for r in self._conn.execute("SELECT DISTINCT corpus FROM guidelines ORDER BY corpus")
+            ]
+
+    def guidelines(self, corpus: str) -> Guidelines:
+        """The guidelines in force for ``corpus``: its last saved version, else the default text."""
+        versions = self.guideline_versions(corpus)
+        return versions[-1] if versions else default_guidelines(corpus)
+
+    def save_guidelines(self, corpus: str, text: str, editor: str) -> Guidelines:
+        """A new version of ``corpus``'s guidelines, saved by ``editor`` (earlier versions are kept). The same
+        text as the version in force saves nothing and returns that version."""
+        corpus, editor = clean_line(corpus, "corpus name"), clean_line(editor, "editor")
+        if not editor:
+            raise LabelError("the guidelines need an editor: enter your name as annotator first")
+        text = clean_guidelines(text)
+        if text == self.guidelines(corpus).text.strip():
+            return self.guidelines(corpus)
+        with self._write():
+            self._conn.execute(
+                "INSERT INTO guidelines (corpus, text, edited_by, edited_at) VALUES (?, ?, ?, ?)",
+                (corpus, text, editor, datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+        return self.guidelines(corpus)
+
     def export_qrels(self, path: str | os.PathLike) -> int:
         from patent_demo.labels.exports import export_qrels
 

@@ -13,6 +13,7 @@ from patent_demo.ui import examiner as exam_ui
 from patent_demo.ui.access import Identity, bind_owner, lenient
 from patent_demo.ui.args import default_labels_path, on_space_with_sign_in
 from patent_demo.ui.events import Cursor, Models, Shared
+from patent_demo.ui.guidelines import GuidelineHandlers
 from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.ui.panel import LabelPanel
@@ -69,7 +70,8 @@ def build_demo(
             export_tab(lh, shared)
             training_tab(h)
             agreement_tab(lh, shared)
-        panel = LabelPanel.build(wb)
+        guide = GuidelineHandlers(lh)
+        panel = LabelPanel.build(wb, guide)
         # the events: a search ends with the cursor's refresh, which reaches the tabs and the panel above
         views = [
             drawing.gallery,
@@ -113,6 +115,7 @@ def build_demo(
             lambda start: text.search_chain(cur, h, start, api=False),
         )
         panel.wire(cur, lh)
+        panel.guide.wire(demo, guide, shared.annotator)
         filter_panel.wire(demo)
         demo.load(h.refresh_models, None, model_boxes, api_name=False)
         demo.load(

@@ -10,6 +10,7 @@ import gradio as gr
 from patent_demo.labels.store import GRADES
 from patent_demo.ui.access import lenient
 from patent_demo.ui.events import QUIET, Cursor
+from patent_demo.ui.guidelines import GuidelineHandlers, GuidelinesPanel
 from patent_demo.ui.keys import ACK_JS, ENTRY_ID, MARKER_ID, QUEUE_LINE_ID, SEND_ID, SEND_JS
 from patent_demo.ui.labelling import LabelHandlers
 from patent_demo.workbench import Workbench
@@ -93,9 +94,10 @@ class LabelPanel:
     ack: gr.Textbox
     queue_line: gr.HTML  # what waits in the queue
     marker: gr.HTML  # where the cursor is, for the queue (``views.cursor_marker``)
+    guide: GuidelinesPanel  # what each grade means here, beside the keys
 
     @classmethod
-    def build(cls, wb: Workbench) -> LabelPanel:
+    def build(cls, wb: Workbench, gh: GuidelineHandlers) -> LabelPanel:
         keys_legend = " · ".join(f"<span class='kbd'>{k}</span> {v}" for k, v in KEYS)
         with gr.Group(elem_id="label-panel"):
             gr.Markdown(
@@ -103,6 +105,7 @@ class LabelPanel:
                 "the hit under the cursor when pressed, however fast · a label moves the cursor on only when "
                 "*auto-advance* is ticked; the category (text hits only) resets after each label"
             )
+            guide = GuidelinesPanel.build(gh)
             with gr.Row(elem_id="l-pick"):
                 list_name = gr.Radio(list(LIST_NAMES), value="hmcl", label="List", scale=2)
                 rank = lenient(gr.Number(value=1, minimum=1, step=1, label="Rank", scale=1, elem_id="l-rank"))
@@ -180,6 +183,7 @@ class LabelPanel:
             ack,
             queue_line,
             marker,
+            guide,
         )
 
     def wire(self, cur: Cursor, lh: LabelHandlers) -> None:

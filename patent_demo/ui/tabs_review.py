@@ -110,11 +110,12 @@ def export_tab(lh: LabelHandlers, shared: Shared) -> None:
     with gr.Tab("Export", id="export"):
         gr.Markdown(
             "Decided labels → TREC qrels (every modality), HMCL rows (`train/hmcl/main.py`, drawing judgements "
-            "only), DSSDNet rows (`train/dssdnet/main.py`, text judgements only); tied pairs → `disputed.jsonl`."
+            "only), DSSDNet rows (`train/dssdnet/main.py`, text judgements only); tied pairs → `disputed.jsonl`; "
+            "the labelling guidelines in force and their earlier versions → `guidelines.md`."
         )
         btn = gr.Button("Export labels", variant="primary", elem_id="x-btn")
         md = gr.Markdown()
-        files = gr.File(label="Exports", file_count="multiple")
+        files = gr.File(label="Exports", file_count="multiple", elem_id="x-files")
     btn.click(lh.export_labels, [shared.annotator], [files, md], api_name="export_labels")
 
 
