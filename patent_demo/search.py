@@ -31,6 +31,9 @@ from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.results import Results
 from patent_demo.wording import counted
 
+BM25_ONLY = "⏳ BM25 only for now"  # a text search answered while the warm-up builds the dense index
+BM25_ONLY_AFTER = "the dense, hybrid, DSSDNet and fused lists come with a search once it is built"
+
 
 def _with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[str]) -> SearchFilter:
     if search_filter.before or not patent_id:
@@ -253,11 +256,11 @@ def search_text(wb, req: TextRequest) -> TextSearch:
         from patent_demo.families import collapse
 
         wide = _text_lists(
-            wb, req, text, max(req.k, min(3 * req.k, wb.config.bm25_candidates)), allowed, where
+            wb, req, text, max(req.k, min(3 * req.k, wb.config.bm25_candidates)), allowed, where, notes
         )
         lists = {name: collapse(res, wb.corpus, req.k) for name, res in wide.items()}
     else:
-        lists = _text_lists(wb, req, text, req.k, allowed, where)
+        lists = _text_lists(wb, req, text, req.k, allowed, where, notes)
     notes += [n for n in [wb.take_backend_note()] if n]
     for res in lists.values() if f.before else ():
         res.extras = prior_art.marked_extras(res.ids, res.extras, wb.corpus, f.before)
@@ -280,10 +283,14 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     return TextSearch(lists, notes)
 
 
-def _text_lists(wb, req: TextRequest, text: str, k: int, allowed, where: Where) -> dict[str, Results]:
+def _text_lists(
+    wb, req: TextRequest, text: str, k: int, allowed, where: Where, notes: list[str]
+) -> dict[str, Results]:
     """The lists of ``req`` for ``text`` (the ranking words of a query in the search syntax), top ``k`` each:
     ``dssdnet`` re-ranks the hybrid's top ``Workbench.rerank_depth``, ``fused`` takes the checkpoint's
-    weight (``Workbench.fusion_weight``); ``where`` sends the dense list to an engine backend."""
+    weight (``Workbench.fusion_weight``); ``where`` sends the dense list to an engine backend. While the
+    warm-up builds the dense index (a cold start) BM25 answers alone, the other lists empty, and a note
+    says so (``BM25_ONLY``)."""
     from patent_demo.text.lists import LISTS, text_runs
     from patent_demo.text.search import TextQuery, first_stage
 
@@ -291,6 +298,10 @@ def _text_lists(wb, req: TextRequest, text: str, k: int, allowed, where: Where) 
     only = {"query": allowed} if allowed is not None else None
     if not req.rerank:
         return {"bm25": first_stage(wb.bm25(), [query], k=k, allowed=only)["query"]}
+    if pending := wb.dense_pending():  # a cold start: BM25 answers now, the lists that need dense follow
+        notes.append(f"{BM25_ONLY}: {pending}; {BM25_ONLY_AFTER}")
+        bm25 = first_stage(wb.bm25(), [query], k=k, allowed=only)["query"]
+        return {n: bm25 if n == "bm25" else Results.empty() for n in [*(req.lists or LISTS), "bm25"]}
     names = list(req.lists or LISTS)
     names += [] if "bm25" in names else ["bm25"]  # the no-good-match note reads BM25
     reranker = weight = None

@@ -19,14 +19,18 @@ head are always there; every checkpoint directory found under the scanned folder
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
+import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from patent_demo.builds import Builds
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.digests import file_sha256
 from patent_demo.drawing.embed import embed_figures
@@ -109,6 +113,9 @@ class Workbench:
         self._drawing_factory = drawing_encoder_factory or default_drawing_encoder
         self._reranker_factory = reranker_factory
         self.progress = progress
+        self.builds = Builds(
+            console=progress
+        )  # what is being built now, with the time left (the page shows it)
         self._lock = threading.RLock()
         self._encoders: dict[str, DrawingEncoder] = {}
         self._rerankers: dict[str, TextReranker] = {}
@@ -222,7 +229,7 @@ class Workbench:
                     enc.encode,
                     images,
                     batch_size=self.config.batch_size,
-                    progress=self.progress,
+                    progress=self.builds,
                     total=len(figures),
                     desc=f"embedding {len(figures)} drawings with {spec.label}",
                 )
@@ -253,8 +260,9 @@ class Workbench:
                 if (root / "lexical.json").is_file():
                     self._bm25 = BM25Index.load(root)
                 else:
-                    self._bm25 = BM25Index.build(self.corpus.patents)
-                    self._bm25.save(root)
+                    with self.builds.step(f"the BM25 index of {len(self.corpus.patents):,} patents"):
+                        self._bm25 = BM25Index.build(self.corpus.patents)
+                        self._bm25.save(root)
                 if self.config.bm25_shards:
                     self._bm25.use_numba(shards=self.config.bm25_shards)
             return self._bm25
@@ -275,10 +283,19 @@ class Workbench:
                     self.corpus.patents,
                     self.config.cache_dir / "dense" / self.fingerprint,
                     batch_size=self.config.batch_size,
-                    progress=self.progress,
+                    progress=self.builds,
                 )
                 self._dense = (enc, index, hybrid)
             return self._dense
+
+    def dense_pending(self) -> str:
+        """``""`` when the dense text index is ready or nobody builds it (a search then builds it), else a line
+        on the warm-up's build of it: BM25 answers alone until it is ready (``search.search_text``)."""
+        if self._dense is not None or self._warm_thread is None or not self._warm_thread.is_alive():
+            return ""
+        build = next((b for b in self.builds.running() if "patent texts" in b.name), None)
+        where = build.line().split(": ", 1)[1] if build else "it starts when the drawing index is built"
+        return f"the dense text index is being built ({where})"
 
     def text_stage(self):
         """The first stages (``patent_demo.text.lists.FirstStage``): BM25, the dense index and the hybrid settings."""
@@ -323,6 +340,7 @@ class Workbench:
         drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
         first = [drawing_model or self.default_drawing_model().key] if drawing else []
         rest = [k for k in drawing if every_model and k not in first]
+        t0 = time.monotonic()
         for step in [*first, *(["bm25", "dense"] if text else []), "figure_sha", *rest]:
             if step in ("bm25", "dense", "figure_sha"):
                 getattr(self, step)()
@@ -330,6 +348,8 @@ class Workbench:
                 index := self.index(step)
             ).kind != "flat":  # the per-patent re-scoring's map, before a search
                 index.prepare_patents()
+        if self.progress:
+            print(f"warm-up done in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
 
     def warm_up_background(self) -> threading.Thread:
         """``warm_up(every_model=True)`` in a daemon thread (the default model, then text); see ``index_status``."""
@@ -338,13 +358,25 @@ class Workbench:
         return self._warm_thread
 
     def index_status(self) -> str:
-        """``""`` once every drawing model's index is ready, else a line naming those being built."""
-        drawn = self.has_drawings()
-        pending = [m.label for m in self.models("drawing") if m.key not in self._indexes and drawn]
-        pending += ["the dense text index"] if self._dense is None else []
-        if self._warm_thread is None or not self._warm_thread.is_alive() or not pending:
+        """``""`` when nothing is being built, else HTML: a progress bar with the time left for each build
+        running (``builds``), then the indexes the warm-up builds after them. A search with a model being
+        built waits for it (the page says so), one whose index is ready answers at once."""
+        running = self.builds.running()
+        waiting = self._warm_thread is not None and self._warm_thread.is_alive()
+        if not running and not waiting:
             return ""
-        return f"⏳ building {', '.join(pending)}; a search with it says so until it is ready"
+        names = " ".join(b.name for b in running)
+        drawn = self.has_drawings()
+        later = [m.label for m in self.models("drawing") if drawn and m.key not in self._indexes]
+        later += ["the dense text index"] if self._dense is None else []
+        later = [x for x in later if x not in names]
+        if not running and not later:
+            return ""
+        after = f"<div>then {html.escape(', '.join(later))}</div>" if waiting and later else ""
+        return (
+            f"<div class='builds'>{self.builds.status_html()}{after}<small>a search that needs one of these "
+            "waits for it and answers as soon as it is built</small></div>"
+        )
 
     def display_path(self, figure: Figure) -> str:
         """A browser-ready image of a figure (``patent_demo.data.build.display_image``)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,31 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from patent_demo.builds import Builds, progress_of
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.index.scale import shard_path, shard_ranges
-
-
-class _Counter:
-    """Progress printed to stderr when tqdm is not installed."""
-
-    def __init__(self, total: int | None, desc: str) -> None:
-        self.total, self.desc, self.n = total, desc, 0
-
-    def update(self, n: int) -> None:
-        self.n += n
-        of = f"/{self.total}" if self.total is not None else ""
-        print(f"{self.desc}: {self.n}{of}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int | None, desc: str) -> Any:
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _Counter(total, desc)
-    return tqdm(total=total, desc=desc, unit="fig")
 
 
 def _to_numpy(out: Any) -> np.ndarray:
@@ -54,7 +31,7 @@ def embed_figures(
     encode_fn: Callable[[list[Any]], Any],
     images: Iterable[Any],
     batch_size: int = 32,
-    progress: bool = True,
+    progress: bool | Builds = True,
     total: int | None = None,
     desc: str = "embedding figures",
 ) -> np.ndarray:
@@ -62,14 +39,14 @@ def embed_figures(
 
     ``encode_fn`` maps a list of B inputs (PIL images, tensors, whatever the encoder takes) to
     ``[B, D]`` (numpy array or torch tensor). ``images`` may be any iterable, a generator included;
-    ``total`` (or ``len(images)`` when it has one) sizes the progress bar, drawn with tqdm when
-    installed and otherwise printed as a counter to stderr.
+    ``total`` (or ``len(images)`` when it has one) sizes the progress bar: tqdm on the console, or a build
+    of a ``patent_demo.builds.Builds`` (the page's status line and the console).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if total is None and hasattr(images, "__len__"):
         total = len(images)  # type: ignore[arg-type]
-    bar = _progress_bar(total, desc) if progress else None
+    bar = progress_of(progress, total, desc, "drawings")
     chunks: list[np.ndarray] = []
     dim: int | None = None
 

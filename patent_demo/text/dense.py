@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from patent_demo.atomic import atomic_json
+from patent_demo.builds import Builds, progress_of
 from patent_demo.data.corpus import Patent
 from patent_demo.digests import weights_digest
 from patent_demo.index.dense import DenseIndex
@@ -132,26 +133,27 @@ class TextEncoder:
         return torch.nn.functional.normalize(e, dim=-1)
 
     def encode(
-        self, texts: Sequence[str], batch_size: int = 32, progress: bool = False, desc: str = ""
+        self, texts: Sequence[str], batch_size: int = 32, progress: bool | Builds = False, desc: str = ""
     ) -> np.ndarray:
-        """``[N, D]`` float32 unit vectors of ``texts`` (batched by length; order kept)."""
+        """``[N, D]`` float32 unit vectors of ``texts`` (batched by length; order kept); ``progress``: a tqdm
+        bar on the console (True) or a build of a ``patent_demo.builds.Builds``."""
         texts = list(texts)
         out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        starts = range(0, len(texts), batch_size)
-        if progress:
-            from tqdm.auto import tqdm
-
-            starts = tqdm(starts, desc=desc or f"embedding {len(texts)} texts", unit="batch")
+        bar = progress_of(progress, len(texts), desc or f"embedding {len(texts)} texts", "texts")
         was = self.model.training
         self.model.eval()
         try:
             with self._torch.inference_mode():
-                for s in starts:
+                for s in range(0, len(texts), batch_size):
                     rows = order[s : s + batch_size]
                     out[rows] = self.forward([texts[i] for i in rows]).numpy()
+                    if bar is not None:
+                        bar.update(len(rows))
         finally:
             self.model.train(was)
+            if bar is not None:
+                bar.close()
         return out
 
     def save(
@@ -177,7 +179,7 @@ class TextEncoder:
 
 
 def build_dense_index(
-    encoder: TextEncoder, patents: Sequence[Patent], batch_size: int = 32, progress: bool = False
+    encoder: TextEncoder, patents: Sequence[Patent], batch_size: int = 32, progress: bool | Builds = False
 ) -> DenseIndex:
     """An inner-product index with one row per patent (id = patent id) of ``dense_text``: flat (exact)
     until ``patent_demo.index.scale.index_settings`` (measured at 384-d by bench/bench_scale.py) picks an
@@ -227,7 +229,7 @@ def cached_dense_index(
     patents: Sequence[Patent],
     root: str | os.PathLike,
     batch_size: int = 32,
-    progress: bool = False,
+    progress: bool | Builds = False,
 ) -> DenseIndex:
     """The dense index of ``patents`` under ``root / encoder.fingerprint()``: loaded when saved there,
     else built and saved (``root`` is a per-corpus folder: a changed corpus gets a new one)."""

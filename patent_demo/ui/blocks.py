@@ -145,9 +145,7 @@ def _header(
         f"## Prior-art workbench\n{wb.corpus_description()} · labels in the store **{store.name}**",
         elem_id="header",
     )
-    index_status = gr.Markdown(
-        "", elem_id="index-status"
-    )  # filled on load: a value baked at build time goes stale
+    index_status = gr.HTML("", elem_id="index-status")  # filled on load and every 2 s: what is being built
     if storage_warning:
         gr.Markdown(f"⚠️ **{storage_warning}**", elem_id="storage-warning")
     with gr.Row():

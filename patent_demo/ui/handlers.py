@@ -6,8 +6,8 @@ the examiner's (sheets, the whole record, side by side, the search report) ``exa
 Gradio calls the bound methods; each takes the values of its event's input components and returns the
 values of its outputs. Every failure comes back as a ⚠️ message and a toast (no server path, user text
 escaped) and the server carries on. A failed search clears the results it replaces, so no label can go
-to a stale list. A drawing model whose index is still being built is refused with the names of the
-ready ones while the index builds in the background. Every search takes the filter panel as one value (``patent_demo.filters.Filters``).
+to a stale list. A search with a drawing model whose index is still being built waits for it (the page's
+status line shows the build's progress and the time left) and answers once it is built. Every search takes the filter panel as one value (``patent_demo.filters.Filters``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from patent_demo.labels.store import (
 )
 from patent_demo.refine import Basis, UsedLabels
 from patent_demo.request import DrawingRequest, TextRequest
+from patent_demo.search import BM25_ONLY
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.ui.access import Identity
@@ -135,8 +136,6 @@ class Handlers(RefineHandlers, ReviewHandlers):
         self.wb = workbench
         self.store = store
         self.identity = identity or Identity()
-        self._building: dict[str, threading.Thread] = {}
-        self._building_lock = threading.Lock()
         self._evaluated: dict[tuple, tuple] = {}  # (corpus, model, weights, split) -> (summary, rows, when)
         self._evaluating = threading.Lock()
         self.used = UsedLabels()  # the labels refines used in this server run (the Training tab)
@@ -159,26 +158,11 @@ class Handlers(RefineHandlers, ReviewHandlers):
             return None
 
     def _ready(self, model: str) -> None:
-        """Refuse a drawing model whose index is not built yet, naming the ready ones, and have it built
-        in the background (one build per model: the workbench's per-model lock)."""
+        """Have ``model``'s index: at once when it is ready, else waited for while the warm-up builds it (the
+        page's status line shows its progress and the time left), or built now when nothing builds it."""
         if not self.wb.has_drawings():
             raise BadInput(NO_DRAWINGS)
-        spec = self.wb.model(model, "drawing")
-        if self.wb.index_ready(spec):
-            return
-        with self._building_lock:
-            build = self._building.get(spec.key)
-            if build is None or not build.is_alive():
-                build = threading.Thread(
-                    target=self.wb.index, args=(spec,), daemon=True, name=f"index-{spec.key}"
-                )
-                self._building[spec.key] = build
-                build.start()
-        ready = [m.label for m in self.wb.models("drawing") if self.wb.index_ready(m)]
-        raise BadInput(
-            f"the index of {spec.label} is being built in the background; search again in a moment"
-            + (f", or use a ready model: {', '.join(ready)}" if ready else "")
-        )
+        self.wb.index(self.wb.model(model, "drawing"))
 
     def _replace(self, previous: dict | None) -> None:
         if previous and previous.get("image_file"):
@@ -422,12 +406,16 @@ class Handlers(RefineHandlers, ReviewHandlers):
             record_search(
                 session, "text", text, spec.label, f.describe(), who, [n for n in notes if "⚠️" not in n]
             )
-            untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
-            precision = getattr(self.wb.reranker(spec), "precision", "fp32")
-            status = (
-                f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
-                f"{self.wb.rerank_depth(spec)}{untrained}"
-            )
+            bm25_only = any(n.startswith(BM25_ONLY) for n in notes)  # a cold start: the dense index builds
+            if bm25_only:
+                status = f"BM25 found {len(lists['bm25'])}"
+            else:
+                untrained = " — untrained head: its scores are not yet meaningful" if not spec.trained else ""
+                precision = getattr(self.wb.reranker(spec), "precision", "fp32")
+                status = (
+                    f"BM25 found {len(lists['bm25'])}; {spec.key} ({precision}) re-ranked the hybrid top "
+                    f"{self.wb.rerank_depth(spec)}{untrained}"
+                )
             status = _with_notes(status, notes)
             if not len(lists["bm25"]):  # the dense and hybrid lists still rank: say what they rank by
                 found = len(lists.get("hybrid") or [])
@@ -438,9 +426,9 @@ class Handlers(RefineHandlers, ReviewHandlers):
                     f"⚠️ no corpus text shares a word with this abstract (BM25 found none): {rest}", notes
                 )
             first, judged = (
-                default_text_list(),
+                "bm25" if bm25_only else default_text_list(),
                 judged_by(self.store, session, who),
-            )  # the cursor: the default list
+            )  # the cursor: the default list (BM25's while it answers alone)
             tables = {
                 n: table_value(self.wb, session, n, judged, 1 if n == first else None) for n in TEXT_LISTS
             }
