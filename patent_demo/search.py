@@ -31,7 +31,7 @@ from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.results import Results
 from patent_demo.wording import counted
 
-BM25_ONLY = "⏳ BM25 only for now"  # a text search answered while the warm-up builds the dense index
+BM25_ONLY = "BM25 only for now"  # a text search answered while the warm-up builds the dense index
 BM25_ONLY_AFTER = "the dense, hybrid, DSSDNet and fused lists come with a search once it is built"
 
 

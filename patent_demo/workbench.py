@@ -231,7 +231,7 @@ class Workbench:
                     batch_size=self.config.batch_size,
                     progress=self.builds,
                     total=len(figures),
-                    desc=f"embedding {len(figures)} drawings with {spec.label}",
+                    desc=f"embedding {len(figures):,} drawings with {spec.key}",
                 )
                 index = DenseIndex.build(
                     emb,
@@ -335,13 +335,15 @@ class Workbench:
             return self._figure_sha
 
     def warm_up(self, drawing_model: str | None = None, text: bool = True, every_model: bool = False) -> None:
-        """Build (or load) now, in this order: the default drawing model's index, BM25, the dense text index,
-        the figure hashes, then (``every_model``) every other drawing model's index, which a search also builds."""
+        """Build (or load) now, in this order: BM25 (a second), the default drawing model's index, the figure
+        hashes (what a drawing search needs), the dense text index (minutes on 2 cores: a text search answers
+        with BM25 alone until then), then (``every_model``) every other drawing model's index, which a search
+        also builds."""
         drawing = [m.key for m in self.models("drawing")] if self.has_drawings() else []  # text corpus: none
         first = [drawing_model or self.default_drawing_model().key] if drawing else []
         rest = [k for k in drawing if every_model and k not in first]
         t0 = time.monotonic()
-        for step in [*first, *(["bm25", "dense"] if text else []), "figure_sha", *rest]:
+        for step in [*(["bm25"] if text else []), *first, "figure_sha", *(["dense"] if text else []), *rest]:
             if step in ("bm25", "dense", "figure_sha"):
                 getattr(self, step)()
             elif (
@@ -367,12 +369,19 @@ class Workbench:
             return ""
         names = " ".join(b.name for b in running)
         drawn = self.has_drawings()
-        later = [m.label for m in self.models("drawing") if drawn and m.key not in self._indexes]
-        later += ["the dense text index"] if self._dense is None else []
-        later = [x for x in later if x not in names]
+        later = [
+            m.key
+            for m in self.models("drawing")
+            if drawn and m.key not in self._indexes and f"drawings with {m.key}" not in names
+        ]
+        later += ["the dense text index"] if self._dense is None and "patent texts" not in names else []
         if not running and not later:
             return ""
-        after = f"<div>then {html.escape(', '.join(later))}</div>" if waiting and later else ""
+        after = (
+            f"<div>{'then' if running else 'next:'} {html.escape(', '.join(later))}</div>"
+            if waiting and later
+            else ""
+        )
         return (
             f"<div class='builds'>{self.builds.status_html()}{after}<small>a search that needs one of these "
             "waits for it and answers as soon as it is built</small></div>"

@@ -29,7 +29,10 @@ def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):
     wb.model = lambda key, task: next(m for m in wb.models(task) if m.key == key)
     wb._drawing_factory = lambda spec: Slow() if spec.key == "slow" else fast
     thread = wb.warm_up_background()
-    assert "slow model" in _wait_status(wb) and "zero-shot" not in wb.index_status()
+    assert (
+        "drawings with slow" in _wait_status(wb, "drawings with slow")
+        and "zero-shot" not in wb.index_status()
+    )
     fig = wb.corpus["D0004"].figures[1]
     hits = wb.search_drawing(
         DrawingRequest.build(wb, wb.corpus.image_path(fig), ZERO_SHOT, 2)
@@ -40,9 +43,10 @@ def test_warm_up_builds_every_model_without_blocking_a_ready_one(tmp_path):
     assert wb.index_status() == "" and wb.index_ready(ZERO_SHOT) and wb.index_ready("slow")
 
 
-def _wait_status(wb) -> str:
-    for _ in range(100):
-        if wb.index_status():
+def _wait_status(wb, needle: str) -> str:
+    """The status line once it names ``needle`` (the warm-up builds BM25 and the dense index around it)."""
+    for _ in range(400):
+        if needle in wb.index_status():
             return wb.index_status()
         threading.Event().wait(0.05)
     return wb.index_status()

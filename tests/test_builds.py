@@ -47,7 +47,9 @@ def test_status_lists_running_builds_with_a_bar_and_escapes_names():
 
 def test_an_embedding_loop_reports_to_its_build_and_the_console_says_how_long(capsys):
     builds = Builds(console=True)
-    out = embed_figures(lambda batch: np.ones((len(batch), 3)), range(7), batch_size=3, progress=builds, desc="x")
+    out = embed_figures(
+        lambda batch: np.ones((len(batch), 3)), range(7), batch_size=3, progress=builds, desc="x"
+    )
     assert out.shape == (7, 3)
     (b,) = builds.finished()
     assert (b.done, b.total, b.updates) == (7, 7, 3)
@@ -96,7 +98,9 @@ def test_a_text_search_during_the_warm_up_answers_with_bm25_and_says_what_follow
 
     wb, _ = make_workbench(tmp_path)
     hold = threading.Event()
-    wb._warm_thread = threading.Thread(target=hold.wait, args=(30,), daemon=True)  # the warm-up, not yet at dense
+    wb._warm_thread = threading.Thread(
+        target=hold.wait, args=(30,), daemon=True
+    )  # the warm-up, not yet at dense
     wb._warm_thread.start()
     lists, notes = wb.search_text(TextRequest.build("lamp with a shade and bulb", "", k=5))
     assert len(lists["bm25"]) and all(not len(lists[n]) for n in ("dense", "hybrid", "dssdnet", "fused"))

@@ -190,7 +190,7 @@ def build_dense_index(
         [dense_text(p) for p in patents],
         batch_size=batch_size,
         progress=progress,
-        desc=f"embedding {len(patents)} patent texts with {encoder.name}",
+        desc=f"embedding {len(patents):,} patent texts with {encoder.name}",
     )
     ids = [p.id for p in patents]
     settings = index_settings(len(ids), int(emb.shape[1]))

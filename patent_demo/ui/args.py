@@ -184,7 +184,7 @@ def resolve_corpus(args: argparse.Namespace) -> tuple[Path | None, str]:
         )
     out = Path(args.cache_dir) / "real"
     try:
-        corpus = ensure_real_corpus(data, out)
+        corpus = ensure_real_corpus(data, out, workers=max(1, min(4, os.cpu_count() or 1)))
     except (ValueError, OSError) as err:
         return (
             None,
