@@ -8,7 +8,7 @@ from the moment the app was started.
 Reported: when the page answered, when the first drawing search and the first text search were answered
 (each sent at once, the drawing search when the page answered, the text search when the drawing search
 was), how long each build took (the app's console lines ``built <what> in <s> s``) and when the warm-up had
-built everything. The cache is a new temporary folder unless ``--cache-dir`` names one (then it must be
+built everything (``--until text`` stops after the text search). The cache is a new temporary folder unless ``--cache-dir`` names one (then it must be
 empty: this measures a cold start). It prints a table and writes the figures, the command and the CPU to
 ``--out``.
 """
@@ -90,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--text-model", default="dssdnet-minilm-ipc", help="the real corpus's default re-ranker")
     ap.add_argument("--port", type=int, default=7872)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds to wait for each step")
+    ap.add_argument(
+        "--until",
+        choices=("text", "all"),
+        default="all",
+        help="stop after the text search, or once all is built",
+    )
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench" / "cold_start.json"))
     args = ap.parse_args(argv)
 
@@ -126,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         out = client.predict(ABSTRACT, "", args.text_model, 10, "bench", api_name="/search_text")
         at["first text search answered"] = time.monotonic() - t0
         answers["text"] = str(out[2])[:200]
-        end = time.monotonic() + args.timeout
+        end = time.monotonic() + (args.timeout if args.until == "all" else 0)
         while not console.find(WARM) and time.monotonic() < end and proc.poll() is None:
             time.sleep(1)
         warm = console.find(WARM)

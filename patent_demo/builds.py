@@ -62,7 +62,7 @@ class Build:
         pct = 100 * self.done / self.total
         left = self.left()
         eta = "estimating the time left" if left is None else f"about {_duration(left)} left"
-        return f"{self.name}: {self.done:,} of {self.total:,} {self.unit} ({pct:.0f} %), {eta}"
+        return f"{self.name}: {self.done:,} of {self.total:,} {self.unit} · {pct:.0f} % · {eta}"
 
 
 class _Quiet:

@@ -295,7 +295,7 @@ class Workbench:
             return ""
         build = next((b for b in self.builds.running() if "patent texts" in b.name), None)
         where = build.line().split(": ", 1)[1] if build else "it starts when the drawing index is built"
-        return f"the dense text index is being built ({where})"
+        return f"the dense text index is being built: {where}"
 
     def text_stage(self):
         """The first stages (``patent_demo.text.lists.FirstStage``): BM25, the dense index and the hybrid settings."""

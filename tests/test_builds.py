@@ -25,7 +25,7 @@ def test_the_time_left_is_the_rest_at_the_rate_so_far():
     assert "estimating the time left" in b.line()
     b.update(30)
     assert b.left() == pytest.approx(30.0)  # 60 more at 40 per 20 s
-    assert b.line() == "embedding 100 drawings with x: 40 of 100 drawings (40 %), about 30 s left"
+    assert b.line() == "embedding 100 drawings with x: 40 of 100 drawings · 40 % · about 30 s left"
     b.update(10)
     b.started = -280.0  # 300 s for 50: 300 s more
     assert b.line().endswith("about 5 min 00 s left")
@@ -105,7 +105,7 @@ def test_a_text_search_during_the_warm_up_answers_with_bm25_and_says_what_follow
     lists, notes = wb.search_text(TextRequest.build("lamp with a shade and bulb", "", k=5))
     assert len(lists["bm25"]) and all(not len(lists[n]) for n in ("dense", "hybrid", "dssdnet", "fused"))
     (note,) = [n for n in notes if n.startswith(BM25_ONLY)]
-    assert "the dense text index is being built (it starts when the drawing index is built)" in note
+    assert "the dense text index is being built: it starts when the drawing index is built;" in note
     h = Handlers(wb, LabelStore(tmp_path / "l.sqlite"))
     out = h.search_text("lamp with a shade and bulb", "", "dssdnet-untrained", 5, "ann")
     status, cursor = out[2], out[-1]
