@@ -76,7 +76,10 @@ def test_a_cold_start_shows_its_builds_and_answers_drawings_and_texts_as_soon_as
             status = page.locator("#index-status")
             status.locator("progress").first.wait_for(timeout=30_000)
             line = status.inner_text()
-            assert "embedding 106 drawings with" in line and "0 of 106 drawings · 0 % · estimating the time left" in line, line
+            assert (
+                "embedding 106 drawings with" in line
+                and "0 of 106 drawings · 0 % · estimating the time left" in line
+            ), line
             assert "then the dense text index" in line, line
             page.screenshot(path=str(ARTIFACTS / "cold-building.png"), full_page=True)
 
