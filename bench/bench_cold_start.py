@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from bench_http_search import wait_for_page  # noqa: E402
 
 from patent_demo.text.precision import cpu_name  # noqa: E402
 
@@ -64,22 +66,6 @@ class Console:
 
     def find(self, pattern: re.Pattern) -> list[tuple[float, re.Match]]:
         return [(t, m) for t, line in list(self.lines) if (m := pattern.search(line))]
-
-
-def _page(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    import httpx
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise SystemExit(f"the app exited with {proc.returncode} before answering")
-        try:
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"the app did not answer at {url} within {timeout:.0f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     at: dict[str, float] = {}
     answers: dict[str, str] = {}
     try:
-        _page(url, proc, args.timeout)
+        wait_for_page(url, proc, args.timeout, every=0.5)
         at["page answered"] = time.monotonic() - t0
         client = Client(url, verbose=False)
         figure = handle_file(str(Path(args.data) / QUERY))

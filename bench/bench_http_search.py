@@ -42,7 +42,9 @@ ABSTRACT = (
 )
 
 
-def _wait(url: str, proc: subprocess.Popen, timeout: float) -> None:
+def wait_for_page(url: str, proc: subprocess.Popen, timeout: float, every: float = 2.0) -> None:
+    """Poll ``url`` every ``every`` seconds until it answers 200 (``SystemExit`` if the app exits or
+    ``timeout`` passes); ``bench_cold_start.py`` uses it too."""
     import httpx
 
     end = time.monotonic() + timeout
@@ -54,7 +56,7 @@ def _wait(url: str, proc: subprocess.Popen, timeout: float) -> None:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(2)
+        time.sleep(every)
     raise SystemExit(f"the app did not answer at {url} within {timeout:.0f} s")
 
 
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait(url, proc, args.ready_timeout)
+        wait_for_page(url, proc, args.ready_timeout)
         client = Client(url, verbose=False)
         from patent_demo.data.corpus import Corpus
 
