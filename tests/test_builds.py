@@ -1,7 +1,7 @@
 """What is being built, with the time left: the page's status line and the console, and a drawing search that
 waits for the index it needs instead of being refused.
 
-Tests: patent_demo/builds.py, patent_demo/workbench.py (``builds``, ``index_status``), patent_demo/ui/handlers.py
+Tests: patent_demo/builds.py, patent_demo/workbench.py, patent_demo/ui/handlers.py
 """
 
 from __future__ import annotations
