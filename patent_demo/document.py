@@ -147,6 +147,10 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
         for what, value in (("priority", p.priority_date), ("filed", p.filing_date), ("published", p.date))
         if value
     ]
+    if not p.date and p.extra.get("issued_month"):  # a collection granted in one month, no day per record
+        dates.append(
+            ("published", f"{p.extra['issued_month']} (the month of grant; the day is not in the data)")
+        )
     codes = [(s, c, code_title(s, c, table)) for s, cs in p.codes.items() for c in cs]
     by_examiner = set(p.extra.get("cited_by_examiner", []))
     references = [
@@ -186,6 +190,12 @@ def document_view(corpus: Corpus, patent_id: str) -> DocumentView:
     )
 
 
+def _year(view: DocumentView) -> str:
+    """ " (2007)": the year of publication a citation carries, when the record has one."""
+    published = dict(view.dates).get("published", "")
+    return f" ({published[:4]})" if published[:4].isdigit() else ""
+
+
 def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
     """The record as escaped HTML (figures are left to an image gallery). With ``query`` and a
     ``BM25Index`` the words BM25 matched are marked in the title, abstract and claims."""
@@ -202,7 +212,7 @@ def document_html(view: DocumentView, query: str = "", bm25=None) -> str:
 
     parts = [f"<h3>{e(view.id)} · {text(view.title)}</h3>"]
     meta = [
-        *([f"cite as <b>{e(view.number)}</b>"] if view.number else []),
+        *([f"cite as <b>{e(view.number)}</b>{_year(view)}"] if view.number else []),
         f"{e(view.kind)} patent",
         *([f"office {e(view.office)}"] if view.office else []),
         *([f"kind {e(view.kind_code)}"] if view.kind_code else []),

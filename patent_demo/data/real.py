@@ -44,7 +44,7 @@ from patent_demo.data.corpus import MANIFEST, Corpus, Patent
 from patent_demo.titles import CORPUS_TITLES, write_titles
 
 STAMP = "real.json"
-FORMAT = 2  # 2: inventors, applicants, assignees on the records; titles.tsv
+FORMAT = 3  # 2: inventors, applicants, assignees on the records; titles.tsv; 3: a part's month of grant
 IPC_TITLES = tuple(
     f"ipc_scheme_2006_wzyjerry/ipc_{level}_titles.tsv" for level in ("section", "class", "subclass")
 )
@@ -58,6 +58,9 @@ class Part:
     folder: str  # under the data folder
     label: str  # what its patents are, for people ("{n}" is their count)
     splits: str = ""  # a committed split file under splits/ ("" : drawn by family)
+    # the month its patents were granted, when the source says so for the whole collection and its records
+    # carry no date (kept as ``extra["issued_month"]``: shown on the record, not a date the filters use)
+    issued: str = ""
 
 
 PARTS = (
@@ -68,6 +71,7 @@ PARTS = (
         "design_patents_2007_uspc_macaulay",
         "{n} USPC 2007 design drawings",
         "uspc2007.json",
+        "2007-01",  # its SOURCE.md: USD0534331 … USD0535366, granted in January 2007
     ),
     Part("grants", "redbook", "uspto_grant_xml_samples/xml", "{n} grant-XML utility patents"),
     Part("cs3245", "text", "cs3245_patsnap_corpus_qrels", "{n} cs3245 patent texts", "cs3245_text.json"),
@@ -181,6 +185,8 @@ def _merge(built: list[tuple[Part, Corpus]], data: Path, out: Path, copy_images:
         kept = [p for p in sub.patents if p.id not in seen]
         for p in kept:
             seen.add(p.id)
+            if part.issued and not p.date:
+                p.extra["issued_month"] = part.issued
             for f in p.figures:
                 rel = (under / f.path).as_posix()
                 if copy_images:
