@@ -168,3 +168,21 @@ def test_the_error_analysis_opens_in_seconds_with_drawings_and_domains(browser, 
     )
     _shot(page, "error-analysis", width)
     page.close()
+
+
+def test_a_uspc_record_opened_by_its_number_is_citable(browser, uspc):
+    """A USPC 2007 drawing's record (the corpus built with the CLI) gives its number as registers print it with
+    the year of grant, the month of grant saying the day is not in the data, and its design class's title."""
+    url, _, _ = uspc
+    page = _page(browser, url, 1366)
+    page.get_by_role("tab", name="Document").click()
+    page.locator("#doc-id textarea, #doc-id input").first.fill("D534,332")
+    page.locator("#doc-open").click()
+    record = page.locator("#doc-html")
+    record.locator("h3").get_by_text("USD0534332").wait_for(timeout=30_000)
+    text = record.inner_text()
+    assert "cite as USD534332S (2007)" in text, text[:400]
+    assert "Publication date\t2007-01 (the month of grant; the day is not in the data)" in text, text[:800]
+    assert "D2/95\tApparel and haberdashery" in text, text[:1200]
+    _shot(page, "uspc-record", 1366)
+    page.close()

@@ -161,10 +161,11 @@ def test_references_in_the_corpus_open_their_record_and_ipc_titles_come_from_the
     assert "<span class='record-ref'>EP9</span>" in page and "<h4>Abstract</h4><p>A pen.</p>" in page
 
 
-def test_a_uspc_2007_record_is_citable_with_its_year_and_class_title(tmp_path):
+def test_a_uspc_2007_record_is_citable_with_its_year_and_class_title(tmp_path, capsys):
     """The USPC 2007 drawings carry no date per record; the collection was granted in January 2007 (its
-    SOURCE.md), which the real corpus keeps per part (``issued_month``): the record says the month, that the
-    day is not in the data, and the citation carries the year; the date filters still treat it as undated."""
+    SOURCE.md), which ``data.real.PARTS`` keeps and a build of that folder gives every record
+    (``issued_month``): the record says the month and that the day is not in the data, the citation carries
+    the year; the date filters still treat it as undated. The app's real corpus marks them the same way."""
     from patent_demo.cli.main import main as cli
     from patent_demo.data.real import PARTS, _merge
 
@@ -175,13 +176,19 @@ def test_a_uspc_2007_record_is_citable_with_its_year_and_class_title(tmp_path):
         cli(["corpus", "build", "--source", "images", str(data / part.folder), "--out", str(out), "--quiet"])
         == 0
     )
-    merged = _merge([(part, Corpus.load(out))], data, tmp_path / "real", copy_images=False)
-    p = merged["USD0534332"]
+    assert "issued    2007-01 on 1,000 undated records" in capsys.readouterr().out
+    corpus = Corpus.load(out)
+    p = corpus["USD0534332"]
     assert (p.date, p.extra["issued_month"]) == ("", "2007-01")
-    v = document_view(merged, p.id)
+    v = document_view(corpus, p.id)
     page = document_html(v)
     assert "cite as <b>USD534332S</b> (2007)" in page
     assert (
         "<th>Publication date</th><td>2007-01 (the month of grant; the day is not in the data)</td>" in page
     )
     assert v.codes[0][:2] == ("uspc", "D2/95") and v.codes[0][2] not in ("", USPC_NO_TITLE)  # the class title
+    unmarked = Corpus.load(out)
+    for q in unmarked.patents:
+        q.extra.pop("issued_month")
+    merged = _merge([(part, unmarked)], data, tmp_path / "real", copy_images=False)
+    assert merged["USD0534332"].extra["issued_month"] == "2007-01"

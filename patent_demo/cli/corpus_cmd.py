@@ -94,7 +94,7 @@ def run_build(args: argparse.Namespace) -> int:
     from functools import partial
 
     from patent_demo.data.build import BuildError, build_corpus
-    from patent_demo.data.real import committed_splits
+    from patent_demo.data.real import committed_splits, known_part, mark_issued
 
     build = partial(
         build_corpus,
@@ -121,6 +121,13 @@ def run_build(args: argparse.Namespace) -> int:
     else:
         summary = build(splits_file=None if args.splits in (None, "none") else args.splits)
     print(summary.to_text())
+    if (part := known_part(args.source, args.src)) is not None and part.issued:  # its month of grant
+        from patent_demo.data.corpus import Corpus
+
+        corpus = Corpus.load(args.out, validate=False)
+        n = mark_issued(corpus.patents, part)
+        corpus.save(args.out)
+        print(f"  issued    {part.issued} on {n:,} undated records (the month of grant its source gives)")
     if args.split_sheets:
         from patent_demo.data.corpus import Corpus
         from patent_demo.drawing.sheets import split_corpus_sheets

@@ -84,13 +84,33 @@ def committed_splits(
     """The committed split file of a source the real corpus knows (``src`` ends with a part's folder and is
     built as that part's kind), or None: ``patent-demo corpus build`` uses it when no ``--splits`` is given,
     so a corpus built by hand scores the queries every other tool scores."""
+    part = known_part(kind, src)
+    if part is None or not part.splits:
+        return None
+    found = Path(splits_dir) / part.splits
+    return found if found.is_file() else None
+
+
+def known_part(kind: str, src: str | os.PathLike) -> Part | None:
+    """The part of the real corpus a source is (``src`` ends with the part's folder and is built as its
+    kind), or None."""
     tail = Path(src).resolve().parts
     for part in PARTS:
         folder = Path(part.folder).parts
-        if part.splits and part.kind == kind and tail[-len(folder) :] == folder:
-            found = Path(splits_dir) / part.splits
-            return found if found.is_file() else None
+        if part.kind == kind and tail[-len(folder) :] == folder:
+            return part
     return None
+
+
+def mark_issued(patents: list[Patent], part: Part | None) -> int:
+    """Give each undated patent of ``part`` its month of grant (``Part.issued``) as ``extra["issued_month"]``,
+    what the record shows; returns how many were marked (0 for a part without one)."""
+    if part is None or not part.issued:
+        return 0
+    undated = [p for p in patents if not p.date]
+    for p in undated:
+        p.extra["issued_month"] = part.issued
+    return len(undated)
 
 
 def available_parts(data: str | os.PathLike) -> list[Part]:
@@ -183,10 +203,9 @@ def _merge(built: list[tuple[Part, Corpus]], data: Path, out: Path, copy_images:
     for part, sub in built:
         under = sub.image_root.resolve().relative_to(data)
         kept = [p for p in sub.patents if p.id not in seen]
+        mark_issued(kept, part)
         for p in kept:
             seen.add(p.id)
-            if part.issued and not p.date:
-                p.extra["issued_month"] = part.issued
             for f in p.figures:
                 rel = (under / f.path).as_posix()
                 if copy_images:
