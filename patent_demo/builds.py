@@ -65,6 +65,29 @@ class Build:
         return f"{self.name}: {self.done:,} of {self.total:,} {self.unit} · {pct:.0f} % · {eta}"
 
 
+class _Counter:
+    """The console's progress without tqdm: ``desc: n/total`` on stderr at each update."""
+
+    def __init__(self, total: int | None, desc: str) -> None:
+        self.total, self.desc, self.n = total, desc, 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+        of = f"/{self.total}" if self.total is not None else ""
+        print(f"{self.desc}: {self.n}{of}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _console_bar(total: int | None, desc: str, unit: str) -> Any:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _Counter(total, desc)
+    return tqdm(total=total, desc=desc, unit=unit[:5], file=sys.stderr)
+
+
 class _Quiet:
     """The console of a one-step build: no bar, only the closing "built … in … s" line."""
 
@@ -90,14 +113,7 @@ class Builds:
 
     def bar(self, total: int | None, desc: str, unit: str = "items") -> Build:
         """A new build of ``total`` items named ``desc``: what an embedding loop updates as its progress bar."""
-        shown = None
-        if self.console:
-            try:
-                from tqdm.auto import tqdm
-
-                shown = tqdm(total=total, desc=desc, unit=unit[:5], file=sys.stderr)
-            except ImportError:
-                shown = None
+        shown = _console_bar(total, desc, unit) if self.console else None
         build = Build(desc, int(total or 0), unit, console=shown)
         with self._lock:
             self._all.append(build)
@@ -135,13 +151,7 @@ class Builds:
 
 def progress_of(progress: bool | Builds, total: int | None, desc: str, unit: str) -> Any:
     """The progress bar an embedding loop updates: a build of ``progress`` (a ``Builds``), tqdm on the
-    console (``True``), or None (``False``)."""
+    console (``True``; a plain counter on stderr without tqdm), or None (``False``)."""
     if isinstance(progress, Builds):
         return progress.bar(total, desc, unit)
-    if not progress:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit=unit[:5])
+    return _console_bar(total, desc, unit) if progress else None
