@@ -4,8 +4,8 @@ medians over repeats, each measured from the client (request sent → answer rea
     python bench/bench_http_search.py [--corpus DIR] [--cache-dir DIR] [--repeat 15] [--port 7871]
         [--out docs/bench/http_search.json]
 
-The app is started as ``python app.py`` (the default corpus unless ``--corpus``; its warm-up runs first and
-the bench waits for it), then called with ``gradio_client`` as the page calls it:
+The app is started as ``python app.py --no-warmup`` (the default corpus unless ``--corpus``; the first call
+of each case, not counted, builds what it needs), then called with ``gradio_client`` as the page calls it:
 
 * ``text click``: ``/search_text``, the Text button's one search (BM25, dense and hybrid once, one re-ranking,
   every list filled);
@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [sys.executable, str(ROOT / "app.py"), "--port", str(args.port), "--cache-dir", args.cache_dir]
     cmd += ["--corpus", args.corpus] if args.corpus else []
     cmd += ["--labels", str(Path(args.cache_dir) / "bench-http-labels.sqlite")]
+    cmd += [
+        "--no-warmup"
+    ]  # the uncounted first call of each case builds what it needs (no BM25-only answers)
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",

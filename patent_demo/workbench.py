@@ -289,10 +289,14 @@ class Workbench:
             return self._dense
 
     def dense_pending(self) -> str:
-        """``""`` when the dense text index is ready or nobody builds it (a search then builds it), else a line
-        on the warm-up's build of it: BM25 answers alone until it is ready (``search.search_text``)."""
+        """``""`` when the dense text index is ready, in the cache, or built by nobody (a search then loads or
+        builds it), else a line on the warm-up's build of it: BM25 answers alone until it is ready
+        (``search.search_text``)."""
         if self._dense is not None or self._warm_thread is None or not self._warm_thread.is_alive():
             return ""
+        if any((self.config.cache_dir / "dense" / self.fingerprint).glob("*/params.json")):
+            return ""  # on disk already (a Space ships it): the search loads it in a moment and waits
+
         build = next((b for b in self.builds.running() if "patent texts" in b.name), None)
         where = build.line().split(": ", 1)[1] if build else "it starts when the drawing index is built"
         return f"the dense text index is being built: {where}"

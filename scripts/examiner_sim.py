@@ -301,6 +301,9 @@ class Served:
             "127.0.0.1",
             "--port",
             str(self.port),
+            # a script's first search waits for the index it needs (a warm-up's text search would answer
+            # from BM25 alone until the dense index is built: patent_demo.search.BM25_ONLY)
+            "--no-warmup",
             *extra,
         ]
 
