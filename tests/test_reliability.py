@@ -745,7 +745,7 @@ def test_login_decides_the_annotator_and_admins_adjudicate_and_export(guarded):
     msg = lead.predict(pair[0], pair[1], "relevant", "same lamp", "bob", api_name="/adjudicate")[0]
     assert msg.startswith(f"✓ adjudicated {pair[1]}") and store.labels()[-1].annotator == "lead"
     files, md = lead.predict(api_name="/export_labels")
-    assert "0 disputed pairs" in md and len(files) == 4
+    assert "0 disputed pairs" in md and len(files) == 5  # with the labelling guidelines
 
 
 def test_a_party_never_adjudicates_and_identity_flags_are_checked(live):

@@ -41,7 +41,7 @@ REFINE_HINT = (
     "away from the others (this query, your labels); the labelled stay on top</small>"
 )
 EXPLAIN_EMPTY = "Select a DSSDNet candidate to see why it moved."
-TEXT_TABLE_HEIGHT = 350  # px: the label panel starts within a screen and a half at 1366 x 900
+TEXT_TABLE_HEIGHT = 330  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
 HIT_WIDTHS = ["6%", "12%", "11%", "7%", "16%", "18%", "12%", "8%", "10%"]
