@@ -150,7 +150,9 @@ def test_application_search_labels_its_own_query(browser, red):
     assert len(tiles) == 10 and tiles == rows and own not in tiles and tiles != first_tiles
     assert "all views" in page.locator("#d-table").inner_text()
     cursor = page.locator("#l-cursor")
-    cursor.get_by_text(f"hmcl #1 · {tiles[0]}").wait_for(timeout=30_000)  # (a pending refresh shows its timer)
+    cursor.get_by_text(f"hmcl #1 · {tiles[0]}").wait_for(
+        timeout=30_000
+    )  # (a pending refresh shows its timer)
     page.locator("#d-table").get_by_text(tiles[2], exact=True).last.click()  # the row of hit #3
     cursor.get_by_text(f"hmcl #3 · {tiles[2]}").wait_for(timeout=30_000)
     page.get_by_role("tab", name="Document").click()
