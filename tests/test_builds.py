@@ -111,6 +111,13 @@ def test_a_text_search_during_the_warm_up_answers_with_bm25_and_says_what_follow
     status, cursor = out[2], out[-1]
     assert status.startswith(f"BM25 found {len(lists['bm25'])} · {BM25_ONLY}"), status
     assert "re-ranked" not in status and "bm25 #1" in str(out), cursor
+    path = str(wb.corpus.image_path(wb.corpus["D0006"].figures[0]))  # a drawing and an abstract: BM25's list
+    out = h.search_combined(
+        path, "lamp with a shade and bulb", "", "zero-shot", "dssdnet-untrained", 5, "ann"
+    )
+    status, session = out[3], out[4]
+    assert session["text_list"] == "bm25" and session["lists"]["bm25"], status
+    assert "HMCL and the bm25 text list (BM25's alone for now) fused" in status and BM25_ONLY in status
     hold.set()
     wb._warm_thread.join(30)
     lists, notes = wb.search_text(TextRequest.build("lamp with a shade and bulb", "", k=5))

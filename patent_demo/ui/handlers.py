@@ -480,6 +480,9 @@ class Handlers(RefineHandlers, ReviewHandlers):
             dreq = DrawingRequest.build(self.wb, data, dmodel, k, filters=treq.filters, name=Path(file).name)
             dres = self.wb.search_drawing(dreq)  # the drawing's patent: out of the text list too
             lists, tnotes = self.wb.search_text(replace(treq, own_patent=dreq.own_patent))
+            default = "the default"
+            if any(n.startswith(BM25_ONLY) for n in tnotes):  # a cold start: BM25's list until dense is built
+                name, default = "bm25", "BM25's alone for now"
             notes, text, qcodes, f, dmodel, tmodel = (
                 dres.notes,
                 treq.text,
@@ -527,7 +530,7 @@ class Handlers(RefineHandlers, ReviewHandlers):
                 for n in ("hmcl", name, "rrf")
             ]
             status = _with_notes(
-                f"HMCL and the {name} text list (the default) fused with reciprocal rank fusion (k = 60). "
+                f"HMCL and the {name} text list ({default}) fused with reciprocal rank fusion (k = 60). "
                 "Combined labels judge whole patents (qrels only).",
                 notes + tnotes,
             )
