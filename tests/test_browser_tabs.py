@@ -342,22 +342,23 @@ def test_the_labelling_guidelines_sit_beside_the_keys_are_edited_and_go_with_the
     page.locator("#annotator textarea, #annotator input").first.fill("lead")
     guide = page.locator("#l-guide")
     guide.wait_for(timeout=30_000)
-    keys = _box(page, "#label-panel .prose")
     summary = guide.locator("button").first
-    assert "1 relevant = X, alone against the query" in summary.inner_text()
-    box = _box(page, "#l-guide")
-    assert 0 <= box[1] - keys[3] < 40, (keys, box)  # right under the keys line
+    summary.get_by_text("1 relevant = X, alone against the query").wait_for(timeout=30_000)
     summary.click()
     page.locator("#l-guide-text").get_by_text("would be cited as X").wait_for(timeout=30_000)
-    assert "the default text (never edited)" in page.locator("#l-guide-by").inner_text()
+    page.locator("#l-guide-by").get_by_text("the default text (never edited)").wait_for(timeout=30_000)
+    keys, box = _box(page, "#label-panel .prose"), _box(page, "#l-guide")  # measured once the page settled
+    assert 0 <= box[1] - keys[3] < 40, (keys, box)  # right under the keys line
 
     page.locator("#l-guide-editor button").first.click()
     edited = "**Relevant (X)**: the same article with the same ornament.\n\n**Not relevant**: anything else."
     page.locator("#l-guide-edit textarea").fill(edited)
     page.locator("#l-guide-save").click()
     page.locator("#l-guide-status").get_by_text("✓ saved as version 1 by lead").wait_for(timeout=30_000)
-    assert "version 1, saved by lead" in page.locator("#l-guide-by").inner_text()
-    assert "the same article with the same ornament" in page.locator("#l-guide-text").inner_text()
+    page.locator("#l-guide-by").get_by_text("version 1, saved by lead").wait_for(timeout=30_000)
+    page.locator("#l-guide-text").get_by_text("the same article with the same ornament").wait_for(
+        timeout=30_000
+    )
     _shot(page, "guidelines", 1366)
 
     again = browser.new_page(viewport={"width": 1366, "height": 900})  # another annotator's page
