@@ -169,7 +169,7 @@ def test_a_uspc_2007_record_is_citable_with_its_year_and_class_title(tmp_path, c
     from patent_demo.cli.main import main as cli
     from patent_demo.data.real import PARTS, _merge
 
-    data = require_shared()
+    data = require_shared().resolve()  # as ensure_real_corpus reads it (the data folder may be a link)
     part = next(p for p in PARTS if p.name == "uspc")
     out = tmp_path / "uspc"
     assert (
