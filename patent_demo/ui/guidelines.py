@@ -67,10 +67,10 @@ class GuidelinesPanel:
 
     @classmethod
     def build(cls, gh: GuidelineHandlers) -> GuidelinesPanel:
-        shown, by, _ = gh.show()
+        shown, _, _ = gh.show()
         with gr.Accordion(SUMMARY, open=False, elem_id="l-guide"):
             text = gr.Markdown(shown, elem_id="l-guide-text", sanitize_html=True)
-            by_line = gr.Markdown(by, elem_id="l-guide-by")
+            by_line = gr.Markdown("", elem_id="l-guide-by")  # filled by the page load, with the box below
             with gr.Accordion("Edit the guidelines of this corpus", open=False, elem_id="l-guide-editor"):
                 edit = gr.Textbox(
                     shown, lines=8, max_lines=30, label="Guidelines (Markdown)", elem_id="l-guide-edit"
@@ -81,7 +81,8 @@ class GuidelinesPanel:
         return cls(text, by_line, edit, save, status)
 
     def wire(self, demo: gr.Blocks, gh: GuidelineHandlers, annotator: gr.Textbox) -> None:
-        """Each page load reads the text in force (another annotator may have saved a version since)."""
+        """Each page load reads the text in force (another annotator may have saved a version since) into the
+        text and the edit box, and says who saved it: the who-line shows once the box holds the current text."""
         demo.load(gh.show, None, [self.text, self.by, self.edit], api_name="guidelines")
         self.save.click(
             gh.save,
