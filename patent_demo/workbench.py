@@ -113,9 +113,8 @@ class Workbench:
         self._drawing_factory = drawing_encoder_factory or default_drawing_encoder
         self._reranker_factory = reranker_factory
         self.progress = progress
-        self.builds = Builds(
-            console=progress
-        )  # what is being built now, with the time left (the page shows it)
+        # what is being built now, with the time left (the page's status line shows it)
+        self.builds = Builds(console=progress)
         self._lock = threading.RLock()
         self._encoders: dict[str, DrawingEncoder] = {}
         self._rerankers: dict[str, TextReranker] = {}
@@ -296,7 +295,6 @@ class Workbench:
             return ""
         if any((self.config.cache_dir / "dense" / self.fingerprint).glob("*/params.json")):
             return ""  # on disk already (a Space ships it): the search loads it in a moment and waits
-
         build = next((b for b in self.builds.running() if "patent texts" in b.name), None)
         where = build.line().split(": ", 1)[1] if build else "it starts when the drawing index is built"
         return f"the dense text index is being built: {where}"

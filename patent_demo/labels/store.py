@@ -547,8 +547,9 @@ class LabelStore:
         if not editor:
             raise LabelError("the guidelines need an editor: enter your name as annotator first")
         text = clean_guidelines(text)
-        if text == self.guidelines(corpus).text.strip():
-            return self.guidelines(corpus)
+        current = self.guidelines(corpus)
+        if text == current.text.strip():
+            return current
         with self._write():
             self._conn.execute(
                 "INSERT INTO guidelines (corpus, text, edited_by, edited_at) VALUES (?, ?, ?, ?)",
