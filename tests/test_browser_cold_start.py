@@ -26,7 +26,7 @@ from patent_demo.search import BM25_ONLY
 from patent_demo.text.dense import default_text_encoder
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0913174-20210316"
@@ -91,7 +91,7 @@ def test_a_cold_start_shows_its_builds_and_answers_drawings_and_texts_as_soon_as
             assert "results with" not in page.locator("#d-status").inner_text()  # still waiting, not refused
             assert "⚠️" not in page.locator("#d-status").inner_text()
             drawings.set()
-            page.locator("#d-status").get_by_text("results with").wait_for(timeout=120_000)
+            wait_text(page, "#d-status", "results with", 120_000)
             assert page.locator("#d-gallery .thumbnail-item").count() == 10
 
             # a text search before the dense index is built: BM25 alone, at once, and what follows
@@ -103,7 +103,7 @@ def test_a_cold_start_shows_its_builds_and_answers_drawings_and_texts_as_soon_as
             said = t_status.inner_text()
             assert said.startswith("BM25 found ") and "the dense text index is being built" in said, said
             assert "re-ranked" not in said
-            page.locator("#l-cursor").get_by_text("bm25 #1 · ").wait_for(timeout=30_000)  # the cursor on BM25
+            wait_text(page, "#l-cursor", "bm25 #1 · ")  # the cursor on BM25
             page.screenshot(path=str(ARTIFACTS / "cold-bm25-first.png"), full_page=True)
 
             texts.set()  # the dense index builds; then every list

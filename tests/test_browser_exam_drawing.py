@@ -21,7 +21,7 @@ from patent_demo.imageio import load_drawing
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0913174-20210316"  # a perspective view of this patent is the query
@@ -53,7 +53,7 @@ def _search(browser, url, src, width=1366, height=900):
     page.locator("#d-file input[type=file]").set_input_files(str(src / QUERY / f"{QUERY}-D00002.TIF"))
     page.locator("#d-query img").wait_for(timeout=20_000)
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
+    wait_text(page, "#d-status", "results with", 60_000)
     page.locator("#d-gallery img").nth(9).wait_for(timeout=30_000)
     page.locator("#d-gallery img").nth(9).scroll_into_view_if_needed()  # lazy tiles load once on screen
     _settled(page)
@@ -125,7 +125,7 @@ def test_every_hit_opens_from_tile_and_row(browser, red):
         assert page.locator("#doc-html h3").inner_text().startswith("USD0907292 · ")
     box.fill("D999,999")
     page.locator("#doc-open").click()
-    page.locator("#doc-html").get_by_text("⚠️ no document D999,999 in this corpus").wait_for(timeout=20_000)
+    wait_text(page, "#doc-html", "⚠️ no document D999,999 in this corpus", 20_000)
     page.close()
 
 
@@ -163,13 +163,13 @@ def test_undo_then_label_lands_on_the_undone_hit(browser, red):
     page.locator("#d-status").click()  # keys act outside text fields
     _move_to(page, 4)
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text(f"({'hmcl'} #4)").wait_for(timeout=30_000)
-    page.locator("#l-cursor").get_by_text("hmcl #5").wait_for(timeout=30_000)  # auto-advance
+    wait_text(page, "#l-status", f"({'hmcl'} #4)")
+    wait_text(page, "#l-cursor", "hmcl #5")  # auto-advance
     page.keyboard.press("u")
-    page.locator("#l-status").get_by_text("↶ undid").wait_for(timeout=30_000)
-    page.locator("#l-cursor").get_by_text("hmcl #4").wait_for(timeout=30_000)  # back on the undone hit
+    wait_text(page, "#l-status", "↶ undid")
+    wait_text(page, "#l-cursor", "hmcl #4")  # back on the undone hit
     page.keyboard.press("2")
-    page.locator("#l-status").get_by_text("✓ partly").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", "✓ partly")
     live = store._conn.execute(
         "SELECT candidate_id, rank, label FROM labels WHERE undone = 0 AND annotator = 'examiner' ORDER BY id"
     ).fetchall()
@@ -193,21 +193,21 @@ def test_crop_box_crops_the_query_and_search_uses_it(browser, red):
     )
     assert _natural_width(page, "#d-crop-preview img") > 0
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
+    wait_text(page, "#d-status", "results with", 60_000)
     page.wait_for_function(
         f"() => document.querySelector('#d-status').innerText !== {whole!r}", timeout=30_000
     )
     assert "the query's own patent USD0913174 is left out" in page.locator("#d-status").inner_text()
     page.locator("#d-gallery .thumbnail-item").first.click()
     page.get_by_role("tab", name="Side by side").click()
-    page.locator("#sbs-md").get_by_text("Query (your crop)").wait_for(timeout=20_000)
+    wait_text(page, "#sbs-md", "Query (your crop)", 20_000)
     page.screenshot(path=str(ARTIFACTS / "exam-crop.png"), full_page=True)
     # a bad box says so and searches the whole drawing
     page.get_by_role("tab", name="Drawing search").click()
     box = page.locator("#d-crop-left input")
     box.fill("70")
     box.press("Enter")
-    page.locator("#d-crop-md").get_by_text("⚠️ the box needs 0 ≤ left < right ≤ 100").wait_for(timeout=20_000)
+    wait_text(page, "#d-crop-md", "⚠️ the box needs 0 ≤ left < right ≤ 100", 20_000)
     page.close()
 
 
@@ -218,7 +218,7 @@ def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):
         page.locator("#annotator textarea, #annotator input").first.fill(name)
         page.locator("#d-status").click()
         page.keyboard.press(key)
-        page.locator("#l-status").get_by_text("(hmcl #1)").wait_for(timeout=30_000)
+        wait_text(page, "#l-status", "(hmcl #1)")
         page.close()
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
@@ -228,7 +228,7 @@ def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):
     queue.get_by_text("a drawing of USD0913174").last.wait_for(timeout=20_000)
     assert "query_images/" not in queue.inner_text()
     queue.get_by_text("a drawing of USD0913174").last.click()
-    page.locator("#g-pair").get_by_text("Candidate").wait_for(timeout=20_000)
+    wait_text(page, "#g-pair", "Candidate", 20_000)
     imgs = page.locator("#g-qimg img, #g-cimg img")
     imgs.nth(1).wait_for(timeout=20_000)
     page.wait_for_function(
@@ -239,7 +239,7 @@ def test_agreement_drawing_renders_and_nothing_is_preselected(browser, red):
     assert not src_c.lower().endswith((".tif", ".tiff"))
     assert page.locator("#g-label input:checked").count() == 0  # nothing preselected
     page.locator("#g-adjudicate").click()
-    page.locator("#g-status").get_by_text("⚠️ choose the adjudicated label first").wait_for(timeout=30_000)
+    wait_text(page, "#g-status", "⚠️ choose the adjudicated label first")
     page.screenshot(path=str(ARTIFACTS / "exam-agreement.png"), full_page=True)
     page.close()
 
@@ -292,12 +292,12 @@ def test_more_like_this_and_the_search_history_in_the_report(browser, red):
     assert ids[2] not in _hit_ids(page)
     page.locator("#d-status").click()
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", "✓ relevant")
     page.get_by_role("tab", name="Search report").click()
     page.locator("#r-refresh").click()
     page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
+    wait_text(page, "#r-md", "in the report of")
     history = page.frame_locator("#r-frame").locator("#history tbody tr")
     history.nth(1).wait_for(timeout=20_000)
     rows = history.all_inner_texts()

@@ -30,7 +30,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PAGE_A = "USD0913174-20210316"  # the single-drawing query: one of its pages
@@ -119,14 +119,14 @@ def _drawing_search(page, path) -> None:
     page.locator("#d-file input[type=file]").set_input_files(str(path))
     page.locator("#d-query img").wait_for(timeout=20_000)
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("results with").wait_for(timeout=60_000)
+    wait_text(page, "#d-status", "results with", 60_000)
     _settled(page)
 
 
 def _press_and_wait(page, key: str, rank: int) -> None:
     page.locator("#d-status").click()  # keys act outside text fields
     page.keyboard.press(key)
-    page.locator("#l-status").get_by_text(f"(hmcl #{rank})").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", f"(hmcl #{rank})")
 
 
 def test_application_search_labels_its_own_query(browser, red):
@@ -140,7 +140,7 @@ def test_application_search_labels_its_own_query(browser, red):
     own = APP_B.split("-")[0]
     views = [src / APP_B / f"{APP_B}-D0000{i}.TIF" for i in range(1, 7)]
     page.locator("#d-views input[type=file]").set_input_files([str(v) for v in views])
-    page.locator("#d-views").get_by_text(f"{APP_B}-D00006").wait_for(timeout=30_000)  # uploaded
+    wait_text(page, "#d-views", f"{APP_B}-D00006")  # uploaded
     page.locator("#d-application").click()
     status = page.locator("#d-status")
     status.get_by_text("patents for an application of 6 views").wait_for(timeout=120_000)
@@ -198,7 +198,7 @@ def test_sheet_split_leaves_out_its_own_patent_and_says_so(browser, red):
     page.locator("#r-refresh").click()
     page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
+    wait_text(page, "#r-md", "in the report of")
     history = page.frame_locator("#r-frame").locator("#history tbody tr")
     history.first.wait_for(timeout=20_000)
     rows = history.all_inner_texts()
@@ -222,10 +222,10 @@ def test_boilerplate_twins_are_two_designs(browser, red):
     assert TWIN not in tiles and OTHER_TWIN in tiles, tiles
     rank = tiles.index(OTHER_TWIN) + 1
     page.locator("#d-gallery .thumbnail-item").nth(rank - 1).click()
-    page.locator("#l-cursor").get_by_text(f"hmcl #{rank} · {OTHER_TWIN}").wait_for(timeout=30_000)
+    wait_text(page, "#l-cursor", f"hmcl #{rank} · {OTHER_TWIN}")
     page.get_by_role("tab", name="Document").click()
     doc = page.locator("#doc-html")
-    doc.locator("h3").get_by_text(OTHER_TWIN).wait_for(timeout=30_000)
+    wait_text(doc, "h3", OTHER_TWIN)
     assert "Family in the corpus: none in this corpus" in doc.inner_text()
     _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-twins-record.png"), full_page=True)
@@ -241,7 +241,7 @@ def test_boilerplate_twins_are_two_designs(browser, red):
     box = page.locator("#doc-id textarea, #doc-id input").first
     box.fill(TWIN)
     page.locator("#doc-open").click()
-    doc.locator("h3").get_by_text(TWIN).wait_for(timeout=30_000)
+    wait_text(doc, "h3", TWIN)
     assert "Family in the corpus: none in this corpus" in doc.inner_text()
     page.close()
 
@@ -255,7 +255,7 @@ def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):
     page.get_by_role("tab", name="Document").click()
     page.locator("#doc-id textarea, #doc-id input").first.fill(pid)
     page.locator("#doc-open").click()
-    page.locator("#doc-html h3").get_by_text(pid).wait_for(timeout=30_000)
+    wait_text(page, "#doc-html h3", pid)
     page.locator("#more-text").click()
     status = page.locator("#t-status")
     status.get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
@@ -267,7 +267,7 @@ def test_more_like_this_text_before_the_text_tab_was_opened(browser, red):
     hit = first.group(1).strip("`")
     page.locator("#t-status").click()
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", "✓ relevant")
     _quiet(page)
     page.screenshot(path=str(ARTIFACTS / "fixes-more-text.png"), full_page=True)
     rows = _labels(store, "more-examiner")
@@ -292,7 +292,7 @@ def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):
     doc = page.locator("#doc-html")
     box.fill("USD0907292-20210105")
     box.press("Enter")
-    doc.locator("h3").get_by_text("USD0907292 · Shaving blade cartridge").wait_for(timeout=30_000)
+    wait_text(doc, "h3", "USD0907292 · Shaving blade cartridge")
     text = doc.inner_text()
     for shown in (
         "Inventors\tDimitrios Efthimiadis; Georgios Georgakis",
@@ -317,5 +317,5 @@ def test_record_opened_by_its_number_shows_what_an_examiner_cites(browser, red):
     for typed, pid in (("29/736,329", "USD0917866"), ("919445", "USD0919445")):
         box.fill(typed)
         box.press("Enter")
-        doc.locator("h3").get_by_text(pid).wait_for(timeout=30_000)
+        wait_text(doc, "h3", pid)
     page.close()

@@ -22,7 +22,7 @@ from patent_demo.request import TextRequest
 from patent_demo.wording import counted
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 OFF_TOPIC = (
@@ -55,7 +55,7 @@ def _text_search(page, text: str):
     page.get_by_role("tab", name="Text search").click()
     page.locator("#t-text textarea").fill(text)
     page.locator("#t-search").click()
-    page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=180_000)
+    wait_text(page, "#t-status", "re-ranked the hybrid top", 180_000)
 
 
 TABLES = {
@@ -70,7 +70,7 @@ TABLES = {
 def _show(page, name: str):
     """Choose the list the Text tab shows: the cursor moves to its first hit, and its table shows."""
     page.locator("#t-show").get_by_text(name, exact=True).click()
-    page.locator("#l-cursor").get_by_text(f"{name} #1").wait_for(timeout=20_000)
+    wait_text(page, "#l-cursor", f"{name} #1", 20_000)
     page.locator(TABLES[name]).wait_for(state="visible", timeout=20_000)
 
 
@@ -86,9 +86,9 @@ def test_cited_prior_art_no_warning_ipc_model_and_codes(browser, cs):
     status = page.locator("#t-status").inner_text()
     assert "no good match" not in status
     assert "the query's own patent EP0735178A1 is left out" in status  # a corpus text: itself left out
-    page.locator("#l-cursor").get_by_text("· IPC ").wait_for(timeout=20_000)  # not "Locarno –"
+    wait_text(page, "#l-cursor", "· IPC ", 20_000)  # not "Locarno –"
     page.locator("#t-why").get_by_text("Why the cursor hit ranks here").click()
-    page.locator("#t-explain").get_by_text("Candidate (IPC ").wait_for(timeout=20_000)
+    wait_text(page, "#t-explain", "Candidate (IPC ", 20_000)
     widths = []
     for name, table in (("bm25", "#t-bm25"), ("dssdnet", "#t-dss")):
         _show(page, name)
@@ -123,11 +123,11 @@ def test_text_corpus_drawing_tab_says_no_drawings(browser, cs):
     url, wb, docs = cs
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(url)
-    page.locator("#d-none").get_by_text("this corpus has no drawings").wait_for(timeout=20_000)
+    wait_text(page, "#d-none", "this corpus has no drawings", 20_000)
     assert "0 drawings" in page.locator("#header").inner_text()
     page.get_by_role("tab", name="Error analysis").click()
     page.locator("#e-btn").click()
-    page.locator("#e-summary").get_by_text("⚠️ this corpus has no drawings").wait_for(timeout=20_000)
+    wait_text(page, "#e-summary", "⚠️ this corpus has no drawings", 20_000)
     assert wb.index_status() == ""
     page.close()
 
@@ -196,7 +196,7 @@ def test_more_like_this_from_a_text_hit(browser, cs):
     _show(page, "bm25")
     page.locator("#t-bm25").get_by_text("EP1870505A2", exact=True).last.click()
     page.get_by_role("tab", name="Document").click()
-    page.locator("#doc-html h3").get_by_text("EP1870505A2").wait_for(timeout=30_000)
+    wait_text(page, "#doc-html h3", "EP1870505A2")
     page.locator("#more-text").click()  # its title and abstract become the query, searched at once
     status = page.locator("#t-status")
     status.get_by_text("EP1870505A2").wait_for(timeout=180_000)  # left out: its own search (with its family)
@@ -229,7 +229,7 @@ def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browse
     shown = [n for n in LISTS if page.locator(ids[n]).is_visible()]
     assert shown == [default], shown
     assert page.locator("#t-show input:checked").get_attribute("value") == default
-    page.locator("#l-cursor").get_by_text(f"{default} #1").wait_for(timeout=20_000)
+    wait_text(page, "#l-cursor", f"{default} #1", 20_000)
     assert "default list" in page.locator("#t-figures").inner_text()
     status = page.locator("#t-status").inner_text()
     assert "nDCG" not in status and "Default list" not in status and "\n" not in status.strip()
@@ -242,14 +242,14 @@ def test_default_list_first_cursor_on_it_and_labels_follow_the_shown_list(browse
     if other == "dssdnet":
         assert f"below the default list ({default}) on validation" in page.locator("#t-figures").inner_text()
     page.locator("#lbl-next").click()
-    page.locator("#l-cursor").get_by_text(f"{other} #2").wait_for(timeout=20_000)
+    wait_text(page, "#l-cursor", f"{other} #2", 20_000)
     second = page.locator("#l-cursor").inner_text().split("·")[1].strip()  # the cursor hit's patent
     assert (
         page.locator(ids[other]).get_by_text(second, exact=True).last.is_visible()
     )  # a hit of the shown list
     page.locator("#lbl-rel").click()
     # the answer is written from the stored label: its candidate, list and rank
-    page.locator("#l-status").get_by_text(f"✓ relevant · {second} ({other} #2)").wait_for(timeout=20_000)
+    wait_text(page, "#l-status", f"✓ relevant · {second} ({other} #2)", 20_000)
     page.set_viewport_size({"width": 390, "height": 844})
     page.wait_for_timeout(500)
     page.screenshot(path=str(ARTIFACTS / "exam-text-default-390.png"), full_page=True)
@@ -273,14 +273,14 @@ def test_cited_reference_in_the_corpus_opens_its_record(browser, cs):
     box.fill("EP 0735178 A1")
     box.press("Enter")
     doc = page.locator("#doc-html")
-    doc.locator("h3").get_by_text("EP0735178A1").wait_for(timeout=30_000)
+    wait_text(doc, "h3", "EP0735178A1")
     text = doc.inner_text()
     assert "References cited: 5, 1 in this corpus" in text and "Abstract" in text
     for number in ("EP0495168A1", "DE813550C", "FR1273382A", "CH257386A"):
         assert doc.locator(".record-ref").get_by_text(number, exact=True).count() == 1
     assert "Publication date\t1996-10-02" in text and "Application (filing) date\t1996-02-06" in text
     doc.locator("button[data-open-record='EP0495168B1']").click()
-    doc.locator("h3").get_by_text("EP0495168B1").wait_for(timeout=30_000)
+    wait_text(doc, "h3", "EP0495168B1")
     assert box.input_value() == "EP0495168B1"
     assert "Cited by (in the corpus): EP0735178A1" in doc.inner_text()
     page.screenshot(path=str(ARTIFACTS / "exam-text-record.png"), full_page=True)

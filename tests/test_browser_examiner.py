@@ -20,7 +20,7 @@ from patent_demo.labels.store import LabelStore
 from patent_demo.request import TextRequest
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import REPO_ROOT, live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -137,7 +137,7 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
 
     # without the filters: the query patent itself comes first; open its record and the side by side
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("in the query's subclass 14-02").wait_for(timeout=60_000)
+    wait_text(page, "#d-status", "in the query's subclass 14-02", 60_000)
     page.wait_for_timeout(500)
     page.get_by_role("tab", name="Document").click()
     doc = page.locator("#doc-html")
@@ -161,7 +161,7 @@ def test_sheet_split_and_search(browser, real):
     page.locator("#d-file input[type=file]").set_input_files(str(sheet))
     page.wait_for_timeout(800)
     page.locator("#d-sheet").click()
-    page.locator("#d-status").get_by_text("figure(s) on the sheet").wait_for(timeout=60_000)
+    wait_text(page, "#d-status", "figure(s) on the sheet", 60_000)
     assert page.locator("#d-status").inner_text().startswith("3 figure(s) on the sheet")
     page.locator("#d-sheet-img img").wait_for(timeout=10_000)
     assert page.get_by_text("matched by figure").count() >= 1
@@ -178,7 +178,7 @@ def test_text_filter_snippets_compare_and_report(browser, real):
     page.get_by_role("tab", name="Text search").click()
     _fill(page, "#t-text", query)
     page.locator("#t-search").click()
-    page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=120_000)  # every list is in
+    wait_text(page, "#t-status", "re-ranked", 120_000)  # every list is in
     page.locator("#t-show").get_by_text("bm25", exact=True).click()  # one list shown at a time
     page.locator("#t-bm25 mark").first.wait_for(state="attached", timeout=20_000)  # highlighted snippets
     bm25 = wb.search_text(
@@ -193,7 +193,7 @@ def test_text_filter_snippets_compare_and_report(browser, real):
     page.locator("#t-bm25").get_by_text(bm25.ids[0], exact=True).last.click()
     page.locator("#t-status").click()
     page.keyboard.press("1")  # label it relevant
-    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", "✓ relevant", 10_000)
     page.get_by_role("tab", name="Side by side").click()
     page.locator("#sbs-tc mark").first.wait_for(timeout=20_000)
     page.screenshot(path=str(ARTIFACTS / "examiner-text-compare.png"), full_page=True)
@@ -204,7 +204,7 @@ def test_text_filter_snippets_compare_and_report(browser, real):
         "() => (document.querySelector('#r-query input') || {}).value", timeout=30_000
     )
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
+    wait_text(page, "#r-md", "in the report of")
     frame = page.frame_locator("#r-frame")
     # the preview renders the report (slow under load)
     frame.get_by_text(bm25.ids[0]).first.wait_for(timeout=30_000)

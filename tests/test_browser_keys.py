@@ -32,7 +32,7 @@ from patent_demo.labels.store import LabelStore
 from patent_demo.ui.tabs_search import TEXT_IDS
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PAGE_A = "USD0913174-20210316"  # a single-drawing query
@@ -97,7 +97,7 @@ def _upload(page, path) -> None:
 def _drawing_search(page, path) -> None:
     _upload(page, path)
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("results with").wait_for(timeout=120_000)
+    wait_text(page, "#d-status", "results with", 120_000)
     _settled(page)
 
 
@@ -166,13 +166,13 @@ def test_fast_keys_land_on_the_hits_meant(browser, red, gap_ms):
     expected = [(r, tiles[r - 1], GRADES[k]) for r, k in enumerate(KEYS, 1)]
     assert rows == expected
     assert len({c for _, c, _ in rows}) == 10
-    page.locator("#l-status").get_by_text("(hmcl #10)").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", "(hmcl #10)")
+    wait_text(page, "#l-cursor", "✓ relevant")  # the badge of the last label
     _quiet(page)
     page.locator("#label-panel").first.screenshot(path=str(ARTIFACTS / f"keys-panel-{gap_ms}ms.png"))
     page.screenshot(path=str(ARTIFACTS / f"keys-page-{gap_ms}ms.png"), full_page=True)
     assert page.locator("#l-queue").inner_text().strip() == ""
     assert "hmcl #10" in page.locator("#l-cursor").inner_text()
-    assert "✓ relevant" in page.locator("#l-cursor").inner_text()  # the badge of the last label
     page.close()
 
 
@@ -199,7 +199,7 @@ def test_keys_pressed_before_a_new_search_do_not_land_on_its_hits(browser, red):
     assert len(early) <= 3 and all(c == first[r - 1] for _, c, r in early), (early, first, _tiles(page))
     second = _tiles(page)
     _type(page, "2", 0)
-    page.locator("#l-status").get_by_text(f"✓ partly · {second[0]} (hmcl #1)").wait_for(timeout=60_000)
+    wait_text(page, "#l-status", f"✓ partly · {second[0]} (hmcl #1)", 60_000)
     _drained(page)
     rows = _rows(store, who, "query_id", "candidate_id", "rank", "label")
     new_query = rows[-1][0]
@@ -224,7 +224,7 @@ def test_a_new_search_clears_the_panels_of_the_hit_opened_before(browser, red):
     page.get_by_role("tab", name="Text search").click()
     page.locator("#t-text textarea").fill("a bottle for dispensing liquid soap with a pump")
     page.locator("#t-search").click()
-    page.locator("#t-status").get_by_text("re-ranked the hybrid top").wait_for(timeout=240_000)
+    wait_text(page, "#t-status", "re-ranked the hybrid top", 240_000)
     _quiet(page)
     cursor = page.locator("#l-cursor")
     cursor.get_by_text(" #1 · ").wait_for(timeout=30_000)
@@ -236,7 +236,7 @@ def test_a_new_search_clears_the_panels_of_the_hit_opened_before(browser, red):
     cursor.get_by_text(f"{shown} #2 · {hit}").wait_for(timeout=30_000)
     _quiet(page)
     page.get_by_role("tab", name="Document").click()
-    page.locator("#doc-html h3").get_by_text(hit).wait_for(timeout=30_000)
+    wait_text(page, "#doc-html h3", hit)
     page.get_by_role("tab", name="Side by side").click()
     assert hit in page.locator("#sbs-tc").inner_text()
     page.get_by_role("tab", name="Text search").click()
@@ -246,7 +246,7 @@ def test_a_new_search_clears_the_panels_of_the_hit_opened_before(browser, red):
     _drawing_search(page, src / PAGE_A / f"{PAGE_A}-D00002.TIF")
     tiles = _tiles(page)
     page.locator("#d-gallery .thumbnail-item").nth(2).click()
-    page.locator("#l-cursor").get_by_text(f"hmcl #3 · {tiles[2]}").wait_for(timeout=30_000)
+    wait_text(page, "#l-cursor", f"hmcl #3 · {tiles[2]}")
     page.get_by_role("tab", name="Side by side").click()
     page.locator("#sbs-md").get_by_text(tiles[2]).wait_for(timeout=30_000)
     assert page.locator("#sbs-tq").inner_text().strip() == ""  # the drawing search cleared the text pair
@@ -254,11 +254,11 @@ def test_a_new_search_clears_the_panels_of_the_hit_opened_before(browser, red):
     page.get_by_role("tab", name="Drawing search").click()
     _drawing_search(page, src / PAGE_B / f"{PAGE_B}-D00002.TIF")
     page.get_by_role("tab", name="Document").click()
-    page.locator("#doc-html").get_by_text("Select a hit in a result list").wait_for(timeout=30_000)
+    wait_text(page, "#doc-html", "Select a hit in a result list")
     assert tiles[2] not in page.locator("#doc-html").inner_text()
     assert page.locator("#doc-id textarea, #doc-id input").first.input_value() == ""
     page.get_by_role("tab", name="Side by side").click()
-    page.locator("#sbs-md").get_by_text("Select a drawing hit").wait_for(timeout=30_000)
+    wait_text(page, "#sbs-md", "Select a drawing hit")
     assert page.locator("#sbs-query img, #sbs-hit img").count() == 0
     page.get_by_role("tab", name="Text search").click()
     assert hit not in page.locator("#t-explain").inner_text()
@@ -276,11 +276,11 @@ def test_sheet_search_labels_keep_the_query_figure(browser, red, tmp_path):
     page = _page(browser, url, who)
     _upload(page, src / APP_B / f"{APP_B}-D00001.TIF")
     page.locator("#d-sheet").click()
-    page.locator("#d-status").get_by_text("figure(s) on the sheet").wait_for(timeout=120_000)
+    wait_text(page, "#d-status", "figure(s) on the sheet", 120_000)
     _settled(page)
     table = page.locator("#d-table").inner_text()
     _type(page, "1", 0)
-    page.locator("#l-status").get_by_text("(hmcl #1)").wait_for(timeout=60_000)
+    wait_text(page, "#l-status", "(hmcl #1)", 60_000)
     ((figure_json, image_file, candidate),) = _rows(
         store, who, "query_figure", "query_image_file", "candidate_id"
     )
@@ -310,13 +310,13 @@ def test_side_by_side_of_an_application_hit_shows_its_views(browser, red):
     _drawing_search(page, single)
     views = [src / APP_B / f"{APP_B}-D0000{i}.TIF" for i in range(1, 7)]
     page.locator("#d-views input[type=file]").set_input_files([str(v) for v in views])
-    page.locator("#d-views").get_by_text(f"{APP_B}-D00006").wait_for(timeout=30_000)
+    wait_text(page, "#d-views", f"{APP_B}-D00006")
     page.locator("#d-application").click()
-    page.locator("#d-status").get_by_text("patents for an application of 6 views").wait_for(timeout=180_000)
+    wait_text(page, "#d-status", "patents for an application of 6 views", 180_000)
     _settled(page)
     tiles = _tiles(page)
     page.locator("#d-gallery .thumbnail-item").nth(1).click()
-    page.locator("#l-cursor").get_by_text(f"hmcl #2 · {tiles[1]}").wait_for(timeout=30_000)
+    wait_text(page, "#l-cursor", f"hmcl #2 · {tiles[1]}")
     page.get_by_role("tab", name="Side by side").click()
     md = page.locator("#sbs-md")
     md.get_by_text(tiles[1]).wait_for(timeout=30_000)

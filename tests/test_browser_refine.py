@@ -21,7 +21,7 @@ from patent_demo.labels.store import LabelStore, image_query_id
 from patent_demo.ui.views import BADGES
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CAPTION = re.compile(r"#(\d+) (\S+) · ")
@@ -56,7 +56,7 @@ def _tiles(page) -> list[tuple[str, str]]:
 
 
 def _status(page, text: str) -> str:
-    page.locator("#d-status").get_by_text(text).wait_for(timeout=60_000)
+    wait_text(page, "#d-status", text, 60_000)
     _settled(page)
     return page.locator("#d-status").inner_text()
 
@@ -64,7 +64,7 @@ def _status(page, text: str) -> str:
 def _label_tile(page, rank: int, button: str, grade: str) -> None:
     """Click tile ``rank`` (the cursor moves to it), then the label button; wait for the label's line."""
     page.locator("#d-gallery .thumbnail-item").nth(rank - 1).click()
-    page.locator("#l-cursor").get_by_text(f"hmcl #{rank}").wait_for(timeout=30_000)
+    wait_text(page, "#l-cursor", f"hmcl #{rank}")
     _settled(page)
     page.locator(button).click()
     page.locator("#l-status").get_by_text(re.compile(rf"✓ {grade} · \S+ \(hmcl #{rank}\)")).wait_for(
@@ -106,9 +106,9 @@ def test_refine_a_page_by_mouse_and_by_key_and_label_after_refining(browser, red
     page.screenshot(path=str(ARTIFACTS / "refine-1366.png"))
 
     # the cursor is on the first unlabelled hit: a label there files against the original query
-    page.locator("#l-cursor").get_by_text("hmcl #4").wait_for(timeout=30_000)
+    wait_text(page, "#l-cursor", "hmcl #4")
     page.locator("#lbl-part").click()
-    page.locator("#l-status").get_by_text(f"✓ partly · {tiles[3][0]} (hmcl #4)").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", f"✓ partly · {tiles[3][0]} (hmcl #4)")
     _settled(page)
     rows = (
         sqlite3.connect(store.path)
@@ -131,7 +131,7 @@ def test_refine_a_page_by_mouse_and_by_key_and_label_after_refining(browser, red
     page.get_by_role("tab", name="Text search").click()  # no Refine for text, and the page says why
     assert "not for text: " in page.locator("#t-feedback").inner_text()
     page.get_by_role("tab", name="Training").click()
-    page.locator("#tr-summary").get_by_text("Labels used now").wait_for(timeout=60_000)
+    wait_text(page, "#tr-summary", "Labels used now", 60_000)
     assert "4 labels by 2 refines in this server run" in page.locator("#tr-summary").inner_text()
     page.close()
 

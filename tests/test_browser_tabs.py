@@ -28,7 +28,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, fill_mounted, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0913174-20210316"  # a perspective view of this patent is the query
@@ -117,7 +117,7 @@ def _drawing_search(page, src) -> None:
     page.locator("#d-file input[type=file]").set_input_files(str(src / QUERY / f"{QUERY}-D00002.TIF"))
     page.locator("#d-query img").wait_for(timeout=30_000)
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("results with").wait_for(timeout=90_000)
+    wait_text(page, "#d-status", "results with", 90_000)
     tiles = page.locator("#d-gallery .thumbnail-item img")
     tiles.nth(9).wait_for(state="attached", timeout=30_000)
     for i in range(10):  # the gallery's images load lazily: on a phone the last ones only once scrolled to
@@ -187,7 +187,7 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     _shot(page, "drawing", width)
     page.locator("#d-status").click()  # keys act outside text fields
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=30_000)
+    wait_text(page, "#l-status", "✓ relevant")
 
     page.locator("#d-gallery .thumbnail-item").nth(2).click()  # hit #3: its record and the pair
     _tab(page, "Document")
@@ -221,7 +221,7 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     page.locator("#c-text textarea").fill("Display screen for automobile, a perspective view")
     page.wait_for_timeout(500)
     page.locator("#c-search").click()
-    page.locator("#l-cursor").get_by_text("rrf #1").wait_for(timeout=120_000)
+    wait_text(page, "#l-cursor", "rrf #1", 120_000)
     boxes = [_box(page, t) for t in ("#c-hm", "#c-list", "#c-rrf")]
     assert boxes[0][3] <= boxes[1][1] + 1 and boxes[1][3] <= boxes[2][1] + 1, boxes  # one under the other
     for table in ("#c-hm", "#c-list", "#c-rrf"):
@@ -244,7 +244,7 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     page.locator("#r-refresh").click()
     page.wait_for_function("() => document.querySelector('#r-query input').value !== ''", timeout=30_000)
     page.locator("#r-make").click()
-    page.locator("#r-md").get_by_text("in the report of").wait_for(timeout=30_000)
+    wait_text(page, "#r-md", "in the report of")
     _fits(page, "#r-preview", width)
     _shot(page, "search-report", width)
 
@@ -276,7 +276,7 @@ def test_every_tab_at_laptop_and_phone_width(browser, red, width):
     _shot(page, "export", width)
 
     _tab(page, "Training")
-    page.locator("#tr-cmd").get_by_text("python -m train.retrain").wait_for(timeout=30_000)
+    wait_text(page, "#tr-cmd", "python -m train.retrain")
     _no_word_broken(page, "#tr-rows")
     _fits(page, "#tr-rows", width)
     if width <= 640 and page.locator("#tr-text table").count():  # a measured text curve: its table scrolls
@@ -320,7 +320,7 @@ def test_a_text_corpus_shows_no_empty_drawing_boxes(browser, tmp_path):
             box = page.locator("#doc-id textarea, #doc-id input").first
             box.fill("EP0735178A1")
             page.locator("#doc-open").click()
-            page.locator("#doc-html h3").get_by_text("EP0735178A1").wait_for(timeout=30_000)
+            wait_text(page, "#doc-html h3", "EP0735178A1")
             for hidden in ("#doc-gallery", "#more-drawing", "#l-preview"):
                 assert not page.locator(hidden).is_visible(), hidden
             assert page.locator("#more-text").is_visible()
@@ -345,17 +345,17 @@ def test_the_labelling_guidelines_sit_beside_the_keys_are_edited_and_go_with_the
     summary = guide.locator("button").first
     summary.get_by_text("1 relevant = X, alone against the query").wait_for(timeout=30_000)
     summary.click()
-    page.locator("#l-guide-text").get_by_text("would be cited as X").wait_for(timeout=30_000)
-    page.locator("#l-guide-by").get_by_text("the default text (never edited)").wait_for(timeout=30_000)
+    wait_text(page, "#l-guide-text", "would be cited as X")
+    wait_text(page, "#l-guide-by", "the default text (never edited)")
     keys, box = _box(page, "#label-panel .prose"), _box(page, "#l-guide")  # measured once the page settled
     assert 0 <= box[1] - keys[3] < 40, (keys, box)  # right under the keys line
 
     page.locator("#l-guide-editor button").first.click()
     edited = "**Relevant (X)**: the same article with the same ornament.\n\n**Not relevant**: anything else."
-    page.locator("#l-guide-edit textarea").fill(edited)
+    fill_mounted(page, "#l-guide-edit textarea", edited, holds="would be cited as X")
     page.locator("#l-guide-save").click()
-    page.locator("#l-guide-status").get_by_text("✓ saved as version 1 by lead").wait_for(timeout=30_000)
-    page.locator("#l-guide-by").get_by_text("version 1, saved by lead").wait_for(timeout=30_000)
+    wait_text(page, "#l-guide-status", "✓ saved as version 1 by lead")
+    wait_text(page, "#l-guide-by", "version 1, saved by lead")
     page.locator("#l-guide-text").get_by_text("the same article with the same ornament").wait_for(
         timeout=30_000
     )

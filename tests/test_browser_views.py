@@ -31,7 +31,7 @@ from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared
-from tests.support.browser import ARTIFACTS
+from tests.support.browser import ARTIFACTS, wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 QUERY = "USD0534332.png"  # an outsole for a shoe (D2/95)
@@ -66,7 +66,7 @@ def _drawing_search(page, images) -> None:
     page.locator("#d-file input[type=file]").set_input_files(str(images / QUERY))
     page.locator("#d-query img").wait_for(timeout=30_000)
     page.locator("#d-search").click()
-    page.locator("#d-status").get_by_text("results with").wait_for(timeout=120_000)
+    wait_text(page, "#d-status", "results with", 120_000)
 
 
 def _shot(page, tab: str, width: int) -> None:
@@ -179,7 +179,7 @@ def test_a_uspc_record_opened_by_its_number_is_citable(browser, uspc):
     page.locator("#doc-id textarea, #doc-id input").first.fill("D534,332")
     page.locator("#doc-open").click()
     record = page.locator("#doc-html")
-    record.locator("h3").get_by_text("USD0534332").wait_for(timeout=30_000)
+    wait_text(record, "h3", "USD0534332")
     text = record.inner_text()
     assert "cite as USD534332S (2007)" in text, text[:400]
     assert "Publication date\t2007-01 (the month of grant; the day is not in the data)" in text, text[:800]

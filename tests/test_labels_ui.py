@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 
 from patent_demo.request import DrawingRequest
-from tests.support.browser import untick_exclusions
+from tests.support.browser import untick_exclusions, wait_text
 from tests.support.live import shared_hash_predict
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -50,7 +50,7 @@ def _search(page, wb, pid="D0002"):
     page.wait_for_timeout(500)
     page.locator("#d-search").click()
     page.locator("#d-gallery img").nth(9).wait_for(timeout=20_000)
-    page.locator("#l-cursor").get_by_text("hmcl #1").wait_for(timeout=10_000)
+    wait_text(page, "#l-cursor", "hmcl #1", 10_000)
 
 
 def test_one_cursor_badges_auto_advance_and_filter(browser, server):
@@ -68,8 +68,8 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):
 
     page.locator("#d-status").click()  # focus outside any text field
     page.keyboard.press("1")  # auto-advance is on: label #1, the cursor moves to #2
-    page.locator("#l-status").get_by_text(f"✓ relevant · {ids[0]} (hmcl #1)").wait_for(timeout=10_000)
-    page.locator("#l-cursor").get_by_text(f"hmcl #2 · {ids[1]}").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", f"✓ relevant · {ids[0]} (hmcl #1)", 10_000)
+    wait_text(page, "#l-cursor", f"hmcl #2 · {ids[1]}", 10_000)
     page.wait_for_function(
         "id => document.querySelector('#d-gallery').innerText.includes('#2 ' + id)",
         arg=ids[1],
@@ -82,11 +82,11 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):
     page.locator("#l-auto input").uncheck()  # auto-advance off: the cursor stays on the labelled hit
     page.locator("#d-status").click()
     page.keyboard.press("3")
-    page.locator("#l-status").get_by_text(f"✓ not · {ids[1]} (hmcl #2)").wait_for(timeout=10_000)
-    page.locator("#l-cursor").get_by_text("✗ not relevant (0)").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", f"✓ not · {ids[1]} (hmcl #2)", 10_000)
+    wait_text(page, "#l-cursor", "✗ not relevant (0)", 10_000)
     assert "hmcl #2" in page.locator("#l-cursor").inner_text()
     page.keyboard.press("j")  # j moves on; the gallery preview follows the cursor
-    page.locator("#l-cursor").get_by_text(f"hmcl #3 · {ids[2]}").wait_for(timeout=10_000)
+    wait_text(page, "#l-cursor", f"hmcl #3 · {ids[2]}", 10_000)
     page.wait_for_function(
         "() => [...document.querySelectorAll('#d-table .virtual-row')].length > 0",
         timeout=5_000,
@@ -130,7 +130,7 @@ def test_one_cursor_badges_auto_advance_and_filter(browser, server):
     page.wait_for_function("() => document.querySelectorAll('#d-gallery img').length === 0", timeout=10_000)
     page.locator("#d-status").click()
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text("run a search first").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", "run a search first", 10_000)
     page.close()
 
 
@@ -142,15 +142,15 @@ def test_category_applies_to_text_hits_and_resets(browser, server):
     page.get_by_role("tab", name="Text search").click()
     page.locator("#t-text textarea").fill("lamp with a shade and bulb")
     page.locator("#t-search").click()
-    page.locator("#t-status").get_by_text("re-ranked").wait_for(timeout=20_000)
+    wait_text(page, "#t-status", "re-ranked", 20_000)
     page.locator("#t-show").get_by_text("dssdnet", exact=True).click()  # the cursor follows the list shown
-    page.locator("#l-cursor").get_by_text("dssdnet #1").wait_for(timeout=20_000)
+    wait_text(page, "#l-cursor", "dssdnet #1", 20_000)
     page.locator("#t-why").get_by_text("Why the cursor hit ranks here").click()  # the explanation is folded
-    page.locator("#t-explain").get_by_text("DSSDNet rank 1").wait_for(timeout=10_000)
+    wait_text(page, "#t-explain", "DSSDNet rank 1", 10_000)
     page.get_by_label("X", exact=True).check()
     page.locator("#t-status").click()
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", "✓ relevant", 10_000)
     page.wait_for_function(
         "() => [...document.querySelectorAll('input[type=radio]')].some(r => r.checked && r.value === '' )",
         timeout=10_000,
@@ -159,7 +159,7 @@ def test_category_applies_to_text_hits_and_resets(browser, server):
         timeout=10_000
     )  # the explanation follows
     page.keyboard.press("3")
-    page.locator("#l-status").get_by_text("✓ not").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", "✓ not", 10_000)
     rows = (
         sqlite3.connect(store.path)
         .execute(
@@ -194,7 +194,7 @@ def test_another_client_with_this_browsers_session_hash_cannot_undo_or_label(bro
     _search(page, wb)
     page.locator("#d-status").click()
     page.keyboard.press("1")
-    page.locator("#l-status").get_by_text("✓ relevant").wait_for(timeout=10_000)
+    wait_text(page, "#l-status", "✓ relevant", 10_000)
     (mine,) = [x for x in store.labels() if x.annotator == "owner-examiner"]
     assert mine.session_id.startswith("b:")  # owned by the token's HMAC, not by the session hash
     (session_hash,) = hashes - {""}

@@ -100,8 +100,12 @@ class Cursor:
         return self.mine(marked, inputs, [*outputs, self.marker])
 
     def then_show(self, event):
-        """``event``, then the refresh of every view that follows the cursor."""
-        return event.then(**self.mine(self.labels.show, self.show_in, self.views), **QUIET)
+        """``event``, then the refresh of every view that follows the cursor. A refresh asked for while one
+        is still running runs again once it ends (``always_last``): by Gradio's default a second would be
+        dropped, and the views would keep what the first read before the later label or move."""
+        return event.then(
+            **self.mine(self.labels.show, self.show_in, self.views), trigger_mode="always_last", **QUIET
+        )
 
     def fresh(self, event):
         """``event`` (a search starting) resets the panels of a hit (``panels``): none shows a hit of the search
@@ -112,6 +116,7 @@ class Cursor:
             None,
             list(self.panels),
             show_progress="hidden",
+            trigger_mode="always_last",  # a link of the search's chain: never dropped (``then_show``)
             **QUIET,
         )
 

@@ -193,7 +193,9 @@ class LabelPanel:
         label_out = [self.status, self.progress, self.rank, self.cursor, self.note]
 
         def after_label(event):  # the category goes back to none after every label
-            return cur.then_show(event.then(lambda: "", None, self.category, **QUIET))
+            return cur.then_show(
+                event.then(lambda: "", None, self.category, trigger_mode="always_last", **QUIET)
+            )
 
         after_label(
             self.api.click(

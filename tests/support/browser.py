@@ -25,3 +25,23 @@ def untick_exclusions(page) -> None:
         box = page.locator(f"{elem} input")
         page.wait_for_function("e => e.checked", arg=box.element_handle(), timeout=20_000)
         box.uncheck()
+
+
+def wait_text(page, selector: str, text: str, timeout: int = 30_000) -> None:
+    """Wait until the element ``selector`` shows ``text``; on a timeout, fail with what it shows instead."""
+    try:
+        page.locator(selector).get_by_text(text).wait_for(timeout=timeout)
+    except Exception as err:  # noqa: BLE001 - the failure says what the page showed
+        shown = page.locator(selector).all_inner_texts()
+        raise AssertionError(f"{selector} never showed {text!r}; it shows {shown!r}") from err
+
+
+def fill_mounted(page, selector: str, text: str, holds: str) -> None:
+    """Type ``text`` into a text box that an accordion renders when opened: first wait for the box to hold
+    ``holds`` (its value given by the server), so the mount cannot reset what was typed, then check it kept it."""
+    area = page.locator(selector)
+    page.wait_for_function(
+        "([e, t]) => e.value.includes(t)", arg=[area.element_handle(), holds], timeout=30_000
+    )
+    area.fill(text)
+    page.wait_for_function("([e, t]) => e.value === t", arg=[area.element_handle(), text], timeout=10_000)
