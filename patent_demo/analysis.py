@@ -245,7 +245,7 @@ def evaluate(
     q_rows, g_rows = wb.protocol(split)
     if not q_rows or not g_rows or q_rows == g_rows and len(q_rows) < 2:
         raise ValueError("the evaluated patents need at least two figures in all to evaluate")
-    figs = wb._figures()
+    figs = wb.corpus.figures()
     in_gallery = {r: j for j, r in enumerate(g_rows)}
     self_index = np.array([in_gallery.get(r, -1) for r in q_rows], dtype=np.int64)
     qx, gx = index.embeddings[q_rows], index.embeddings[g_rows]

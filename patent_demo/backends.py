@@ -472,29 +472,3 @@ def make_backend(
     client = qdrant_client(url or None, Path(cache_dir) / "qdrant", timeout)
     engine = QdrantBackend(client, collection, url or None)
     return FallbackBackend(engine, faiss_backend) if fallback == "faiss" else engine
-
-
-def workbench_backend(wb, task: str, spec=None) -> SearchBackend:
-    """``wb``'s backend (``wb.config.backend``) of ``spec``'s drawing index (``task`` "drawing") or of the
-    dense text index ("text"), made once; its engine collection is keyed like the FAISS cache, as
-    ``patent-demo index push`` names it."""
-    if task == "drawing":
-        index, fp = wb.index(spec), spec.fingerprint
-    else:
-        enc, index, _ = wb.dense()
-        fp = enc.fingerprint()
-    key = f"{task}_{fp}"
-    with wb._lock:
-        if key not in wb._backends:
-            c = wb.config
-            wb._backends[key] = make_backend(
-                c.backend,
-                index,
-                wb.corpus,
-                collection_name(task, wb.fingerprint, fp),
-                c.cache_dir,
-                c.backend_url,
-                c.backend_fallback,
-                c.backend_timeout,
-            )
-        return wb._backends[key]

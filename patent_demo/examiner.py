@@ -27,29 +27,27 @@ CALIBRATION_SAMPLES = 300
 def no_match_threshold(wb, task: str, model: str = "") -> NoMatchThreshold | None:
     """The calibrated threshold for ``task`` ("drawing" with ``model``, or "text"), cached on disk;
     ``None`` when the corpus cannot be calibrated (a single class, no text)."""
-    cache = wb.__dict__.setdefault("_no_match", {})
     if task == "drawing":
         spec = wb.model(model, "drawing")
         key = f"drawing-{spec.fingerprint}-judged"
     else:
         key = "text-bm25-judged"
-    if key in cache:
-        return cache[key]
-    path = Path(wb.config.cache_dir) / "calibration" / wb.fingerprint / f"{key}.json"
-    th = None
-    if path.is_file():
-        th = NoMatchThreshold.load(path)
-    else:
+
+    def calibrate() -> NoMatchThreshold | None:
+        path = Path(wb.config.cache_dir) / "calibration" / wb.fingerprint / f"{key}.json"
+        if path.is_file():
+            return NoMatchThreshold.load(path)
         try:
             if task == "drawing":
                 th = calibrate_drawing(wb.index(spec), wb.corpus, CALIBRATION_SAMPLES, seed=wb.config.seed)
             else:
                 th = calibrate_text(wb.bm25(), wb.corpus, CALIBRATION_SAMPLES, seed=wb.config.seed)
-            th.save(path)
         except ValueError:
-            th = None
-    cache[key] = th
-    return th
+            return None
+        th.save(path)
+        return th
+
+    return wb.derived(f"no-match {key}", calibrate)
 
 
 def side_by_side(

@@ -24,16 +24,15 @@ from patent_demo.results import Results
 def family_sets(corpus: Corpus) -> dict[str, frozenset[str]]:
     """Per corpus id, its family in the corpus (itself included) from bibliographic data only (listed
     members, shared family ids and application numbers, related-application data); cached on the corpus."""
-    cached = corpus.__dict__.get("_family_sets")
-    if cached is not None:
-        return cached
+    return corpus.derived("family_sets", lambda: _family_sets(corpus))
+
+
+def _family_sets(corpus: Corpus) -> dict[str, frozenset[str]]:
     key = families(corpus.patents, same_text=False)
     groups: dict[str, set[str]] = {}
     for pid, root in key.items():
         groups.setdefault(root, set()).add(pid)
-    out = {pid: frozenset(groups[root]) for pid, root in key.items()}
-    corpus.__dict__["_family_sets"] = out
-    return out
+    return {pid: frozenset(groups[root]) for pid, root in key.items()}
 
 
 def own_and_family(corpus, patent_id: str) -> set[str]:
@@ -48,23 +47,22 @@ def same_text_sets(corpus: Corpus) -> dict[str, list[str]]:
     """Per utility patent that has them, the other utility patents of the corpus with the same normalised
     title and abstract and outside its family (a signal for the examiner; design patents never: their
     text is boilerplate); cached on the corpus."""
-    cached = corpus.__dict__.get("_same_text")
-    if cached is not None:
-        return cached
+    return corpus.derived("same_text", lambda: _same_text_sets(corpus))
+
+
+def _same_text_sets(corpus: Corpus) -> dict[str, list[str]]:
     fam = family_sets(corpus)
     by_text: dict[str, list[str]] = {}
     for p in corpus.patents:
         key = text_key(p) if p.kind != "design" else ""
         if key:
             by_text.setdefault(key, []).append(p.id)
-    out = {
+    return {
         pid: others
         for ids in by_text.values()
         for pid in ids
         if (others := [q for q in ids if q not in fam.get(pid, {pid})])
     }
-    corpus.__dict__["_same_text"] = out
-    return out
 
 
 def collapse(results: Results, corpus: Corpus, k: int | None = None) -> Results:

@@ -51,16 +51,17 @@ def application_number(number: str) -> str:
 
 
 def _index(corpus, name: str, key_of) -> dict[str, list[str]]:
-    """``{key: [corpus ids]}`` of ``key_of(patent)``, built once per corpus."""
-    index = corpus.__dict__.get(name)
-    if index is None:
-        index = {}
+    """``{key: [corpus ids]}`` of ``key_of(patent)``, built once per corpus (``Corpus.derived``)."""
+
+    def build() -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
         for p in corpus:
             key = key_of(p)
             if key:
                 index.setdefault(key, []).append(p.id)
-        corpus.__dict__[name] = index
-    return index
+        return index
+
+    return corpus.derived(name, build)
 
 
 def _one(text: str, found: list[str], kind: str = "") -> str:
@@ -99,7 +100,7 @@ def resolve_patent_id(corpus, typed: str) -> str:
             lambda p: re.sub(r"\D", "", str(p.extra.get("application_number", ""))),
         )
         if digits in by_application and (
-            "/" in compact or digits not in _index(corpus, "_digits", _digits_of)
+            "/" in compact or digits not in _index(corpus, "number_digits", _digits_of)
         ):
             return _one(text, by_application[digits])
         if "/" in compact:
@@ -112,9 +113,9 @@ def resolve_patent_id(corpus, typed: str) -> str:
         )
     parts = _parts(text)
     if not parts[0] and not parts[1]:  # bare digits: whichever series (design, utility, …) has them
-        found = _index(corpus, "_digits", _digits_of).get(parts[2], [])
+        found = _index(corpus, "number_digits", _digits_of).get(parts[2], [])
     else:
-        found = _index(corpus, "_number_keys", lambda p: number_key(p.id)).get(key, [])
+        found = _index(corpus, "number_keys", lambda p: number_key(p.id)).get(key, [])
     return _one(text, found, parts[3])
 
 

@@ -149,7 +149,7 @@ def arrange(
             top += by_patent[p]
         else:
             lab = labels[p]
-            kept = wb._hit(0, p, float(lab.score), figure=lab.candidate_figure, extras={"kept": "labelled"})
+            kept = wb.hit(0, p, float(lab.score), figure=lab.candidate_figure, extras={"kept": "labelled"})
             top += mark_views([kept], kind)
     rest = [h for h in hits if h.patent_id not in labels][:k]
     out = [*top, *rest]

@@ -125,12 +125,12 @@ def search_drawing(wb, req: DrawingRequest, vector: np.ndarray | None = None) ->
     extras = res.extras or [{}] * len(res)
     if req.per_patent:
         hits = [
-            wb._hit(r, pid, s, figure=e.get("figure_id", ""))
+            wb.hit(r, pid, s, figure=e.get("figure_id", ""))
             for r, ((pid, s), e) in enumerate(zip(res, extras, strict=True), 1)
         ]
     else:
         hits = [
-            wb._hit(r, e["patent_id"], s, figure=fid)
+            wb.hit(r, e["patent_id"], s, figure=fid)
             for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)
         ]
     _mark(hits, wb.corpus, where.search.before, notes)
@@ -173,7 +173,7 @@ def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None
     k = max(1, min(req.k, len(set(index.patent_ids))))
     res = application_ranking(views, index.embeddings, index.patent_ids, k, req.how, allowed)
     hits = [
-        wb._hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
+        wb.hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
         for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)
     ]
     _mark(hits, wb.corpus, where.search.before, notes)

@@ -134,7 +134,7 @@ def rank_figures(
                 best[pid] = (float(s), fi, extra.get("figure_id", ""))
     order = sorted(best, key=lambda p: (-best[p][0], best[p][1]))[:k]
     hits = [
-        wb._hit(
+        wb.hit(
             r,
             pid,
             best[pid][0],

@@ -240,12 +240,10 @@ def load_titles(path: str | Path) -> dict[str, str]:
 def corpus_titles(corpus) -> dict[str, str]:
     """The built-in titles and the corpus's own table (``CORPUS_TITLES`` in its folder) for the codes the
     built-in one lacks; read once per corpus."""
-    table = corpus.__dict__.get("_titles")
-    if table is None:
-        path = Path(corpus.root) / CORPUS_TITLES
-        table = {**(load_titles(path) if path.is_file() else {}), **_builtin_titles()}
-        corpus.__dict__["_titles"] = table
-    return table
+    path = Path(corpus.root) / CORPUS_TITLES
+    return corpus.derived(
+        "titles", lambda: {**(load_titles(path) if path.is_file() else {}), **_builtin_titles()}
+    )
 
 
 def write_titles(tables: list[str | Path], path: str | Path) -> int:

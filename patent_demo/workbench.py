@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from patent_demo.backends import SearchBackend, collection_name, make_backend
 from patent_demo.builds import Builds
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.digests import file_sha256
@@ -126,7 +127,8 @@ class Workbench:
         self._dense: tuple | None = None  # (encoder, DenseIndex, HybridSettings)
         self._dense_lock = threading.Lock()
         self._figure_sha: dict[str, str] | None = None
-        self._backends: dict[str, object] = {}
+        self._backends: dict[str, SearchBackend] = {}  # one engine per index (``backend``)
+        self._derived: dict[str, object] = {}  # ``derived``
 
     # -- corpus and models ---------------------------------------------------------------------------
     @property
@@ -203,9 +205,6 @@ class Workbench:
             return self._rerankers[spec.key]
 
     # -- indexes -----------------------------------------------------------------------------------------
-    def _figures(self) -> list[tuple[Patent, Figure]]:
-        return self.corpus.figures()
-
     def index(self, model: str | ModelSpec) -> DenseIndex:
         """The dense index of the corpus figures under ``model``: loaded from the cache or built (progress bar)."""
         spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
@@ -219,7 +218,7 @@ class Workbench:
                 index = DenseIndex.load(root)
             else:
                 enc = self.encoder(spec)
-                figures = self._figures()
+                figures = self.corpus.figures()
                 if not figures:
                     raise ValueError("the corpus has no figures to index")
                 corpus = self.corpus
@@ -307,12 +306,42 @@ class Workbench:
         backend = self.backend("text") if self.config.backend != "faiss" else None
         return FirstStage(self.bm25(), index, enc, hybrid, backend)
 
-    def backend(self, task: str, model: str | ModelSpec | None = None):
-        """``patent_demo.backends.workbench_backend``: of ``model``'s drawing index or the dense text index."""
-        from patent_demo.backends import workbench_backend
+    def backend(self, task: str, model: str | ModelSpec | None = None) -> SearchBackend:
+        """The search engine (``config.backend``, ``patent_demo.backends``) of ``model``'s drawing index (``task``
+        "drawing") or of the dense text index ("text"), made once; its engine collection is keyed like the
+        FAISS cache, as ``patent-demo index push`` names it."""
+        if task == "drawing":
+            spec = model if isinstance(model, ModelSpec) else self.model(model, "drawing")
+            index, fp = self.index(spec), spec.fingerprint
+        else:
+            enc, index, _ = self.dense()
+            fp = enc.fingerprint()
+        key = f"{task}_{fp}"
+        with self._lock:
+            if key not in self._backends:
+                c = self.config
+                self._backends[key] = make_backend(
+                    c.backend,
+                    index,
+                    self.corpus,
+                    collection_name(task, self.fingerprint, fp),
+                    c.cache_dir,
+                    c.backend_url,
+                    c.backend_fallback,
+                    c.backend_timeout,
+                )
+            return self._backends[key]
 
-        spec = None if task != "drawing" or isinstance(model, ModelSpec) else self.model(model, "drawing")
-        return workbench_backend(self, task, spec or model)
+    def derived(self, name: str, build: Callable[[], object]):
+        """The value ``name`` derived from this workbench's corpus and models (a calibrated no-match
+        threshold, ``examiner.no_match_threshold``), made by ``build`` on first use and kept here; a table of
+        the corpus alone is kept on the corpus (``Corpus.derived``)."""
+        with self._lock:
+            if name in self._derived:
+                return self._derived[name]
+        value = build()
+        with self._lock:
+            return self._derived.setdefault(name, value)
 
     def take_backend_note(self) -> str:
         """The ⚠️ of this thread's last search that the engine could not answer and FAISS did (or ``""``)."""
@@ -329,7 +358,9 @@ class Workbench:
                     self._figure_sha = json.loads(path.read_text())
                 else:
                     corpus = self.corpus
-                    self._figure_sha = {file_sha256(corpus.image_path(f)): f.path for _, f in self._figures()}
+                    self._figure_sha = {
+                        file_sha256(corpus.image_path(f)): f.path for _, f in self.corpus.figures()
+                    }
                     path.parent.mkdir(parents=True, exist_ok=True)
                     tmp = path.with_suffix(".tmp")
                     tmp.write_text(json.dumps(self._figure_sha))
@@ -398,12 +429,14 @@ class Workbench:
     # -- lookups ----------------------------------------------------------------------------------------
     def patent_of_figure(self, figure_path: str) -> tuple[Patent, Figure]:
         if not hasattr(self, "_fig_by_path"):
-            self._fig_by_path = {f.path: (p, f) for p, f in self._figures()}
+            self._fig_by_path = {f.path: (p, f) for p, f in self.corpus.figures()}
         return self._fig_by_path[figure_path]
 
-    def _hit(
+    def hit(
         self, rank: int, patent_id: str, score: float, figure: str = "", extras: dict | None = None
     ) -> Hit:
+        """The hit at ``rank`` of a list: the corpus patent ``patent_id`` with its title, Locarno code and
+        title, and, for a figure hit, the figure's view and browser-ready image; ``extras`` ride along."""
         from patent_demo.titles import locarno_title
 
         p = self.corpus[patent_id]
@@ -507,7 +540,7 @@ class Workbench:
         """The hits of a text list, each scored as the app shows it (``Results.shown_scores``)."""
         extras = res.extras or [{}] * len(res)
         return [
-            self._hit(r, pid, s, extras=e)
+            self.hit(r, pid, s, extras=e)
             for r, (pid, s, e) in enumerate(zip(res.ids, res.shown_scores().tolist(), extras, strict=True), 1)
         ]
 
@@ -521,7 +554,7 @@ class Workbench:
 
         split, protocol = resolve_split(self.corpus, split)
         queries, gallery, _ = drawing_protocol(self.corpus, split, protocol)
-        row = {f.path: i for i, (_, f) in enumerate(self._figures())}
+        row = {f.path: i for i, (_, f) in enumerate(self.corpus.figures())}
         return [row[f.path] for _, f in queries], [row[f.path] for _, f in gallery]
 
     def compare(
@@ -540,7 +573,7 @@ class Workbench:
     def example_figures(self, n: int = 6) -> list[tuple[Patent, Figure]]:
         """Up to ``n`` query figures from the test split, one per Locarno subclass where possible."""
         q_rows, _ = self.protocol()
-        figs = self._figures()
+        figs = self.corpus.figures()
         out, seen = [], set()
         for row in q_rows:
             p, f = figs[row]

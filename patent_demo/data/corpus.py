@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -141,6 +141,7 @@ class Corpus:
     def __post_init__(self) -> None:
         self.root = Path(self.root)
         self._by_id: dict[str, Patent] | None = None
+        self._derived: dict[str, object] = {}
 
     @property
     def image_root(self) -> Path:
@@ -181,6 +182,14 @@ class Corpus:
         except KeyError:
             return False
         return True
+
+    def derived(self, name: str, build: Callable[[], object]):
+        """The table ``name`` derived from this corpus alone (its families, number and title lookups, the
+        boolean-syntax index), made by ``build`` on first use and kept with the corpus: the one cache the
+        modules that read a corpus keep on it."""
+        if name not in self._derived:
+            self._derived[name] = build()
+        return self._derived[name]
 
     def figures(self) -> list[tuple[Patent, Figure]]:
         """Every (patent, figure) pair in manifest order."""

@@ -107,6 +107,7 @@ class BM25Index:
         self.stemmer = stemmer
         self._stemmer = _make_stemmer(stemmer)
         self._shards: int | None = None  # use_numba(shards=...)
+        self._sorted_vocab: list[str] | None = None
 
     # -- parameters -------------------------------------------------------------------------
     @property
@@ -123,6 +124,13 @@ class BM25Index:
 
     def __len__(self) -> int:
         return len(self.doc_ids)
+
+    def sorted_vocab(self) -> list[str]:
+        """The vocabulary's terms in sorted order (a truncation ``word*`` expands over a range of it), made
+        once per index."""
+        if self._sorted_vocab is None:
+            self._sorted_vocab = sorted(w for w in self.retriever.vocab_dict if isinstance(w, str))
+        return self._sorted_vocab
 
     def params(self) -> dict:
         return {

@@ -281,10 +281,7 @@ def in_range(vocab: list[str], prefix: str) -> list[str]:
 
 def _index(corpus) -> _Index:
     """The corpus's syntax index (built on first use, cached on the corpus)."""
-    cache = corpus.__dict__.get("_syntax_index")
-    if cache is None:
-        cache = corpus.__dict__["_syntax_index"] = _Index.build(corpus)
-    return cache
+    return corpus.derived("syntax_index", lambda: _Index.build(corpus))
 
 
 def _in(words: list[str], term: Term) -> bool:
@@ -323,11 +320,7 @@ class Query:
             words += t.words[:-1]
             if t.prefix:
                 if vocab is None:
-                    vocab = bm25.__dict__.get("_sorted_vocab")
-                    if vocab is None:
-                        vocab = bm25.__dict__["_sorted_vocab"] = sorted(
-                            w for w in bm25.retriever.vocab_dict if isinstance(w, str)
-                        )
+                    vocab = bm25.sorted_vocab()
                 words += in_range(vocab, t.words[-1])[:_MAX_EXPANSION]
             words.append(t.words[-1])
         return " ".join(dict.fromkeys(words))

@@ -139,6 +139,7 @@ class Handlers(RefineHandlers, ReviewHandlers):
         self._evaluated: dict[tuple, tuple] = {}  # (corpus, model, weights, split) -> (summary, rows, when)
         self._evaluating = threading.Lock()
         self.used = UsedLabels()  # the labels refines used in this server run (the Training tab)
+        self._failure_csvs: dict[str, str] = {}  # the error analysis's served CSVs, by the sha of the table
 
     def _who(self, annotator, request, profile) -> str:
         try:

@@ -272,7 +272,7 @@ class ReviewHandlers:
         w.writerow(FAILURE_HEADERS)
         w.writerows(table)
         text = body.getvalue()
-        memo = self.__dict__.setdefault("_failure_csvs", {})  # sha of the table -> its served copy
+        memo = self._failure_csvs
         sha = hashlib.sha256(text.encode()).hexdigest()
         if sha in memo and Path(memo[sha]).is_file():
             return memo[sha]
