@@ -28,13 +28,13 @@ SHARED := ../shared/data
 loop: $(TEST_STAMP)
 	$(BIN)/patent-demo corpus build --source images $(SHARED)/design_patents_2007_uspc_macaulay --out runs/uspc2007 \
 		--splits splits/uspc2007.json --quiet
-	$(BIN)/python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop --simulate --out docs/loop.json
+	$(BIN)/python -m train.loop.curves --corpus runs/uspc2007 --labels-dir runs/loop --simulate --out docs/loop.json
 	$(BIN)/patent-demo corpus build --source text $(SHARED)/cs3245_patsnap_corpus_qrels --out runs/cs3245 \
 		--splits splits/cs3245_text.json --quiet
 	$(BIN)/python scripts/examiner_sim.py --serve --labels runs/loop/text_labels.sqlite --corpus runs/cs3245 \
 		--split-file splits/cs3245_text.json --modality text --model dssdnet-minilm-ipc --queries 118 \
 		--annotator sim-text-topk --out runs/loop/text_sim.json
-	$(BIN)/python -m train.loop_text --corpus runs/cs3245 --labels runs/loop/text_labels.sqlite \
+	$(BIN)/python -m train.loop.text --corpus runs/cs3245 --labels runs/loop/text_labels.sqlite \
 		--split-file splits/cs3245_text.json --out docs/loop_text.json
 	$(BIN)/python scripts/figures.py
 
@@ -42,7 +42,7 @@ loop: $(TEST_STAMP)
 loop-quick: $(TEST_STAMP)
 	$(BIN)/patent-demo corpus build --source images $(SHARED)/design_patents_2007_uspc_macaulay --out runs/uspc2007 \
 		--splits splits/uspc2007.json --quiet
-	$(BIN)/python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop-quick --simulate --quick \
+	$(BIN)/python -m train.loop.curves --corpus runs/uspc2007 --labels-dir runs/loop-quick --simulate --quick \
 		--out runs/loop-quick/loop.json
 
 lint: $(TEST_STAMP)

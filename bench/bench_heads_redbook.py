@@ -36,7 +36,7 @@ def main() -> int:
     from safetensors.torch import load_file
 
     from patent_demo.drawing.encoders import trunk_mix
-    from patent_demo.drawing.evaluate import score_embeddings
+    from patent_demo.drawing.protocol import score_embeddings
     from patent_demo.drawing.trunk import RedBookSplit
 
     torch.set_num_threads(1)

@@ -30,7 +30,7 @@ def main() -> int:
     from patent_demo.data.corpus import Corpus
     from patent_demo.data.loaders.uspto import load_redbook
     from patent_demo.drawing.encoders import create_encoder
-    from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings
+    from patent_demo.drawing.protocol import drawing_protocol, score_embeddings
 
     torch.set_num_threads(1)
     model, _, tf = create_encoder("lite-trunk")

@@ -41,7 +41,7 @@ def main() -> int:
     from safetensors.torch import load_file
 
     from patent_demo.data.corpus import Corpus
-    from patent_demo.drawing.evaluate import score_embeddings
+    from patent_demo.drawing.protocol import score_embeddings
     from patent_demo.drawing.trunk import trunk_features
 
     corpus = Corpus.load(a.uspc, validate=False)

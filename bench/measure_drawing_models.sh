@@ -13,7 +13,7 @@ RB=../shared/data/impact_design_patent_samples
 [ -f "$C/manifest.jsonl" ] || $PY -m patent_demo.cli corpus build --source images \
   ../shared/data/design_patents_2007_uspc_macaulay --out "$C" --splits splits/uspc2007.json --quiet
 ZS=patent_demo/configs/zero_shot_metrics.json
-ev() { $PY -m train.evaluate --threads 1 --no-silhouette --out /dev/null "$@"; }
+ev() { $PY -m train.score_drawings --threads 1 --no-silhouette --out /dev/null "$@"; }
 ev --model lite-trunk --corpus "$C" --split val --record validation.uspc --record-file $ZS
 ev --model lite-trunk --corpus "$C" --split test --record test.uspc --record-file $ZS
 ev --model lite-trunk --redbook $RB --split all --record validation.redbook --record-file $ZS

@@ -2,7 +2,7 @@
 drawings (PCA, or t-SNE fitted once per corpus, model weights and sample and kept in ``cache/maps``) with
 its silhouettes at patent, subclass and main-class level, and the per-query error analysis under the one
 drawing-evaluation protocol (``Workbench.protocol``, the one drawing-evaluation protocol of
-``patent_demo.drawing.evaluate``), its failures split in-domain / out-of-domain, kept in ``cache/errors``
+``patent_demo.drawing.protocol``), its failures split in-domain / out-of-domain, kept in ``cache/errors``
 and computed in the background by the server (``evaluate_in_background``). The UI's tabs call these with
 their workbench; the workbench never imports this module.
 
@@ -214,7 +214,7 @@ def embedding_map(
 def describe_protocol(wb: Workbench, split: str = "test") -> str:
     """Which figures an evaluation of ``wb``'s corpus uses (``resolve_split``): the test split, or every
     figure against all the others when the corpus has no test split."""
-    from patent_demo.drawing.evaluate import resolve_split
+    from patent_demo.drawing.protocol import resolve_split
 
     q_rows, g_rows = wb.protocol(split)
     asked = split
@@ -236,10 +236,10 @@ def evaluate(
     wb: Workbench, model: str, k: int = 10, split: str = "test"
 ) -> tuple[dict[str, float | None], list[ErrorRow]]:
     """Drawing metrics of ``model`` on the protocol (``score_embeddings`` over the index embeddings, the
-    numbers ``train.evaluate`` reports) and one row per query, worst first (lowest subclass AP, then
+    numbers ``train.score_drawings`` reports) and one row per query, worst first (lowest subclass AP, then
     patent AP), each with its in-domain and out-of-domain misses (``ErrorRow``). A query never retrieves
     itself."""
-    from patent_demo.drawing.evaluate import score_embeddings
+    from patent_demo.drawing.protocol import score_embeddings
 
     index = wb.index(model)
     q_rows, g_rows = wb.protocol(split)

@@ -12,7 +12,7 @@ round are pooled and applied to the *original* query, so refining twice with the
 same query (no drift), and a second round simply adds its labels to the first's. "relevant" and "partly"
 both count as relevant (qrels ``rel ≥ 1``), "not" as not relevant. β and γ come from
 ``patent_demo/configs/feedback.json``, chosen on validation by the rule written there
-(``python -m train.feedback``).
+(``python -m train.feedback.drawings``).
 """
 
 from __future__ import annotations

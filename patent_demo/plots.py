@@ -251,7 +251,7 @@ def gate_plot(gate: Sequence[float], title: str = "", height: int = 260) -> go.F
 def learning_curve(result: Mapping, height: int = 380) -> go.Figure:
     """Test subclass and main mAP (mean ± std over seeds) against the judgements the simulated examiner made,
     one line per strategy, beside zero-shot (dotted) and the fully supervised ceiling (dashed): the JSON of
-    ``train.loop_curves``."""
+    ``train.loop.curves``."""
     from plotly.subplots import make_subplots
 
     summary = result["summary"]

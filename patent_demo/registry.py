@@ -155,7 +155,7 @@ ZERO_SHOT_METRICS = Path(__file__).resolve().parent / "configs" / "zero_shot_met
 
 def zero_shot_metrics() -> dict:
     """The zero-shot model's measured figures (``patent_demo/configs/zero_shot_metrics.json``, written by
-    ``train.evaluate --record-file``), ``{}`` when absent."""
+    ``train.score_drawings --record-file``), ``{}`` when absent."""
     try:
         return json.loads(ZERO_SHOT_METRICS.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

@@ -547,10 +547,10 @@ class Workbench:
     # -- the evaluation protocol (the embedding map and the error analysis: ``patent_demo.analysis``) -----
     def protocol(self, split: str = "test") -> tuple[list[int], list[int]]:
         """Query/gallery rows of the index under the one drawing-evaluation protocol
-        (``patent_demo.drawing.evaluate``: ``resolve_split`` then ``drawing_protocol``): the test split's
+        (``patent_demo.drawing.protocol``: ``resolve_split`` then ``drawing_protocol``): the test split's
         query figures against its other figures, or, without a test split (or with ``split="all"``), every
         figure against all others."""
-        from patent_demo.drawing.evaluate import drawing_protocol, resolve_split
+        from patent_demo.drawing.protocol import drawing_protocol, resolve_split
 
         split, protocol = resolve_split(self.corpus, split)
         queries, gallery, _ = drawing_protocol(self.corpus, split, protocol)

@@ -456,35 +456,35 @@ def usppm_ladder(src: list) -> str:
 
 
 def loop_drawings(src: list) -> str:
-    """What examiner labels bought on USPC drawings: the headline and every point (``train.loop_curves``)."""
+    """What examiner labels bought on USPC drawings: the headline and every point (``train.loop.curves``)."""
     from patent_demo.labels import loop
 
     return loop.summary_markdown(src[0]) + "\n\n" + loop.curve_markdown(src[0])
 
 
 def loop_text(src: list) -> str:
-    """The text curve (``train.loop_text``), whatever it shows."""
+    """The text curve (``train.loop.text``), whatever it shows."""
     from patent_demo.labels import loop
 
     return loop.text_markdown(src[0])
 
 
 def feedback_text(src: list) -> str:
-    """Relevance feedback on text, on the residual collection (``train.text.feedback``)."""
-    from train.text.feedback import render
+    """Relevance feedback on text, on the residual collection (``train.feedback.text``)."""
+    from train.feedback.text import render
 
     return render(src[0])
 
 
 def feedback_text_cli(src: list) -> str:
     """``patent-demo evaluate text --feedback-depth 10`` on cs3245, each list judged at its own top 10."""
-    from train.text.feedback import render_evaluations
+    from train.feedback.text import render_evaluations
 
     return render_evaluations(src)
 
 
 def loop_headline(src: list) -> str:
-    """The README's lines on what examiner labels bought (``train.loop_curves``, ``train.loop_text``)."""
+    """The README's lines on what examiner labels bought (``train.loop.curves``, ``train.loop.text``)."""
     from patent_demo.labels import loop
 
     return loop.headline_markdown(src[0], src[1])

@@ -10,6 +10,9 @@
   still two modules that cannot be read apart).
 * No star imports anywhere.
 * No module over ``MAX_LINES`` lines in ``patent_demo/`` (the UI included), ``train/`` or ``app.py``.
+* ``train/`` holds at most ``MAX_TRAIN_MODULES`` modules in any folder (``__init__`` and ``__main__`` aside),
+  and no module anywhere has a name that says nothing apart (``GENERIC_NAMES``: ``report.py``,
+  ``evaluate.py``…): a reader finds a module by what it does.
 * Every Python file is as ``ruff format`` writes it, with at most ``MAX_FMT_SKIPS`` lines kept by hand
   (``# fmt: skip``, for a table that must stay aligned).
 
@@ -262,6 +265,24 @@ def _line_counts() -> dict[str, int]:
         for p in _python_files()
         if _rel(p).startswith(scope)
     }
+
+
+MAX_TRAIN_MODULES = 6
+GENERIC_NAMES = {"report", "evaluate", "utils", "util", "helpers", "misc"}
+
+
+def test_train_folders_hold_few_modules():
+    per_folder: dict[str, list[str]] = {}
+    for p in (ROOT / "train").rglob("*.py"):
+        if p.stem not in {"__init__", "__main__"} and "__pycache__" not in p.parts:
+            per_folder.setdefault(_rel(p.parent), []).append(p.stem)
+    assert "train/hmcl" in per_folder and "train" in per_folder
+    assert {d: sorted(m) for d, m in per_folder.items() if len(m) > MAX_TRAIN_MODULES} == {}
+
+
+def test_no_module_has_a_name_that_says_nothing_apart():
+    generic = sorted(_rel(p) for p in _python_files() if p.stem in GENERIC_NAMES and "tests" not in p.parts)
+    assert generic == []
 
 
 def test_no_module_is_a_monolith():

@@ -75,7 +75,14 @@ def test_the_checker_on_made_up_code():
             "wb.__class__",  # a dunder: allowed
         ]
     )
-    assert [f.split(":")[0] for f in reach_ins(code)] == ["line 1", "line 2", "line 3", "line 3", "line 4", "line 4"]
+    assert [f.split(":")[0] for f in reach_ins(code)] == [
+        "line 1",
+        "line 2",
+        "line 3",
+        "line 3",
+        "line 4",
+        "line 4",
+    ]
 
 
 def test_corpus_derived_builds_once_per_corpus():

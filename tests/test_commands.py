@@ -18,11 +18,11 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 COMMANDS = sorted((REPO_ROOT / "checkpoints").glob("*/command.txt"))
-# the command that takes the flags after a '--': train.sweep's per model, the data options of train.dssdnet.report
+# the command that takes the flags after a '--': train.sweep's per model, the data options of train.dssdnet.summary
 PASSED_TO = {
     ("train.sweep", "dssdnet"): "train.dssdnet",
     ("train.sweep", "hmcl"): "train.hmcl",
-    ("train.dssdnet.report", ""): "train.dssdnet",
+    ("train.dssdnet.summary", ""): "train.dssdnet",
 }
 
 

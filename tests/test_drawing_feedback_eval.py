@@ -11,8 +11,8 @@ import pytest
 
 from patent_demo.cli import main
 from patent_demo.data.corpus import Figure, Patent
-from patent_demo.drawing.evaluate import _labels
 from patent_demo.drawing.feedback_eval import examiner_labels, simulate_feedback
+from patent_demo.drawing.protocol import _labels
 from patent_demo.feedback import Feedback
 from patent_demo.metrics import ItemLabels, drawing_metrics
 from tests.conftest import CKPT
@@ -70,7 +70,7 @@ def dp2_embedded(dp2):
     from patent_demo.cli.common import load_drawing_model, resolve_model
     from patent_demo.data.corpus import Corpus
     from patent_demo.drawing.embed import embed_corpus_figures
-    from patent_demo.drawing.evaluate import drawing_protocol
+    from patent_demo.drawing.protocol import drawing_protocol
 
     corpus = Corpus.load(dp2)
     model, tf = load_drawing_model(resolve_model("zero-shot", "drawing", [CKPT]))

@@ -1,4 +1,4 @@
-"""The head retrained from examiner labels (``train.labels_head``): the relevance its judged pairs give, checked
+"""The head retrained from examiner labels (``train.labels.head``): the relevance its judged pairs give, checked
 against a loop written apart; the leak guard that keeps validation and test drawings out; and, on features
 where the classes are known, that training from labels lifts validation mAP over the untrained head."""
 
@@ -12,7 +12,7 @@ from PIL import Image
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
 from patent_demo.drawing.trunk import Split, evaluate, whitening
-from train.labels_head import Pair, fit_from_pairs, guarded_pairs, label_batch_h, pairs_of, relevance
+from train.labels.head import Pair, fit_from_pairs, guarded_pairs, label_batch_h, pairs_of, relevance
 
 W = (1.0, 0.35, 0.2)
 

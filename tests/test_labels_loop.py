@@ -57,7 +57,7 @@ def result():
         },
     ]
     return {
-        "command": "python -m train.loop_curves --corpus C --labels-dir L --out O",
+        "command": "python -m train.loop.curves --corpus C --labels-dir L --out O",
         "setup": {
             "splits": {"train": 600, "val": 200, "test": 200},
             "k": 10,

@@ -376,7 +376,7 @@ def test_an_older_database_is_migrated_in_place(tmp_path):
 
 def test_training_reads_refuse_rows_of_another_modality(tmp_path):
     from patent_demo.data.corpus import CorpusError
-    from train.labels_data import read_rows
+    from train.labels.data import read_rows
 
     store = LabelStore(tmp_path / "l.sqlite")
     store.add(_text())

@@ -1,9 +1,9 @@
 """The examiner loop end to end on real USPC drawings (``../shared``): the simulated examiner works the real app
-(a child process) through its API, ``train.loop_curves --quick`` draws three points of the learning curve
+(a child process) through its API, ``train.loop.curves --quick`` draws three points of the learning curve
 from its labels, ``train.retrain`` turns the same store into a retrained head checkpoint with its lineage,
 and the app's Training tab, in Chromium, shows the curve and the retrained model beside its parent.
 
-Tests: train/loop_curves.py, train/retrain.py, patent_demo/labels/loop.py, patent_demo/ui/handlers.py
+Tests: train/loop/curves.py, train/retrain.py, patent_demo/labels/loop.py, patent_demo/ui/handlers.py
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
-    """(tmp, corpus, the quick run's JSON) of ``train.loop_curves --quick --simulate`` on the USPC corpus."""
+    """(tmp, corpus, the quick run's JSON) of ``train.loop.curves --quick --simulate`` on the USPC corpus."""
     src = require_shared("design_patents_2007_uspc_macaulay")
     tmp = tmp_path_factory.mktemp("loop")
     assert (
@@ -50,7 +50,7 @@ def quick(tmp_path_factory):
     cmd = [
         sys.executable,
         "-m",
-        "train.loop_curves",
+        "train.loop.curves",
         "--corpus",
         str(tmp / "uspc"),
         "--labels-dir",

@@ -1,4 +1,4 @@
-"""Tests: train/loop_text.py, train/loop_text_scores.py
+"""Tests: train/loop/text.py, train/loop/text_scores.py
 
 The text learning curve of the examiner loop, on tiny hand-made data: the budget subsets are seeded and nested,
 label rows are tied to their query patents, rows and candidates of validation and test queries never reach
@@ -13,8 +13,8 @@ import pytest
 
 from patent_demo.data.corpus import Corpus, Patent
 from patent_demo.text.precision import cpu_name
-from train import loop_text as lt
-from train import loop_text_scores as scores
+from train.loop import text as lt
+from train.loop import text_scores as scores
 
 IDS = [f"US{n}" for n in range(100, 130)]
 

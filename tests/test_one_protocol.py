@@ -1,8 +1,8 @@
-"""One drawing-evaluation protocol: ``patent-demo evaluate drawings``, ``train.evaluate`` and the app's
+"""One drawing-evaluation protocol: ``patent-demo evaluate drawings``, ``train.score_drawings`` and the app's
 Error-analysis tab (``patent_demo.analysis.evaluate``) score the same queries with the same figures on one real
 USPC corpus built with a committed-style split file; a split of fewer than 10 patents is warned about.
 
-Tests: patent_demo/drawing/evaluate.py
+Tests: patent_demo/drawing/protocol.py
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def uspc(tmp_path_factory):
 
 
 def test_cli_train_evaluate_and_app_score_one_protocol(uspc, tmp_path, capsys):
-    from train.evaluate import main as train_main
+    from train.score_drawings import main as train_main
 
     cli_json, train_json = tmp_path / "cli.json", tmp_path / "train.json"
     args = [

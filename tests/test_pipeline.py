@@ -197,8 +197,8 @@ def test_evaluate_worst_first(bench):
 @pytest.mark.parametrize("test_split", [True, False], ids=["test-split", "no-split"])
 def test_error_analysis_reports_what_train_evaluate_reports(tmp_path, test_split):
     """One protocol: the app's Error-analysis numbers (zero-shot, the untouched trunk, over the cached index) equal
-    ``python -m train.evaluate`` on the same corpus, with a test split and (the shared fallback) without."""
-    from train.evaluate import main as evaluate_main
+    ``python -m train.score_drawings`` on the same corpus, with a test split and (the shared fallback) without."""
+    from train.score_drawings import main as evaluate_main
 
     corpus = make_tiny_corpus(tmp_path / "corpus", per_subclass=2, figures=2)
     if not test_split:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from patent_demo.losses.hmcl import hierarchical_weights, hmcl_loss, hmcl_loss_loop
-from train.labels_data import (
+from train.labels.data import (
     LabelBatches,
     LabelGroup,
     LabelTraining,

@@ -10,7 +10,7 @@ import torch
 
 from patent_demo.metrics import evaluate_run
 from patent_demo.text.bm25 import BM25Index
-from patent_demo.text.evaluate import evaluate_pairs, pair_run
+from patent_demo.text.pair_scores import evaluate_pairs, pair_run
 from patent_demo.text.pairs import Pair, bm25_pair_run, domain_t, grade, pair_qrels, read_pair_file
 
 HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\tipc_1\tipc_2\tipc_3"

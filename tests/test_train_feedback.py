@@ -1,9 +1,9 @@
-"""``python -m train.feedback``: the rule that picks β and γ from the validation grid (the largest mean gain,
+"""``python -m train.feedback.drawings``: the rule that picks β and γ from the validation grid (the largest mean gain,
 near-ties to the smaller β, then γ)."""
 
 from __future__ import annotations
 
-from train.feedback import TIE, choose
+from train.feedback.drawings import TIE, choose
 
 
 def _row(beta, gamma, gain):

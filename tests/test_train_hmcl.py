@@ -16,7 +16,7 @@ from patent_demo.drawing.finetune import (
     text_tower_features,
     vision_blocks,
 )
-from train import evaluate as evaluate_script
+from train import score_drawings as evaluate_script
 from train.hmcl import data as hmcl_sources
 from train.hmcl import main as hmcl
 

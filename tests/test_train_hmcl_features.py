@@ -89,8 +89,8 @@ def test_tiny_real_run_matches_the_full_model(tmp_path):
     require_shared("impact_design_patent_samples")
     require_shared("design_patents_2007_uspc_macaulay")
     from patent_demo.data.loaders.uspto import load_redbook
-    from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
+    from patent_demo.drawing.protocol import evaluate_drawings
     from train.hmcl import features as hmcl_cached
     from train.hmcl import main as hmcl
 
@@ -222,8 +222,8 @@ def test_registry_default_marker_leads(tmp_path):
 def test_whitened_checkpoint_served_at_another_size(tmp_path):
     require_shared("impact_design_patent_samples")
     from patent_demo.data.loaders.uspto import load_redbook
-    from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
+    from patent_demo.drawing.protocol import evaluate_drawings
     from patent_demo.registry import read_checkpoint_spec
     from train.hmcl import main as hmcl
 

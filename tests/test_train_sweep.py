@@ -101,7 +101,7 @@ def test_tiny_hmcl_sweep_writes_and_reuses(tmp_path):
 
 
 def test_dssdnet_ladder_aggregates_finished_runs(tmp_path):
-    from train.dssdnet.report import ladder_aggregate, ladder_markdown, ladder_run_dir
+    from train.dssdnet.summary import ladder_aggregate, ladder_markdown, ladder_run_dir
 
     for seed, r in ((0, 0.4), (1, 0.6)):
         d = ladder_run_dir(tmp_path, "demo", "dssdnet", seed)

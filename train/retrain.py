@@ -11,7 +11,7 @@
    figure, or an abstract that is a test patent's text) and judged candidates from test-split
    patents stay out of training unless ``--allow-test-labels``; the report says how many.
 3. **Fine-tune** what ships: a head checkpoint (``lite-head``, e.g. ``checkpoints/hmcl-uspc``; or
-   ``--from zero-shot``) is retrained on cached trunk features from the judged pairs by ``train.labels_head``
+   ``--from zero-shot``) is retrained on cached trunk features from the judged pairs by ``train.labels.head``
    (relevant / partly as positives, not relevant as hard negatives, the HMCL loss it was trained with, step
    and trunk weight chosen on validation; validation-split candidates stay out too); any other HMCL
    checkpoint is fine-tuned with ``train.hmcl --init-from --labels`` (judged pairs become extra positives
@@ -39,10 +39,10 @@ from pathlib import Path
 
 from patent_demo.checkpoint import STATE, load_config, load_metrics
 from patent_demo.data.corpus import Corpus
-from patent_demo.labels.report import metric_rows, summarise, to_markdown, write_report
+from patent_demo.labels.retrain_report import metric_rows, summarise, to_markdown, write_report
 from patent_demo.request import DrawingRequest, TextRequest
-from train.labels_data import guard_dssdnet_rows, guard_hmcl_rows, read_rows, write_rows
-from train.labels_head import add_head_args, retrain_head
+from train.labels.data import guard_dssdnet_rows, guard_hmcl_rows, read_rows, write_rows
+from train.labels.head import add_head_args, retrain_head
 
 # settings of the parent's training run that a fine-tune keeps unless given here
 INHERITED = (
@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--fail-on-regression", action="store_true", help="exit with status 3 when a test metric regressed")
     a("--no-index-copy", action="store_true", help="do not keep a copy of the index in OUT/index")
     a("--report-dir", default=None, help="where the report goes (default: OUT/report)")
-    add_head_args(p.add_argument_group("head checkpoints (train.labels_head)"))
+    add_head_args(p.add_argument_group("head checkpoints (train.labels.head)"))
     return p
 
 

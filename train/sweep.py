@@ -42,7 +42,7 @@ from patent_demo.reports.tables import (
     summarise_against,
     write_table,
 )
-from train.dssdnet.report import (
+from train.dssdnet.summary import (
     LADDER_DATASETS,
     LADDER_VARIANTS,
     ladder_aggregate,
@@ -219,8 +219,8 @@ def zero_shot(base: list[str], split: str) -> dict:
     """The config's encoder with its pretrained weights at the config's image size, on ``split``."""
     import torch
 
-    from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
+    from patent_demo.drawing.protocol import evaluate_drawings
     from train.hmcl import main as hmcl
     from train.hmcl.data import load_corpus
 
@@ -239,8 +239,8 @@ def redbook_eval(run_dir: Path, model_ref: str, image_size: int, folder: str, ks
     if cache.is_file():
         return json.loads(cache.read_text())
     from patent_demo.data.loaders.uspto import load_redbook
-    from patent_demo.drawing.evaluate import evaluate_drawings
     from patent_demo.drawing.finetune import load_encoder
+    from patent_demo.drawing.protocol import evaluate_drawings
 
     model, eval_tf, _ = load_encoder(model_ref, image_size=image_size)
     result = evaluate_drawings(model, eval_tf, load_redbook(folder), None, ks=ks, protocol="all")

@@ -1,8 +1,8 @@
 """``patent-demo evaluate drawings|text``: the evaluation protocols, per query and per patent, with a paired
 bootstrap against a baseline model.
 
-Drawings use the one protocol of ``patent_demo.drawing.evaluate`` (the app's Error-analysis tab and
-``train.evaluate`` call it too): the corpus's saved test split, each figure a query against every other
+Drawings use the one protocol of ``patent_demo.drawing.protocol`` (the app's Error-analysis tab and
+``train.score_drawings`` call it too): the corpus's saved test split, each figure a query against every other
 figure of the split (``all``), or one marked query figure per patent (``queries``, the demo corpus). On a
 corpus without a test split every figure is evaluated against all others, and the output says so.
 
@@ -152,8 +152,8 @@ def add_parser(sub) -> None:
 # -- shared ------------------------------------------------------------------------------------------------------
 def _split(corpus: Corpus, asked: str | None, protocol: str | None = None) -> tuple[str | None, str, str]:
     """(split name or None for every patent, protocol, a note for the reader): the rule of
-    ``patent_demo.drawing.evaluate.resolve_split``, shared with the app and ``train.evaluate``."""
-    from patent_demo.drawing.evaluate import resolve_split
+    ``patent_demo.drawing.protocol.resolve_split``, shared with the app and ``train.score_drawings``."""
+    from patent_demo.drawing.protocol import resolve_split
 
     split, protocol = resolve_split(corpus, asked or "test", protocol)
     if split is None and asked == "all":
@@ -244,7 +244,7 @@ def drawing_run(
 ) -> dict:
     """``evaluate_drawings`` of one model with per-query values."""
     from patent_demo.cli.common import load_drawing_model
-    from patent_demo.drawing.evaluate import evaluate_drawings
+    from patent_demo.drawing.protocol import evaluate_drawings
 
     model, tf = load_drawing_model(spec, image_size, device)
     res = evaluate_drawings(
@@ -265,7 +265,7 @@ def drawing_run(
 
 
 def run_drawings(args: argparse.Namespace) -> int:
-    from patent_demo.drawing.evaluate import small_split_warning
+    from patent_demo.drawing.protocol import small_split_warning
 
     corpus = load_corpus(args.corpus)
     split, protocol, note = _split(corpus, args.split, args.protocol)
@@ -446,13 +446,13 @@ def _scored_default(dirs: list[str]) -> str:
 
 
 def run_pairs(args: argparse.Namespace) -> int:
-    """``--pairs``: each query's labelled candidates ranked by the model (``patent_demo.text.evaluate``)."""
+    """``--pairs``: each query's labelled candidates ranked by the model (``patent_demo.text.pair_scores``)."""
     from patent_demo.text.scored import is_scored_csv
 
     if is_scored_csv(args.pairs):
         return run_scored(args)
     from patent_demo.metrics.text import TEXT_METRICS, per_query_metrics
-    from patent_demo.text.evaluate import pair_run
+    from patent_demo.text.pair_scores import pair_run
     from patent_demo.text.pairs import pair_qrels, read_pair_file
 
     corpus = load_corpus(args.corpus) if args.corpus else None

@@ -1,5 +1,5 @@
 """Relevance feedback measured on the residual collection (``patent-demo evaluate drawings --feedback-depth``,
-``python -m train.feedback``).
+``python -m train.feedback.drawings``).
 
 An examiner is simulated from the corpus's classification: of a query's top ``depth`` hits, one is
 relevant when it shares the query's subclass (or is of the query's own patent), else not relevant. The query
@@ -38,7 +38,7 @@ def examiner_labels(queries: Sequence[tuple[Patent, Figure]], gallery: Sequence[
 
 
 def _labels(items):
-    from patent_demo.drawing.evaluate import _labels as labels
+    from patent_demo.drawing.protocol import _labels as labels
 
     return labels(items)
 
@@ -129,7 +129,7 @@ def simulate_feedback(
 def feedback_of_run(corpus, split: str, protocol: str, run: dict, depth: int, args) -> dict:
     """:func:`simulate_feedback` on the queries and gallery of an evaluation ``run`` (its embeddings kept),
     with the rounds, resamples and seed of ``patent-demo evaluate drawings`` (``args``)."""
-    from patent_demo.drawing.evaluate import drawing_protocol
+    from patent_demo.drawing.protocol import drawing_protocol
 
     queries, gallery, self_index = drawing_protocol(corpus, split, protocol)
     q, g = run["query_embeddings"], run["gallery_embeddings"]

@@ -10,7 +10,7 @@ What the app and the training scripts both need about an HMCL (or CL) fine-tuned
 * :func:`load_encoder` / :func:`load_hmcl_checkpoint`: rebuild the encoder from its package weights and
   apply a checkpoint that stores only the parameters training changed (``patent_demo.checkpoint.delta``).
 
-Embedding lives in ``patent_demo.drawing.embed``, the evaluation protocol in ``patent_demo.drawing.evaluate``.
+Embedding lives in ``patent_demo.drawing.embed``, the evaluation protocol in ``patent_demo.drawing.protocol``.
 """
 
 from __future__ import annotations

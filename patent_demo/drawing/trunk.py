@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from patent_demo.atomic import atomic_write
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.encoders import trunk_mix
-from patent_demo.drawing.evaluate import score_embeddings
+from patent_demo.drawing.protocol import score_embeddings
 from patent_demo.drawing.transforms import AugmentConfig
 from patent_demo.hierarchy import factorize, patent_hierarchy
 
@@ -147,7 +147,7 @@ class RedBookSplit:
 
     def __init__(self, folder: str, size: int, cache_dir: str) -> None:
         from patent_demo.data.loaders.uspto import load_redbook
-        from patent_demo.drawing.evaluate import drawing_protocol
+        from patent_demo.drawing.protocol import drawing_protocol
 
         corpus = load_redbook(folder)
         self.items, _, _ = drawing_protocol(corpus, None, "all")

@@ -1,5 +1,5 @@
-"""What examiner labels bought, as the app shows it: the learning curves measured by ``train.loop_curves``
-(drawings) and ``train.loop_text`` (text), read from their JSON (``docs/loop.json``, ``docs/loop_text.json``),
+"""What examiner labels bought, as the app shows it: the learning curves measured by ``train.loop.curves``
+(drawings) and ``train.loop.text`` (text), read from their JSON (``docs/loop.json``, ``docs/loop_text.json``),
 the retrained checkpoints' lineage and before / after figures, and the one command that retrains from the
 label store. Plain data in, rows and text out; the figure is ``patent_demo.plots.learning_curve``."""
 
@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder of app.py
-RESULTS = ROOT / "docs" / "loop.json"  # train.loop_curves
-TEXT_RESULTS = ROOT / "docs" / "loop_text.json"  # train.loop_text
+RESULTS = ROOT / "docs" / "loop.json"  # train.loop.curves
+TEXT_RESULTS = ROOT / "docs" / "loop_text.json"  # train.loop.text
 METRICS = ("subclass_map", "main_map")
 NAMES = {"subclass_map": "subclass mAP", "main_map": "main mAP"}
 STRATEGY_NAMES = {"topk": "top 10 of each search", "spread": "10 ranks spread over the top 50"}
@@ -149,10 +149,10 @@ def summary_markdown(result: dict) -> str:
 
 
 def text_markdown(result: dict | None) -> str:
-    """The text curve (``train.loop_text``'s JSON) as a headline and a table, whatever it shows: the re-ranked
+    """The text curve (``train.loop.text``'s JSON) as a headline and a table, whatever it shows: the re-ranked
     and fused lists' MAP@10 per budget and seed, each against the parent (no labels) and the hybrid."""
     if not result:
-        return "**Text (cs3245).** No text learning curve measured yet (`python -m train.loop_text`)."
+        return "**Text (cs3245).** No text learning curve measured yet (`python -m train.loop.text`)."
     z, hy = result["zero"], result["hybrid"]
     lines = [
         f"**Text (cs3245, {result.get('test_queries', '?')} test queries never labelled).** The simulated examiner "

@@ -12,7 +12,7 @@ The lists are then made as always (``patent_demo.text.lists.text_runs`` with ``q
 ``term_weights``), so the hybrid fuses the refined stages and a re-ranked list re-ranks the refined pool.
 A query without labels searches exactly as before. Whether the app offers text feedback, and with which
 weights, is the ``text`` part of ``patent_demo/configs/feedback.json``, chosen on validation by
-``python -m train.text.feedback`` (``docs/feedback_text.md``).
+``python -m train.feedback.text`` (``docs/feedback_text.md``).
 
 The measurement (:func:`simulate_examiner`, :func:`residual_comparison`): the examiner labels the top
 ``depth`` hits of a list from the qrels (a cited patent relevant, any other hit not), the refined search

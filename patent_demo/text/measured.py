@@ -1,6 +1,6 @@
 """What each text list measured, as the one line the app shows beside the list (``list_note``).
 
-The figures are those of ``docs/results_text.json`` (written by ``train/text/report.py`` on the committed
+The figures are those of ``docs/results_text.json`` (written by ``train/text/results_page.py`` on the committed
 cs3245 split ``splits/cs3245_text.json``): the first stages (``lists``: BM25, dense, hybrid on the
 validation and test queries) and, per DSSDNet checkpoint, its re-ranking of the hybrid top 100 beside the
 hybrid and fused lists on the same queries (``rerank``: the queries the checkpoint never saw). The default

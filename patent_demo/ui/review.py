@@ -328,7 +328,7 @@ class ReviewHandlers:
         result = loop.read_results(loop.RESULTS)
         if result is None:
             head, fig, rows = (
-                "No learning curve measured yet: `python -m train.loop_curves` (docs/loop.md).",
+                "No learning curve measured yet: `python -m train.loop.curves` (docs/loop.md).",
                 None,
                 [],
             )

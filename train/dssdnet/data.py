@@ -60,7 +60,7 @@ from patent_demo.atomic import atomic_write
 from patent_demo.data.corpus import Corpus
 from patent_demo.metrics import evaluate_run
 from patent_demo.results import Results
-from patent_demo.text.evaluate import pair_run
+from patent_demo.text.pair_scores import pair_run
 from patent_demo.text.pairs import Pair, domain_t, jsonl_rows_pairs, pair_qrels, read_tsv_pairs
 from patent_demo.text.reranker import Reranker
 from patent_demo.text.search import candidate_text, rerank_run
@@ -155,7 +155,7 @@ def jsonl_task(
     """Pairs of a ``{"query", "query_codes", "pos", "neg"}`` JSONL file (the label export; ``rows``:
     the rows already read and guarded). A query with fewer negatives than positives is topped up with
     random library patents when a library is given."""
-    from train.labels_data import read_rows
+    from train.labels.data import read_rows
 
     scheme = resolve_scheme(scheme, library)
     rng = np.random.default_rng([seed, 7])
@@ -318,11 +318,11 @@ def training_data(args) -> TrainingData:
 
 
 def guarded_rows(args, library: Corpus | None, ctask: CorpusTask | None) -> tuple[list[dict], dict]:
-    """``--labels`` rows after ``train.labels_data.guard_dssdnet_rows`` against the test split of the
+    """``--labels`` rows after ``train.labels.data.guard_dssdnet_rows`` against the test split of the
     library (its ``splits.json``, else the test queries of the hash split), and the guard's statistics."""
     import copy
 
-    from train.labels_data import guard_dssdnet_rows, read_rows
+    from train.labels.data import guard_dssdnet_rows, read_rows
 
     rows = read_rows(args.labels)
     if library is None:  # no library: the label file's own hash split keeps its test queries apart
@@ -340,7 +340,7 @@ def guarded_rows(args, library: Corpus | None, ctask: CorpusTask | None) -> tupl
 # A library task: BM25 top ``k_first`` per query, the first ``k_rerank`` re-ranked
 # (``patent_demo.text.search.rerank_run``). A pair task (TSV or label rows): each held-out query's own labelled
 # candidates, ranked by BM25 over those candidates (``patent_demo.text.pairs.bm25_pair_run``) or by the
-# re-ranker, against graded qrels (``patent_demo.text.evaluate.evaluate_pairs``, as ``patent-demo evaluate text``).
+# re-ranker, against graded qrels (``patent_demo.text.pair_scores.evaluate_pairs``, as ``patent-demo evaluate text``).
 def evaluate(model, task, args, split: str) -> tuple[dict, dict[str, Results]]:
     """Metrics of ``split`` (``model`` None: BM25) and the run itself."""
     ks = sorted(set(args.ks))

@@ -41,7 +41,7 @@ import torch
 
 from patent_demo import checkpoint
 from patent_demo.losses.dssdnet import DEFAULT_ALPHA, VARIANTS, DSSDNetLoss, domain_alpha
-from patent_demo.text.evaluate import MAP_DEFINITIONS
+from patent_demo.text.pair_scores import MAP_DEFINITIONS
 from patent_demo.text.reranker import Reranker, create_reranker, load_config
 from train.dssdnet import data
 from train.dssdnet.args import VARIANT_CHOICES, build_parser, parse_args

@@ -13,7 +13,7 @@ patent. Sources (``SOURCES`` by ``--sources`` name):
 * ``generated``: the training split of the generated corpus (Locarno), ``--demo-figures`` per patent;
 * ``redbook``: every drawing page of the Red Book samples (Locarno): validation, never trained on.
 
-Exported examiner labels are read by ``train.labels_data`` (shared with the DSSDNet trainer): they add
+Exported examiner labels are read by ``train.labels.data`` (shared with the DSSDNet trainer): they add
 judged positives and hard negatives to the batches of a corpus source.
 
 The command writes the committed split file of the 1,000 USPC 2007 drawings (``splits/uspc2007.json``)::

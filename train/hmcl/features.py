@@ -42,8 +42,8 @@ from torch.utils.data import Dataset
 
 from patent_demo.checkpoint import delta, save_checkpoint, write_json
 from patent_demo.data.corpus import Corpus, Figure
-from patent_demo.drawing.evaluate import drawing_protocol, score_embeddings, validation_summary
 from patent_demo.drawing.finetune import KIND, SplitTower, set_trainable, text_tower_features
+from patent_demo.drawing.protocol import drawing_protocol, score_embeddings, validation_summary
 from patent_demo.drawing.sampler import HierarchicalBatchSampler
 from patent_demo.drawing.transforms import SCAN_CHOICES, ScanConfig, scan_like
 from patent_demo.drawing.trunk import save_tensors

@@ -52,8 +52,8 @@ from patent_demo.checkpoint import (
     save_checkpoint,
     write_json,
 )
-from patent_demo.drawing.evaluate import brief_maps, evaluate_splits
 from patent_demo.drawing.finetune import KIND, set_trainable, text_tower_features
+from patent_demo.drawing.protocol import brief_maps, evaluate_splits
 from patent_demo.drawing.sampler import HierarchicalBatchSampler, StepBatches
 from patent_demo.hierarchy import HMCLWeights, patent_hierarchy
 from patent_demo.losses.hmcl import hierarchical_weights
@@ -81,7 +81,7 @@ from train.hmcl.loop import (
     make_optimizer,
     setup_logging,
 )
-from train.labels_data import LabelBatches, add_label_arguments, label_training, lineage
+from train.labels.data import LabelBatches, add_label_arguments, label_training, lineage
 
 __all__ = ["build_parser", "lr_factor", "main", "make_optimizer", "parse_args", "run_name"]
 log = logging.getLogger("train.hmcl")

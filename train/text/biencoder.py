@@ -14,7 +14,7 @@ al. 2017; sentence-transformers' ``MultipleNegativesRankingLoss``)::
 ``s`` = ``--scale`` (20). A column that is another relevant document of query i is masked out.
 
 After training the checkpoint (``TextEncoder.save``: fp16 weights, config, metrics) is evaluated by
-``train.text.evaluate`` (validation chooses the hybrid weight; the test split is scored once).
+``train.text.first_stages`` (validation chooses the hybrid weight; the test split is scored once).
 ``--tiny`` runs two steps over a handful of pairs (the tests call it through this entry point).
 
     python -m train.text.biencoder --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     train_q = sorted({q for kind, q, _ in pairs if kind == "cite"})
     hard: dict[str, list[str]] = {}
     if train_q:
-        dense = cached_dense_index(  # the untrained index (max_length 256), cached by train.text.evaluate
+        dense = cached_dense_index(  # the untrained index (max_length 256), cached by train.text.first_stages
             enc, corpus.patents, Path(args.cache_dir) / "dense" / corpus_fingerprint(corpus)
         )
         stage = FirstStage(BM25Index.build(corpus.patents), dense, enc, load_hybrid_settings())
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         "python -m train.text.biencoder " + " ".join(argv if argv is not None else sys.argv[1:]) + "\n"
     )
     if not (args.tiny or args.no_eval):
-        from train.text.evaluate import main as eval_main
+        from train.text.first_stages import main as eval_main
 
         eval_main(
             [

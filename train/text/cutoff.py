@@ -34,7 +34,7 @@ from patent_demo.metrics import paired_bootstrap, per_query_metrics
 from patent_demo.prior_art import count_undated, status
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.search import patent_query
-from train.text.evaluate import ir_measures_summary, load_split
+from train.text.first_stages import ir_measures_summary, load_split
 
 LISTS = ("bm25", "dense", "hybrid")
 METRICS = ("map@10", "recall@10", "ndcg@10", "recall@100")

@@ -22,8 +22,8 @@ from patent_demo.data.loaders.deeppatent2 import (
     load_deeppatent2_names,
     parse_deeppatent2_name,
 )
+from patent_demo.data.loaders.load_report import LoadReport, codes_dict, normalize_codes
 from patent_demo.data.loaders.manifest import load_manifest
-from patent_demo.data.loaders.report import LoadReport, codes_dict, normalize_codes
 from patent_demo.data.loaders.textcorpus import (
     LabelledPair,
     load_labelled_pairs,

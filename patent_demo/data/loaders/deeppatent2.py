@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
-from patent_demo.data.loaders.report import LoadReport, codes_dict, log
+from patent_demo.data.loaders.load_report import LoadReport, codes_dict, log
 from patent_demo.data.loaders.uspto import normalize_patent_id
 
 _NAME = re.compile(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from patent_demo import taxonomy
 from patent_demo.data.corpus import Corpus, CorpusError, Figure, Patent, iter_jsonl
-from patent_demo.data.loaders.report import LoadReport
+from patent_demo.data.loaders.load_report import LoadReport
 
 REQUIRED = ("patent_id", "image", "locarno", "title", "view", "text")
 OPTIONAL = ("ipc", "date", "label", "kind")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus, CorpusError, Patent, iter_jsonl, kind_code_of, read_qrels
-from patent_demo.data.loaders.report import LoadReport, codes_dict, log
+from patent_demo.data.loaders.load_report import LoadReport, codes_dict, log
 
 _ID = ("id", "doc_id", "patent_id")
 _TEXT = ("abstract", "text")

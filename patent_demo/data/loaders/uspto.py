@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
-from patent_demo.data.loaders.report import LoadReport, codes_dict, log
+from patent_demo.data.loaders.load_report import LoadReport, codes_dict, log
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _DOCTYPE = re.compile(r"<!DOCTYPE[^\[>]*(\[[^\]]*\])?\s*>", re.S)

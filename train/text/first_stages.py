@@ -1,5 +1,5 @@
 """Evaluate the text first stages (and a bi-encoder checkpoint) on a committed split, the hybrid tuned
-on validation only: ``python -m train.text.evaluate``.
+on validation only: ``python -m train.text.first_stages``.
 
 For the chosen encoder (the packaged MiniLM, or ``--encoder`` a ``train/text/biencoder.py`` checkpoint) this
 writes one JSON with, for the val and the test queries of ``--split-file``: the per-query metrics of
@@ -8,7 +8,7 @@ writes one JSON with, for the val and the test queries of ``--split-file``: the 
 once with the validation choice; nothing is tuned on them. Queries are the split's citing patents
 (title + abstract, the query patent left out); relevant = its in-corpus cited patents.
 
-    python -m train.text.evaluate --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
+    python -m train.text.first_stages --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
         --out runs/text/untrained/eval.json
 """
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         split_file=args.split_file,
         corpus=str(args.corpus),
         seconds=round(time.time() - start, 1),
-        command="python -m train.text.evaluate " + " ".join(argv if argv is not None else sys.argv[1:]),
+        command="python -m train.text.first_stages " + " ".join(argv if argv is not None else sys.argv[1:]),
     )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

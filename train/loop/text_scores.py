@@ -1,4 +1,4 @@
-"""The figures of ``train.loop_text``: the test queries' per-query metrics (:class:`Scorer`: the app's hybrid
+"""The figures of ``train.loop.text``: the test queries' per-query metrics (:class:`Scorer`: the app's hybrid
 list and a checkpoint's re-ranked lists), their means and paired bootstrap comparisons (:func:`summarise`)."""
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ supervised ceiling.
 
 ::
 
-    python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop --simulate --out docs/loop.json
-    python -m train.loop_curves --corpus runs/uspc2007 --labels-dir runs/loop-quick --simulate --quick \\
+    python -m train.loop.curves --corpus runs/uspc2007 --labels-dir runs/loop --simulate --out docs/loop.json
+    python -m train.loop.curves --corpus runs/uspc2007 --labels-dir runs/loop-quick --simulate --quick \\
         --out runs/loop-quick/loop.json                                 # 3 points, for CI
 
 1. **Labels** (``--simulate``): for each strategy the simulated examiner (``scripts/examiner_sim.py --serve``)
@@ -13,7 +13,7 @@ supervised ceiling.
    query through ``/label`` into ``LABELS_DIR/labels-<strategy>.sqlite``, on the first ``max(budgets)``
    training queries of one seeded order. Without ``--simulate`` the stores must exist.
 2. **Points**: for each strategy, budget ``B`` (labelled queries) and seed, the first ``B`` labelled queries
-   of that seed's order (nested: 25 of seed s are among its 50) train a head with ``train.labels_head``
+   of that seed's order (nested: 25 of seed s are among its 50) train a head with ``train.labels.head``
    (from PCA whitening, step and trunk weight chosen on USPC val), scored once on USPC test: subclass and
    main mAP, each seed's paired bootstrap interval against zero-shot (``B = 0`` is zero-shot itself).
 3. **Ceiling**: ``train.hmcl.heads``'s ``hmcl-paper-mix`` with every train drawing's USPC class (the fully
@@ -48,12 +48,12 @@ from patent_demo.labels.store import LabelStore
 from patent_demo.metrics import paired_bootstrap
 from patent_demo.text.precision import cpu_name
 from train.hmcl.heads import train_head
-from train.labels_data import read_rows
-from train.labels_head import Pair, add_head_args, fit_from_pairs, guarded_pairs, load_features, weights_of
+from train.labels.data import read_rows
+from train.labels.head import Pair, add_head_args, fit_from_pairs, guarded_pairs, load_features, weights_of
 
-log = logging.getLogger("train.loop_curves")
-PROG = "train.loop_curves"
-ROOT = Path(__file__).resolve().parent.parent
+log = logging.getLogger("train.loop.curves")
+PROG = "train.loop.curves"
+ROOT = Path(__file__).resolve().parents[2]
 BUDGETS = (0, 25, 50, 100, 200, 400)
 QUICK_BUDGETS = (0, 10, 25)
 METRICS = ("subclass_map", "main_map")

@@ -1,16 +1,16 @@
 """Evaluate a drawing encoder (a checkpoint directory or a zero-shot encoder) on a corpus split.
 
-    python -m train.evaluate --model checkpoints/hmcl-lite-clip --split test --out results.json
-    python -m train.evaluate --model lite-clip --image-size 128 --redbook ../shared/data/impact_design_patent_samples
+    python -m train.score_drawings --model checkpoints/hmcl-lite-clip --split test --out results.json
+    python -m train.score_drawings --model lite-clip --image-size 128 --redbook ../shared/data/impact_design_patent_samples
 
 Reports mAP over all relevant gallery items and nDCG@k at patent, subclass and main-class level (plus
 the graded ``hier_ndcg@k``), a per-subclass breakdown and the silhouette of the embeddings by subclass,
-as JSON (see ``patent_demo.drawing.evaluate.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
+as JSON (see ``patent_demo.drawing.protocol.evaluate_drawings`` and ``patent_demo.metrics.drawing_metrics``).
 
 Protocols: ``queries`` (the demo corpus: one query figure per patent, the gallery every other figure of
 the split) and ``all`` (every figure a query against all other figures; the default for a corpus
 without a test split, such as ``--redbook``, whose drawing pages carry no marked query view). The split
-fallback is ``patent_demo.drawing.evaluate.resolve_split``, shared with the app's Error-analysis tab.
+fallback is ``patent_demo.drawing.protocol.resolve_split``, shared with the app's Error-analysis tab.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patent_demo.data.corpus import Corpus
-from patent_demo.drawing.evaluate import PROTOCOLS, evaluate_drawings, resolve_split, small_split_warning
 from patent_demo.drawing.finetune import load_encoder
+from patent_demo.drawing.protocol import PROTOCOLS, evaluate_drawings, resolve_split, small_split_warning
 from train.config_file import apply_config
 
-log = logging.getLogger("train.evaluate")
+log = logging.getLogger("train.score_drawings")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train.evaluate", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m train.score_drawings", description=__doc__.split("\n\n")[0])
     a = p.add_argument
     a(
         "--config",
@@ -116,7 +116,7 @@ def record(
     """Write the evaluation summary into a checkpoint's ``config.json`` and ``metrics.json`` under ``key``
     (or into ``files``: the zero-shot model's figures file, which has no checkpoint)."""
     from patent_demo.checkpoint import write_json
-    from patent_demo.drawing.evaluate import validation_summary
+    from patent_demo.drawing.protocol import validation_summary
 
     if files is None and not (checkpoint / "config.json").is_file():
         raise SystemExit(f"--record needs a checkpoint directory (or --record-file), got {checkpoint}")

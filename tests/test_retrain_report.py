@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from patent_demo.labels.report import metric_rows, summarise, to_figure, to_markdown, write_report
+from patent_demo.labels.retrain_report import metric_rows, summarise, to_figure, to_markdown, write_report
 
 QUERIES = [
     {

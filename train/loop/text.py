@@ -8,7 +8,7 @@ For every budget ``B`` of labelled queries and every seed:
    ``random.Random(seed)``), its first ``B``; so for one seed the subsets are nested over ``B``;
 2. **rows**: their decided judgements as DSSDNet rows (``LabelStore.export_dssdnet`` with the corpus), each row
    tied to its query patent (the app stored the searched text, title + abstract: :func:`query_patents`), then the
-   leak guard ``train.labels_data.guard_dssdnet_rows`` with the validation *and* test queries of ``--split-file``
+   leak guard ``train.labels.data.guard_dssdnet_rows`` with the validation *and* test queries of ``--split-file``
    as the held-out split (:func:`guard_rows`): no row of a val/test query, no judged candidate that is one;
 3. **fine-tune** the shipped re-ranker from them: ``train.dssdnet --init-from PARENT --labels ROWS`` (the path of
    ``train.retrain --text-from``), ``--max-length`` tokens, ``--epochs`` over the rows capped at ``--max-steps``
@@ -25,7 +25,7 @@ The parent may have trained on some test queries of the committed split (the shi
 its own hash split): the JSON also gives every figure on the test queries it never saw (``unseen_by_parent``).
 R@100 of a re-ranked list equals the hybrid's by construction (only the top ``--depth`` <= 100 is reordered).
 
-    python -m train.loop_text --corpus runs/loop/cs3245 --labels runs/loop/text_labels.sqlite \\
+    python -m train.loop.text --corpus runs/loop/cs3245 --labels runs/loop/text_labels.sqlite \\
         --split-file splits/cs3245_text.json --out docs/loop_text.json [--quick]
 
 ``--quick`` (CI): budgets 0 and 10, seed 0, at most 10 test queries. Each point's per-query figures are kept
@@ -45,9 +45,9 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from train.loop_text_scores import Scorer, means, pick, summarise
+from train.loop.text_scores import Scorer, means, pick, summarise
 
-PROG = "python -m train.loop_text"
+PROG = "python -m train.loop.text"
 DEFAULT_PARENT = "checkpoints/dssdnet-minilm-ipc"
 QUICK = {"budgets": [0, 10], "seeds": [0], "max_test": 10}
 
@@ -92,7 +92,7 @@ def query_patents(rows: Sequence[dict], corpus, prefer: Collection[str] = ()) ->
 def guard_rows(rows: Sequence[dict], corpus, held_out: Sequence[str]) -> tuple[list[dict], dict]:
     """``guard_dssdnet_rows`` with the patents ``held_out`` (the validation and test queries) as its split: rows of
     such a query and judged candidates that are one are dropped. Returns the kept rows and the guard's figures."""
-    from train.labels_data import guard_dssdnet_rows
+    from train.labels.data import guard_dssdnet_rows
 
     guarded = copy.copy(corpus)
     guarded.splits = {**corpus.splits, "held_out": sorted(set(held_out))}
@@ -195,7 +195,7 @@ def settings(args) -> dict:
 def run_point(args, scorer: Scorer, rows, patent_of, labelled, held_out, budget: int, seed: int) -> dict:
     """Fine-tune from ``budget`` labelled queries (seed ``seed``) and score it; reused from ``--work`` when there."""
     from train.dssdnet import main as dssdnet
-    from train.labels_data import write_rows
+    from train.labels.data import write_rows
 
     t0 = time.perf_counter()
     chosen = budget_subset(labelled, budget, seed)
@@ -325,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from patent_demo.text import precision
     from patent_demo.text.fusion import tuned_fusion_weight
     from patent_demo.text.search import candidate_text
-    from train.labels_data import read_rows
+    from train.labels.data import read_rows
 
     torch.set_num_threads(args.threads)
     try:
@@ -470,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unmatched_rows": unknown,
             "subset_rule": "sorted training query ids shuffled by random.Random(seed), the first B "
             "(nested over B for one seed)",
-            "leak_guard": "train.labels_data.guard_dssdnet_rows with the val and test queries of the "
+            "leak_guard": "train.labels.data.guard_dssdnet_rows with the val and test queries of the "
             "split file held out (their rows and judged candidates dropped)",
         },
         "test_queries": len(test),

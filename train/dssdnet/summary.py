@@ -1,5 +1,5 @@
 """DSSDNet tables from finished ``train.dssdnet`` runs: BM25 vs pure DSSDNet vs the fused list on a corpus task
-(``python -m train.dssdnet.report``), and the ablation ladder ``train.sweep dssdnet`` writes (``ladder_*``).
+(``python -m train.dssdnet.summary``), and the ablation ladder ``train.sweep dssdnet`` writes (``ladder_*``).
 
 Each run directory (one seed) must hold ``bm25.<split>.txt`` and ``run.<split>.txt`` for the
 validation and test splits (``train.dssdnet --eval-split val test --write-run``). Per seed, the BM25
@@ -10,7 +10,7 @@ over the seeds) of the difference to BM25.
 
 Example::
 
-    python -m train.dssdnet.report --runs runs/ipc-L2/cs3245/dssdnet/seed* --json docs/results_dssdnet_ipc.json \\
+    python -m train.dssdnet.summary --runs runs/ipc-L2/cs3245/dssdnet/seed* --json docs/results_dssdnet_ipc.json \\
         --md docs/results_dssdnet_ipc.md -- --text-corpus ../shared/data/cs3245_patsnap_corpus_qrels/patsnap_docs.jsonl \\
         --pairs ../shared/data/cs3245_patsnap_corpus_qrels/in_corpus_citation_pairs.tsv
 
@@ -40,11 +40,11 @@ from train.dssdnet import data as dssdnet_data
 from train.dssdnet.args import parse_args as train_args
 from train.dssdnet.main import VARIANT_FLAGS
 
-log = logging.getLogger("train.dssdnet.report")
+log = logging.getLogger("train.dssdnet.summary")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train.dssdnet.report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m train.dssdnet.summary", description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", nargs="+", required=True, help="run directories, one per seed")
     p.add_argument("--bootstrap", type=int, default=10000, help="bootstrap resamples")
     p.add_argument("--json", default=None, help="write the figures here")
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         targs.max_queries,
     )
     result = report([Path(d) for d in args.runs], task.qrels, args.bootstrap)
-    command = shlex.join(["python", "-m", "train.dssdnet.report", *argv])
+    command = shlex.join(["python", "-m", "train.dssdnet.summary", *argv])
     result["command"] = command
     if args.json:
         checkpoint.write_json(args.json, result)
@@ -209,7 +209,7 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 
 # -- the ablation ladder of train.sweep dssdnet: BERT(C), DS_SD, DS_SD_MR, DSSDNet x seeds against BM25 -----------
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CS3245 = REPO.parent / "shared" / "data" / "cs3245_patsnap_corpus_qrels"
 LADDER_DATASETS = {
     "demo": ["--demo-patents", "400"],

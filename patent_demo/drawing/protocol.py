@@ -1,5 +1,5 @@
 """The one drawing-evaluation protocol: which figures are queries and which the gallery, and the metrics of
-a model on it. The app's Error-analysis tab, ``train.evaluate``, the training scripts and the retraining
+a model on it. The app's Error-analysis tab, ``train.score_drawings``, the training scripts and the retraining
 report all call :func:`evaluate_drawings` / :func:`score_embeddings`.
 
 Protocols (``evaluate_drawings(protocol=...)``):
@@ -40,7 +40,7 @@ def resolve_split(
     corpus: Corpus, split: str | None = "test", protocol: str | None = None
 ) -> tuple[str | None, str]:
     """The split and protocol evaluated on ``corpus``: the one rule the CLI (``patent-demo evaluate``), the
-    app's Error-analysis tab and ``train.evaluate`` share.
+    app's Error-analysis tab and ``train.score_drawings`` share.
 
     ``split`` when the corpus has it. A corpus without a (non-empty) ``test`` split (real drawing pages
     loaded as they are), or ``split`` ``None`` / ``"all"``: every patent. ``protocol`` defaults to

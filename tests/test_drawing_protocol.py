@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 
 from patent_demo.data.corpus import Corpus, Figure, Patent
-from patent_demo.drawing.evaluate import drawing_protocol, evaluate_drawings
+from patent_demo.drawing.protocol import drawing_protocol, evaluate_drawings
 from patent_demo.drawing.transforms import DrawingEvalTransform
 
 # figure -> (gray level, angle in degrees); queries a, c, e, g (the first figure of each patent)

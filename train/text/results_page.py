@@ -1,7 +1,7 @@
 """Write ``docs/results_text.json`` and ``.md`` (``patent_demo.reports.text``) from the JSON
-``train.text.evaluate`` wrote (untrained, and one per fine-tuned bi-encoder seed).
+``train.text.first_stages`` wrote (untrained, and one per fine-tuned bi-encoder seed).
 
-    python -m train.text.report --untrained runs/text/untrained/eval.json \
+    python -m train.text.results_page --untrained runs/text/untrained/eval.json \
         --finetuned runs/text/biencoder/seed0/eval.json runs/text/biencoder/seed1/eval.json \
                     runs/text/biencoder/seed2/eval.json --json docs/results_text.json --md docs/results_text.md
 """
@@ -18,9 +18,9 @@ from patent_demo.reports.text import markdown, report, rerank_summary
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--untrained", required=True, help="train.text.evaluate JSON of the packaged MiniLM")
+    p.add_argument("--untrained", required=True, help="train.text.first_stages JSON of the packaged MiniLM")
     p.add_argument(
-        "--finetuned", nargs="*", default=[], help="train.text.evaluate JSON of each fine-tuned seed"
+        "--finetuned", nargs="*", default=[], help="train.text.first_stages JSON of each fine-tuned seed"
     )
     p.add_argument(
         "--rerank", nargs="*", default=[], help="train.text.rerank_eval JSON (a DSSDNet on the hybrid pool)"
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     r = report(load(args.untrained), [load(f) for f in args.finetuned], args.bootstrap, rerank)
     r["rerank"] = rerank
     r["split_stats"] = load(r["split_file"]).get("stats", {}) if Path(r["split_file"]).is_file() else {}
-    r["command"] = "python -m train.text.report " + " ".join(argv if argv is not None else sys.argv[1:])
+    r["command"] = "python -m train.text.results_page " + " ".join(argv if argv is not None else sys.argv[1:])
     Path(args.json).write_text(json.dumps(r, indent=1) + "\n", encoding="utf-8")
     Path(args.md).write_text(markdown(r), encoding="utf-8")
     print(markdown(r))

@@ -1,4 +1,4 @@
-"""``python -m train.feedback``: choose the drawing feedback weights β, γ (and which vector stands for a
+"""``python -m train.feedback.drawings``: choose the drawing feedback weights β, γ (and which vector stands for a
 judged patent) on validation only, write them to ``patent_demo/configs/feedback.json``, then score test
 once with the chosen weights.
 
@@ -35,8 +35,8 @@ from patent_demo.atomic import atomic_text
 from patent_demo.cli.common import load_drawing_model, project_path, resolve_model
 from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.embed import embed_corpus_figures
-from patent_demo.drawing.evaluate import _labels, drawing_protocol
 from patent_demo.drawing.feedback_eval import examiner_labels, simulate_feedback
+from patent_demo.drawing.protocol import _labels, drawing_protocol
 from patent_demo.feedback import CONFIG, HITS, Feedback, refine_from_labels
 from patent_demo.metrics import drawing_metrics, paired_bootstrap
 
@@ -143,7 +143,9 @@ def _summary(res: dict) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m train.feedback", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m train.feedback.drawings", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument(
         "--uspc", required=True, help="the USPC 2007 corpus (built with --splits splits/uspc2007.json)"
     )
@@ -190,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{list(BETAS)}, gamma in {list(GAMMAS)}; gains within {TIE} of the best tie, broken to the smaller beta, "
         "then gamma; hits: 'mean' only if its patent-level subclass gain on the Red Book val pages is larger"
     )
-    command = "python -m train.feedback " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m train.feedback.drawings " + " ".join(argv if argv is not None else sys.argv[1:])
     config = json.loads(Path(args.config).read_text())
     config["drawing"] = {"beta": pick["beta"], "gamma": pick["gamma"], "hits": how}
     config.update(rule=rule, command=command)

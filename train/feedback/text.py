@@ -1,4 +1,4 @@
-"""Relevance feedback on text, measured on the residual collection: ``python -m train.text.feedback``.
+"""Relevance feedback on text, measured on the residual collection: ``python -m train.feedback.text``.
 
 For the validation queries of ``--split-file`` (each a citing patent's title + abstract, relevant = its
 in-corpus cited patents) an examiner who knows the citations labels the top ``--depth`` hits of the list
@@ -18,7 +18,7 @@ Rule: text feedback is offered when the shipped list's chosen setting has a vali
 lower bound lies above 0. The test queries are scored once, with the validation choices, for the record.
 ``--write-config`` writes the ``text`` part of ``patent_demo/configs/feedback.json``.
 
-    python -m train.text.feedback --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
+    python -m train.feedback.text --corpus cache/corpora/cs3245 --split-file splits/cs3245_text.json \
         --cache-dir cache --out docs/feedback_text.json --write-config
 """
 
@@ -45,7 +45,7 @@ from patent_demo.text.feedback import (
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import FIRST_STAGES, first_stage_runs
 from patent_demo.text.search import patent_query
-from train.text.evaluate import load_split
+from train.text.first_stages import load_split
 
 BETAS = (0.25, 0.5, 1.0, 2.0)
 GAMMAS = (0.0, 0.25, 0.5)
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         if offered
         else f"not offered: {figure}; the interval reaches 0, so the gain is not beyond doubt"
     )
-    command = "python -m train.text.feedback " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m train.feedback.text " + " ".join(argv if argv is not None else sys.argv[1:])
     out = {
         "command": command,
         "cpu": cpu_name(),

@@ -3,7 +3,7 @@
 What the app ships on USPC corpora is a linear head on the frozen, packaged EfficientNet-Lite0 trunk
 (``checkpoints/hmcl-uspc``, made by ``train.hmcl.heads``). Examiner judgements retrain that head:
 
-* **pairs**: the app's drawing labels, exported and leak-guarded (``train.labels_data``): a query is a
+* **pairs**: the app's drawing labels, exported and leak-guarded (``train.labels.data``): a query is a
   corpus drawing (the app records its patent when the uploaded file is one); queries of the test split
   and judged candidates of the test *and* validation splits never train (they are the galleries the
   figures are measured on); a judged pair is ``(query, candidate, grade)``;
@@ -22,10 +22,10 @@ What the app ships on USPC corpora is a linear head on the frozen, packaged Effi
 
 ::
 
-    python -m train.labels_head --corpus runs/uspc2007 --labels-rows OUT/labels/hmcl.jsonl \\
+    python -m train.labels.head --corpus runs/uspc2007 --labels-rows OUT/labels/hmcl.jsonl \\
         --from checkpoints/hmcl-uspc --out checkpoints/hmcl-uspc-v2
 
-``train.retrain`` calls :func:`retrain_head` when its ``--from`` is a head checkpoint; ``train.loop_curves``
+``train.retrain`` calls :func:`retrain_head` when its ``--from`` is a head checkpoint; ``train.loop.curves``
 calls :func:`fit_from_pairs` for every point of the learning curves.
 """
 
@@ -55,10 +55,10 @@ from patent_demo.drawing.trunk import (
 from patent_demo.hierarchy import HMCLWeights
 from train.hmcl.heads import LinearHead
 from train.hmcl.loop import Step, fit
-from train.labels_data import guard_hmcl_rows, read_rows
+from train.labels.data import guard_hmcl_rows, read_rows
 
-log = logging.getLogger("train.labels_head")
-PROG = "train.labels_head"
+log = logging.getLogger("train.labels.head")
+PROG = "train.labels.head"
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def retrain_head(args, corpus: Corpus, rows: Sequence[dict], argv: Sequence[str]
 
 
 def add_head_args(p: argparse.ArgumentParser) -> None:
-    """The head options ``train.retrain`` and ``train.loop_curves`` share."""
+    """The head options ``train.retrain`` and ``train.loop.curves`` share."""
     a = p.add_argument
     a("--image-size", type=int, default=224, help="trunk input size (as the shipped head)")
     a("--views", type=int, default=4, help="cached augmented views per train drawing")
