@@ -5,7 +5,7 @@
 For each query drawing (corpus figures, spread over the corpus), the original search is
 ``Workbench.search_drawing`` (encode the drawing + rank patents by their best figure). A refine is what
 ``patent-demo search drawings --feedback`` and the app's refine do after it: the labelled hits' vectors
-read from the index (``patent_demo.feedback.refine_from_labels``: each judged patent's best figure for
+read from the index (``patent_demo.search.feedback.refine_from_labels``: each judged patent's best figure for
 the query, from the stored embeddings; no re-encoding), the Rocchio query, and the search again with
 that vector (``search_drawing(req, vector)``). Ten hits are labelled, alternately relevant and not.
 Medians over queries of the median over repeats, in milliseconds; the target is a refine within 50 ms.
@@ -52,8 +52,8 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--labels", type=int, default=10, help="hits labelled per query")
     a = p.parse_args()
-    from patent_demo.feedback import Feedback, refine_from_labels
     from patent_demo.request import DrawingRequest
+    from patent_demo.search.feedback import Feedback, refine_from_labels
     from patent_demo.workbench import Workbench, WorkbenchConfig
 
     cache = Path(a.cache)

@@ -12,8 +12,8 @@ import cProfile
 import pstats
 import time
 
-from patent_demo.feedback import Feedback, refine_from_labels
 from patent_demo.request import DrawingRequest
+from patent_demo.search.feedback import Feedback, refine_from_labels
 from patent_demo.workbench import Workbench, WorkbenchConfig
 
 wb = Workbench(WorkbenchConfig(cache_dir=Path("cache"), corpus=Path("cache/real")), progress=False)

@@ -49,6 +49,8 @@ from patent_demo.registry import (
 )
 from patent_demo.request import DrawingRequest, TextRequest
 from patent_demo.results import Results
+from patent_demo.search import drawing as drawing_search
+from patent_demo.search import text as text_search
 from patent_demo.text.bm25 import BM25Index
 from patent_demo.text.fusion import RRF_K, reciprocal_rank_fusion
 from patent_demo.text.search import TextReranker, candidate_text
@@ -454,24 +456,18 @@ class Workbench:
 
     # -- searches (``patent_demo.search``: one request value each, ``patent_demo.request``) -----------------
     def search_drawing(self, request: DrawingRequest, vector=None) -> DrawingSearch:
-        """Top-k for one drawing, inside the request's filters (``patent_demo.search.search_drawing``);
+        """Top-k for one drawing, inside the request's filters (``patent_demo.search.drawing.search_drawing``);
         ``vector`` (a refined query, ``[D]``) is searched instead of the drawing's embedding."""
-        from patent_demo.search import search_drawing
-
-        return search_drawing(self, request, vector)
+        return drawing_search.search_drawing(self, request, vector)
 
     def search_application(self, request: DrawingRequest, vector=None) -> DrawingSearch:
-        """Top-k patents for a whole application's views (``patent_demo.search.search_application``);
+        """Top-k patents for a whole application's views (``patent_demo.search.drawing.search_application``);
         ``vector`` (refined views, ``[V, D]``) is searched instead of the views' embeddings."""
-        from patent_demo.search import search_application
-
-        return search_application(self, request, vector)
+        return drawing_search.search_application(self, request, vector)
 
     def search_text(self, request: TextRequest) -> TextSearch:
-        """The text lists of one request, inside its filters (``patent_demo.search.search_text``)."""
-        from patent_demo.search import search_text
-
-        return search_text(self, request)
+        """The text lists of one request, inside its filters (``patent_demo.search.text.search_text``)."""
+        return text_search.search_text(self, request)
 
     def spread(self, hits: Sequence[Hit], locarno: str, query_patent: str = "") -> str:
         """A line on how the top-k spread over the query's subclass and main class. Classes are read

@@ -302,7 +302,7 @@ class Served:
             "--port",
             str(self.port),
             # a script's first search waits for the index it needs (a warm-up's text search would answer
-            # from BM25 alone until the dense index is built: patent_demo.search.BM25_ONLY)
+            # from BM25 alone until the dense index is built: patent_demo.search.text.BM25_ONLY)
             "--no-warmup",
             *extra,
         ]

@@ -257,7 +257,7 @@ def test_search_application_ranks_patents_by_all_views(client, server):
 
 
 def test_refine_drawing_answers_a_bare_call_then_refines_and_later_labels_file_on_the_query(client, server):
-    from patent_demo.refine import NEEDS_A_LABEL
+    from patent_demo.search.refine import NEEDS_A_LABEL
     from patent_demo.ui.refine import NO_DRAWING_QUERY
 
     _, wb, store = server

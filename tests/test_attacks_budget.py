@@ -3,7 +3,7 @@ app through ``gradio_client`` (or raw HTTP where a client cannot send the reques
 a ⚠️ message naming the cap, a 403, a clear start-up error. The table is in ``docs/security.md``; the costs
 are measured by ``bench/bench_request_budget.py``.
 
-Tests: patent_demo/limits.py, patent_demo/sheet_search.py, patent_demo/drawing/application.py,
+Tests: patent_demo/limits.py, patent_demo/search/sheet.py, patent_demo/drawing/application.py,
 patent_demo/query.py, patent_demo/labels/store.py, patent_demo/ui/serve.py, patent_demo/ui/blocks.py,
 patent_demo/ui/inputs.py, patent_demo/ui/handlers.py
 """

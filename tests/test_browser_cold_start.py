@@ -10,7 +10,7 @@ The two builds are held at their first batch (the real encoders, gated) so that 
 run, whatever the machine's speed. The cold start's timings on the full real corpus are measured by
 ``bench/bench_cold_start.py`` (docs/benchmarks.md). Screenshots go to ``test-artifacts/cold-*.png``.
 
-Tests: patent_demo/builds.py, patent_demo/workbench.py, patent_demo/search.py, patent_demo/ui/handlers.py
+Tests: patent_demo/builds.py, patent_demo/workbench.py, patent_demo/search/, patent_demo/ui/handlers.py
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from patent_demo.cli.main import main as cli
 from patent_demo.labels.store import LabelStore
 from patent_demo.registry import default_drawing_encoder
-from patent_demo.search import BM25_ONLY
+from patent_demo.search.text import BM25_ONLY
 from patent_demo.text.dense import default_text_encoder
 from patent_demo.workbench import Workbench, WorkbenchConfig
 from tests.conftest import live_app, require_shared

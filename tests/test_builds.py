@@ -93,7 +93,7 @@ def test_a_text_search_during_the_warm_up_answers_with_bm25_and_says_what_follow
     BM25's list (the cursor on it) and a line on the dense index's build; once built, every list."""
     from patent_demo.labels.store import LabelStore
     from patent_demo.request import TextRequest
-    from patent_demo.search import BM25_ONLY
+    from patent_demo.search.text import BM25_ONLY
     from patent_demo.ui.handlers import Handlers
 
     wb, _ = make_workbench(tmp_path)

@@ -52,7 +52,7 @@ def setup(small_text_corpus, tmp_path_factory):
 
 
 def test_a_query_with_qrels_lines_ranks_with_its_refined_vector(setup, capsys):
-    from patent_demo.feedback import refine
+    from patent_demo.search.feedback import refine
     from patent_demo.text.dense import TextEncoder, dense_text
     from patent_demo.text.feedback import TextFeedback
     from patent_demo.text.search import candidate_text
@@ -110,8 +110,8 @@ def test_bad_feedback_gets_a_clear_message(setup, capsys):
 
 
 def test_evaluate_feedback_depth_scores_the_searches_on_the_residual_collection(setup, capsys):
-    from patent_demo.feedback import residual
     from patent_demo.metrics.text import per_query_metrics
+    from patent_demo.search.feedback import residual
 
     corpus, qids, common, search, tmp, _ = setup
     out = tmp / "eval.json"

@@ -13,8 +13,8 @@ from patent_demo.cli import main
 from patent_demo.data.corpus import Figure, Patent
 from patent_demo.drawing.feedback_eval import examiner_labels, simulate_feedback
 from patent_demo.drawing.protocol import _labels
-from patent_demo.feedback import Feedback
 from patent_demo.metrics import ItemLabels, drawing_metrics
+from patent_demo.search.feedback import Feedback
 from tests.conftest import CKPT
 
 

@@ -1,4 +1,4 @@
-"""patent_demo.feedback: the Rocchio query against a naive loop, the views of an application, the labels
+"""patent_demo.search.feedback: the Rocchio query against a naive loop, the views of an application, the labels
 and qrels it reads."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from patent_demo.feedback import (
+from patent_demo.search.feedback import (
     CONFIG,
     Feedback,
     hit_vectors,

@@ -1,8 +1,8 @@
-"""The residual collection (``patent_demo.feedback.residual``) and the text feedback measured on it
+"""The residual collection (``patent_demo.search.feedback.residual``) and the text feedback measured on it
 (``patent_demo.text.feedback``: the simulated examiner, before / after with a paired bootstrap), on runs
 worked out by hand.
 
-Tests: patent_demo/feedback.py, patent_demo/text/feedback.py
+Tests: patent_demo/search/feedback.py, patent_demo/text/feedback.py
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from patent_demo.feedback import Feedback, residual
 from patent_demo.results import Results
+from patent_demo.search.feedback import Feedback, residual
 from patent_demo.text.feedback import TextFeedback, residual_comparison, simulate_examiner
 
 

@@ -2,7 +2,7 @@
 with the annotator's labels of the query, on the real Red Book corpus built with the CLI, through the app's
 handlers; the refined rankings checked against a plain numpy computation of the same cosine ranking.
 
-Tests: patent_demo/refine.py, patent_demo/ui/refine.py, patent_demo/search.py, patent_demo/sheet_search.py
+Tests: patent_demo/search/refine.py, patent_demo/ui/refine.py, patent_demo/search/, patent_demo/search/sheet.py
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from patent_demo.feedback import Feedback, refine
 from patent_demo.hits import Hit
 from patent_demo.labels.store import LabelStore, image_query_id
-from patent_demo.refine import NEEDS_A_LABEL, arrange, moved, text_feedback_note
+from patent_demo.search.feedback import Feedback, refine
+from patent_demo.search.refine import NEEDS_A_LABEL, arrange, moved, text_feedback_note
 from patent_demo.ui.examiner import ExaminerHandlers
 from patent_demo.ui.handlers import Handlers
 from patent_demo.ui.labelling import LabelHandlers

@@ -10,8 +10,8 @@ import pytest
 from patent_demo.cli import main
 from patent_demo.cli.main import build_parser
 from patent_demo.data.corpus import Corpus
-from patent_demo.feedback import Feedback
 from patent_demo.metrics import read_run
+from patent_demo.search.feedback import Feedback
 from tests.conftest import CKPT
 
 

@@ -79,7 +79,7 @@ def add_parser(sub) -> None:
                 metavar="QRELS",
                 help="relevance feedback: TREC qrels 'qid 0 patent rel' (qid as the run prints it, rel >= 1 "
                 "relevant, 0 not); each query with lines ranks with its refined query "
-                "(patent_demo.feedback, weights from configs/feedback.json), the others as before",
+                "(patent_demo.search.feedback, weights from configs/feedback.json), the others as before",
             )
             s.add_argument(
                 "--application",
@@ -286,7 +286,7 @@ def feedback_labels(path: str | None, corpus) -> dict[str, dict[str, int]]:
     patent is a ``ValueError`` naming it."""
     if not path:
         return {}
-    from patent_demo.feedback import read_qrels
+    from patent_demo.search.feedback import read_qrels
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"--feedback: qrels file {path} not found")
@@ -303,7 +303,7 @@ def _refined(wb, spec, res, labels: dict[str, int] | None, qid: str) -> np.ndarr
     """The refined query of one search from its qrels lines (``None`` without any); says what it used."""
     if not labels:
         return None
-    from patent_demo.feedback import Feedback, refine_from_labels
+    from patent_demo.search.feedback import Feedback, refine_from_labels
 
     r = refine_from_labels(res.query_embedding, wb.index(spec), labels, Feedback.load())
     print(

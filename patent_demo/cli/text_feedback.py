@@ -20,7 +20,7 @@ from pathlib import Path
 
 from patent_demo.cli.text_lists import list_label, text_run
 from patent_demo.data.corpus import Corpus
-from patent_demo.feedback import read_qrels
+from patent_demo.search.feedback import read_qrels
 from patent_demo.text.feedback import TextFeedback, residual_comparison, simulate_examiner
 
 METRICS = ("map", "ndcg", "recall")

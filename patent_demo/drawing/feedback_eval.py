@@ -3,7 +3,7 @@
 
 An examiner is simulated from the corpus's classification: of a query's top ``depth`` hits, one is
 relevant when it shares the query's subclass (or is of the query's own patent), else not relevant. The query
-is refined with those labels (``patent_demo.feedback.refine``, the hits' own vectors) and ranked again; a
+is refined with those labels (``patent_demo.search.feedback.refine``, the hits' own vectors) and ranked again; a
 second round judges the next ``depth`` unjudged hits of the refined list and refines the original query
 with every label so far. Each round is scored on the *residual collection*: every hit judged so far is
 removed from both the list before feedback and the refined list (``drawing_metrics(exclude=...)``), so the
@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from patent_demo.data.corpus import Figure, Patent
-from patent_demo.feedback import Feedback, refine
 from patent_demo.hierarchy import patent_hierarchy
 from patent_demo.metrics import drawing_metrics, paired_bootstrap
+from patent_demo.search.feedback import Feedback, refine
 
 KEYS = ("patent_map", "subclass_map", "main_map")
 
@@ -60,7 +60,7 @@ def _next_judged(scores: np.ndarray, judged: np.ndarray, self_index: np.ndarray,
 def refined_queries(
     q_emb: np.ndarray, g_emb: np.ndarray, judged: np.ndarray, relevant: np.ndarray, weights: Feedback
 ) -> np.ndarray:
-    """``[Q, D]``: each query refined (:func:`patent_demo.feedback.refine`) with its judged gallery items,
+    """``[Q, D]``: each query refined (:func:`patent_demo.search.feedback.refine`) with its judged gallery items,
     relevant or not, as its labels."""
     out = np.empty_like(q_emb, dtype=np.float32)
     for i in range(len(q_emb)):

@@ -156,7 +156,7 @@ def rank_of_hit(session: dict | None, hit: Any) -> int:
 
 
 def sheet_figure(extras: dict) -> dict:
-    """The figure of a sheet that was the query of a sheet search's hit (``sheet_search.search_sheet``: its
+    """The figure of a sheet that was the query of a sheet search's hit (``patent_demo.search.sheet.search_sheet``: its
     name and its box on the stored query drawing), or ``{}`` for any other hit."""
     if not extras.get("query_figure"):
         return {}

@@ -89,9 +89,9 @@ def expanded_queries(
     settings: RM3 = RM3(),
 ) -> dict[str, dict[str, float]]:
     """``{qid: {term: weight}}`` for each query (``TextQuery``) with at least one relevant label in
-    ``labels`` (qid -> {doc id: label}, ``patent_demo.feedback.split_labels``) among ``library``'s
+    ``labels`` (qid -> {doc id: label}, ``patent_demo.search.feedback.split_labels``) among ``library``'s
     patents; the others are left out (they search as before)."""
-    from patent_demo.feedback import split_labels
+    from patent_demo.search.feedback import split_labels
 
     out = {}
     for q in queries:

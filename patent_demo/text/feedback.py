@@ -1,9 +1,9 @@
 """Relevance feedback on the text lists, and its measurement on the residual collection.
 
-An examiner's labels (qid -> {patent id: label}; a label as ``patent_demo.feedback.split_labels`` reads it:
+An examiner's labels (qid -> {patent id: label}; a label as ``patent_demo.search.feedback.split_labels`` reads it:
 a grade name, or a qrels grade, ``rel >= 1`` relevant, ``0`` not) change a text search in two places:
 
-* the **dense** query: the bi-encoder's query vector refined by Rocchio (``patent_demo.feedback.refine``,
+* the **dense** query: the bi-encoder's query vector refined by Rocchio (``patent_demo.search.feedback.refine``,
   the one home of the refined query) with the dense index's stored vectors of the labelled patents;
 * the **BM25** query, where asked: expanded by RM3 with the relevant patents' terms
   (``patent_demo.text.expansion``).
@@ -16,7 +16,7 @@ weights, is the ``text`` part of ``patent_demo/configs/feedback.json``, chosen o
 
 The measurement (:func:`simulate_examiner`, :func:`residual_comparison`): the examiner labels the top
 ``depth`` hits of a list from the qrels (a cited patent relevant, any other hit not), the refined search
-runs once, and both lists are scored on the residual collection (``patent_demo.feedback.residual``: the
+runs once, and both lists are scored on the residual collection (``patent_demo.search.feedback.residual``: the
 judged hits removed from both lists and from the qrels, so a query whose every relevant patent was
 already seen drops out), with a paired bootstrap of after - before over the queries.
 """
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.feedback import CONFIG, Feedback, Refined, refine, residual, split_labels
 from patent_demo.results import Results
+from patent_demo.search.feedback import CONFIG, Feedback, Refined, refine, residual, split_labels
 from patent_demo.text.expansion import RM3, expanded_queries
 
 Labels = Mapping[str, Mapping[str, int | str]]

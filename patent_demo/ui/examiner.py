@@ -5,7 +5,7 @@ sheets, the whole record of a hit, side-by-side views, the search report.
 ``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and ``wire_tabs``
 connect them. The filter panel is read as one value (``FilterPanel.value``, a
 ``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.search``,
-``patent_demo.examiner``, ``patent_demo.sheet_search``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
+``patent_demo.examiner``, ``patent_demo.search.sheet``, ``patent_demo.document`` and ``patent_demo.labels.search_report``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from patent_demo.labels.sessions import record_search
 from patent_demo.labels.store import LabelStore
 from patent_demo.limits import MAX_ID_CHARS, check_text
 from patent_demo.numbers import resolve_patent_id
-from patent_demo.refine import Basis
-from patent_demo.search import drawing_scope
+from patent_demo.search.refine import Basis
+from patent_demo.search.scope import drawing_scope
 from patent_demo.text.highlight import snippet_html, snippet_text
 from patent_demo.ui.events import Shared
 from patent_demo.ui.handlers import drawing_answer, drawing_failed, drawing_session, emptied
@@ -242,7 +242,7 @@ class ExaminerHandlers:
         """Split an uploaded sheet into figures, search each with the filters and the same exclusions as a
         single drawing (``search.drawing_scope``: a corpus page leaves out its own patent and family),
         merge the lists. On failure the previous list is cleared (no label can go to it)."""
-        from patent_demo.sheet_search import figure_names, search_sheet
+        from patent_demo.search.sheet import figure_names, search_sheet
 
         try:
             file, upload_data, _ = upload(file, "a drawing sheet (PNG, JPEG or TIFF)")

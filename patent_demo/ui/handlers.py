@@ -29,9 +29,9 @@ from patent_demo.labels.store import (
     image_query_id,
     text_query_id,
 )
-from patent_demo.refine import Basis, UsedLabels
 from patent_demo.request import DrawingRequest, TextRequest
-from patent_demo.search import BM25_ONLY
+from patent_demo.search.refine import Basis, UsedLabels
+from patent_demo.search.text import BM25_ONLY
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.ui.access import Identity

@@ -3,7 +3,7 @@ which ``handlers.Handlers`` takes in.
 
 A refine ranks the current drawing query (one drawing or a crop of one, a sheet's figures, a whole
 application) again with the query moved by the labels of this query by this annotator
-(``patent_demo.refine``): the annotator's latest live labels in the store, so an undone label no longer
+(``patent_demo.search.refine``): the annotator's latest live labels in the store, so an undone label no longer
 counts and a label made in an earlier search of the same query does. The labelled hits stay on top with
 their badges, the others re-rank below them, and the status line says how many labels were used and what
 moved. The refined list replaces the session's ``hmcl`` list under the same query id: a label made on it
@@ -15,7 +15,7 @@ from __future__ import annotations
 import gradio as gr
 
 from patent_demo.labels.sessions import record_search, rows_of
-from patent_demo.refine import NEEDS_A_LABEL, UsedLabels, moved, refine_search
+from patent_demo.search.refine import NEEDS_A_LABEL, UsedLabels, moved, refine_search
 from patent_demo.ui.inputs import BadInput
 from patent_demo.ui.views import cursor_md, gallery_items, plain, progress_md, table_value, warn
 from patent_demo.wording import counted
@@ -56,7 +56,7 @@ def _top_rows(out) -> int:
 
 class RefineHandlers:
     """The refine handler; the class that takes it in holds ``wb``, ``store``, ``identity`` and
-    ``used`` (a ``patent_demo.refine.UsedLabels``)."""
+    ``used`` (a ``patent_demo.search.refine.UsedLabels``)."""
 
     used: UsedLabels
 

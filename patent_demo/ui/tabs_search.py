@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from patent_demo.refine import text_feedback_note
+from patent_demo.search.refine import text_feedback_note
 from patent_demo.text.hybrid import default_text_list
 from patent_demo.text.lists import LISTS as TEXT_LISTS
 from patent_demo.text.lists import TITLES

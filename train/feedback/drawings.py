@@ -16,7 +16,7 @@ the largest mean over the two validation sets of that gain; a gain within ``TIE`
 tie, broken towards the smaller β, then the smaller γ. Then, with the chosen β, γ, the patent-level
 search the CLI runs (``patent-demo search drawings --feedback``: patents scored by their best figure) is
 simulated on the Red Book validation pages with each judged patent standing as its best figure for the
-query or as the mean of its figures (``patent_demo.feedback.hit_vectors``): ``mean`` only if its
+query or as the mean of its figures (``patent_demo.search.feedback.hit_vectors``): ``mean`` only if its
 subclass gain is larger, else ``best`` (the figure the hit shows, what the app keeps with its results).
 
 The text part of the config is left as it is. ``--json`` gets the grid, the choice and the test figures.
@@ -37,8 +37,8 @@ from patent_demo.data.corpus import Corpus
 from patent_demo.drawing.embed import embed_corpus_figures
 from patent_demo.drawing.feedback_eval import examiner_labels, simulate_feedback
 from patent_demo.drawing.protocol import _labels, drawing_protocol
-from patent_demo.feedback import CONFIG, HITS, Feedback, refine_from_labels
 from patent_demo.metrics import drawing_metrics, paired_bootstrap
+from patent_demo.search.feedback import CONFIG, HITS, Feedback, refine_from_labels
 
 BETAS = (0.5, 0.75, 1.0, 1.5)
 GAMMAS = (0.0, 0.15, 0.3, 0.5)

@@ -4,7 +4,7 @@ For the validation queries of ``--split-file`` (each a citing patent's title + a
 in-corpus cited patents) an examiner who knows the citations labels the top ``--depth`` hits of the list
 the app ships (``patent_demo/configs/hybrid.json`` ``default_list``); then, with those labels:
 
-* **dense**: Rocchio on the MiniLM query vector (``patent_demo.feedback.refine``) with the dense index's
+* **dense**: Rocchio on the MiniLM query vector (``patent_demo.search.feedback.refine``) with the dense index's
   vectors of the judged hits, a grid of β × γ, scored on the dense list;
 * **rm3**: RM3 over BM25 with the judged-relevant patents' terms (``patent_demo.text.expansion``), a grid of
   expansion terms × original-query weight, scored on the BM25 list;
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from patent_demo.atomic import atomic_json, atomic_text
 from patent_demo.data.corpus import Corpus
-from patent_demo.feedback import CONFIG, Feedback
+from patent_demo.search.feedback import CONFIG, Feedback
 from patent_demo.text.expansion import RM3
 from patent_demo.text.feedback import (
     TextFeedback,

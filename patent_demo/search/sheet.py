@@ -120,7 +120,7 @@ def rank_figures(
     """The merged top ``k`` patents of the query figures' vectors ``queries`` (``[F, D]``, named
     ``names``, their ``boxes`` on the sheet kept in each hit's extras) inside ``allowed``, and the patent ids
     each figure found: what :func:`search_sheet` ranks once
-    it has embedded the figures, and what a refined sheet query (``patent_demo.refine``) ranks again."""
+    it has embedded the figures, and what a refined sheet query (``patent_demo.search.refine``) ranks again."""
     spec = wb.model(model, "drawing")
     index = wb.index(spec)
     k = max(1, min(int(k), len(set(index.patent_ids))))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-CONFIG = Path(__file__).parent / "configs" / "feedback.json"
+CONFIG = Path(__file__).parents[1] / "configs" / "feedback.json"
 RELEVANT = {"relevant": True, "partly": True, "not": False}  # a label's grade name -> counts as relevant
 
 

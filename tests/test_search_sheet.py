@@ -10,7 +10,7 @@ from PIL import Image
 from patent_demo.drawing.sheets import FigureLabel
 from patent_demo.filters import SearchFilter
 from patent_demo.imageio import DrawingError
-from patent_demo.sheet_search import search_sheet
+from patent_demo.search.sheet import search_sheet
 from tests.support.tiny import make_workbench
 
 

@@ -5,10 +5,10 @@ and ``/refine_drawing``.
   request (its drawings dropped), the vectors it searched (``[D]`` a drawing or a crop of one, ``[F, D]`` a
   sheet's figures, ``[V, D]`` an application's views) and a sheet's figure names.
 * :func:`refine_search`: the labelled patents' vectors read from the index by the rule chosen on validation
-  (``patent_demo.feedback.hit_vectors``, as ``patent-demo search drawings --feedback`` reads them), the query moved by ``patent_demo.feedback.refine`` (the one Rocchio; the
+  (``patent_demo.search.feedback.hit_vectors``, as ``patent-demo search drawings --feedback`` reads them), the query moved by ``patent_demo.search.feedback.refine`` (the one Rocchio; the
   labels of every round pooled on the *original* query, so no drift), then ranked again through the same
   search (``Workbench.search_drawing`` / ``search_application`` with ``vector``,
-  ``sheet_search.rank_figures`` for a sheet) with the request's filters and exclusions, ``k`` more than
+  ``search.sheet.rank_figures`` for a sheet) with the request's filters and exclusions, ``k`` more than
   the labels deep so that ``k`` unlabelled hits come back.
 * :func:`arrange`: the labelled hits on top (in the order they were shown), the others re-ranked below.
 * :func:`moved`: what moved among the unlabelled hits (new in the top 10, the biggest rank moves).
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from patent_demo.feedback import CONFIG, Feedback, Refined, hit_vectors, refine, split_labels
 from patent_demo.hits import Hit, mark_views
 from patent_demo.request import DrawingRequest
+from patent_demo.search.feedback import CONFIG, Feedback, Refined, hit_vectors, refine, split_labels
 
 KINDS = ("drawing", "sheet", "application")
 NEEDS_A_LABEL = (
@@ -80,7 +80,7 @@ def label_vectors(
 ) -> tuple[list, list, list[str], list[str]]:
     """``(relevant vectors, not relevant vectors, ids used, ids left out)`` of ``labels`` ({candidate:
     label with ``label``}): each labelled patent's vector by the rule chosen on validation
-    (``patent_demo.feedback.hit_vectors``, ``Feedback.hits``: its figure closest to ``query`` or the mean of
+    (``patent_demo.search.feedback.hit_vectors``, ``Feedback.hits``: its figure closest to ``query`` or the mean of
     its figures), the rule ``patent-demo search drawings --feedback`` uses; a patent without a figure in
     ``index`` is left out."""
     pos_ids, neg_ids = split_labels({c: lab.label for c, lab in labels.items()})
@@ -117,8 +117,8 @@ def refine_search(
     deep = replace(req, k=req.k + len(labels))
     notes, spread = [], ""
     if basis.kind == "sheet":
-        from patent_demo.search import drawing_scope
-        from patent_demo.sheet_search import rank_figures
+        from patent_demo.search.scope import drawing_scope
+        from patent_demo.search.sheet import rank_figures
 
         _, allowed, notes = drawing_scope(wb, deep)
         hits = rank_figures(wb, refined.vector, basis.names, deep.model, deep.k, allowed, basis.boxes)[0]
