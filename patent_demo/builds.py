@@ -8,6 +8,7 @@ so far, said once a few items are done."""
 
 from __future__ import annotations
 
+import copy
 import html
 import sys
 import threading
@@ -22,7 +23,8 @@ MIN_FOR_ESTIMATE = 2  # updates before the time left is said (the first batch pa
 
 @dataclass
 class Build:
-    """One build: ``done`` of ``total`` items since ``started`` (monotonic seconds)."""
+    """One build: ``done`` of ``total`` items since ``started`` (monotonic seconds); ``target`` is what it
+    builds, as the code that waits for it names it (``Builds.of``)."""
 
     name: str
     total: int
@@ -32,6 +34,7 @@ class Build:
     ended: float | None = None
     updates: int = 0
     console: Any = None  # the tqdm bar drawn on the console, when there is one
+    target: str = ""
 
     def update(self, n: int = 1) -> None:
         self.done += n
@@ -108,13 +111,22 @@ class Builds:
 
     def __init__(self, console: bool = True) -> None:
         self.console = console
+        self.target = ""  # what the builds started through this object build (``of``)
         self._lock = threading.Lock()
         self._all: list[Build] = []
+
+    def of(self, target: str) -> Builds:
+        """These builds, with each build started through the returned object marked as building ``target``
+        (a drawing model's index, the dense text index): ``running(target)`` finds it by that, not by its
+        wording. The list and its lock are shared."""
+        view = copy.copy(self)
+        view.target = target
+        return view
 
     def bar(self, total: int | None, desc: str, unit: str = "items") -> Build:
         """A new build of ``total`` items named ``desc``: what an embedding loop updates as its progress bar."""
         shown = _console_bar(total, desc, unit) if self.console else None
-        build = Build(desc, int(total or 0), unit, console=shown)
+        build = Build(desc, int(total or 0), unit, console=shown, target=self.target)
         with self._lock:
             self._all.append(build)
         return build
@@ -122,7 +134,7 @@ class Builds:
     @contextmanager
     def step(self, name: str) -> Iterator[Build]:
         """A build of one step (no count to go by): running while the ``with`` block runs."""
-        build = Build(name, 0, console=_Quiet() if self.console else None)
+        build = Build(name, 0, console=_Quiet() if self.console else None, target=self.target)
         with self._lock:
             self._all.append(build)
         try:
@@ -130,9 +142,10 @@ class Builds:
         finally:
             build.close()
 
-    def running(self) -> list[Build]:
+    def running(self, target: str | None = None) -> list[Build]:
+        """The builds not yet ended (of ``target`` only, when given)."""
         with self._lock:
-            return [b for b in self._all if b.ended is None]
+            return [b for b in self._all if b.ended is None and target in (None, b.target)]
 
     def finished(self) -> list[Build]:
         with self._lock:

@@ -85,6 +85,14 @@ class WorkbenchConfig:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
+DENSE_TARGET = "the dense text index"  # what a build of it is marked with (``Builds.of``)
+
+
+def drawing_target(model_key: str) -> str:
+    """What a build of the drawing index of the model ``model_key`` is marked with (``Builds.of``)."""
+    return f"the drawing index of {model_key}"
+
+
 def corpus_fingerprint(corpus: Corpus) -> str:
     """sha256[:12] of the corpus records (ids, codes, texts, figure paths) and ``Corpus.location``."""
     h = hashlib.sha256()
@@ -229,7 +237,7 @@ class Workbench:
                     enc.encode,
                     images,
                     batch_size=self.config.batch_size,
-                    progress=self.builds,
+                    progress=self.builds.of(drawing_target(spec.key)),
                     total=len(figures),
                     desc=f"embedding {len(figures):,} drawings with {spec.key}",
                 )
@@ -283,7 +291,7 @@ class Workbench:
                     self.corpus.patents,
                     self.config.cache_dir / "dense" / self.fingerprint,
                     batch_size=self.config.batch_size,
-                    progress=self.builds,
+                    progress=self.builds.of(DENSE_TARGET),
                 )
                 self._dense = (enc, index, hybrid)
             return self._dense
@@ -296,7 +304,7 @@ class Workbench:
             return ""
         if any((self.config.cache_dir / "dense" / self.fingerprint).glob("*/params.json")):
             return ""  # on disk already (a Space ships it): the search loads it in a moment and waits
-        build = next((b for b in self.builds.running() if "patent texts" in b.name), None)
+        build = next(iter(self.builds.running(DENSE_TARGET)), None)
         where = build.line().split(": ", 1)[1] if build else "it starts when the drawing index is built"
         return f"the dense text index is being built: {where}"
 
@@ -402,14 +410,14 @@ class Workbench:
         waiting = self._warm_thread is not None and self._warm_thread.is_alive()
         if not running and not waiting:
             return ""
-        names = " ".join(b.name for b in running)
+        targets = {b.target for b in running}
         drawn = self.has_drawings()
         later = [
             m.key
             for m in self.models("drawing")
-            if drawn and m.key not in self._indexes and f"drawings with {m.key}" not in names
+            if drawn and m.key not in self._indexes and drawing_target(m.key) not in targets
         ]
-        later += ["the dense text index"] if self._dense is None and "patent texts" not in names else []
+        later += ["the dense text index"] if self._dense is None and DENSE_TARGET not in targets else []
         if not running and not later:
             return ""
         after = (

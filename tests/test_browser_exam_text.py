@@ -265,6 +265,7 @@ def test_cited_reference_in_the_corpus_opens_its_record(browser, cs):
     page.goto(url)
     q = docs["EP0735178A1"]
     _text_search(page, f"{q['title']}. {q['abstract']}")
+    wait_text(page, "#l-cursor", " #1 · ")  # the cursor's refresh follows the lists
     table = page.locator("#t-hybrid").inner_text()
     first = page.locator("#l-cursor").inner_text().split("·")[1].strip(" `")
     assert "published" in table and wb.corpus[first].date in table, (first, table[:300])

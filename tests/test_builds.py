@@ -45,6 +45,16 @@ def test_status_lists_running_builds_with_a_bar_and_escapes_names():
     assert [b.name for b in builds.finished()] == ["embedding <10> drawings", "the BM25 index of 3 patents"]
 
 
+def test_a_build_is_found_by_what_it_builds_not_by_its_wording():
+    builds = Builds(console=False)
+    dense = builds.of("the dense text index").bar(10, "embedding 10 patent texts", "texts")
+    with builds.of("the drawing index of zero-shot").step("whatever the words"):
+        assert [b.name for b in builds.running("the drawing index of zero-shot")] == ["whatever the words"]
+        assert builds.running("the dense text index") == [dense] and len(builds.running()) == 2
+    dense.close()
+    assert builds.running() == [] and len(builds.finished()) == 2  # one list, shared by every view
+
+
 def test_an_embedding_loop_reports_to_its_build_and_the_console_says_how_long(capsys):
     builds = Builds(console=True)
     out = embed_figures(
