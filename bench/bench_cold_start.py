@@ -16,9 +16,7 @@ empty: this measures a cold start). It prints a table and writes the figures, th
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -31,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from bench_http_search import wait_for_page  # noqa: E402
+from record import machine_record, write_record  # noqa: E402
 
 from patent_demo.text.precision import cpu_name  # noqa: E402
 
@@ -138,18 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, text in answers.items():
         print(f"  {name} answer: {text[:120]}")
     print(f"cpu: {cpu_name()} ({os.cpu_count()} cores); console: {cache / 'console.log'}")
-    record = {
-        "command": "python bench/bench_cold_start.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "seconds_after_start": {k: round(v, 1) for k, v in at.items()},
-        "builds": builds,
-        "answers": answers,
-        "load_average_at_end": os.getloadavg(),
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    record = machine_record(
+        "bench_cold_start.py",
+        argv,
+        seconds_after_start={k: round(v, 1) for k, v in at.items()},
+        builds=builds,
+        answers=answers,
+    )
+    write_record(args.out, record)
     return 0
 
 

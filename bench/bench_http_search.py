@@ -22,9 +22,7 @@ the command and the CPU to ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -32,7 +30,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from record import machine_record, write_record  # noqa: E402
 
 from patent_demo.text.precision import cpu_name  # noqa: E402
 
@@ -148,19 +148,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{n:26s} median {f['median_s'] * 1000:8.1f} ms   min {f['min_s'] * 1000:8.1f} ms   (n={f['n']})"
         )
     print(f"three steps / one search: {ratio:.2f}x   cpu: {cpu_name()} ({os.cpu_count()} cores)")
-    out = {
-        "command": "python bench/bench_http_search.py "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "corpus": corpus_dir,
-        "figures": figures,
-        "three_steps_over_one": round(ratio, 3),
-        "load_average_at_end": os.getloadavg(),
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    out = machine_record(
+        "bench_http_search.py", argv, corpus=corpus_dir, figures=figures, three_steps_over_one=round(ratio, 3)
+    )
+    write_record(args.out, out)
     return 0
 
 
