@@ -116,3 +116,24 @@ def test_each_text_table_names_the_list_its_moves_are_counted_from(tmp_path):
         "dssdnet": ("move vs hybrid pool", "↑ 6"),
         "fused": ("move vs hybrid pool", "↑ 6"),
     }
+
+
+def test_the_buttons_that_read_the_session_open_once_the_page_holds_its_token(tmp_path):
+    """A search clicked as the page opens would carry no token while the load binds the session to a new
+    one, and be refused as another browser's: every button whose event reads the session starts off, and
+    the load that binds the session turns each on with the token."""
+    import gradio as gr
+
+    wb, _ = make_workbench(tmp_path)
+    demo = build_demo(wb, LabelStore(tmp_path / "labels.sqlite"))
+    session = next(b for b in demo.blocks.values() if type(b).__name__ == "State" and b.delete_callback)
+    token = next(b for b in demo.blocks.values() if isinstance(b, gr.BrowserState))
+    reading = {i for fn in demo.fns.values() if session in fn.inputs for i, _ in fn.targets}
+    buttons = [b for i, b in demo.blocks.items() if i in reading and isinstance(b, gr.Button)]
+    assert {"d-search", "t-search", "c-search", "d-sheet", "d-application"} <= {b.elem_id for b in buttons}
+    shown = {c["id"]: c["props"].get("interactive") for c in demo.config["components"]}
+    assert all(shown[b._id] is False for b in buttons)
+    (load,) = [fn for fn in demo.fns.values() if token in fn.outputs and fn.targets[0][1] == "load"]
+    assert set(load.outputs) >= set(buttons)
+    out = load.fn("", None)
+    assert len(out[0]) == 48 and out[1]["owner"] and all(u == gr.update(interactive=True) for u in out[2:])

@@ -118,10 +118,18 @@ def build_demo(
         panel.guide.wire(demo, guide, shared.annotator)
         filter_panel.wire(demo)
         demo.load(h.refresh_models, None, model_boxes, api_name=False)
+        # the buttons that read the session open once the load has bound it to this browser's token, so a
+        # click as the page opens carries the token (before, it carried none and was refused as a stranger's)
+        buttons = _session_buttons(demo, shared)
+        for button in buttons:
+            button.interactive = False
         demo.load(
-            bind_owner,
+            lambda token, session: (
+                *bind_owner(token, session),
+                *[gr.update(interactive=True)] * len(buttons),
+            ),
             [shared.owner_token, shared.session],
-            [shared.owner_token, shared.session],
+            [shared.owner_token, shared.session, *buttons],
             api_name=False,
         )
         if identity.oauth or identity.login:
@@ -162,6 +170,12 @@ def _header(
             gr.LoginButton(scale=1)
     filter_panel = exam_ui.build_filters()
     return Shared(session, owner_token, crop_state, annotator, filter_panel.value), index_status, filter_panel
+
+
+def _session_buttons(demo: gr.Blocks, shared: Shared) -> list[gr.Button]:
+    """Every button whose click runs an event that reads the browser's session."""
+    ids = {block for fn in demo.fns.values() if shared.session in fn.inputs for block, _ in fn.targets}
+    return [b for i, b in demo.blocks.items() if i in ids and isinstance(b, gr.Button)]
 
 
 def _check(demo: gr.Blocks, shared: Shared) -> None:
