@@ -12,7 +12,9 @@ of each case, not counted, builds what it needs), then called with ``gradio_clie
 * ``text click, three steps``: ``/search_bm25`` + ``/search_dense`` + ``/search_text`` one after the other,
   what the Text button ran before it became one search (the two first endpoints are still served, API only),
   measured in the same run for the ratio;
-* ``drawing click``: ``/search_drawing`` with a corpus figure as the upload;
+* ``drawing click``: ``/search_drawing`` with a corpus figure as the upload (sent with each
+  call); the answer read as the server sends it, and once more with the gallery's ten images downloaded
+  (what ``gradio_client`` does by default; the page fetches them as it draws the gallery);
 * ``label``: ``/label`` of the drawing search's first hit (each repeat a new judgement of the same hit).
 
 The first call of each is a warm-up and is not counted. It prints one line per case and writes the figures,
@@ -104,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_page(url, proc, args.ready_timeout)
-        client = Client(url, verbose=False)
+        # the answer is read when the server sends it; the page fetches the gallery's images as it draws them,
+        # so the files are not downloaded, except in the case that says so
+        client = Client(url, verbose=False, download_files=False)
+        downloading = Client(url, verbose=False)
         from patent_demo.data.corpus import Corpus
 
         corpus_dir = args.corpus or str(Path(args.cache_dir) / "real")
@@ -121,17 +126,23 @@ def main(argv: list[str] | None = None) -> int:
             client.predict(ABSTRACT, "", tm, 10, api_name="/search_dense")
             client.predict(ABSTRACT, "", tm, 10, "bench", api_name="/search_text")
 
-        def drawing() -> None:
-            client.predict(
-                figure, args.drawing_model, 10, True, True, "", "bench", api_name="/search_drawing"
-            )
+        def drawing(by=client) -> None:
+            by.predict(figure, args.drawing_model, 10, True, True, "", "bench", api_name="/search_drawing")
+
+        def drawing_downloaded() -> None:
+            drawing(downloading)
 
         labels = iter(["relevant", "not", "partly"] * (args.repeat + 1))
 
         def label() -> None:
             client.predict(next(labels), "hmcl", 1, "", "", "bench", "", True, api_name="/label")
 
-        cases = {"text click": text, "text click, three steps": text_three_steps, "drawing click": drawing}
+        cases = {
+            "text click": text,
+            "text click, three steps": text_three_steps,
+            "drawing click": drawing,
+            "drawing click, its 10 images downloaded": drawing_downloaded,
+        }
         times = {name: _timed(fn, args.repeat) for name, fn in cases.items()}
         drawing()  # the label's query
         times["label"] = _timed(label, args.repeat)
