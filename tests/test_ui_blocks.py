@@ -137,3 +137,21 @@ def test_the_buttons_that_read_the_session_open_once_the_page_holds_its_token(tm
     assert set(load.outputs) >= set(buttons)
     out = load.fn("", None)
     assert len(out[0]) == 48 and out[1]["owner"] and all(u == gr.update(interactive=True) for u in out[2:])
+
+
+def test_every_refresh_of_the_cursor_chained_after_an_event_runs_again_rather_than_being_dropped(tmp_path):
+    """A chained event (``.then``) defaults to Gradio's "once": triggered while its last run is pending, the
+    page skips it. Every chained event that writes the cursor line, and every link before one, is
+    "always_last" (run again once the pending one ends), so fast keys never leave a stale cursor."""
+    import gradio as gr
+
+    wb, _ = make_workbench(tmp_path)
+    demo = build_demo(wb, LabelStore(tmp_path / "labels.sqlite"))
+    cursor = next(b for b in demo.blocks.values() if isinstance(b, gr.Markdown) and b.elem_id == "l-cursor")
+    chained = [fn for fn in demo.fns.values() if fn.targets and fn.targets[0][1] == "then"]
+    refreshes = [fn for fn in chained if cursor in fn.outputs]
+    assert len(refreshes) > 10
+    assert {fn.trigger_mode for fn in refreshes} == {"always_last"}
+    before = {fn._id: fn for fn in chained}
+    links = [before[fn.trigger_after] for fn in refreshes if fn.trigger_after in before]
+    assert links and {fn.trigger_mode for fn in links if fn.fn is not None} == {"always_last"}
