@@ -172,17 +172,22 @@ def _header(
     return Shared(session, owner_token, crop_state, annotator, filter_panel.value), index_status, filter_panel
 
 
+def _session_readers(demo: gr.Blocks, shared: Shared) -> list:
+    """The page's events that read the browser's session."""
+    return [fn for fn in demo.fns.values() if shared.session in fn.inputs]
+
+
 def _session_buttons(demo: gr.Blocks, shared: Shared) -> list[gr.Button]:
     """Every button whose click runs an event that reads the browser's session."""
-    ids = {block for fn in demo.fns.values() if shared.session in fn.inputs for block, _ in fn.targets}
+    ids = {block for fn in _session_readers(demo, shared) for block, _ in fn.targets}
     return [b for i, b in demo.blocks.items() if i in ids and isinstance(b, gr.Button)]
 
 
 def _check(demo: gr.Blocks, shared: Shared) -> None:
     """Every event that reads a browser's session checks its owner (``access.owned``); every dropdown and
     radio passes a value outside its choices on to the handler, which says why it is refused."""
-    for fn in demo.fns.values():
-        if shared.session in fn.inputs and shared.owner_token not in fn.inputs:
+    for fn in _session_readers(demo, shared):
+        if shared.owner_token not in fn.inputs:
             raise RuntimeError(
                 f"the event {fn.api_name or fn.name} reads the session without its owner check"
             )
