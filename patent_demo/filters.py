@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from patent_demo import limits, prior_art
 from patent_demo.data.corpus import SCHEMES, Corpus, Patent, country_of, kind_code_of
@@ -179,7 +179,10 @@ class SearchFilter:
     ``classification``: prefixes, a document passes when any of its codes matches any prefix;
     ``country``: offices (``US``, ``EP``); ``kind_code``: kind codes, each a prefix (``S`` admits the
     ``S1`` of USPTO XML, ``B`` admits ``B1`` and ``B2``);
-    ``keep_undated``: admit documents without a date despite a cut-off or a range.
+    ``keep_undated``: admit documents without a date despite a cut-off or a range;
+    ``intermediate_from``: the earliest priority date of the application under search when ``before`` is its
+    filing date (a patent's own search): the hits published from it up to ``before`` are marked ``"P"``. It
+    admits nothing more or less.
     """
 
     before: str = ""
@@ -189,6 +192,7 @@ class SearchFilter:
     country: tuple[str, ...] = ()
     kind_code: tuple[str, ...] = ()
     keep_undated: bool = False
+    intermediate_from: str = ""
 
     @classmethod
     def parse(
@@ -231,17 +235,10 @@ class SearchFilter:
                 raise ValueError(f"country {c!r} is not a two-letter office code such as US, EP, WO")
         return f
 
-    def with_before(self, before: str) -> SearchFilter:
-        """The same filter with another cut-off (ISO or any form ``parse_date`` reads)."""
-        return SearchFilter(
-            parse_date(before, "cut-off date"),
-            self.date_from,
-            self.date_to,
-            self.classification,
-            self.country,
-            self.kind_code,
-            self.keep_undated,
-        )
+    def with_before(self, before: str, intermediate_from: str = "") -> SearchFilter:
+        """The same filter with another cut-off (ISO or any form ``parse_date`` reads) and intermediate
+        window (``""``: none)."""
+        return replace(self, before=parse_date(before, "cut-off date"), intermediate_from=intermediate_from)
 
     @property
     def active(self) -> bool:
@@ -327,7 +324,7 @@ class Filters:
     """Everything the examiner's filter panel says about a search, as one value: what it may return
     (``search``) and how the query's own patent is treated.
 
-    ``own_date``: without a typed cut-off, use the query patent's own priority / filing date;
+    ``own_date``: without a typed cut-off, use the query patent's own filing date (else its earliest priority);
     ``exclude_own``: leave out the query's own patent and family (a corpus drawing or text);
     ``per_family``: one hit per family in the text lists.
 
@@ -549,7 +546,7 @@ def evaluate_text_with_cutoff(
     """Text metrics (``patent_demo.metrics.text.evaluate_run``) with a prior-art cut-off applied to
     retrieval *and* to the qrels.
 
-    ``cutoff`` is ``"own"`` (each query patent's priority / filing / publication date, see
+    ``cutoff`` is ``"own"`` (each query patent's filing / priority / publication date, see
     ``prior_art_date``), an ISO date for every query, or ``""`` for none. Retrieval is restricted
     inside BM25 to the prior art of the query's cut-off (``patent_demo.prior_art``, plus ``base``), then
     re-ranked as ``rerank_run`` does; every query is scored against all its relevant documents (one the

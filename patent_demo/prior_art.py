@@ -1,15 +1,22 @@
 """Prior art by the dates the law uses: the one rule every search path, the CLI, the API and the evaluation
 apply for a cut-off date.
 
-A reference is prior art to a search with cut-off date ``D`` (the priority, else filing date of the
-application under search) when
+A reference is prior art to a search with cut-off date ``D`` when
 
 * it was **published** before ``D``, or
 * it is a **patent document** whose effective filing date (its earliest priority date, else its filing
   date) is before ``D``, although it was published on or after ``D``: an earlier application, prior art by
   its filing date (35 U.S.C. 102(a)(2), formerly 102(e); EPC Art. 54(3)). It is marked ``"E"``, the
-  category of a European search report for such documents, and carries ``extras["prior_art"] = "E"``
-  in a result list so that every list can badge it.
+  category of a European search report for such documents.
+
+A patent's own search (the cut-off "at the query patent's own date") takes its **filing date**
+(:func:`prior_art_date`), the date up to which a European search report covers the art: whether a claim is
+entitled to an earlier priority is decided claim by claim during examination, so nothing that may be prior
+art is hidden. A reference published from the application's earliest priority date up to its filing date is
+an intermediate document, marked ``"P"``: prior art only where the priority claim fails. The filing date was
+chosen over the earliest priority on validation (``python -m train.text.cutoff``, docs/results_text.md).
+
+Each mark sits in ``extras["prior_art"]`` of a hit so that every list can badge it.
 
 Non-patent literature (a record of ``kind`` ``"npl"``) has no filing date: only its publication date
 counts. A document with neither a publication date nor a filing date is *undated*: it cannot be shown to be
@@ -26,6 +33,8 @@ from patent_demo.data.corpus import Patent
 
 PUBLISHED = "published"  # published before the cut-off
 EARLIER = "E"  # filed before the cut-off, published on or after it: an earlier application
+INTERMEDIATE = "P"  # published from the query's earliest priority date up to its filing date (the cut-off)
+OWN_DATE = "filing"  # the date of a patent's own search (chosen on validation, see the module)
 LATER = "later"  # neither: not prior art
 UNDATED = "undated"  # no publication date and no filing date
 NON_PATENT_KINDS = frozenset({"npl"})
@@ -47,9 +56,16 @@ def effective_filing_date(patent: Patent) -> str:
 
 
 def prior_art_date(patent: Patent) -> str:
-    """The cut-off a patent's own search uses: its effective filing date (priority, else filing), else its
-    publication date (``""`` when it has none)."""
-    return effective_filing_date(patent) or patent.date or ""
+    """The cut-off a patent's own search uses: its filing date (see the module), else its earliest priority
+    date, else its publication date (``""`` when it has none)."""
+    return patent.filing_date or effective_filing_date(patent) or patent.date or ""
+
+
+def intermediate_from(patent: Patent) -> str:
+    """The start of the intermediate window of a patent's own search: its earliest priority date when that
+    is before its cut-off (:func:`prior_art_date`), else ``""`` (no window, no ``"P"``)."""
+    priority = effective_filing_date(patent)
+    return priority if priority and priority < prior_art_date(patent) else ""
 
 
 def status(patent: Patent, before: str) -> str:
@@ -88,17 +104,28 @@ def reason(patent: Patent, before: str, keep_undated: bool = False) -> str:
     return f"not prior art: {', '.join(parts)}, on or after the cut-off {before}"
 
 
-def mark(patent: Patent, before: str) -> str:
-    """``"E"`` when the rule admits ``patent`` as an earlier application for cut-off ``before``, else ``""``."""
-    return EARLIER if status(patent, before) == EARLIER else ""
+def mark(patent: Patent, before: str, priority: str = "") -> str:
+    """The date mark of ``patent`` for cut-off ``before``: ``"E"`` when the rule admits it as an earlier
+    application, ``"P"`` when it was published from ``priority`` (the query's earliest priority date,
+    :func:`intermediate_from`) up to the cut-off, else ``""``."""
+    s = status(patent, before)
+    if s == EARLIER:
+        return EARLIER
+    if s == PUBLISHED and before and priority and patent.date and priority <= patent.date < before:
+        return INTERMEDIATE
+    return ""
 
 
 def marked_extras(
-    ids: Sequence[str], extras: Sequence[dict] | None, corpus: Mapping[str, Patent], before: str
+    ids: Sequence[str],
+    extras: Sequence[dict] | None,
+    corpus: Mapping[str, Patent],
+    before: str,
+    priority: str = "",
 ) -> list[dict] | None:
-    """``extras`` (one dict per id, or ``None``) with ``MARK_KEY: "E"`` added to the earlier applications of
-    cut-off ``before``; unchanged (``None`` stays ``None``) when no id is one."""
-    marks = [mark(corpus[d], before) if before and d in corpus else "" for d in ids]
+    """``extras`` (one dict per id, or ``None``) with ``MARK_KEY`` set to each id's :func:`mark` for cut-off
+    ``before``; unchanged (``None`` stays ``None``) when no id is marked."""
+    marks = [mark(corpus[d], before, priority) if before and d in corpus else "" for d in ids]
     if not any(marks):
         return None if extras is None else list(extras)
     base = list(extras) if extras is not None else [{} for _ in ids]
@@ -111,34 +138,30 @@ def count_undated(patents, before: str) -> int:
 
 
 REPORT_CATEGORIES = {
-    "E": "earlier patent document, filed before the application's date but published on or after it",
+    "E": "earlier patent document, filed before the application's filing date but published on or after it",
     "P": "intermediate document, published between the application's priority date and its filing date",
 }
 
 
 def report_category(doc: Patent, query: Patent | None = None, before: str = "") -> str:
     """The date category of ``doc`` in the search report of ``query`` (the application under search), as the
-    EPO's search reports mark it beside X, Y or A: ``"E"`` an earlier application (the rule's mark for the
-    query's prior-art date, else for ``before``), ``"P"`` an intermediate document (published on or after the
-    query's earliest priority date and before its filing date); ``""`` otherwise."""
-    date = prior_art_date(query) if query is not None else before
-    if date and mark(doc, date):
-        return "E"
-    priority = effective_filing_date(query) if query is not None else ""
-    filed = query.filing_date if query is not None else ""
-    if priority and filed and priority < filed and doc.date and priority <= doc.date < filed:
-        return "P"
-    return ""
+    EPO's search reports mark it beside X, Y or A: :func:`mark` at the query's own date and intermediate
+    window, else at ``before`` (no window); ``""`` otherwise."""
+    if query is not None:
+        return mark(doc, prior_art_date(query), intermediate_from(query))
+    return mark(doc, before)
 
 
-def mark_hits(hits, corpus: Mapping[str, Patent], before: str) -> int:
-    """Mark the earlier applications among ``hits`` (each with ``patent_id`` and an ``extras`` dict) with
-    ``extras[MARK_KEY] = "E"`` for cut-off ``before``; returns how many hits carry the mark."""
+def mark_hits(hits, corpus: Mapping[str, Patent], before: str, priority: str = "") -> dict[str, int]:
+    """Set ``extras[MARK_KEY]`` of each of ``hits`` (each with ``patent_id`` and an ``extras`` dict) to its
+    :func:`mark` for cut-off ``before`` and intermediate window from ``priority``; returns how many hits
+    carry each mark (``{"E": n, "P": m}``)."""
     for h in hits if before else ():
-        m = mark(corpus[h.patent_id], before)
+        m = mark(corpus[h.patent_id], before, priority)
         if m:
             h.extras[MARK_KEY] = m
-    return sum(1 for h in hits if h.extras.get(MARK_KEY))
+    marks = [h.extras.get(MARK_KEY, "") for h in hits]
+    return {EARLIER: marks.count(EARLIER), INTERMEDIATE: marks.count(INTERMEDIATE)}
 
 
 def cutoff_summary(qrels: dict, corpus, cutoffs: dict, hidden: dict) -> dict:

@@ -94,7 +94,7 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
     status = page.locator("#d-status")
     status.get_by_text("patents with drawings searched").wait_for(timeout=60_000)
     text = status.inner_text()
-    assert f"cut-off {cutoff}: the priority / filing date of the query patent USD0919623" in text
+    assert f"cut-off {cutoff}: the filing date of the query patent USD0919623" in text
 
     def filed(p):
         return min([d for d in (p.priority_date, p.filing_date) if d] or ["9"])

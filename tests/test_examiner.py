@@ -35,7 +35,7 @@ def test_own_date_cutoff_and_filter_inside_the_search(bench):
     wb, _ = bench
     fig = wb.corpus.image_path(wb.corpus["D0006"].figures[0])
     res, notes = _search(wb, fig, 10, own_date=True)
-    assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in notes
+    assert "cut-off 2015-06-01: the filing date of the query patent D0006" in notes
     assert {h.patent_id for h in res.hits} == {
         f"D000{i}" for i in range(6)
     }  # all six earlier ones, k not cut
@@ -76,7 +76,7 @@ def test_text_own_date_drops_the_query_patent(bench):
     text = candidate_text(wb.corpus["D0008"])
     lists, notes = wb.search_text(TextRequest.build(text, k=5, filters=Filters(own_date=True)))
     bm25, dss = lists["bm25"], lists["dssdnet"]
-    assert "cut-off 2017-06-01: the priority / filing date of the query patent D0008" in notes
+    assert "cut-off 2017-06-01: the filing date of the query patent D0008" in notes
     assert "D0008" not in bm25.ids and all(
         wb.corpus[d].date < "2017-06-01" for d in bm25.ids + dss.ids + lists["fused"].ids
     )
@@ -192,7 +192,7 @@ def test_combined_search_takes_the_filters(bench):
     text = candidate_text(wb.corpus["D0006"])
     out = h.search_combined(path, text, "", "zero-shot", "dssdnet-untrained", 5, "ann", {"own_date": True})
     status, session = out[3], out[4]
-    assert "cut-off 2015-06-01: the priority / filing date of the query patent D0006" in status
+    assert "cut-off 2015-06-01: the filing date of the query patent D0006" in status
     assert session["text_list"] == default_text_list()  # the Combined tab fuses HMCL with the default list
     for name in ("hmcl", default_text_list(), "rrf"):
         rows = session["lists"][name]

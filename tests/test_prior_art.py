@@ -54,9 +54,11 @@ def test_reasons_say_why_a_document_is_not_prior_art():
     assert prior_art.reason(CASES["E"][0], D) == ""
 
 
-def test_the_own_date_is_the_earliest_priority_else_filing_else_publication():
-    assert prior_art.prior_art_date(CASES["E-by-priority"][0]) == "2015-02-01"
+def test_the_own_date_is_the_filing_date_else_the_earliest_priority_else_publication():
+    assert prior_art.OWN_DATE == "filing"
+    assert prior_art.prior_art_date(CASES["E-by-priority"][0]) == "2015-09-01"
     assert prior_art.prior_art_date(CASES["E"][0]) == "2014-05-01"
+    assert prior_art.prior_art_date(Patent("US13", priority_date="2009-01-01")) == "2009-01-01"
     assert prior_art.prior_art_date(Patent("US10", date="2001-01-01")) == "2001-01-01"
     # a priority recorded after the filing (a data error) does not move the date later
     assert prior_art.effective_filing_date(
@@ -64,6 +66,35 @@ def test_the_own_date_is_the_earliest_priority_else_filing_else_publication():
     ) == ("2010-01-01")
     assert prior_art.effective_filing_date(CASES["npl-after-filed-before"][0]) == ""
     assert prior_art.prior_art_date(Patent("US12")) == ""
+
+
+def test_the_intermediate_window_runs_from_the_earliest_priority_to_the_filing_date():
+    query = CASES["E-by-priority"][0]  # priority 2015-02-01, filed 2015-09-01
+    assert prior_art.intermediate_from(query) == "2015-02-01"
+    assert prior_art.intermediate_from(CASES["E"][0]) == ""  # no priority claim: no window
+    assert (
+        prior_art.intermediate_from(Patent("US11", filing_date="2010-01-01", priority_date="2011-01-01"))
+        == ""
+    )
+    before, start = prior_art.prior_art_date(query), prior_art.intermediate_from(query)
+    by_date = {
+        "2015-01-31": "",  # published before the priority date: plain prior art
+        "2015-02-01": "P",  # on the priority date: intermediate
+        "2015-08-31": "P",
+        "2015-09-01": "",  # on the filing date: not prior art at all
+    }
+    for date, want in by_date.items():
+        doc = Patent("X", date=date)
+        assert prior_art.mark(doc, before, start) == want, date
+        assert prior_art.report_category(doc, query) == want, date
+    # an earlier application stays E whatever the window
+    e = Patent("Y", date="2016-01-01", filing_date="2015-03-01")
+    assert prior_art.mark(e, before, start) == "E" == prior_art.report_category(e, query)
+    # no window without the query's priority: a typed cut-off marks E only
+    assert prior_art.mark(Patent("X", date="2015-05-01"), before) == ""
+    f = SearchFilter.parse(before=D).with_before(before, start)
+    assert (f.before, f.intermediate_from) == (before, start)
+    assert all(f.admits(p) == prior_art.admits(p, before) for p, _ in CASES.values())  # admits the same
 
 
 def test_marks_and_the_undated_count_over_a_list():

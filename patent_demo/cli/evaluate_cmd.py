@@ -133,7 +133,7 @@ def add_parser(sub) -> None:
                 "--before",
                 default="",
                 help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's "
-                "priority / filing / publication date); the search returns only prior art "
+                "filing, else priority, else publication date); the search returns only prior art "
                 "(published before it, or a patent document filed before it: patent_demo.prior_art); "
                 "every query is still scored against all its citations, a cited document the "
                 "cut-off hides counting as missed (the output says how many)",

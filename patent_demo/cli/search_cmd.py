@@ -116,7 +116,7 @@ def add_filters(s) -> None:
         default="",
         metavar="YYYY-MM-DD|own",
         help="prior-art cut-off: only documents published before it; 'own' = each query patent's "
-        "priority / filing date (queries that are corpus patents)",
+        "filing date, published from its earliest priority marked P (queries that are corpus patents)",
     )
     s.add_argument(
         "--classification",

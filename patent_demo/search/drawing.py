@@ -57,7 +57,7 @@ def search_drawing(wb, req: DrawingRequest, vector: np.ndarray | None = None) ->
             wb.hit(r, e["patent_id"], s, figure=fid)
             for r, ((fid, s), e) in enumerate(zip(res, extras, strict=True), 1)
         ]
-    mark_earlier(hits, wb.corpus, where.search.before, notes)
+    mark_earlier(hits, wb.corpus, where.search, notes)
     loc = _class_of(wb, req)
     others = [h for h in hits if h.patent_id != req.own_patent]  # the query's own patent is not counted
     th = no_match_threshold(wb, "drawing", spec.key)
@@ -97,7 +97,7 @@ def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None
         wb.hit(r, pid, s, figure=index.ids[e.pop("figure")], extras=e)
         for r, ((pid, s), e) in enumerate(zip(res, res.extras, strict=True), 1)
     ]
-    mark_earlier(hits, wb.corpus, where.search.before, notes)
+    mark_earlier(hits, wb.corpus, where.search, notes)
     others = [h for h in hits if h.patent_id != req.own_patent]
     return DrawingSearch(
         hits,

@@ -1,4 +1,4 @@
-"""What a search may return: the own-date cut-off (the query patent's priority / filing date when none is
+"""What a search may return: the own-date cut-off (the query patent's filing date when none is
 typed), the query's own patents and their families left out, and the notes of the status line that say so.
 
 * :func:`drawing_scope`: the scope of a drawing search (one drawing, a sheet, an application) as one
@@ -6,7 +6,8 @@ typed), the query's own patents and their families left out, and the notes of th
 * :func:`with_own_date`, :func:`mark_earlier`, :func:`earlier_note`, :func:`undated_note`: the cut-off and
   its notes, for the drawing and the text searches alike. A cut-off admits what the rule of
   ``patent_demo.prior_art`` admits; every hit it admits as an earlier application (filed before the
-  cut-off, published on or after it) carries ``extras["prior_art"] = "E"``.
+  cut-off, published on or after it) carries ``extras["prior_art"] = "E"``, and in a patent's own search
+  every hit published between the patent's priority and filing dates carries ``"P"``.
 """
 
 from __future__ import annotations
@@ -20,30 +21,44 @@ from patent_demo.wording import counted
 
 
 def with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[str]) -> SearchFilter:
-    """``search_filter`` with the cut-off at the priority / filing date of the query patent ``patent_id``
-    when none is typed (``prior_art_date``), and the note that says so."""
+    """``search_filter`` with the cut-off at the filing date of the query patent ``patent_id`` when none is
+    typed (``prior_art_date``; its earliest priority opens the intermediate window of the ``"P"`` marks),
+    and the note that says so."""
     if search_filter.before or not patent_id:
         return search_filter
-    date = prior_art_date(wb.corpus[patent_id])
+    patent = wb.corpus[patent_id]
+    date = prior_art_date(patent)
     if not date:
         notes.append(f"the query patent {patent_id} has no date: no cut-off")
         return search_filter
-    notes.append(f"cut-off {date}: the priority / filing date of the query patent {patent_id}")
-    return search_filter.with_before(date)
+    what = "filing date" if date == patent.filing_date else "own date"
+    notes.append(f"cut-off {date}: the {what} of the query patent {patent_id}")
+    return search_filter.with_before(date, prior_art.intermediate_from(patent))
 
 
-def mark_earlier(hits, corpus, before: str, notes: list[str]) -> None:
-    """Mark the earlier applications among ``hits`` (``prior_art.MARK_KEY``: ``"E"``) for cut-off ``before``,
-    and say how many there are on the status line."""
-    earlier_note(prior_art.mark_hits(hits, corpus, before), before, notes)
+def mark_earlier(hits, corpus, search_filter: SearchFilter, notes: list[str]) -> None:
+    """Mark the earlier applications (E) and intermediate documents (P) among ``hits``
+    (``prior_art.MARK_KEY``) for the cut-off of ``search_filter``, and say how many there are on the
+    status line."""
+    counts = prior_art.mark_hits(hits, corpus, search_filter.before, search_filter.intermediate_from)
+    earlier_note(counts, search_filter, notes)
 
 
-def earlier_note(n: int, before: str, notes: list[str]) -> None:
-    """The status line's count of the earlier applications (E) among the hits of a cut-off ``before``."""
-    if n:
+def earlier_note(counts: dict[str, int], search_filter: SearchFilter, notes: list[str]) -> None:
+    """The status line's count of the earlier applications (E) and intermediate documents (P) among the
+    hits of ``search_filter``'s cut-off (``counts``: ``{"E": n, "P": m}``)."""
+    before, start = search_filter.before, search_filter.intermediate_from
+    if counts.get(prior_art.EARLIER):
+        n = counts[prior_art.EARLIER]
         notes.append(
             f"{counted(n, 'hit is an earlier application', 'hits are earlier applications')} (E): "
             f"filed before {before}, published on or after it"
+        )
+    if counts.get(prior_art.INTERMEDIATE):
+        n = counts[prior_art.INTERMEDIATE]
+        notes.append(
+            f"{counted(n, 'hit is an intermediate document', 'hits are intermediate documents')} (P): "
+            f"published from the priority date {start} up to {before}, prior art only if the priority fails"
         )
 
 

@@ -64,14 +64,14 @@ def search_sheet(
     labels: Sequence[FigureLabel] | None = None,
     name: str = "the sheet",
     allowed: Collection[str] | None = None,
-    before: str = "",
+    before: SearchFilter | None = None,
 ) -> SheetSearch:
     """Search every figure of ``sheet`` against ``wb``'s corpus (a ``patent_demo.workbench.Workbench``)
     and merge the lists into the top ``k`` patents. ``allowed`` (the patent ids the app's
     ``search.drawing_scope`` admits: filters, the query's own patent left out) restricts every figure's
     search; without it the patents passing ``search_filter`` are searched. The earlier applications among
-    the hits for cut-off ``before`` (default: ``search_filter``'s) carry ``extras["prior_art"] = "E"``
-    (``patent_demo.prior_art``). Raises ``DrawingError`` for an
+    the hits (and its intermediate documents) for the cut-off of ``before`` (a filter; default
+    ``search_filter``) carry ``extras["prior_art"] = "E"`` (``"P"``; ``patent_demo.prior_art``). Raises ``DrawingError`` for an
     unreadable sheet or one without ink (its message names the sheet ``name``, e.g. the upload's file name)."""
     data = sheet if isinstance(sheet, bytes) else None
     if isinstance(sheet, (str, os.PathLike)):
@@ -96,7 +96,8 @@ def search_sheet(
     if not given:
         allowed = (search_filter or SearchFilter()).allowed_ids(wb.corpus)
     hits, per_figure = rank_figures(wb, queries, names, model, k, allowed, [f.box for f in figures])
-    prior_art.mark_hits(hits, wb.corpus, before or (search_filter.before if search_filter else ""))
+    cut = before or search_filter or SearchFilter()
+    prior_art.mark_hits(hits, wb.corpus, cut.before, cut.intermediate_from)
     status = f"{len(figures)} figure(s) on the sheet ({', '.join(names)}); each searched, lists merged"
     if found > len(figures):
         status = (

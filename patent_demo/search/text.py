@@ -88,14 +88,15 @@ def search_text(wb, req: TextRequest) -> TextSearch:
         lists = _text_lists(wb, req, text, req.k, allowed, where, notes)
     notes += [n for n in [wb.take_backend_note()] if n]
     for res in lists.values() if f.before else ():
-        res.extras = prior_art.marked_extras(res.ids, res.extras, wb.corpus, f.before)
-    marked = {
-        d
+        res.extras = prior_art.marked_extras(res.ids, res.extras, wb.corpus, f.before, f.intermediate_from)
+    marks = {
+        d: e[prior_art.MARK_KEY]
         for res in lists.values()
         for d, e in zip(res.ids, res.extras or [], strict=False)
         if e.get(prior_art.MARK_KEY)
     }
-    earlier_note(len(marked), f.before, notes)
+    marked = list(marks.values())
+    earlier_note({m: marked.count(m) for m in (prior_art.EARLIER, prior_art.INTERMEDIATE)}, f, notes)
     bm25 = lists["bm25"]
     th = no_match_threshold(wb, "text")
     if th is not None and th.shown:

@@ -59,7 +59,7 @@ class FilterPanel:
     value: gr.JSON
 
     def wire(self, demo) -> None:
-        """Keep ``value`` equal to the fields: on page load (the two ticked boxes) and on every change."""
+        """Keep ``value`` equal to the fields: on page load (the ticked boxes) and on every change."""
         keys = json.dumps(list(FILTER_KEYS))
         js = f"(...v) => Object.fromEntries({keys}.map((key, i) => [key, v[i]]))"
         demo.load(None, self.fields, self.value, js=js, api_name=False)
@@ -67,9 +67,17 @@ class FilterPanel:
 
 
 def build_filters() -> FilterPanel:
-    """The filter panel every search reads (an accordion under the annotator box)."""
+    """The filter panel every search reads (under the annotator box): the own-date cut-off in sight, ticked
+    (a corpus patent's search shows its prior art, one click turns it off), the other filters in an
+    accordion."""
+    own = gr.Checkbox(
+        label="Prior-art cut-off at the query patent's own filing date when the query is a corpus patent or "
+        "drawing and no date is typed (untick to search everything)",
+        value=True,
+        elem_id="f-own",
+    )
     with gr.Accordion(
-        "Search filters and prior-art cut-off (apply to every search)", open=False, elem_id="filters"
+        "Search filters and a typed cut-off (apply to every search)", open=False, elem_id="filters"
     ):
         with gr.Row():
             before = gr.Textbox(
@@ -77,13 +85,6 @@ def build_filters() -> FilterPanel:
                 label="Prior-art cut-off (YYYY-MM-DD)",
                 placeholder="2019-06-30",
                 elem_id="f-before",
-                scale=2,
-            )
-            own = gr.Checkbox(
-                label="no date typed: use the query patent's own priority / filing date",
-                value=False,
-                elem_id="f-own",
-                scale=3,
             )
         with gr.Row():
             cls = gr.Textbox(
@@ -256,7 +257,7 @@ class ExaminerHandlers:
                 req.k,
                 name=Path(file).name,
                 allowed=allowed,
-                before=where.search.before,
+                before=where.search,
             )
             spec, data, own_patent, f = (
                 self.wb.model(req.model, "drawing"),

@@ -99,7 +99,9 @@ def class_code(patent, kind: str) -> str:
 
 def published_cell(patent, extras: dict | None) -> str:
     """The "published" cell of a hit: its publication date, badged ``· E`` when the search's cut-off admitted
-    it as an earlier application (``patent_demo.prior_art``: filed before the cut-off, published on or after)."""
+    it as an earlier application (``patent_demo.prior_art``: filed before the cut-off, published on or after),
+    ``· P`` when it is an intermediate document of a patent's own search (published between the patent's
+    priority and filing dates)."""
     mark = (extras or {}).get(MARK_KEY, "")
     return f"{publication_date(patent)} · {mark}" if mark else publication_date(patent)
 
