@@ -87,7 +87,8 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
     # drawings published before that date, and the Red Book grants filed before it (published 2021: "E")
     query = wb.corpus["USD0919623"]
     cutoff = prior_art_date(query)
-    page.locator("#f-own input").check()
+    own = page.locator("#f-own input")  # ticked on load, in sight above the filter panel: nothing to do
+    page.wait_for_function("e => e.checked", arg=own.element_handle(), timeout=20_000)
     page.locator("#d-file input[type=file]").set_input_files(str(wb.corpus.image_path(query.figures[0])))
     page.wait_for_timeout(800)
     page.locator("#d-search").click()
@@ -110,7 +111,7 @@ def test_drawing_cutoff_class_document_and_side_by_side(browser, real):
         ids & earlier
     )  # the earlier applications among the hits: badged E in the table, counted in the status
     assert shown_e, "the top 10 holds no earlier application"
-    table = page.locator("#d-table").inner_text()  # a badge after the date of each earlier application
+    table = page.locator("#d-table").inner_text().replace("\u00a0", " ")  # E after its date (no break)
     assert table.count(" · E") == len(shown_e) and all(f"{wb.corpus[p].date} · E" in table for p in shown_e)
     assert "earlier application" in status.inner_text()
     page.screenshot(path=str(ARTIFACTS / "examiner-drawing-own-cutoff.png"), full_page=True)

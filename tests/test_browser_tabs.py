@@ -167,9 +167,9 @@ def _drawing_tab(page, width: int) -> None:
         dates = page.eval_on_selector_all(
             "#d-table .body-cell",
             f"els => els.filter(e => e.getClientRects().length"
-            f" && /^\\d{{4}}-\\d\\d-\\d\\d$/.test(e.innerText.trim())).map({LINES})",
+            f" && /^\\d{{4}}-\\d\\d-\\d\\d(\\s·\\s[EP])?$/.test(e.innerText.trim())).map({LINES})",
         )
-        assert dates and all(n == 1 for n in dates), dates  # 2021-05-18 on one line
+        assert dates and all(n == 1 for n in dates), dates  # 2021-05-18 (· E) on one line
     else:  # the label panel's list, rank and category one under the other, each the full width
         pick = _box(page, "#l-pick")
         blocks = page.eval_on_selector_all("#l-pick .form > .block", f"els => els.map({BOX})")

@@ -69,6 +69,36 @@ def test_a_cut_off_admits_earlier_applications_and_marks_them_e(bench):
         assert not any(m for d, m in marks.items() if d != "D0004")
 
 
+def test_an_own_search_marks_what_was_published_between_its_priority_and_filing_dates_p(bench):
+    """D0006 filed 2015-06-01 claiming a priority of 2013-03-01: its own search keeps everything published
+    before its filing date (D0000-D0005); D0004 and D0005 (published 2014-01-01, 2015-01-01) fall between
+    the two dates and are marked P in the drawing and the text lists, and the status line counts them."""
+    from patent_demo.text.search import candidate_text
+
+    wb, _ = bench
+    query = wb.corpus["D0006"]
+    query.priority_date = "2013-03-01"
+    try:
+        fig = wb.corpus.image_path(query.figures[0])
+        res, notes = _search(wb, fig, 10, own_date=True)
+        assert {h.patent_id for h in res.hits} == {f"D000{i}" for i in range(6)}
+        marks = {h.patent_id: h.extras.get("prior_art", "") for h in res.hits}
+        assert {d for d, m in marks.items() if m} == {"D0004", "D0005"} and marks["D0004"] == "P"
+        assert ("2 hits are intermediate documents (P): published from the priority date 2013-03-01") in notes
+        text = candidate_text(query)
+        lists, notes = wb.search_text(TextRequest.build(text, k=10, filters=Filters(own_date=True)))
+        for res in lists.values():
+            got = {
+                d: (e or {}).get("prior_art", "")
+                for d, e in zip(res.ids, res.extras or [{}] * len(res), strict=True)
+            }
+            assert {d for d, m in got.items() if m} <= {"D0004", "D0005"}
+            assert all(m == "P" for m in got.values() if m)
+        assert any("intermediate documents (P)" in n or "intermediate document (P)" in n for n in notes)
+    finally:
+        query.priority_date = ""
+
+
 def test_text_own_date_drops_the_query_patent(bench):
     from patent_demo.text.search import candidate_text
 

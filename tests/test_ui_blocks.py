@@ -64,7 +64,7 @@ def test_every_hit_table_shows_the_publication_date(tmp_path):
         assert frame["published"][0] == "2021-08-31", kind
         badged = {**row, "extras": {"prior_art": "E"}}  # an earlier application under the search's cut-off
         frame = table_value(wb, {"kind": kind, "lists": {"hmcl": [badged]}}, "hmcl", {}, None)
-        assert frame["published"][0] == "2021-08-31 · E", kind
+        assert frame["published"][0] == "2021-08-31\u00a0·\u00a0E", kind  # kept on one line
 
 
 def test_a_text_click_runs_one_search(tmp_path):

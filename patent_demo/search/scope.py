@@ -58,7 +58,7 @@ def earlier_note(counts: dict[str, int], search_filter: SearchFilter, notes: lis
         n = counts[prior_art.INTERMEDIATE]
         notes.append(
             f"{counted(n, 'hit is an intermediate document', 'hits are intermediate documents')} (P): "
-            f"published from the priority date {start} up to {before}, prior art only if the priority fails"
+            f"published from the priority date {start}"
         )
 
 
@@ -77,6 +77,8 @@ def drawing_scope(wb, req: DrawingRequest) -> tuple[Where, set[str] | None, list
         f = with_own_date(f, wb, req.own_patent, notes)
     where = Where(f, req.own if req.filters.exclude_own else ())
     allowed = f.allowed_ids(wb.corpus)
+    if allowed is not None and req.filters.own_date:
+        allowed = allowed - {req.own_patent}  # never prior art to itself (its priority makes it "E" by date)
     drawn = set(wb.index(req.model).patent_ids)
     if allowed is not None:
         allowed &= drawn

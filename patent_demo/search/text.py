@@ -54,6 +54,8 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     if req.filters.own_date:
         f = with_own_date(f, wb, own, notes)
     allowed = f.allowed_ids(wb.corpus)
+    if allowed is not None and req.filters.own_date:
+        allowed = allowed - {own}  # never prior art to itself (its priority makes it "E" by date)
     if allowed is not None:
         notes.append(f"{f.describe()}: {len(allowed)} of {counted(len(wb.corpus), 'document')} searched")
         undated_note(f, wb.corpus, notes)

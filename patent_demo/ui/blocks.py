@@ -168,7 +168,8 @@ def _header(
         )
         if identity.oauth:
             gr.LoginButton(scale=1)
-    filter_panel = exam_ui.build_filters()
+        own_date = exam_ui.build_own_date()
+    filter_panel = exam_ui.build_filters(own_date)
     return Shared(session, owner_token, crop_state, annotator, filter_panel.value), index_status, filter_panel
 
 

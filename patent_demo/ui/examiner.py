@@ -1,7 +1,7 @@
 """The examiner's parts of the workbench UI: search filters and prior-art cut-off, query crop, drawing
 sheets, the whole record of a hit, side-by-side views, the search report.
 
-``build_filters()`` and ``build_tabs()`` create the components inside ``blocks.build_demo``'s layout;
+``build_own_date()``, ``build_filters()`` and ``build_tabs()`` create the components inside ``blocks.build_demo``'s layout;
 ``ExaminerHandlers`` holds their event handlers; ``FilterPanel.wire``, ``wire_crop`` and ``wire_tabs``
 connect them. The filter panel is read as one value (``FilterPanel.value``, a
 ``patent_demo.filters.Filters`` as JSON). The core work is in ``patent_demo.search``,
@@ -66,16 +66,20 @@ class FilterPanel:
         gr.on([f.change for f in self.fields], None, self.fields, self.value, js=js, api_name=False)
 
 
-def build_filters() -> FilterPanel:
-    """The filter panel every search reads (under the annotator box): the own-date cut-off in sight, ticked
-    (a corpus patent's search shows its prior art, one click turns it off), the other filters in an
-    accordion."""
-    own = gr.Checkbox(
-        label="Prior-art cut-off at the query patent's own filing date when the query is a corpus patent or "
-        "drawing and no date is typed (untick to search everything)",
+def build_own_date() -> gr.Checkbox:
+    """The own-date cut-off, in sight beside the annotator box and ticked: a corpus patent's search shows its
+    prior art, one click turns it off."""
+    return gr.Checkbox(
+        label="Prior-art cut-off at the query patent's filing date (untick to search everything)",
         value=True,
         elem_id="f-own",
+        scale=3,
     )
+
+
+def build_filters(own: gr.Checkbox) -> FilterPanel:
+    """The filter panel every search reads: the own-date cut-off ``own`` (:func:`build_own_date`) and the
+    other filters in an accordion under the annotator box."""
     with gr.Accordion(
         "Search filters and a typed cut-off (apply to every search)", open=False, elem_id="filters"
     ):

@@ -69,6 +69,7 @@ CSS = """
 #d-file label[data-testid=block-label] {max-width: calc(100% - 40px); white-space: normal;}
 #d-views .upload-container {padding-top: 52px !important;}  /* its icon and text below its two-line name */
 th .header {overflow-wrap: normal !important; word-break: normal !important;}
+#index-status:not(:has(.prose *)) {display: none !important;}  /* nothing being built: no empty band */
 """
 
 

@@ -44,8 +44,18 @@ EXPLAIN_EMPTY = "Select a DSSDNet candidate to see why it moved."
 TEXT_TABLE_HEIGHT = 330  # px: the label panel starts within a screen and a half at 1366 x 900
 TEXT_TYPES = ["number", "str", "str", "str", "str", "str", "number", "html", "str"]
 # rank, patent, class, title, publication date and score fit 1366 px without scrolling sideways
-HIT_WIDTHS = ["6%", "12%", "11%", "7%", "16%", "18%", "12%", "8%", "10%"]
-TEXT_WIDTHS = ["5%", "12%", "10%", "8%", "18%", "10%", "7%", "22%", "8%"]  # "move vs BM25" on one line
+HIT_WIDTHS = ["6%", "12%", "10%", "7%", "15%", "17%", "15%", "8%", "10%"]  # "2021-05-18 · E" on one line
+TEXT_WIDTHS = [
+    "5%",
+    "12%",
+    "10%",
+    "8%",
+    "16%",
+    "13%",
+    "7%",
+    "21%",
+    "8%",
+]  # "move vs BM25", a marked date on one line
 # the Combined tab's three lists, one under the other (three side by side cut the title and hid the label)
 COMBINED_WIDTHS = ["6%", "13%", "8%", "37%", "13%", "9%", "14%"]
 

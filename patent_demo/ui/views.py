@@ -103,7 +103,7 @@ def published_cell(patent, extras: dict | None) -> str:
     ``· P`` when it is an intermediate document of a patent's own search (published between the patent's
     priority and filing dates)."""
     mark = (extras or {}).get(MARK_KEY, "")
-    return f"{publication_date(patent)} · {mark}" if mark else publication_date(patent)
+    return f"{publication_date(patent)}\u00a0·\u00a0{mark}" if mark else publication_date(patent)  # one line
 
 
 def hit_rows(wb: Workbench, session: dict, list_name: str) -> list[list]:

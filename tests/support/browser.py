@@ -18,13 +18,23 @@ ARGS = [
 
 
 def untick_exclusions(page) -> None:
-    """Turn off the two checkboxes the page ticks on load (the query's own patent left out, one hit per
-    family): these tests label a corpus drawing's own patent at #1 and compare with the plain lists."""
+    """Turn off the three checkboxes the page ticks on load (the own-date cut-off, the query's own patent left
+    out, one hit per family): these tests label a corpus drawing's own patent at #1 and compare with the
+    plain lists."""
+    untick_own_date(page)
     page.locator("#filters").get_by_text("Search filters").click()
     for elem in ("#f-exclude", "#f-family"):
         box = page.locator(f"{elem} input")
         page.wait_for_function("e => e.checked", arg=box.element_handle(), timeout=20_000)
         box.uncheck()
+
+
+def untick_own_date(page) -> None:
+    """Turn off the own-date cut-off the page ticks on load (one click, above the filter panel): for tests
+    whose corpus drawing queries look for later patents too."""
+    box = page.locator("#f-own input")
+    page.wait_for_function("e => e.checked", arg=box.element_handle(), timeout=20_000)
+    box.uncheck()
 
 
 def wait_text(page, selector: str, text: str, timeout: int = 30_000) -> None:
