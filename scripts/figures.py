@@ -368,6 +368,38 @@ def redbook_mix(src: list) -> str:
     return "\n".join(lines)
 
 
+def drawings_cutoff(src: list) -> str:
+    """The drawing lists with and without the own-date prior-art cut-off (``evaluate drawings --before``)."""
+    c = src[0]
+    lines = [
+        f"{c['num_queries']} figure queries of {c['num_patents']} patents, gallery {c['num_gallery']}, model "
+        f"`{c['against'].split(',')[0]}`; the query's own patent left out of both rankings; a relevant figure "
+        "the cut-off hides counts as missed. Difference: cut-off minus none, 95 % paired bootstrap over "
+        "patents.",
+        "",
+        "| metric | no cut-off | cut-off at the query's filing date | difference [95 %] |",
+        "|---|---|---|---|",
+    ]
+    for k, s in c["summary"].items():
+        d = c["comparison"][k]["per_patent"]
+        lines.append(
+            f"| {k} | {c['baseline_summary'][k]['per_query']:.3f} | {s['per_query']:.3f} | "
+            f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] |"
+        )
+    h, r = c["hidden"], c["relevant"]
+    lines += [
+        "",
+        f"The cut-off hides {h['subclass']} of {r['subclass']} subclass-relevant and {h['main']} of "
+        f"{r['main']} main-class-relevant figures (other patents' figures filed on or after the query's "
+        "filing date).",
+        "",
+        f"    {c['command']}",
+        "",
+        f"CPU: {c['cpu']}.",
+    ]
+    return "\n".join(lines)
+
+
 def locarno_derived(src: list) -> str:
     """The derived Locarno labels' check on the grants, then the heads trained on USPC, derived Locarno or both
     with step and trunk weight chosen on the Red Book pages (``train.hmcl.heads --select-on redbook``)."""
@@ -507,6 +539,7 @@ REGISTRY: tuple[Block, ...] = (
     ),
     Block("hmcl-uspc", ("docs/results_hmcl_uspc.json", *_CKPT_METRICS), hmcl_uspc_results, "docs/results.md"),
     Block("redbook-mix", ("docs/bench/heads_redbook_mix.json",), redbook_mix, "docs/results.md"),
+    Block("drawings-cutoff", ("docs/results_drawings_cutoff.json",), drawings_cutoff, "docs/results.md"),
     Block(
         "locarno-derived",
         (

@@ -354,3 +354,36 @@ def test_evaluate_text_scored_pairs_reports_pearson_and_spearman(tmp_path, score
     bad.write_text("id,anchor,target,context,title,label\nx,a,b,A01,agri,2\n", encoding="utf-8")
     assert main(["evaluate", "text", "--pairs", str(bad), "--model", "dense"]) != 0
     assert "lies outside [0, 1]" in capsys.readouterr().err
+
+
+def test_evaluate_drawings_with_the_own_date_cut_off(redbook_cli, tmp_path, capsys):
+    """``evaluate drawings --before own`` on the Red Book: both rankings with the query's own patent left out,
+    the cut-off's hidden relevant figures counted by a second computation, a paired comparison per metric."""
+    from patent_demo.data.corpus import Corpus
+    from patent_demo.hierarchy import patent_hierarchy
+    from patent_demo.prior_art import admits, prior_art_date
+
+    corpus_dir, _, _ = redbook_cli
+    out = tmp_path / "cut.json"
+    args = ["evaluate", "drawings", "--corpus", str(corpus_dir), "--model", "zero-shot", "--split", "all"]
+    assert (
+        main([*args, "--before", "own", "--checkpoints", CKPT, "--bootstrap", "200", "--json", str(out)]) == 0
+    )
+    table = capsys.readouterr().out
+    assert "cut-off own" in table and "relevant figures hidden" in table
+    r = json.loads(out.read_text())
+    corpus = Corpus.load(corpus_dir)
+    figures = [(p, f) for p in corpus for f in p.figures]
+    hidden = 0
+    for qp, _qf in figures:
+        for gp, _gf in figures:
+            same = patent_hierarchy(gp.codes)[0] == patent_hierarchy(qp.codes)[0]
+            if gp.id != qp.id and same and not admits(gp, prior_art_date(qp)):
+                hidden += 1
+    assert r["hidden"]["subclass"] == hidden > 0
+    assert r["num_queries"] == len(figures) and set(r["comparison"]) == set(r["summary"]) >= {"subclass_map"}
+    assert all(
+        v is None for v in r["per_query"].get("patent_map", [])
+    )  # its own patent is all that level holds
+    assert main([*args, "--before", "own", "--against", "zero-shot", "--checkpoints", CKPT]) != 0
+    assert "--before compares" in capsys.readouterr().err

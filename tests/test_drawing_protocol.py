@@ -99,3 +99,54 @@ def test_evaluate_all_protocol_skips_the_query_itself(corpus):
     assert per["main_ndcg@1"] == pytest.approx(8 / 8, abs=1e-12)  # d, e, f stay in main class 06
     assert out["silhouette"] is None and per["num_queries"] == 8
     assert np.isfinite(per["patent_map"])
+
+
+def test_score_with_cutoff_against_a_naive_loop():
+    """Four patents (Locarno 06-01 twice, 06-02, 07-01), one figure each plus a second figure of the query
+    patent; the query's cut-off 2015-06-01 admits A (published before) and B (filed before, published after:
+    E), hides C (filed after). Both rankings leave the query's own patent out; AP and nDCG@10 recomputed by a
+    plain loop, the hidden relevant figure counted as missed."""
+    from patent_demo.drawing.protocol import score_with_cutoff
+
+    def pat(pid, code, date, filed):
+        return Patent(pid, codes={"locarno": [code]}, date=date, filing_date=filed)
+
+    q = pat("Q", "06-01", "2016-01-01", "2015-06-01")
+    a, b, c, d = (
+        pat("A", "06-01", "2014-01-01", "2013-01-01"),
+        pat("B", "06-02", "2016-03-01", "2015-01-01"),
+        pat("C", "06-01", "2017-01-01", "2015-09-01"),
+        pat("D", "07-01", "2010-01-01", "2009-01-01"),
+    )
+    gallery = [(p, Figure(f"{p.id}.png")) for p in (q, c, b, a, d)]  # Q's second figure first
+    queries = [(q, Figure("Q1.png"))]
+    # cosine order of the gallery for the query: Q (own), C, B, A, D
+    g = np.eye(5, dtype=np.float32)
+    qv = np.array([[0.9, 0.8, 0.6, 0.4, 0.1]], dtype=np.float32)
+    out = score_with_cutoff(queries, gallery, qv, g, ["2015-06-01"], ks=[10])
+
+    def ap(ranked_ids, relevant):
+        hits, total = 0, 0.0
+        for r, x in enumerate(ranked_ids, 1):
+            if x in relevant:
+                hits += 1
+                total += hits / r
+        return total / len(relevant)
+
+    def ndcg(ranked_ids, relevant):
+        dcg = sum(1 / math.log2(r + 1) for r, x in enumerate(ranked_ids, 1) if x in relevant)
+        return dcg / sum(1 / math.log2(r + 1) for r in range(1, len(relevant) + 1))
+
+    sub, main = {"C", "A"}, {"C", "B", "A"}  # Q's own figure is neither (left out)
+    none, cut = ["C", "B", "A", "D"], ["B", "A", "D"]  # the cut-off hides C
+    assert out["none"]["subclass_map"][0] == pytest.approx(ap(none, sub))
+    assert out["cut"]["subclass_map"][0] == pytest.approx(ap(cut, sub))  # C missed: AP = (1/2)/2
+    assert out["cut"]["subclass_map"][0] == pytest.approx(0.25)
+    assert out["cut"]["main_map"][0] == pytest.approx(ap(cut, main))
+    assert out["cut"]["subclass_ndcg@10"][0] == pytest.approx(ndcg(cut, sub))
+    assert out["none"]["main_ndcg@10"][0] == pytest.approx(ndcg(none, main))
+    assert out["cut"]["patent_map"][0] is None  # its own patent is all the patent level holds
+    assert out["hidden"] == {"subclass": 1, "main": 1} and out["relevant"] == {"subclass": 2, "main": 3}
+    # no cut-off for a query without a date: both rankings are the same
+    same = score_with_cutoff(queries, gallery, qv, g, [""], ks=[10])
+    assert same["cut"] == same["none"] and same["hidden"] == {"subclass": 0, "main": 0}

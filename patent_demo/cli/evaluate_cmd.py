@@ -29,9 +29,9 @@ from patent_demo.cli.common import (
     project_path,
     resolve_model,
 )
+from patent_demo.cli.paired import compare, summaries, table, write_json
 from patent_demo.cli.text_lists import list_label, resolve_text_list, text_run
 from patent_demo.data.corpus import Corpus, read_qrels
-from patent_demo.metrics import macro_means, paired_bootstrap
 
 DRAWING_KEYS = ("patent_map", "subclass_map", "main_map")
 TEXT_KS = (10, 100)
@@ -91,6 +91,14 @@ def add_parser(sub) -> None:
                 "after on the residual collection (patent_demo.drawing.feedback_eval)",
             )
             e.add_argument("--feedback-rounds", type=int, default=2, help="feedback rounds (default 2)")
+            e.add_argument(
+                "--before",
+                default="",
+                help="prior-art cut-off: YYYY-MM-DD for every query, or 'own' (each query patent's filing, "
+                "else priority, else publication date): both rankings with the query's own patent left out, "
+                "over the whole gallery (the baseline) and over the prior art of the cut-off "
+                "(patent_demo.prior_art), a relevant figure the cut-off hides counting as missed",
+            )
             e.set_defaults(handler=run_drawings)
         else:
             e.add_argument("--qrels", default=None, help="TREC qrels (default: the corpus's qrels.txt)")
@@ -167,70 +175,6 @@ def _split(corpus: Corpus, asked: str | None, protocol: str | None = None) -> tu
     return split, protocol, note
 
 
-def _arrays(per_query: dict, keys: list[str]) -> dict[str, np.ndarray]:
-    return {k: np.array([np.nan if v is None else v for v in per_query[k]], dtype=np.float64) for k in keys}
-
-
-def _none(x: float) -> float | None:
-    return None if x is None or np.isnan(x) else float(x)
-
-
-def _summaries(per_query: dict, groups: list[str], keys: list[str]) -> dict:
-    """Per metric: the mean over queries and the mean over patents of each patent's query mean."""
-    arrays = _arrays(per_query, keys)
-    macro = macro_means(arrays, groups) if groups else {}
-    return {
-        k: {
-            "per_query": _none(np.nanmean(v)) if np.isfinite(v).any() else None,
-            "per_patent": _none(macro.get(k, np.nan)),
-        }
-        for k, v in arrays.items()
-    }
-
-
-def _compare(a: dict, b: dict, groups: list[str], keys: list[str], resamples: int, seed: int) -> dict:
-    """Paired bootstrap of model - baseline: queries resampled independently, and whole patents resampled
-    (the pages of one patent are not independent queries)."""
-    xa, xb = _arrays(a, keys), _arrays(b, keys)
-    return {
-        k: {
-            "per_query": paired_bootstrap(xa[k], xb[k], n_boot=resamples, seed=seed),
-            "per_patent": paired_bootstrap(xa[k], xb[k], groups=groups, n_boot=resamples, seed=seed),
-        }
-        for k in keys
-    }
-
-
-def _table(result: dict, keys: list[str]) -> str:
-    lines = [f"{result['task']} · corpus {result['corpus']} ({result['source']}) · {result['evaluated']}"]
-    lines.append(f"model {result['model']}" + (f" vs {result['against']}" if result.get("against") else ""))
-    lines.append(
-        f"queries {result['num_queries']} from {result['num_patents']} patents"
-        + (f", gallery {result['num_gallery']}" if result.get("num_gallery") else "")
-    )
-    head = f"{'metric':18s} {'per query':>10s} {'per patent':>11s}"
-    if result.get("against"):
-        head += f"  {'baseline':>9s} {'diff [95% CI, patents resampled]':>34s} {'P(<=0)':>6s}"
-    lines += ["", head, "-" * len(head)]
-    for k in keys:
-        s = result["summary"][k]
-        fmt = lambda v: f"{v:.4f}" if v is not None else "n/a"  # noqa: E731
-        row = f"{k:18s} {fmt(s['per_query']):>10s} {fmt(s['per_patent']):>11s}"
-        if result.get("against"):
-            c = result["comparison"][k]["per_patent"]
-            ci = f"{c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}]"
-            row += f"  {fmt(result['baseline_summary'][k]['per_query']):>9s} {ci:>34s} {c['p_le_0']:6.3f}"
-        lines.append(row)
-    return "\n".join(lines)
-
-
-def _write(result: dict, path: str | None) -> None:
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-
-
-# -- drawings -------------------------------------------------------------------------------------------------
 def drawing_run(
     corpus: Corpus,
     spec,
@@ -276,9 +220,25 @@ def run_drawings(args: argparse.Namespace) -> int:
     if args.feedback_depth < 0 or args.feedback_rounds < 1:
         raise ValueError("--feedback-depth must be >= 0 and --feedback-rounds >= 1")
     depth = args.feedback_depth
+    if args.before and (depth or args.against):
+        raise ValueError(
+            "--before compares the cut-off with no cut-off: give it without --against or --feedback-depth"
+        )
     res = drawing_run(
-        corpus, spec, split, protocol, args.k, args.image_size, args.batch_size, args.device, depth > 0
+        corpus,
+        spec,
+        split,
+        protocol,
+        args.k,
+        args.image_size,
+        args.batch_size,
+        args.device,
+        depth > 0 or bool(args.before),
     )
+    if args.before:
+        from patent_demo.cli.drawings_cutoff import evaluate_cutoff
+
+        return evaluate_cutoff(args, corpus, spec, split, protocol, note, res)
     keys = [*DRAWING_KEYS, *(f"{lvl}_ndcg@{k}" for k in args.k for lvl in ("patent", "subclass", "main"))]
     keys = [k for k in keys if k in res["per_query"]]
     groups = list(res["query_patents"])
@@ -294,7 +254,7 @@ def run_drawings(args: argparse.Namespace) -> int:
         "num_queries": len(groups),
         "num_patents": len(set(groups)),
         "num_gallery": res["num_gallery"],
-        "summary": _summaries(res["per_query"], groups, keys),
+        "summary": summaries(res["per_query"], groups, keys),
         "metrics": res["metrics"],
         "per_class": res["per_class"],
         "query_patents": groups,
@@ -306,18 +266,18 @@ def run_drawings(args: argparse.Namespace) -> int:
             corpus, base, split, protocol, args.k, args.image_size, args.batch_size, args.device
         )
         result["against"] = base.key
-        result["baseline_summary"] = _summaries(bres["per_query"], groups, keys)
+        result["baseline_summary"] = summaries(bres["per_query"], groups, keys)
         result["baseline_per_query"] = bres["per_query"]
-        result["comparison"] = _compare(
+        result["comparison"] = compare(
             res["per_query"], bres["per_query"], groups, keys, args.bootstrap, args.seed
         )
-    print(_table(result, keys))
+    print(table(result, keys))
     if depth:
         from patent_demo.drawing.feedback_eval import feedback_of_run, feedback_table
 
         result["feedback"] = fb = feedback_of_run(corpus, split, protocol, res, depth, args)
         print("\n" + feedback_table(fb))
-    _write(result, args.json)
+    write_json(result, args.json)
     return 0
 
 
@@ -425,7 +385,7 @@ def run_scored(args: argparse.Namespace) -> int:
             print(
                 f"  {m} - {result['against']}: {c['diff']:+.4f} [{c['low']:+.4f}, {c['high']:+.4f}] (anchors resampled)"
             )
-    _write(result, args.json)
+    write_json(result, args.json)
     return 0
 
 
@@ -478,7 +438,7 @@ def run_pairs(args: argparse.Namespace) -> int:
         "model": name,
         "num_queries": len(qids),
         "num_patents": len(qids),
-        "summary": _summaries(per_query, qids, keys),
+        "summary": summaries(per_query, qids, keys),
         "queries": qids,
         "per_query": per_query,
     }
@@ -487,12 +447,12 @@ def run_pairs(args: argparse.Namespace) -> int:
         bper = {k: [bq[q][k] for q in qids] for k in keys}
         result.update(
             against=bname,
-            baseline_summary=_summaries(bper, qids, keys),
+            baseline_summary=summaries(bper, qids, keys),
             baseline_per_query=bper,
-            comparison=_compare(per_query, bper, qids, keys, args.bootstrap, args.seed),
+            comparison=compare(per_query, bper, qids, keys, args.bootstrap, args.seed),
         )
-    print(_table(result, keys))
-    _write(result, args.json)
+    print(table(result, keys))
+    write_json(result, args.json)
     return 0
 
 
@@ -564,7 +524,7 @@ def run_text(args: argparse.Namespace) -> int:
         "model": list_label(list_name, spec),
         "num_queries": len(qids),
         "num_patents": len(qids),
-        "summary": _summaries(per_query, qids, keys),
+        "summary": summaries(per_query, qids, keys),
         "queries": qids,
         "per_query": per_query,
     }
@@ -591,9 +551,9 @@ def run_text(args: argparse.Namespace) -> int:
         bq = per_query_metrics(brun, qrels, args.k)
         bper = {k: [bq[q][k] for q in qids] for k in keys}
         result["against"] = list_label(base_list, base)
-        result["baseline_summary"] = _summaries(bper, qids, keys)
+        result["baseline_summary"] = summaries(bper, qids, keys)
         result["baseline_per_query"] = bper
-        result["comparison"] = _compare(per_query, bper, qids, keys, args.bootstrap, args.seed)
-    print(_table(result, keys))
-    _write(result, args.json)
+        result["comparison"] = compare(per_query, bper, qids, keys, args.bootstrap, args.seed)
+    print(table(result, keys))
+    write_json(result, args.json)
     return 0

@@ -153,6 +153,55 @@ def score_embeddings(
     return out
 
 
+def score_with_cutoff(
+    queries: Sequence[tuple[Patent, Figure]],
+    gallery: Sequence[tuple[Patent, Figure]],
+    query_emb: np.ndarray,
+    gallery_emb: np.ndarray,
+    cutoffs: Sequence[str],
+    ks: Sequence[int] = DEFAULT_KS,
+) -> dict:
+    """The same embeddings ranked twice, as a patent's own search ranks them: the query's own patent left out
+    (never prior art to itself, and not relevant), once over the whole gallery and once over the prior art of
+    each query's cut-off (``cutoffs[Q]``, ISO dates, ``""`` none; the rule of ``patent_demo.prior_art``). A
+    relevant figure the cut-off hides stays relevant and counts as missed.
+
+    Returns ``{"none": per_query, "cut": per_query, "hidden": {level: relevant figures hidden},
+    "relevant": {level: relevant figures}}``; each ``per_query`` ``{metric: [Q] values, None where
+    undefined}`` (``patent_demo.metrics.drawing_metrics``'s keys; the patent level is undefined: its own
+    patent is all a query's patent level holds)."""
+    from patent_demo import prior_art
+    from patent_demo.metrics import drawing_metrics
+
+    q_lab, g_lab = _labels(queries), _labels(gallery)
+    scores = query_emb.astype(np.float64) @ gallery_emb.astype(np.float64).T
+    own = np.array([[gp.id == qp.id for gp, _ in gallery] for qp, _ in queries], dtype=bool).reshape(
+        len(queries), len(gallery)
+    )
+    order = np.argsort(-scores, axis=1, kind="stable")
+    admitted = np.array(
+        [[not c or prior_art.admits(gp, c) for gp, _ in gallery] for c in cutoffs], dtype=bool
+    ).reshape(len(queries), len(gallery))
+    ranked = np.full_like(order, -1)
+    for i, row in enumerate(order):
+        kept = row[admitted[i, row]]
+        ranked[i, : len(kept)] = kept
+    none = drawing_metrics(q_lab, g_lab, scores=scores, ks=ks, exclude=own)
+    cut = drawing_metrics(q_lab, g_lab, ranked=ranked, ks=ks, exclude=own)
+    hidden, relevant = {}, {}
+    same_sub = _same(q_lab.subclasses, g_lab.subclasses)
+    for level, same in (("subclass", same_sub), ("main", same_sub | _same(q_lab.mains, g_lab.mains))):
+        rel = same & ~own
+        relevant[level], hidden[level] = int(rel.sum()), int((rel & ~admitted).sum())
+    as_lists = lambda ev: {k: [_finite(float(x)) for x in v] for k, v in ev.per_query.items()}  # noqa: E731
+    return {"none": as_lists(none), "cut": as_lists(cut), "hidden": hidden, "relevant": relevant}
+
+
+def _same(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+    """``[len(a), len(b)]``: where the codes agree (an empty code agrees with nothing)."""
+    return np.array([[x != "" and x == y for y in b] for x in a], dtype=bool).reshape(len(a), len(b))
+
+
 def evaluate_drawings(
     model: torch.nn.Module,
     transform: Any,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ from patent_demo.prior_art import (
     status,
 )
 from patent_demo.text.hybrid import default_text_list
+from patent_demo.text.precision import cpu_name
 from patent_demo.text.search import patent_query
 from train.text.first_stages import ir_measures_summary, load_split
 
@@ -145,17 +145,6 @@ def comparisons(splits: dict, n_boot: int, seed: int = 0, cut: str = "own") -> d
                     a, b, n_boot=n_boot, seed=seed
                 ) | {"cut": float(a.mean()), "none": float(b.mean()), "queries": int(a.size)}
     return out
-
-
-def cpu_name() -> str:
-    """The CPU's model name (``lscpu``'s *Model name*, from ``/proc/cpuinfo``), else the machine type."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:
