@@ -9,7 +9,7 @@ selector in ``DenseIndex``, score mask in ``BM25Index``), so k hits come back wh
 documents exist.
 
 Dates are ISO ``YYYY-MM-DD``. The publication date of a document is ``Patent.date``. The cut-off is
-the examiner's "prior-art date" (the priority or filing date of the application under search); what it
+the examiner's "prior-art date" (the filing date of the application under search); what it
 admits is the one rule of :mod:`patent_demo.prior_art`: published before it, or a patent document filed
 before it (an earlier application, marked "E"). Documents without any date cannot be shown to be prior
 art; they are excluded by the cut-off (and those without a publication date by a date range) unless
