@@ -40,6 +40,7 @@ class DrawingSearch:
     notes: list[str] = field(
         default_factory=list
     )  # filter, cut-off, exclusion, engine fallback, no good match
+    views: list = field(default_factory=list)  # an application's views as searched (decoded once), PIL "L"
 
 
 @dataclass

@@ -404,3 +404,21 @@ def test_a_text_search_checks_its_abstract_once(bench, monkeypatch):
         "a lamp with a shade and bulb", "26-05", "dssdnet-untrained", 3, "ann"
     )
     assert out[2].startswith("BM25 found") and len(calls) == 1
+
+
+def test_an_application_keeps_its_views_as_searched_and_draws_its_sheet_from_them(bench):
+    """The views are decoded once: the search returns them as it encoded them, and the sheet of views a label
+    keeps, drawn from them (no second decode or crop), matches the one drawn from the uploads' bytes."""
+    import numpy as np
+
+    from patent_demo.drawing.application import views_sheet
+
+    wb, _ = bench
+    views = [wb.corpus.image_path(wb.corpus[p].figures[0]).read_bytes() for p in ("D0001", "D0004", "D0007")]
+    res = wb.search_application(DrawingRequest.application(wb, views, "zero-shot", 5))
+    assert len(res.views) == 3 and all(v.mode == "L" for v in res.views)
+    again = wb.encoder(wb.model("zero-shot", "drawing")).encode(res.views)
+    assert np.allclose(np.asarray(again), res.query_embedding, atol=1e-5)  # what was searched
+    a = np.asarray(Image.open(io.BytesIO(views_sheet(views))), dtype=float)
+    b = np.asarray(Image.open(io.BytesIO(views_sheet(res.views, cropped=True))), dtype=float)
+    assert a.shape == b.shape and np.abs(a - b).mean() < 2.0

@@ -95,21 +95,30 @@ def application_ranking(
     return res if k is None else res.top(k)
 
 
-def views_sheet(views: Sequence[bytes], size: int = 256, columns: int = 4) -> bytes:
+def views_sheet(views: Sequence, size: int = 256, columns: int = 4, cropped: bool = False) -> bytes:
     """The views of an application side by side on one PNG (each cropped to its ink and centred on a
-    ``size`` px square, up to ``columns`` a row): the query drawing a label of the application keeps."""
+    ``size`` px square, up to ``columns`` a row): the query drawing a label of the application keeps.
+    ``views``: the uploads' bytes, or the views as the search decoded them (``DrawingSearch.views``: no
+    second decode; ``cropped`` when the search already cut them to their ink, so no second crop either,
+    and each is first reduced by a whole factor to at least twice ``size``)."""
     import io
 
     from PIL import Image
 
     from patent_demo.imageio import load_drawing
 
-    tiles = [load_drawing(v, crop=True, square=True, size=size).convert("L") for v in views]
+    def tile(v) -> Image.Image:
+        if isinstance(v, Image.Image):
+            factor = min(v.size) // (2 * size)
+            v = v.reduce(factor) if factor > 1 else v
+        return load_drawing(v, crop=not cropped, square=True, size=size).convert("L")
+
+    tiles = [tile(v) for v in views]
     cols = max(1, min(columns, len(tiles)))
     rows = -(-len(tiles) // cols)
     sheet = Image.new("L", (cols * size, rows * size), 255)
-    for i, tile in enumerate(tiles):
-        sheet.paste(tile, ((i % cols) * size, (i // cols) * size))
+    for i, t in enumerate(tiles):
+        sheet.paste(t, ((i % cols) * size, (i // cols) * size))
     buf = io.BytesIO()
     sheet.save(buf, format="PNG")
     return buf.getvalue()

@@ -85,12 +85,12 @@ def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None
     where, allowed, notes = drawing_scope(wb, req)
     spec = wb.model(req.model, "drawing")
     index = wb.index(spec)
+    images = []  # the views as searched, decoded once: the handler's sheet of views is drawn from them
     if vector is not None:
         views = np.asarray(vector, dtype=np.float32).reshape(-1, index.dim)
     else:
-        views = np.asarray(
-            wb.encoder(spec).encode([load_drawing(im, crop=req.crop) for im in req.images]), np.float32
-        )
+        images = [load_drawing(im, crop=req.crop) for im in req.images]
+        views = np.asarray(wb.encoder(spec).encode(images), np.float32)
     k = max(1, min(req.k, len(set(index.patent_ids))))
     res = application_ranking(views, index.embeddings, index.patent_ids, k, req.how, allowed)
     hits = [
@@ -109,4 +109,5 @@ def search_application(wb, req: DrawingRequest, vector: np.ndarray | None = None
         spec.key,
         spec.checkpoint_id,
         notes,
+        views=images,
     )

@@ -291,7 +291,7 @@ class Handlers(RefineHandlers, ReviewHandlers):
             session = drawing_session(
                 self.store,
                 "application",
-                views_sheet(views),
+                views_sheet(res.views, cropped=req.crop) if res.views else views_sheet(views),
                 ".png",
                 res.hits,
                 spec,
