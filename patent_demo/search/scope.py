@@ -3,7 +3,7 @@ typed), the query's own patents and their families left out, and the notes of th
 
 * :func:`drawing_scope`: the scope of a drawing search (one drawing, a sheet, an application) as one
   ``Where`` value for an engine backend and as the patent ids FAISS keeps.
-* :func:`with_own_date`, :func:`mark_earlier`, :func:`earlier_note`, :func:`undated_note`: the cut-off and
+* :func:`with_own_date`, :func:`allowed_ids`, :func:`mark_earlier`, :func:`earlier_note`, :func:`undated_note`: the cut-off and
   its notes, for the drawing and the text searches alike. A cut-off admits what the rule of
   ``patent_demo.prior_art`` admits; every hit it admits as an earlier application (filed before the
   cut-off, published on or after it) carries ``extras["prior_art"] = "E"``, and in a patent's own search
@@ -34,6 +34,13 @@ def with_own_date(search_filter: SearchFilter, wb, patent_id: str, notes: list[s
     what = "filing date" if date == patent.filing_date else "own date"
     notes.append(f"cut-off {date}: the {what} of the query patent {patent_id}")
     return search_filter.with_before(date, prior_art.intermediate_from(patent))
+
+
+def allowed_ids(search_filter: SearchFilter, wb, own_date_patent: str = "") -> set[str] | None:
+    """The ids ``search_filter`` admits (``None``: every document), less ``own_date_patent``, the query patent
+    whose own date the cut-off is: never prior art to itself, though its priority would make it "E" by date."""
+    allowed = search_filter.allowed_ids(wb.corpus)
+    return allowed - {own_date_patent} if allowed is not None and own_date_patent else allowed
 
 
 def mark_earlier(hits, corpus, search_filter: SearchFilter, notes: list[str]) -> None:
@@ -76,9 +83,7 @@ def drawing_scope(wb, req: DrawingRequest) -> tuple[Where, set[str] | None, list
     if req.filters.own_date:
         f = with_own_date(f, wb, req.own_patent, notes)
     where = Where(f, req.own if req.filters.exclude_own else ())
-    allowed = f.allowed_ids(wb.corpus)
-    if allowed is not None and req.filters.own_date:
-        allowed = allowed - {req.own_patent}  # never prior art to itself (its priority makes it "E" by date)
+    allowed = allowed_ids(f, wb, req.own_patent if req.filters.own_date else "")
     drawn = set(wb.index(req.model).patent_ids)
     if allowed is not None:
         allowed &= drawn

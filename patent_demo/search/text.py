@@ -14,7 +14,7 @@ from patent_demo.filters import exclusion_note
 from patent_demo.hits import TextSearch
 from patent_demo.request import TextRequest
 from patent_demo.results import Results
-from patent_demo.search.scope import earlier_note, undated_note, with_own_date
+from patent_demo.search.scope import allowed_ids, earlier_note, undated_note, with_own_date
 from patent_demo.text import syntax
 from patent_demo.text.lists import LISTS, text_runs
 from patent_demo.text.search import TextQuery, candidate_text, first_stage
@@ -53,9 +53,7 @@ def search_text(wb, req: TextRequest) -> TextSearch:
     own = owns[0] if owns else ""
     if req.filters.own_date:
         f = with_own_date(f, wb, own, notes)
-    allowed = f.allowed_ids(wb.corpus)
-    if allowed is not None and req.filters.own_date:
-        allowed = allowed - {own}  # never prior art to itself (its priority makes it "E" by date)
+    allowed = allowed_ids(f, wb, own if req.filters.own_date else "")
     if allowed is not None:
         notes.append(f"{f.describe()}: {len(allowed)} of {counted(len(wb.corpus), 'document')} searched")
         undated_note(f, wb.corpus, notes)
